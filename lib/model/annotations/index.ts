@@ -1,0 +1,173 @@
+// The annotation registry and the two policies every Ingress goes through:
+// - `*-snippet` annotations are configuration code: the Ingress is dropped (never executed);
+// - any other annotation under the prefix that no group owns gets one "unsupported" warning.
+// Adding an annotation means adding a group (or a field to one) below, never a new mechanism.
+
+import type { DiagnosticsCollector } from '../diagnostics.ts';
+import type { ObjectRef } from '../types.ts';
+import { canary } from './canary.ts';
+import {
+  type AnnotationDoc,
+  type AnnotationGroup,
+  type AnnotationReader,
+  type InvalidOutcome,
+  parseGoBool,
+} from './group.ts';
+import { rewrite } from './rewrite.ts';
+import { serverAlias } from './server-alias.ts';
+
+const locationGroups = { rewrite } as const;
+const serverGroups = { alias: serverAlias } as const;
+const ingressGroups = { canary } as const;
+
+type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
+export type LocationAnnotations = { [K in keyof typeof locationGroups]: ValueOf<(typeof locationGroups)[K]> };
+export type ServerAnnotations = { [K in keyof typeof serverGroups]: ValueOf<(typeof serverGroups)[K]> };
+export type IngressAnnotations = { [K in keyof typeof ingressGroups]: ValueOf<(typeof ingressGroups)[K]> };
+
+export interface ParsedAnnotations {
+  location: LocationAnnotations;
+  server: ServerAnnotations;
+  ingress: IngressAnnotations;
+  /** an annotation made ingress-nginx skip the whole Ingress */
+  dropped: boolean;
+}
+
+type AnyGroup = AnnotationGroup<unknown>;
+const allGroups: ReadonlyArray<readonly [string, AnyGroup]> = [
+  ...Object.entries(locationGroups),
+  ...Object.entries(serverGroups),
+  ...Object.entries(ingressGroups),
+] as ReadonlyArray<readonly [string, AnyGroup]>;
+
+const KNOWN = new Set(allGroups.flatMap(([, group]) => group.annotations.map((a) => a.name)));
+
+/** Every supported annotation with its default and meaning, for documentation and tests. */
+export const SUPPORTED_ANNOTATIONS: readonly AnnotationDoc[] = allGroups
+  .flatMap(([, group]) => group.annotations)
+  .sort((a, b) => (a.name < b.name ? -1 : 1));
+
+export function serverGroupIsSet<K extends keyof ServerAnnotations>(
+  key: K,
+  value: ServerAnnotations[K],
+): boolean {
+  const group = serverGroups[key] as AnnotationGroup<ServerAnnotations[K]>;
+  return group.isSet?.(value) ?? false;
+}
+
+export const serverGroupKeys = Object.keys(serverGroups) as Array<keyof ServerAnnotations>;
+
+function defaultsOf<T extends Record<string, AnyGroup>>(groups: T): { [K in keyof T]: ValueOf<T[K]> } {
+  const out: Record<string, unknown> = {};
+  for (const [key, group] of Object.entries(groups)) out[key] = group.defaults;
+  return out as { [K in keyof T]: ValueOf<T[K]> };
+}
+
+export const DEFAULT_LOCATION_ANNOTATIONS: LocationAnnotations = defaultsOf(locationGroups);
+export const DEFAULT_SERVER_ANNOTATIONS: ServerAnnotations = defaultsOf(serverGroups);
+const DEFAULT_INGRESS_ANNOTATIONS: IngressAnnotations = defaultsOf(ingressGroups);
+
+/** Fast path: most Ingresses carry no annotation under the prefix. */
+const NONE: ParsedAnnotations = {
+  location: DEFAULT_LOCATION_ANNOTATIONS,
+  server: DEFAULT_SERVER_ANNOTATIONS,
+  ingress: DEFAULT_INGRESS_ANNOTATIONS,
+  dropped: false,
+};
+
+/**
+ * Parse the annotations of one Ingress. Findings are reported on the Ingress; `dropped` says that
+ * ingress-nginx would skip it (a snippet, or a validator whose error propagates).
+ */
+export function parseAnnotations(
+  annotations: Readonly<Record<string, unknown>> | undefined,
+  prefix: string,
+  ref: ObjectRef,
+  diagnostics: DiagnosticsCollector,
+): ParsedAnnotations {
+  if (annotations === undefined) return NONE;
+  const lead = `${prefix}/`;
+  const own = new Map<string, string>();
+  for (const [key, value] of Object.entries(annotations)) {
+    if (!key.startsWith(lead)) continue;
+    own.set(key.slice(lead.length), typeof value === 'string' ? value : String(value));
+  }
+  if (own.size === 0) return NONE;
+
+  let dropped = false;
+  for (const name of own.keys()) {
+    if (name.endsWith('-snippet')) {
+      dropped = true;
+      diagnostics.report(
+        'Ingress',
+        ref,
+        'SNIPPET_REFUSED',
+        `annotation ${lead}${name} is configuration code; ingress-ts never runs snippets, so the Ingress is ignored`,
+      );
+    } else if (!KNOWN.has(name)) {
+      diagnostics.report(
+        'Ingress',
+        ref,
+        'ANNOTATION_UNSUPPORTED',
+        `annotation ${lead}${name} is not supported by ingress-ts yet and has no effect`,
+      );
+    }
+  }
+
+  const reader: AnnotationReader = {
+    string(name) {
+      const value = own.get(name);
+      return value === undefined || value === '' ? undefined : value;
+    },
+    bool(name, fallback, onInvalid) {
+      const value = reader.string(name);
+      if (value === undefined) return fallback;
+      const parsed = parseGoBool(value);
+      if (parsed !== undefined) return parsed;
+      reader.invalid(name, value, 'expected "true" or "false"', onInvalid);
+      return fallback;
+    },
+    invalid(name, value, reason, onInvalid: InvalidOutcome) {
+      const drop = onInvalid === 'drop';
+      if (drop) dropped = true;
+      diagnostics.report(
+        'Ingress',
+        ref,
+        'ANNOTATION_INVALID',
+        `annotation ${lead}${name}=${JSON.stringify(value)} is invalid (${reason}); ${
+          drop ? 'the Ingress is ignored' : 'the default is used'
+        }`,
+        drop ? 'error' : 'warning',
+      );
+    },
+  };
+
+  const parseAll = <T extends Record<string, AnyGroup>>(groups: T) => {
+    const out: Record<string, unknown> = {};
+    for (const [key, group] of Object.entries(groups)) {
+      out[key] = group.annotations.some((a) => own.has(a.name)) ? group.parse(reader) : group.defaults;
+    }
+    return out as { [K in keyof T]: ValueOf<T[K]> };
+  };
+  const location = parseAll(locationGroups);
+  const server = parseAll(serverGroups);
+  const ingress = parseAll(ingressGroups);
+  return { location, server, ingress, dropped };
+}
+
+/** Location groups the catch-all server does not inherit from a catch-all Ingress (ingress-nginx restores them). */
+const NOT_INHERITED_BY_CATCH_ALL: ReadonlyArray<keyof LocationAnnotations> = ['rewrite'];
+
+export function catchAllAnnotations(annotations: LocationAnnotations): LocationAnnotations {
+  const out = { ...annotations };
+  for (const key of NOT_INHERITED_BY_CATCH_ALL) {
+    (out as Record<string, unknown>)[key] = DEFAULT_LOCATION_ANNOTATIONS[key];
+  }
+  return out;
+}
+
+/** Whether a route switches its host to regex matching (use-regex, or a rewrite-target other than its path). */
+export function usesRegex(annotations: LocationAnnotations, path: string): boolean {
+  const { useRegex, target } = annotations.rewrite;
+  return useRegex || (target !== null && target !== path);
+}

@@ -1,0 +1,489 @@
+// buildModel: Kubernetes objects in, routing model and diagnostics out. Pure and deterministic:
+// no I/O, no timers, no clock, no randomness. Steps, each owning one concern:
+//   select (class) → order (oldest first) → check (validate, annotations) → servers (hosts, catch-all)
+//   → host settings (server annotations, TLS) → routes (oldest wins) → finish (regex mode, aliases, sort)
+
+import {
+  catchAllAnnotations,
+  DEFAULT_LOCATION_ANNOTATIONS,
+  DEFAULT_SERVER_ANNOTATIONS,
+  type ServerAnnotations,
+  serverGroupIsSet,
+  serverGroupKeys,
+  usesRegex,
+} from './annotations/index.ts';
+import { type ServiceBackendRef, UpstreamResolver } from './backends.ts';
+import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
+import { modelHashes } from './hash.ts';
+import { type CheckedIngress, checkIngress } from './ingress.ts';
+import { isOurIngress, ownedClassNames } from './ingress-class.ts';
+import { objectKey, type Secret, type Snapshot } from './k8s.ts';
+import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
+import { sortIngresses } from './order.ts';
+import { prefixMatchKey } from './paths.ts';
+import { type CertificateResult, certificateCovers, readCertificate, tlsSecretNameFor } from './tls.ts';
+import type { Backend, Certificate, Model, ObjectRef, Route, Server } from './types.ts';
+
+export interface ModelReferences {
+  /** `namespace/name` of every Service the model resolved */
+  services: string[];
+  /** `namespace/name` of every Secret the model looked up */
+  secrets: string[];
+}
+
+export interface BuildResult {
+  model: Model;
+  diagnostics: Diagnostic[];
+  /** what the model depends on, so a store can ignore changes to anything else */
+  references: ModelReferences;
+}
+
+interface ServerDraft {
+  server: Server;
+  routeKeys: Map<string, Route>;
+  tlsOwner: CheckedIngress | null;
+  annotationSource: Partial<Record<keyof ServerAnnotations, ObjectRef>>;
+}
+
+const refName = (ref: ObjectRef): string => objectKey(ref.namespace, ref.name);
+const sameRef = (a: ObjectRef, b: ObjectRef): boolean => a.namespace === b.namespace && a.name === b.name;
+
+function splitKey(value: string): ObjectRef | null {
+  const slash = value.indexOf('/');
+  if (slash <= 0 || slash === value.length - 1 || value.indexOf('/', slash + 1) !== -1) return null;
+  return { namespace: value.slice(0, slash), name: value.slice(slash + 1) };
+}
+
+function compareRoutes(a: Route, b: Route): number {
+  if (a.path.length !== b.path.length) return b.path.length - a.path.length;
+  if (a.path !== b.path) return a.path > b.path ? -1 : 1;
+  if (a.pathType === b.pathType) return 0;
+  return a.pathType === 'Exact' ? -1 : 1;
+}
+
+export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> = {}): BuildResult {
+  const options: ModelOptions = { ...DEFAULT_MODEL_OPTIONS, ...overrides };
+  const diagnostics = new DiagnosticsCollector();
+  const resolver = new UpstreamResolver(
+    snapshot.services,
+    snapshot.endpointSlices,
+    options.disableSvcExternalName,
+  );
+  const referencedSecrets = new Set<string>();
+
+  // Secrets and their certificates, looked up at most once per build.
+  const secrets = new Map<string, Secret>();
+  for (const secret of snapshot.secrets) {
+    const { namespace, name } = secret.metadata ?? {};
+    if (typeof namespace === 'string' && typeof name === 'string')
+      secrets.set(objectKey(namespace, name), secret);
+  }
+  const certificateResults = new Map<string, CertificateResult | null>();
+  const certificateOf = (namespace: string, name: string): CertificateResult | null => {
+    const id = objectKey(namespace, name);
+    referencedSecrets.add(id);
+    if (certificateResults.has(id)) return certificateResults.get(id) ?? null;
+    const secret = secrets.get(id);
+    const result = secret === undefined ? null : readCertificate(secret, id);
+    certificateResults.set(id, result);
+    return result;
+  };
+  const certificates = new Map<string, Certificate>();
+
+  // 1-3. select, order, check
+  const owned = ownedClassNames(snapshot.ingressClasses, options);
+  const ours = snapshot.ingresses.filter((ingress) => isOurIngress(ingress, owned, options));
+  const ingresses: CheckedIngress[] = [];
+  for (const ingress of sortIngresses(ours)) {
+    const checked = checkIngress(ingress, options, diagnostics);
+    if (checked !== null) ingresses.push(checked);
+  }
+
+  const useUpstream = (ingress: CheckedIngress, ref: ServiceBackendRef): Backend => {
+    const { upstream, problem } = resolver.resolve(ref);
+    if (problem !== null) diagnostics.report('Ingress', ingress.ref, problem.code, problem.message);
+    return { type: 'upstream', upstream: upstream.name };
+  };
+
+  // The controller's default backend (--default-backend-service, first port).
+  let defaultBackend: string | null = null;
+  if (options.defaultBackendService !== null) {
+    defaultBackend = resolveDefaultBackend(options.defaultBackendService, resolver, diagnostics);
+  }
+
+  // 4. servers: the catch-all, then one per host, created by the oldest Ingress naming it.
+  const catchAll: ServerDraft = newDraft('_', null, {
+    ingress: null,
+    backend: { type: 'default' },
+    annotations: DEFAULT_LOCATION_ANNOTATIONS,
+  });
+  const drafts = new Map<string, ServerDraft>();
+  let catchAllOwner: ObjectRef | null = null;
+  for (const ingress of ingresses) {
+    let ownDefault: Backend | undefined;
+    const defaultBackendOf = (): Backend => {
+      if (ownDefault === undefined) {
+        ownDefault =
+          ingress.defaultBackend === null
+            ? { type: 'default' }
+            : useUpstream(ingress, ingress.defaultBackend);
+      }
+      return ownDefault;
+    };
+    if (ingress.defaultBackend !== null && ingress.rules.length === 0) {
+      if (catchAllOwner === null) {
+        catchAllOwner = ingress.ref;
+        catchAll.server.defaultRoute = {
+          ingress: ingress.ref,
+          backend: defaultBackendOf(),
+          annotations: catchAllAnnotations(ingress.annotations.location),
+        };
+      } else {
+        diagnostics.report(
+          'Ingress',
+          ingress.ref,
+          'DEFAULT_BACKEND_CONFLICT',
+          `the older Ingress ${refName(catchAllOwner)} already provides the catch-all defaultBackend; this one is not used`,
+        );
+      }
+    }
+    for (const rule of ingress.rules) {
+      if (rule.host === '' || drafts.has(rule.host)) continue;
+      drafts.set(
+        rule.host,
+        newDraft(rule.host, ingress.ref, {
+          ingress: ingress.ref,
+          backend: defaultBackendOf(),
+          annotations: ingress.annotations.location,
+        }),
+      );
+    }
+  }
+
+  // 5. host settings: server-level annotations and TLS, oldest Ingress first.
+  for (const ingress of ingresses) {
+    for (const rule of ingress.rules) {
+      const draft = drafts.get(rule.host);
+      if (draft === undefined) continue;
+      applyServerAnnotations(draft, ingress, diagnostics);
+      applyTLS(draft, ingress, certificateOf, certificates, diagnostics);
+    }
+  }
+
+  // 6. routes: the first (oldest) Ingress to define host + path + pathType wins.
+  for (const ingress of ingresses) {
+    for (const rule of ingress.rules) {
+      const draft = rule.host === '' ? catchAll : drafts.get(rule.host)!;
+      for (const path of rule.paths) {
+        const key = `${path.pathType} ${path.path}`;
+        const existing = draft.routeKeys.get(key);
+        if (existing !== undefined) {
+          reportPathConflict(
+            diagnostics,
+            ingress.ref,
+            existing,
+            draft.server.hostname,
+            path.pathType,
+            path.path,
+          );
+          continue;
+        }
+        const route: Route = {
+          path: path.path,
+          pathType: path.pathType,
+          pathTypeAsWritten: path.pathTypeAsWritten,
+          ingress: ingress.ref,
+          backend: useUpstream(ingress, path.backend),
+          annotations: ingress.annotations.location,
+        };
+        draft.routeKeys.set(key, route);
+        draft.server.routes.push(route);
+      }
+    }
+  }
+
+  // 7. finish: regex mode, Prefix paths that match the same requests, order, aliases.
+  const servers = [...drafts.values()].map((draft) => draft.server);
+  servers.sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
+  for (const server of [catchAll.server, ...servers]) finishServer(server, diagnostics);
+  resolveAliases(servers, drafts, diagnostics);
+
+  // The default certificate (--default-ssl-certificate).
+  let defaultCertificate: string | null = null;
+  if (options.defaultSSLCertificate !== null) {
+    defaultCertificate = resolveDefaultCertificate(
+      options.defaultSSLCertificate,
+      certificateOf,
+      certificates,
+      diagnostics,
+    );
+  }
+
+  const certificateRecord: Record<string, Certificate> = {};
+  for (const id of [...certificates.keys()].sort()) certificateRecord[id] = certificates.get(id)!;
+  const upstreams = resolver.upstreams();
+  const body = {
+    servers,
+    catchAll: catchAll.server,
+    upstreams,
+    certificates: certificateRecord,
+    defaultCertificate,
+    defaultBackend,
+  };
+  const model: Model = { ...body, ...modelHashes(body) };
+  const services = new Set<string>();
+  for (const upstream of Object.values(upstreams)) {
+    services.add(objectKey(upstream.service.namespace, upstream.service.name));
+  }
+  return {
+    model,
+    diagnostics: diagnostics.list(),
+    references: { services: [...services].sort(), secrets: [...referencedSecrets].sort() },
+  };
+}
+
+function newDraft(
+  hostname: string,
+  ingress: ObjectRef | null,
+  defaultRoute: Server['defaultRoute'],
+): ServerDraft {
+  return {
+    server: {
+      hostname,
+      ingress,
+      tls: null,
+      regex: false,
+      annotations: DEFAULT_SERVER_ANNOTATIONS,
+      defaultRoute,
+      routes: [],
+    },
+    routeKeys: new Map(),
+    tlsOwner: null,
+    annotationSource: {},
+  };
+}
+
+function reportPathConflict(
+  diagnostics: DiagnosticsCollector,
+  loser: ObjectRef,
+  winner: Route,
+  hostname: string,
+  pathType: string,
+  path: string,
+): void {
+  const host = hostname === '_' ? '(any host)' : hostname;
+  const message = sameRef(loser, winner.ingress)
+    ? `${pathType} ${path} on host ${host} appears twice in this Ingress; the first one is used`
+    : `${pathType} ${path} on host ${host} is already defined by the older Ingress ${refName(winner.ingress)}; this path is ignored`;
+  diagnostics.report('Ingress', loser, 'PATH_CONFLICT', message);
+}
+
+function applyServerAnnotations(
+  draft: ServerDraft,
+  ingress: CheckedIngress,
+  diagnostics: DiagnosticsCollector,
+) {
+  for (const key of serverGroupKeys) {
+    const value = ingress.annotations.server[key];
+    if (!serverGroupIsSet(key, value)) continue;
+    const source = draft.annotationSource[key];
+    if (source === undefined) {
+      draft.annotationSource[key] = ingress.ref;
+      draft.server.annotations = { ...draft.server.annotations, [key]: value };
+    } else if (!sameRef(source, ingress.ref)) {
+      diagnostics.report(
+        'Ingress',
+        ingress.ref,
+        'SERVER_ANNOTATION_CONFLICT',
+        `host ${draft.server.hostname} already takes its ${key} setting from the older Ingress ${refName(source)}; this one is ignored`,
+      );
+    }
+  }
+}
+
+/** ingress-nginx: the first Ingress of the host that has a tls section decides the certificate. */
+function applyTLS(
+  draft: ServerDraft,
+  ingress: CheckedIngress,
+  certificateOf: (namespace: string, name: string) => CertificateResult | null,
+  certificates: Map<string, Certificate>,
+  diagnostics: DiagnosticsCollector,
+): void {
+  if (ingress.tls.length === 0) return;
+  const host = draft.server.hostname;
+  const { namespace } = ingress.ref;
+  if (draft.tlsOwner !== null) {
+    if (draft.tlsOwner === ingress) return;
+    const listsHost = ingress.tls.some((entry) =>
+      (entry.hosts ?? []).some((listed) => typeof listed === 'string' && listed.toLowerCase() === host),
+    );
+    if (listsHost) {
+      diagnostics.report(
+        'Ingress',
+        ingress.ref,
+        'TLS_CONFLICT',
+        `the certificate of host ${host} is already decided by the older Ingress ${refName(draft.tlsOwner.ref)}; this tls entry is ignored`,
+      );
+    }
+    return;
+  }
+  draft.tlsOwner = ingress;
+  const useDefault = (): void => {
+    draft.server.tls = { certificate: null, ingress: ingress.ref };
+  };
+  const secretName = tlsSecretNameFor(host, ingress.tls, (name) => {
+    const result = certificateOf(namespace, name);
+    return result !== null && 'ok' in result ? result.ok : null;
+  });
+  if (secretName === '') {
+    diagnostics.report(
+      'Ingress',
+      ingress.ref,
+      'TLS_NO_SECRET_FOR_HOST',
+      `no tls entry of this Ingress names a Secret for host ${host}; it is served with the default certificate`,
+    );
+    useDefault();
+    return;
+  }
+  const id = objectKey(namespace, secretName);
+  const result = certificateOf(namespace, secretName);
+  if (result === null) {
+    diagnostics.report(
+      'Ingress',
+      ingress.ref,
+      'TLS_SECRET_NOT_FOUND',
+      `TLS Secret ${id} for host ${host} not found; the host is served with the default certificate`,
+    );
+    useDefault();
+    return;
+  }
+  if ('problem' in result) {
+    diagnostics.report(
+      'Ingress',
+      ingress.ref,
+      'TLS_SECRET_INVALID',
+      `TLS Secret ${id} for host ${host} is unusable: ${result.problem}; the host is served with the default certificate`,
+    );
+    useDefault();
+    return;
+  }
+  if (!certificateCovers(result.ok.x509, host)) {
+    diagnostics.report(
+      'Ingress',
+      ingress.ref,
+      'TLS_HOST_MISMATCH',
+      `the certificate in TLS Secret ${id} does not cover host ${host} (names: ${
+        result.ok.certificate.dnsNames.join(', ') || 'none'
+      }); the host is served with the default certificate`,
+    );
+    useDefault();
+    return;
+  }
+  certificates.set(id, result.ok.certificate);
+  draft.server.tls = { certificate: id, ingress: ingress.ref };
+}
+
+function finishServer(server: Server, diagnostics: DiagnosticsCollector): void {
+  server.regex =
+    usesRegex(server.defaultRoute.annotations, '/') ||
+    server.routes.some((route) => usesRegex(route.annotations, route.path));
+  if (!server.regex) {
+    // Prefix /foo and /foo/ match the same requests: keep the oldest (routes are in Ingress order).
+    const prefixes = new Map<string, Route>();
+    server.routes = server.routes.filter((route) => {
+      if (route.pathType !== 'Prefix') return true;
+      const key = prefixMatchKey(route.path);
+      const winner = prefixes.get(key);
+      if (winner === undefined) {
+        prefixes.set(key, route);
+        return true;
+      }
+      reportPathConflict(diagnostics, route.ingress, winner, server.hostname, 'Prefix', route.path);
+      return false;
+    });
+  }
+  server.routes.sort(compareRoutes);
+}
+
+function resolveAliases(
+  servers: Server[],
+  drafts: Map<string, ServerDraft>,
+  diagnostics: DiagnosticsCollector,
+): void {
+  const claimed = new Map<string, string>();
+  for (const server of servers) {
+    const source = drafts.get(server.hostname)?.annotationSource.alias;
+    if (source === undefined) continue;
+    const kept: string[] = [];
+    for (const alias of server.annotations.alias.aliases) {
+      let reason: string | null = null;
+      if (alias === server.hostname) reason = 'is the host itself';
+      else if (drafts.has(alias)) reason = 'is already a host of its own';
+      else if (claimed.has(alias)) reason = `is already an alias of host ${claimed.get(alias)}`;
+      if (reason !== null) {
+        diagnostics.report(
+          'Ingress',
+          source,
+          'ALIAS_CONFLICT',
+          `server-alias ${alias} of host ${server.hostname} ${reason}; the alias is ignored`,
+        );
+        continue;
+      }
+      claimed.set(alias, server.hostname);
+      kept.push(alias);
+    }
+    server.annotations = { ...server.annotations, alias: { aliases: kept } };
+  }
+}
+
+function resolveDefaultBackend(
+  flag: string,
+  resolver: UpstreamResolver,
+  diagnostics: DiagnosticsCollector,
+): string | null {
+  const ref = splitKey(flag);
+  const unusable = (message: string): null => {
+    diagnostics.report(
+      'Service',
+      ref ?? { namespace: '', name: flag },
+      'DEFAULT_BACKEND_SERVICE_UNUSABLE',
+      `--default-backend-service ${flag} ${message}; the built-in 404 backend answers instead`,
+    );
+    return null;
+  };
+  if (ref === null) return unusable('is not of the form namespace/name');
+  const service = resolver.service(ref.namespace, ref.name);
+  if (service === undefined) return unusable('does not exist');
+  const firstPort = service.spec?.ports?.[0];
+  if (firstPort === undefined || typeof firstPort.port !== 'number') return unusable('declares no port');
+  const { upstream, problem } = resolver.resolve(
+    { namespace: ref.namespace, service: ref.name, port: String(firstPort.port) },
+    'upstream-default-backend',
+  );
+  if (problem !== null) unusable(`is unusable for now (${problem.message})`);
+  return upstream.name;
+}
+
+function resolveDefaultCertificate(
+  flag: string,
+  certificateOf: (namespace: string, name: string) => CertificateResult | null,
+  certificates: Map<string, Certificate>,
+  diagnostics: DiagnosticsCollector,
+): string | null {
+  const ref = splitKey(flag);
+  const unusable = (message: string): null => {
+    diagnostics.report(
+      'Secret',
+      ref ?? { namespace: '', name: flag },
+      'DEFAULT_CERTIFICATE_UNUSABLE',
+      `--default-ssl-certificate ${flag} ${message}; a generated self-signed certificate is used instead`,
+    );
+    return null;
+  };
+  if (ref === null) return unusable('is not of the form namespace/name');
+  const result = certificateOf(ref.namespace, ref.name);
+  if (result === null) return unusable('does not exist');
+  if ('problem' in result) return unusable(`is unusable: ${result.problem}`);
+  certificates.set(result.ok.certificate.id, result.ok.certificate);
+  return result.ok.certificate.id;
+}

@@ -1,0 +1,128 @@
+// Findings about the objects the model was built from. Each one names the object a user has to fix,
+// carries a stable code (documented in docs/diagnostics.md; a test keeps the two in step) and says
+// what ingress-ts did about it.
+
+export type Severity = 'error' | 'warning' | 'info';
+
+export interface Diagnostic {
+  kind: string;
+  namespace: string;
+  name: string;
+  severity: Severity;
+  code: DiagnosticCode;
+  message: string;
+}
+
+/** Every code with its severity and a one-line meaning. Severity is part of the contract. */
+export const DIAGNOSTIC_CODES = {
+  INGRESS_INVALID: ['error', 'The Ingress is malformed (no name, spec of the wrong type); it is ignored.'],
+  INGRESS_EMPTY: ['warning', 'The Ingress has neither rules nor a defaultBackend; it routes nothing.'],
+  HOST_INVALID: ['error', 'A rule host is not a DNS name or a single-label wildcard; that rule is ignored.'],
+  PATH_INVALID: ['error', 'A path is not valid for its pathType; that path is ignored.'],
+  PATH_TYPE_INVALID: ['error', 'A pathType is missing or unknown; that path is ignored.'],
+  BACKEND_INVALID: [
+    'error',
+    'A backend names no Service, or a resource instead of a Service, or a bad port; it is ignored.',
+  ],
+  PATH_CONFLICT: [
+    'warning',
+    'An older Ingress already defines this host, path and pathType; this one is ignored.',
+  ],
+  DEFAULT_BACKEND_CONFLICT: [
+    'warning',
+    'An older Ingress already provides the catch-all defaultBackend; this one is ignored.',
+  ],
+  CATCH_ALL_DISABLED: [
+    'warning',
+    '--disable-catch-all is set and the Ingress has a defaultBackend; it is ignored.',
+  ],
+  SERVER_ANNOTATION_CONFLICT: [
+    'warning',
+    'An older Ingress already set this host-level annotation for the host; this value is ignored.',
+  ],
+  ALIAS_CONFLICT: [
+    'warning',
+    'A server-alias names an existing host or another alias; that alias is ignored.',
+  ],
+  TLS_CONFLICT: [
+    'warning',
+    'An older Ingress already decided the certificate of this host; this tls entry is ignored.',
+  ],
+  TLS_SECRET_NOT_FOUND: [
+    'warning',
+    'The TLS Secret does not exist; the host is served with the default certificate.',
+  ],
+  TLS_SECRET_INVALID: [
+    'warning',
+    'The TLS Secret lacks tls.crt/tls.key, or they do not parse or match; the host gets the default certificate.',
+  ],
+  TLS_HOST_MISMATCH: [
+    'warning',
+    'The certificate does not cover the host; the host is served with the default certificate.',
+  ],
+  TLS_NO_SECRET_FOR_HOST: [
+    'info',
+    'The Ingress has a tls section but none of it applies to this host; the host gets the default certificate.',
+  ],
+  SERVICE_NOT_FOUND: ['warning', 'The backend Service does not exist; requests to it get 503.'],
+  SERVICE_PORT_NOT_FOUND: [
+    'warning',
+    'The Service has no port matching the backend port; requests to it get 503.',
+  ],
+  ENDPOINTS_NONE: ['warning', 'The backend Service has no ready endpoints; requests to it get 503.'],
+  EXTERNAL_NAME_INVALID: [
+    'warning',
+    'The ExternalName Service names localhost or an invalid DNS name; requests to it get 503.',
+  ],
+  EXTERNAL_NAME_DISABLED: [
+    'warning',
+    'ExternalName Services are disabled (--disable-svc-external-name); requests to it get 503.',
+  ],
+  DEFAULT_BACKEND_SERVICE_UNUSABLE: [
+    'warning',
+    'The --default-backend-service is missing or has no port; the built-in 404 backend is used.',
+  ],
+  DEFAULT_CERTIFICATE_UNUSABLE: [
+    'warning',
+    'The --default-ssl-certificate Secret is missing or invalid; a generated certificate is used.',
+  ],
+  ANNOTATION_INVALID: [
+    'warning',
+    'An annotation value fails its validator: the default is used (warning) or the Ingress is dropped (error).',
+  ],
+  ANNOTATION_UNSUPPORTED: ['warning', 'ingress-ts does not implement this annotation yet; it has no effect.'],
+  SNIPPET_REFUSED: [
+    'error',
+    'Snippet annotations are configuration code and are never executed; the Ingress is dropped.',
+  ],
+  CANARY_UNSUPPORTED: [
+    'warning',
+    'Canary Ingresses are not routed yet; this Ingress gets no traffic and its main route is unaffected.',
+  ],
+} as const satisfies Record<string, readonly [Severity, string]>;
+
+export type DiagnosticCode = keyof typeof DIAGNOSTIC_CODES;
+
+/** Collects diagnostics during one build; identical findings are reported once. */
+export class DiagnosticsCollector {
+  readonly #items: Diagnostic[] = [];
+  readonly #seen = new Set<string>();
+
+  report(
+    kind: string,
+    ref: { namespace: string; name: string },
+    code: DiagnosticCode,
+    message: string,
+    severity: Severity = DIAGNOSTIC_CODES[code][0],
+  ): void {
+    const key = `${kind}\u0000${ref.namespace}\u0000${ref.name}\u0000${code}\u0000${message}`;
+    if (this.#seen.has(key)) return;
+    this.#seen.add(key);
+    this.#items.push({ kind, namespace: ref.namespace, name: ref.name, severity, code, message });
+  }
+
+  /** In the order they were found, which follows the Ingress order and is therefore deterministic. */
+  list(): Diagnostic[] {
+    return this.#items;
+  }
+}

@@ -1,0 +1,11 @@
+// The routing model: pure functions from Kubernetes objects to routes. Imports nothing else of lib/.
+
+export { SUPPORTED_ANNOTATIONS } from './annotations/index.ts';
+export type { BuildResult, ModelReferences } from './build.ts';
+export { buildModel } from './build.ts';
+export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
+export { DIAGNOSTIC_CODES } from './diagnostics.ts';
+export type * from './k8s.ts';
+export type { ModelOptions } from './options.ts';
+export { DEFAULT_MODEL_OPTIONS } from './options.ts';
+export type * from './types.ts';

@@ -1,0 +1,235 @@
+// One Ingress, checked: hosts, paths and backends validated as the API server would, annotations
+// parsed. What is wrong is reported on the Ingress; what is left is safe for the build to use.
+
+import { type ParsedAnnotations, parseAnnotations } from './annotations/index.ts';
+import type { ServiceBackendRef } from './backends.ts';
+import type { DiagnosticsCollector } from './diagnostics.ts';
+import { hostProblem } from './hosts.ts';
+import type { Ingress, IngressBackend, IngressTLS } from './k8s.ts';
+import type { ModelOptions } from './options.ts';
+import { effectivePathType, isPathType, type PathTypeAsWritten, pathProblem } from './paths.ts';
+import type { ObjectRef, PathType } from './types.ts';
+
+export interface CheckedPath {
+  path: string;
+  pathType: PathType;
+  pathTypeAsWritten: PathTypeAsWritten;
+  backend: ServiceBackendRef;
+}
+
+export interface CheckedRule {
+  /** lower-cased; '' for a rule without host (the catch-all server) */
+  host: string;
+  paths: CheckedPath[];
+}
+
+export interface CheckedIngress {
+  ref: ObjectRef;
+  annotations: ParsedAnnotations;
+  defaultBackend: ServiceBackendRef | null;
+  rules: CheckedRule[];
+  /** spec.tls as written (entries that are not objects removed) */
+  tls: IngressTLS[];
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function describe(ruleIndex: number, pathIndex?: number): string {
+  return pathIndex === undefined
+    ? `spec.rules[${ruleIndex}]`
+    : `spec.rules[${ruleIndex}].http.paths[${pathIndex}]`;
+}
+
+/** The checked Ingress, or null when it is unusable as a whole (reported). */
+export function checkIngress(
+  ingress: Ingress,
+  options: ModelOptions,
+  diagnostics: DiagnosticsCollector,
+): CheckedIngress | null {
+  const namespace = ingress.metadata?.namespace;
+  const name = ingress.metadata?.name;
+  if (typeof name !== 'string' || name === '' || typeof namespace !== 'string' || namespace === '') {
+    diagnostics.report(
+      'Ingress',
+      {
+        namespace: typeof namespace === 'string' ? namespace : '',
+        name: typeof name === 'string' ? name : '',
+      },
+      'INGRESS_INVALID',
+      'metadata.name and metadata.namespace are required',
+    );
+    return null;
+  }
+  const ref = { namespace, name };
+  const invalid = (message: string): null => {
+    diagnostics.report('Ingress', ref, 'INGRESS_INVALID', message);
+    return null;
+  };
+  const spec: unknown = ingress.spec ?? {};
+  if (!isObject(spec)) return invalid('spec must be an object');
+  if (spec.rules !== undefined && spec.rules !== null && !Array.isArray(spec.rules)) {
+    return invalid('spec.rules must be a list');
+  }
+  if (spec.tls !== undefined && spec.tls !== null && !Array.isArray(spec.tls)) {
+    return invalid('spec.tls must be a list');
+  }
+  const annotations = ingress.metadata?.annotations;
+  if (annotations !== undefined && annotations !== null && !isObject(annotations)) {
+    return invalid('metadata.annotations must be a map of strings');
+  }
+
+  if (options.disableCatchAll && spec.defaultBackend != null) {
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'CATCH_ALL_DISABLED',
+      'the Ingress has a spec.defaultBackend and --disable-catch-all is set; the whole Ingress is ignored',
+    );
+    return null;
+  }
+
+  const parsed = parseAnnotations(annotations ?? undefined, options.annotationsPrefix, ref, diagnostics);
+  if (parsed.dropped) return null;
+  if (parsed.ingress.canary.enabled) {
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'CANARY_UNSUPPORTED',
+      'canary Ingresses are not routed yet: this Ingress receives no traffic and the main Ingress serves all of it',
+    );
+    return null;
+  }
+
+  let defaultBackend: ServiceBackendRef | null = null;
+  if (spec.defaultBackend != null) {
+    defaultBackend = checkBackend(spec.defaultBackend, namespace, 'spec.defaultBackend', ref, diagnostics);
+  }
+
+  const rules: CheckedRule[] = [];
+  const rawRules: unknown[] = (spec.rules as unknown[] | undefined) ?? [];
+  rawRules.forEach((rawRule, ruleIndex) => {
+    if (!isObject(rawRule)) {
+      diagnostics.report(
+        'Ingress',
+        ref,
+        'INGRESS_INVALID',
+        `${describe(ruleIndex)} must be an object; it is ignored`,
+      );
+      return;
+    }
+    const rawHost = rawRule.host ?? '';
+    const host = typeof rawHost === 'string' ? rawHost.toLowerCase() : '';
+    if (typeof rawHost !== 'string') {
+      diagnostics.report('Ingress', ref, 'HOST_INVALID', `${describe(ruleIndex)}.host must be a string`);
+      return;
+    }
+    if (host !== '') {
+      const problem = hostProblem(host);
+      if (problem !== null) {
+        diagnostics.report(
+          'Ingress',
+          ref,
+          'HOST_INVALID',
+          `${describe(ruleIndex)}.host "${rawHost}" ${problem}; the rule is ignored`,
+        );
+        return;
+      }
+    }
+    const paths: CheckedPath[] = [];
+    const http = rawRule.http;
+    const rawPaths = isObject(http) && Array.isArray(http.paths) ? (http.paths as unknown[]) : [];
+    rawPaths.forEach((rawPath, pathIndex) => {
+      const where = describe(ruleIndex, pathIndex);
+      if (!isObject(rawPath)) {
+        diagnostics.report('Ingress', ref, 'PATH_INVALID', `${where} must be an object; it is ignored`);
+        return;
+      }
+      const pathType = rawPath.pathType;
+      if (!isPathType(pathType)) {
+        diagnostics.report(
+          'Ingress',
+          ref,
+          'PATH_TYPE_INVALID',
+          `${where}.pathType ${
+            pathType === undefined ? 'is required' : `"${String(pathType)}" is not supported`
+          } (Exact, Prefix or ImplementationSpecific); the path is ignored`,
+        );
+        return;
+      }
+      const rawPathValue = rawPath.path ?? '';
+      if (typeof rawPathValue !== 'string') {
+        diagnostics.report(
+          'Ingress',
+          ref,
+          'PATH_INVALID',
+          `${where}.path must be a string; the path is ignored`,
+        );
+        return;
+      }
+      const problem = pathProblem(rawPathValue, pathType);
+      if (problem !== null) {
+        diagnostics.report(
+          'Ingress',
+          ref,
+          'PATH_INVALID',
+          `${where}.path "${rawPathValue}" ${problem} for pathType ${pathType}; the path is ignored`,
+        );
+        return;
+      }
+      const backend = checkBackend(rawPath.backend, namespace, `${where}.backend`, ref, diagnostics);
+      if (backend === null) return;
+      paths.push({
+        path: rawPathValue === '' ? '/' : rawPathValue,
+        pathType: effectivePathType(pathType),
+        pathTypeAsWritten: pathType,
+        backend,
+      });
+    });
+    rules.push({ host, paths });
+  });
+
+  if (rules.length === 0 && defaultBackend === null) {
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'INGRESS_EMPTY',
+      'the Ingress has no usable rules and no defaultBackend, so it routes nothing',
+    );
+  }
+
+  const tls = ((spec.tls as unknown[] | undefined) ?? []).filter(isObject) as IngressTLS[];
+  return { ref, annotations: parsed, defaultBackend, rules, tls };
+}
+
+function checkBackend(
+  raw: unknown,
+  namespace: string,
+  where: string,
+  ref: ObjectRef,
+  diagnostics: DiagnosticsCollector,
+): ServiceBackendRef | null {
+  const fail = (message: string): null => {
+    diagnostics.report('Ingress', ref, 'BACKEND_INVALID', `${where} ${message}; it is ignored`);
+    return null;
+  };
+  if (!isObject(raw)) return fail('is missing');
+  const backend = raw as IngressBackend;
+  if (backend.resource != null) return fail('is a resource backend, which ingress-ts does not route');
+  const service = backend.service;
+  if (!isObject(service) || typeof service.name !== 'string' || service.name === '') {
+    return fail('names no service');
+  }
+  const port = service.port;
+  if (isObject(port) && typeof port.number === 'number') {
+    if (!Number.isInteger(port.number) || port.number < 1 || port.number > 65535) {
+      return fail(`has port number ${port.number}, outside 1-65535`);
+    }
+    return { namespace, service: service.name, port: String(port.number) };
+  }
+  if (isObject(port) && typeof port.name === 'string' && port.name !== '') {
+    return { namespace, service: service.name, port: port.name };
+  }
+  return fail('needs service.port.number or service.port.name');
+}

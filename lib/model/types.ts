@@ -1,0 +1,113 @@
+// The routing model: plain data (survives structuredClone and JSON), no classes, no functions.
+// The data plane compiles it; it never sees a Kubernetes object.
+
+import type { LocationAnnotations, ServerAnnotations } from './annotations/index.ts';
+
+export interface ObjectRef {
+  namespace: string;
+  name: string;
+}
+
+/** ImplementationSpecific is folded into Prefix (as ingress-nginx does); `pathTypeAsWritten` keeps it. */
+export type PathType = 'Exact' | 'Prefix';
+
+export type Backend =
+  /** an upstream of `Model.upstreams` */
+  | { type: 'upstream'; upstream: string }
+  /** the controller's default backend: `Model.defaultBackend`, else the built-in 404 */
+  | { type: 'default' };
+
+export interface Route {
+  /** the path as written in the Ingress ('' becomes '/') */
+  path: string;
+  pathType: PathType;
+  pathTypeAsWritten: 'Exact' | 'Prefix' | 'ImplementationSpecific';
+  /** the Ingress this route came from (the oldest one, when several define it) */
+  ingress: ObjectRef;
+  backend: Backend;
+  annotations: LocationAnnotations;
+}
+
+/** Where requests for a host go when no route matches. */
+export interface DefaultRoute {
+  /** null: the controller's own default, no Ingress involved */
+  ingress: ObjectRef | null;
+  backend: Backend;
+  annotations: LocationAnnotations;
+}
+
+export interface ServerTLS {
+  /** id of `Model.certificates`; null: serve the default certificate */
+  certificate: string | null;
+  /** the Ingress whose `spec.tls` decided this */
+  ingress: ObjectRef;
+}
+
+export interface Server {
+  /** lower-cased: `example.com`, `*.example.com`, or `_` for the catch-all server */
+  hostname: string;
+  /** the oldest Ingress that names this host (null for the catch-all server) */
+  ingress: ObjectRef | null;
+  /**
+   * null: no Ingress for this host has a `spec.tls` section (HTTPS still answers, with the default
+   * certificate, but the host does not count as TLS-configured for redirects).
+   */
+  tls: ServerTLS | null;
+  /**
+   * Regex mode: some route of the host uses `use-regex` or a `rewrite-target` that differs from its
+   * path, so every path of the host is matched as a case-insensitive regex anchored at the start.
+   */
+  regex: boolean;
+  annotations: ServerAnnotations;
+  defaultRoute: DefaultRoute;
+  /** longest path first, ties by reverse-lexicographic path, Exact before Prefix */
+  routes: Route[];
+}
+
+export interface Endpoint {
+  /** an IP address, or a DNS name for ExternalName services */
+  address: string;
+  port: number;
+}
+
+export interface Upstream {
+  /** `<namespace>-<service>-<port number or name>` (ingress-nginx's upstream name) */
+  name: string;
+  service: { namespace: string; name: string; port: string };
+  /** the endpoints are DNS names to resolve (ExternalName service) */
+  externalName: boolean;
+  /** sorted by address then port; empty means requests get 503 */
+  endpoints: Endpoint[];
+}
+
+export interface Certificate {
+  /** `<namespace>/<secret name>` */
+  id: string;
+  certPem: string;
+  keyPem: string;
+  /** sha256 of the PEMs: a SecureContext can be reused while it is unchanged */
+  sha256: string;
+  /** DNS names of the subjectAltName extension */
+  dnsNames: string[];
+  /** seconds since the epoch */
+  notAfter: number;
+}
+
+export interface Model {
+  /** named servers, sorted by hostname */
+  servers: Server[];
+  /** the `_` server: hosts no rule names, and rules with no host */
+  catchAll: Server;
+  /** keyed by upstream name, keys sorted */
+  upstreams: Record<string, Upstream>;
+  /** keyed by certificate id, keys sorted */
+  certificates: Record<string, Certificate>;
+  /** `--default-ssl-certificate` when it is usable; null: the data plane generates one */
+  defaultCertificate: string | null;
+  /** upstream of `--default-backend-service`; null or no endpoints: the built-in 404 */
+  defaultBackend: string | null;
+  /** content hash of everything above; equal hashes mean nothing to swap */
+  hash: string;
+  /** content hash without endpoint lists: equal while only endpoints changed */
+  routesHash: string;
+}
