@@ -384,8 +384,11 @@ function applyTLS(
 }
 
 function finishServer(server: Server, diagnostics: DiagnosticsCollector): void {
+  // The default route stands for ingress-nginx's root placeholder location (path /, the creating
+  // Ingress's annotations), which counts too unless a Prefix / route replaced it.
+  const rootReplaced = server.routes.some((route) => route.pathType === 'Prefix' && route.path === '/');
   server.regex =
-    usesRegex(server.defaultRoute.annotations, '/') ||
+    (!rootReplaced && usesRegex(server.defaultRoute.annotations, '/')) ||
     server.routes.some((route) => usesRegex(route.annotations, route.path));
   if (!server.regex) {
     // Prefix /foo and /foo/ match the same requests: keep the oldest (routes are in Ingress order).

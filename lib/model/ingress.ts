@@ -190,12 +190,12 @@ export function checkIngress(
     rules.push({ host, paths });
   });
 
-  if (rules.length === 0 && defaultBackend === null) {
+  if (rawRules.length === 0 && spec.defaultBackend == null) {
     diagnostics.report(
       'Ingress',
       ref,
       'INGRESS_EMPTY',
-      'the Ingress has no usable rules and no defaultBackend, so it routes nothing',
+      'the Ingress has no rules and no defaultBackend, so it routes nothing',
     );
   }
 

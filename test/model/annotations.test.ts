@@ -1,0 +1,262 @@
+// The annotation framework: prefix, snippet refusal, unsupported warnings, invalid values, and the
+// parsers this issue ships (use-regex, rewrite-target, server-alias, canary recognition).
+import t from 'tap';
+import { SUPPORTED_ANNOTATIONS } from '../../lib/model/index.ts';
+import { ingress, PREFIX, path, rule, runCases } from './helpers.ts';
+
+const site = (name: string, nginx: Record<string, string>, host = 'a.com', created = 0) =>
+  ingress(name, { created, nginx, rules: [rule(host, path('/app', 'web:80'))] });
+
+runCases(t, [
+  {
+    name: 'annotations: configuration-snippet drops the Ingress; others are untouched',
+    ingresses: [
+      site('evil', { 'configuration-snippet': 'more_set_headers "X: y";' }),
+      site('good', {}, 'b.com'),
+    ],
+    routes: ['b.com Prefix /app -> default-web-80 (good)'],
+    diagnostics: ['SNIPPET_REFUSED evil'],
+    messages: [`${PREFIX}/configuration-snippet is configuration code`],
+  },
+  {
+    name: 'annotations: every *-snippet is refused (server-snippet, auth-snippet, stream-snippet)',
+    ingresses: [
+      site('s1', { 'server-snippet': 'location /x {}' }),
+      site('s2', { 'auth-snippet': 'x' }, 'b.com'),
+      site('s3', { 'stream-snippet': 'x' }, 'c.com'),
+    ],
+    routes: [],
+    diagnostics: ['SNIPPET_REFUSED s1', 'SNIPPET_REFUSED s2', 'SNIPPET_REFUSED s3'],
+  },
+  {
+    name: 'annotations: a snippet is refused even when it is empty',
+    ingresses: [site('s', { 'configuration-snippet': '' })],
+    routes: [],
+    diagnostics: ['SNIPPET_REFUSED s'],
+  },
+  {
+    name: 'annotations: an annotation ingress-ts does not know gets one warning and the Ingress is served',
+    ingresses: [site('a', { 'proxy-body-size': '8m', 'some-typo': 'x' })],
+    routes: ['a.com Prefix /app -> default-web-80 (a)'],
+    diagnostics: ['ANNOTATION_UNSUPPORTED a', 'ANNOTATION_UNSUPPORTED a'],
+    messages: [`${PREFIX}/proxy-body-size is not supported`, `${PREFIX}/some-typo is not supported`],
+  },
+  {
+    name: 'annotations: annotations outside the prefix are none of our business',
+    ingresses: [
+      ingress('a', {
+        annotations: { 'cert-manager.io/cluster-issuer': 'x', 'example.com/configuration-snippet': 'x' },
+        rules: [rule('a.com', path('/', 'web:80'))],
+      }),
+    ],
+    routes: ['a.com Prefix / -> default-web-80 (a)'],
+  },
+  {
+    name: 'annotations: --annotations-prefix changes where annotations are read',
+    ingresses: [
+      ingress('custom', {
+        annotations: {
+          'ingress.example.com/use-regex': 'true',
+          [`${PREFIX}/configuration-snippet`]: 'ignored',
+        },
+        rules: [rule('a.com', path('/x', 'web:80'))],
+      }),
+      ingress('snippet', {
+        annotations: { 'ingress.example.com/server-snippet': 'x' },
+        rules: [rule('b.com', path('/', 'web:80'))],
+      }),
+    ],
+    options: { annotationsPrefix: 'ingress.example.com' },
+    routes: ['a.com Prefix /x -> default-web-80 (custom)'],
+    diagnostics: ['SNIPPET_REFUSED snippet'],
+    check: (t, { model }) => t.equal(model.servers[0]?.regex, true),
+  },
+  {
+    name: 'annotations: use-regex turns the whole host into regex mode',
+    ingresses: [
+      site('regex', { 'use-regex': 'true' }, 'a.com', 1),
+      ingress('plain', {
+        created: 2,
+        rules: [rule('a.com', path('/plain', 'web:80')), rule('b.com', path('/', 'web:80'))],
+      }),
+    ],
+    check: (t, { model }) => {
+      t.equal(model.servers.find((s) => s.hostname === 'a.com')?.regex, true, 'a.com in regex mode');
+      t.equal(model.servers.find((s) => s.hostname === 'b.com')?.regex, false, 'b.com untouched');
+      const routes = model.servers.find((s) => s.hostname === 'a.com')?.routes ?? [];
+      t.strictSame(
+        routes.map((r) => [r.path, r.annotations.rewrite.useRegex]),
+        [
+          ['/plain', false],
+          ['/app', true],
+        ],
+      );
+    },
+  },
+  {
+    name: 'annotations: use-regex accepts Go boolean spellings',
+    ingresses: [
+      site('a', { 'use-regex': 'True' }),
+      site('b', { 'use-regex': '1' }, 'b.com'),
+      site('c', { 'use-regex': 'f' }, 'c.com'),
+    ],
+    check: (t, { model }) =>
+      t.strictSame(
+        model.servers.map((s) => s.regex),
+        [true, true, false],
+      ),
+  },
+  {
+    name: 'annotations: an invalid use-regex falls back to false with a warning',
+    ingresses: [site('a', { 'use-regex': 'yes' })],
+    diagnostics: ['ANNOTATION_INVALID a'],
+    messages: ['the default is used'],
+    check: (t, { model, diagnostics }) => {
+      t.equal(model.servers[0]?.regex, false);
+      t.equal(diagnostics[0]?.severity, 'warning');
+    },
+  },
+  {
+    name: 'annotations: rewrite-target is recorded and turns on regex mode',
+    ingresses: [
+      ingress('rw', {
+        nginx: { 'rewrite-target': '/$2' },
+        rules: [rule('a.com', path('/api(/|$)(.*)', 'web:80', 'ImplementationSpecific'))],
+      }),
+    ],
+    check: (t, { model }) => {
+      t.equal(model.servers[0]?.regex, true);
+      t.equal(model.servers[0]?.routes[0]?.annotations.rewrite.target, '/$2');
+    },
+  },
+  {
+    name: 'annotations: a rewrite-target equal to the path does not turn on regex mode',
+    ingresses: [
+      ingress('rw', { nginx: { 'rewrite-target': '/' }, rules: [rule('a.com', path('/', 'web:80'))] }),
+    ],
+    check: (t, { model }) => t.equal(model.servers[0]?.regex, false),
+  },
+  {
+    name: 'annotations: the host default route inherits rewrite-target, so /app -> /app still means regex mode',
+    ingresses: [
+      ingress('rw', { nginx: { 'rewrite-target': '/app' }, rules: [rule('a.com', path('/app', 'web:80'))] }),
+    ],
+    check: (t, { model }) => t.equal(model.servers[0]?.regex, true),
+  },
+  {
+    name: 'annotations: a Prefix / route replaces the inherited default route in the regex decision',
+    ingresses: [
+      ingress('creator', {
+        created: 1,
+        nginx: { 'rewrite-target': '/app' },
+        rules: [rule('a.com', path('/app', 'web:80'))],
+      }),
+      ingress('root', { created: 2, rules: [rule('a.com', path('/', 'web:80'))] }),
+    ],
+    check: (t, { model }) => t.equal(model.servers[0]?.regex, false),
+  },
+  {
+    name: 'annotations: an invalid rewrite-target is ignored with a warning',
+    ingresses: [site('rw', { 'rewrite-target': '/x?y=$1' })],
+    routes: ['a.com Prefix /app -> default-web-80 (rw)'],
+    diagnostics: ['ANNOTATION_INVALID rw'],
+    check: (t, { model }) => {
+      t.equal(model.servers[0]?.routes[0]?.annotations.rewrite.target, null);
+      t.equal(model.servers[0]?.regex, false);
+    },
+  },
+  {
+    name: 'annotations: server-alias is recorded lower-cased, deduplicated and sorted',
+    ingresses: [site('a', { 'server-alias': 'Www.A.com, alias.org,, www.a.com ' })],
+    check: (t, { model }) =>
+      t.strictSame(model.servers[0]?.annotations.alias.aliases, ['alias.org', 'www.a.com']),
+  },
+  {
+    name: 'annotations: a server-alias that is a host of its own is dropped',
+    ingresses: [site('a', { 'server-alias': 'b.com, c.com' }, 'a.com', 1), site('b', {}, 'b.com', 2)],
+    diagnostics: ['ALIAS_CONFLICT a'],
+    messages: ['server-alias b.com of host a.com is already a host of its own'],
+    check: (t, { model }) => t.strictSame(model.servers[0]?.annotations.alias.aliases, ['c.com']),
+  },
+  {
+    name: 'annotations: the same alias on two hosts goes to the first host',
+    ingresses: [
+      site('a', { 'server-alias': 'shared.com' }, 'a.com', 1),
+      site('b', { 'server-alias': 'shared.com' }, 'b.com', 2),
+    ],
+    diagnostics: ['ALIAS_CONFLICT b'],
+    check: (t, { model }) =>
+      t.strictSame(
+        model.servers.map((s) => s.annotations.alias.aliases),
+        [['shared.com'], []],
+      ),
+  },
+  {
+    name: 'annotations: a host-level annotation comes from the oldest Ingress of the host that sets it',
+    ingresses: [
+      site('first', {}, 'a.com', 1),
+      ingress('second', {
+        created: 2,
+        nginx: { 'server-alias': 'x.com' },
+        rules: [rule('a.com', path('/2', 'web:80'))],
+      }),
+      ingress('third', {
+        created: 3,
+        nginx: { 'server-alias': 'y.com' },
+        rules: [rule('a.com', path('/3', 'web:80'))],
+      }),
+    ],
+    diagnostics: ['SERVER_ANNOTATION_CONFLICT third'],
+    messages: ['already takes its alias setting from the older Ingress default/second'],
+    check: (t, { model }) => t.strictSame(model.servers[0]?.annotations.alias.aliases, ['x.com']),
+  },
+  {
+    name: 'annotations: an invalid server-alias drops the Ingress (ingress-nginx propagates this error)',
+    ingresses: [site('bad', { 'server-alias': 'ok.com, not a host' })],
+    routes: [],
+    diagnostics: ['ANNOTATION_INVALID bad'],
+    messages: ['the Ingress is ignored'],
+    check: (t, { diagnostics }) => t.equal(diagnostics[0]?.severity, 'error'),
+  },
+  {
+    name: 'annotations: a canary Ingress never becomes a route of its own',
+    ingresses: [
+      site('main', {}, 'a.com', 1),
+      ingress('canary', {
+        created: 0,
+        nginx: { canary: 'true', 'canary-weight': '10' },
+        rules: [rule('a.com', path('/app', 'web-v2:80')), rule('new.com', path('/', 'web-v2:80'))],
+      }),
+    ],
+    routes: ['a.com Prefix /app -> default-web-80 (main)'],
+    diagnostics: ['CANARY_UNSUPPORTED canary', 'ANNOTATION_UNSUPPORTED canary'],
+  },
+  {
+    name: 'annotations: canary "false" is an ordinary Ingress',
+    ingresses: [site('a', { canary: 'false' })],
+    routes: ['a.com Prefix /app -> default-web-80 (a)'],
+  },
+  {
+    name: 'annotations: an annotation value that is not a string is read as text',
+    ingresses: [
+      {
+        ...site('a', {}),
+        metadata: {
+          name: 'a',
+          namespace: 'default',
+          annotations: { [`${PREFIX}/use-regex`]: true as unknown as string },
+        },
+      },
+    ],
+    check: (t, { model }) => t.equal(model.servers[0]?.regex, true),
+  },
+]);
+
+t.test('annotations: every supported annotation is documented', async (t) => {
+  t.strictSame(
+    SUPPORTED_ANNOTATIONS.map((a) => a.name),
+    ['canary', 'rewrite-target', 'server-alias', 'use-regex'],
+  );
+  for (const annotation of SUPPORTED_ANNOTATIONS)
+    t.ok(annotation.doc.length > 20, `${annotation.name} has a doc`);
+});

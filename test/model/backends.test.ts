@@ -1,0 +1,290 @@
+// Service backends: port resolution, EndpointSlices, ExternalName, upstream sharing.
+import t from 'tap';
+import { externalNameService, ingress, path, rule, runCases, service, slice } from './helpers.ts';
+
+const one = (backend: string) => ingress('a', { rules: [rule('a.com', path('/', backend))] });
+runCases(t, [
+  {
+    name: 'backends: a port number selects the Service port and its endpoints',
+    ingresses: [one('web:80')],
+    services: [service('web', [{ port: 80, targetPort: 8080 }])],
+    slices: [slice('web', [{ addresses: ['10.0.0.1'] }], [{ port: 8080 }])],
+    routes: ['a.com Prefix / -> default-web-80 (a)'],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-web-80']?.endpoints, [{ address: '10.0.0.1', port: 8080 }]),
+  },
+  {
+    name: 'backends: a port name selects the Service port of that name',
+    ingresses: [one('web:http')],
+    services: [
+      service('web', [
+        { port: 9000, name: 'admin' },
+        { port: 80, name: 'http', targetPort: 8080 },
+      ]),
+    ],
+    slices: [
+      slice(
+        'web',
+        [{ addresses: ['10.0.0.1'] }],
+        [
+          { port: 9000, name: 'admin' },
+          { port: 8080, name: 'http' },
+        ],
+      ),
+    ],
+    routes: ['a.com Prefix / -> default-web-http (a)'],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-web-http']?.endpoints, [{ address: '10.0.0.1', port: 8080 }]),
+  },
+  {
+    name: 'backends: a backend port equal to the targetPort matches too (ingress-nginx rule)',
+    ingresses: [one('web:8080')],
+    services: [service('web', [{ port: 80, targetPort: 8080 }])],
+    slices: [slice('web', [{ addresses: ['10.0.0.1'] }], [{ port: 8080 }])],
+    routes: ['a.com Prefix / -> default-web-8080 (a)'],
+    check: (t, { model }) => t.equal(model.upstreams['default-web-8080']?.endpoints.length, 1),
+  },
+  {
+    name: 'backends: a missing Service keeps the route with no endpoints',
+    ingresses: [one('gone:80')],
+    autoBackends: false,
+    routes: ['a.com Prefix / -> default-gone-80 (a)'],
+    diagnostics: ['SERVICE_NOT_FOUND a'],
+    messages: ['Service default/gone not found'],
+    check: (t, { model }) => t.strictSame(model.upstreams['default-gone-80']?.endpoints, []),
+  },
+  {
+    name: 'backends: a Service without the port keeps the route with no endpoints',
+    ingresses: [one('web:81')],
+    services: [service('web', [{ port: 80 }])],
+    routes: ['a.com Prefix / -> default-web-81 (a)'],
+    diagnostics: ['SERVICE_PORT_NOT_FOUND a'],
+  },
+  {
+    name: 'backends: a Service with no EndpointSlice has no endpoints',
+    ingresses: [one('web:80')],
+    services: [service('web', [{ port: 80 }])],
+    diagnostics: ['ENDPOINTS_NONE a'],
+    check: (t, { model }) => t.strictSame(model.upstreams['default-web-80']?.endpoints, []),
+  },
+  {
+    name: 'backends: endpoints with ready=false are skipped; ready unset counts as ready',
+    ingresses: [one('web:80')],
+    services: [service('web', [{ port: 80 }])],
+    slices: [
+      slice(
+        'web',
+        [
+          { addresses: ['10.0.0.3'], ready: false },
+          { addresses: ['10.0.0.2'] },
+          { addresses: ['10.0.0.1'], ready: true },
+        ],
+        [{ port: 80 }],
+      ),
+    ],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-web-80']?.endpoints, [
+        { address: '10.0.0.1', port: 80 },
+        { address: '10.0.0.2', port: 80 },
+      ]),
+  },
+  {
+    name: 'backends: endpoints of several slices are merged, deduplicated and sorted',
+    ingresses: [one('web:80')],
+    services: [service('web', [{ port: 80 }])],
+    slices: [
+      slice('web', [{ addresses: ['10.0.0.9', '10.0.0.2'] }], [{ port: 80 }], { name: 'web-1' }),
+      slice('web', [{ addresses: ['10.0.0.2'] }, { addresses: ['10.0.0.1'] }], [{ port: 80 }], {
+        name: 'web-2',
+      }),
+    ],
+    check: (t, { model }) =>
+      t.strictSame(
+        model.upstreams['default-web-80']?.endpoints.map((e) => e.address),
+        ['10.0.0.1', '10.0.0.2', '10.0.0.9'],
+      ),
+  },
+  {
+    name: 'backends: a named Service port whose name no slice port has falls back to an integer targetPort',
+    ingresses: [one('web:80')],
+    services: [service('web', [{ port: 80, name: 'http', targetPort: 8081 }])],
+    slices: [slice('web', [{ addresses: ['10.0.0.1'] }], [{ port: 9999, name: 'other' }])],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-web-80']?.endpoints, [{ address: '10.0.0.1', port: 8081 }]),
+  },
+  {
+    name: 'backends: an unnamed Service port takes every TCP slice port, never UDP ones',
+    ingresses: [one('web:80')],
+    services: [service('web', [{ port: 80 }])],
+    slices: [
+      slice(
+        'web',
+        [{ addresses: ['10.0.0.1'] }],
+        [{ port: 53, protocol: 'UDP' }, { port: 8080 }, { port: 8443 }],
+      ),
+    ],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-web-80']?.endpoints, [
+        { address: '10.0.0.1', port: 8080 },
+        { address: '10.0.0.1', port: 8443 },
+      ]),
+  },
+  {
+    name: 'backends: a slice without ports uses an integer targetPort',
+    ingresses: [one('web:80')],
+    services: [service('web', [{ port: 80, targetPort: 3000 }])],
+    slices: [slice('web', [{ addresses: ['10.0.0.1'] }], [])],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-web-80']?.endpoints, [{ address: '10.0.0.1', port: 3000 }]),
+  },
+  {
+    name: 'backends: slices of another Service or namespace are not used',
+    ingresses: [one('web:80')],
+    services: [service('web', [{ port: 80 }])],
+    slices: [
+      slice('webber', [{ addresses: ['10.0.0.1'] }], [{ port: 80 }]),
+      slice('web', [{ addresses: ['10.0.0.2'] }], [{ port: 80 }], { namespace: 'other' }),
+    ],
+    diagnostics: ['ENDPOINTS_NONE a'],
+  },
+  {
+    name: 'backends: IPv6 endpoint addresses are kept as written',
+    ingresses: [one('web:80')],
+    services: [service('web', [{ port: 80 }])],
+    slices: [slice('web', [{ addresses: ['fd00::1'] }], [{ port: 80 }])],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-web-80']?.endpoints, [{ address: 'fd00::1', port: 80 }]),
+  },
+  {
+    name: 'backends: an ExternalName Service becomes one DNS endpoint',
+    ingresses: [one('ext:443')],
+    services: [externalNameService('ext', 'api.example.org', { ports: [{ port: 443 }] })],
+    check: (t, { model }) => {
+      t.equal(model.upstreams['default-ext-443']?.externalName, true);
+      t.strictSame(model.upstreams['default-ext-443']?.endpoints, [
+        { address: 'api.example.org', port: 443 },
+      ]);
+    },
+  },
+  {
+    name: 'backends: an ExternalName Service without ports uses the backend port number',
+    ingresses: [one('ext:8443')],
+    services: [externalNameService('ext', 'api.example.org.')],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-ext-8443']?.endpoints, [
+        { address: 'api.example.org.', port: 8443 },
+      ]),
+  },
+  {
+    name: 'backends: an ExternalName pointing at localhost is refused',
+    ingresses: [one('ext:80')],
+    services: [externalNameService('ext', 'localhost', { ports: [{ port: 80 }] })],
+    diagnostics: ['EXTERNAL_NAME_INVALID a'],
+  },
+  {
+    name: 'backends: an ExternalName pointing at a loopback IP or a bad name is refused',
+    ingresses: [ingress('a', { rules: [rule('a.com', path('/1', 'loop:80'), path('/2', 'bad:80'))] })],
+    services: [
+      externalNameService('loop', '127.0.0.5', { ports: [{ port: 80 }] }),
+      externalNameService('bad', 'not a host', { ports: [{ port: 80 }] }),
+    ],
+    diagnostics: ['EXTERNAL_NAME_INVALID a', 'EXTERNAL_NAME_INVALID a'],
+  },
+  {
+    name: 'backends: --disable-svc-external-name leaves ExternalName upstreams empty',
+    ingresses: [one('ext:80')],
+    services: [externalNameService('ext', 'api.example.org', { ports: [{ port: 80 }] })],
+    options: { disableSvcExternalName: true },
+    diagnostics: ['EXTERNAL_NAME_DISABLED a'],
+  },
+  {
+    name: 'backends: a resource backend is refused, the other paths stay',
+    ingresses: [
+      {
+        ...one('web:80'),
+        spec: {
+          ingressClassName: 'ingress-ts',
+          rules: [
+            {
+              host: 'a.com',
+              http: {
+                paths: [
+                  {
+                    path: '/bucket',
+                    pathType: 'Prefix',
+                    backend: { resource: { kind: 'StorageBucket', name: 'b' } },
+                  },
+                  {
+                    path: '/',
+                    pathType: 'Prefix',
+                    backend: { service: { name: 'web', port: { number: 80 } } },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      },
+    ],
+    routes: ['a.com Prefix / -> default-web-80 (a)'],
+    diagnostics: ['BACKEND_INVALID a'],
+    messages: ['resource backend'],
+  },
+  {
+    name: 'backends: a backend port outside 1-65535 or missing is refused',
+    ingresses: [
+      {
+        ...one('web:80'),
+        spec: {
+          ingressClassName: 'ingress-ts',
+          rules: [
+            {
+              host: 'a.com',
+              http: {
+                paths: [
+                  {
+                    path: '/zero',
+                    pathType: 'Prefix',
+                    backend: { service: { name: 'web', port: { number: 0 } } },
+                  },
+                  { path: '/none', pathType: 'Prefix', backend: { service: { name: 'web' } } },
+                  { path: '/nosvc', pathType: 'Prefix', backend: {} },
+                ],
+              },
+            },
+          ],
+        },
+      },
+    ],
+    routes: [],
+    diagnostics: ['BACKEND_INVALID a', 'BACKEND_INVALID a', 'BACKEND_INVALID a'],
+  },
+  {
+    name: 'backends: Ingresses naming the same Service and port share one upstream',
+    ingresses: [
+      ingress('a', { created: 1, rules: [rule('a.com', path('/', 'web:80'))] }),
+      ingress('b', { created: 2, rules: [rule('b.com', path('/', 'web:80'))] }),
+    ],
+    check: (t, { model }) => t.strictSame(Object.keys(model.upstreams), ['default-web-80']),
+  },
+  {
+    name: 'backends: the same Service by number and by name gives two upstreams',
+    ingresses: [ingress('a', { rules: [rule('a.com', path('/n', 'web:80'), path('/s', 'web:http'))] })],
+    services: [service('web', [{ port: 80, name: 'http' }])],
+    slices: [slice('web', [{ addresses: ['10.0.0.1'] }], [{ port: 80, name: 'http' }])],
+    check: (t, { model }) =>
+      t.strictSame(Object.keys(model.upstreams), ['default-web-80', 'default-web-http']),
+  },
+  {
+    name: 'backends: upstreams of paths that lost a conflict are not built',
+    ingresses: [
+      ingress('old', { created: 1, rules: [rule('a.com', path('/', 'old:80'))] }),
+      ingress('new', { created: 2, rules: [rule('a.com', path('/', 'missing:80'))] }),
+    ],
+    services: [service('old', [{ port: 80 }])],
+    slices: [slice('old', [{ addresses: ['10.0.0.1'] }], [{ port: 80 }])],
+    autoBackends: false,
+    diagnostics: ['PATH_CONFLICT new'],
+    check: (t, { model }) => t.strictSame(Object.keys(model.upstreams), ['default-old-80']),
+  },
+]);
