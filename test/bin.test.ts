@@ -6,7 +6,9 @@ import t from 'tap';
 
 const run = promisify(execFile);
 const bin = new URL('../bin/ingress-ts.ts', import.meta.url).pathname;
-const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
 
 t.test('--version prints the package version', async (t) => {
   const { stdout } = await run(process.execPath, [bin, '--version']);

@@ -249,8 +249,7 @@ function targetOf(backend: Server['defaultRoute']['backend']): string {
 export function routeLines(model: Model): string[] {
   return [...model.servers, model.catchAll].flatMap((server) =>
     server.routes.map(
-      (r) =>
-        `${server.hostname} ${r.pathType} ${r.path} -> ${targetOf(r.backend)} (${who(r.ingress)})`,
+      (r) => `${server.hostname} ${r.pathType} ${r.path} -> ${targetOf(r.backend)} (${who(r.ingress)})`,
     ),
   );
 }
