@@ -43,9 +43,27 @@ export function findServicePort(service: Service, port: string): ServicePort | u
   );
 }
 
+/** namespace → name → value: lookups without building `namespace/name` strings (hot at 10k+ objects). */
+class ByNamespace<T> {
+  readonly #namespaces = new Map<string, Map<string, T>>();
+
+  get(namespace: string, name: string): T | undefined {
+    return this.#namespaces.get(namespace)?.get(name);
+  }
+
+  set(namespace: string, name: string, value: T): void {
+    let names = this.#namespaces.get(namespace);
+    if (names === undefined) {
+      names = new Map();
+      this.#namespaces.set(namespace, names);
+    }
+    names.set(name, value);
+  }
+}
+
 export class UpstreamResolver {
-  readonly #services = new Map<string, Service>();
-  readonly #slices = new Map<string, EndpointSlice[]>();
+  readonly #services = new ByNamespace<Service>();
+  readonly #slices = new ByNamespace<EndpointSlice[]>();
   readonly #resolved = new Map<string, ResolvedUpstream>();
   readonly #disableExternalName: boolean;
 
@@ -53,23 +71,21 @@ export class UpstreamResolver {
     this.#disableExternalName = disableExternalName;
     for (const service of services) {
       const { namespace, name } = service.metadata ?? {};
-      if (typeof namespace === 'string' && typeof name === 'string') {
-        this.#services.set(objectKey(namespace, name), service);
-      }
+      if (typeof namespace === 'string' && typeof name === 'string')
+        this.#services.set(namespace, name, service);
     }
     for (const slice of slices) {
       const namespace = slice.metadata?.namespace;
       const owner = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
       if (typeof namespace !== 'string' || typeof owner !== 'string') continue;
-      const key = objectKey(namespace, owner);
-      const list = this.#slices.get(key);
-      if (list === undefined) this.#slices.set(key, [slice]);
+      const list = this.#slices.get(namespace, owner);
+      if (list === undefined) this.#slices.set(namespace, owner, [slice]);
       else list.push(slice);
     }
   }
 
   service(namespace: string, name: string): Service | undefined {
-    return this.#services.get(objectKey(namespace, name));
+    return this.#services.get(namespace, name);
   }
 
   /** Resolve (once) the upstream for a backend; `name` overrides the ingress-nginx upstream name. */
@@ -81,24 +97,27 @@ export class UpstreamResolver {
     return resolved;
   }
 
-  /** Every upstream resolved so far, keyed by name in sorted order. */
+  /** Every upstream resolved so far, keyed by name, in the (deterministic) order they were first used. */
   upstreams(): Record<string, Upstream> {
     const out: Record<string, Upstream> = {};
-    for (const name of [...this.#resolved.keys()].sort()) out[name] = this.#resolved.get(name)!.upstream;
+    for (const [name, resolved] of this.#resolved) out[name] = resolved.upstream;
     return out;
   }
 
   #compute(ref: ServiceBackendRef, name: string): ResolvedUpstream {
-    const serviceId = objectKey(ref.namespace, ref.service);
     const upstream: Upstream = {
       name,
       service: { namespace: ref.namespace, name: ref.service, port: ref.port },
       externalName: false,
       endpoints: [],
     };
-    const service = this.#services.get(serviceId);
+    const serviceId = (): string => objectKey(ref.namespace, ref.service);
+    const service = this.#services.get(ref.namespace, ref.service);
     if (service === undefined) {
-      return { upstream, problem: { code: 'SERVICE_NOT_FOUND', message: `Service ${serviceId} not found` } };
+      return {
+        upstream,
+        problem: { code: 'SERVICE_NOT_FOUND', message: `Service ${serviceId()} not found` },
+      };
     }
     if (service.spec?.type === 'ExternalName') return this.#externalName(upstream, service, ref);
 
@@ -108,17 +127,17 @@ export class UpstreamResolver {
         upstream,
         problem: {
           code: 'SERVICE_PORT_NOT_FOUND',
-          message: `Service ${serviceId} has no port matching "${ref.port}" (by port, targetPort or name)`,
+          message: `Service ${serviceId()} has no port matching "${ref.port}" (by port, targetPort or name)`,
         },
       };
     }
-    upstream.endpoints = endpointsFromSlices(this.#slices.get(serviceId) ?? [], port);
+    upstream.endpoints = endpointsFromSlices(this.#slices.get(ref.namespace, ref.service) ?? [], port);
     if (upstream.endpoints.length === 0) {
       return {
         upstream,
         problem: {
           code: 'ENDPOINTS_NONE',
-          message: `Service ${serviceId} port ${ref.port} has no ready endpoints`,
+          message: `Service ${serviceId()} port ${ref.port} has no ready endpoints`,
         },
       };
     }

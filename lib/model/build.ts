@@ -22,7 +22,7 @@ import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
 import { sortIngresses } from './order.ts';
 import { prefixMatchKey } from './paths.ts';
 import { type CertificateResult, certificateCovers, readCertificate, tlsSecretNameFor } from './tls.ts';
-import type { Backend, Certificate, Model, ObjectRef, Route, Server } from './types.ts';
+import type { Backend, Certificate, Model, ObjectRef, Route, Server, Upstream } from './types.ts';
 
 export interface ModelReferences {
   /** `namespace/name` of every Service the model resolved */
@@ -40,7 +40,8 @@ export interface BuildResult {
 
 interface ServerDraft {
   server: Server;
-  routeKeys: Map<string, Route>;
+  /** routes by pathType, then path as written */
+  routeKeys: { Exact: Map<string, Route>; Prefix: Map<string, Route> };
   tlsOwner: CheckedIngress | null;
   annotationSource: Partial<Record<keyof ServerAnnotations, ObjectRef>>;
 }
@@ -175,8 +176,8 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     for (const rule of ingress.rules) {
       const draft = rule.host === '' ? catchAll : drafts.get(rule.host)!;
       for (const path of rule.paths) {
-        const key = `${path.pathType} ${path.path}`;
-        const existing = draft.routeKeys.get(key);
+        const byPath = draft.routeKeys[path.pathType];
+        const existing = byPath.get(path.path);
         if (existing !== undefined) {
           reportPathConflict(
             diagnostics,
@@ -196,7 +197,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
           backend: useUpstream(ingress, path.backend),
           annotations: ingress.annotations.location,
         };
-        draft.routeKeys.set(key, route);
+        byPath.set(path.path, route);
         draft.server.routes.push(route);
       }
     }
@@ -232,8 +233,14 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   };
   const model: Model = { ...body, ...modelHashes(body) };
   const services = new Set<string>();
-  for (const upstream of Object.values(upstreams)) {
-    services.add(objectKey(upstream.service.namespace, upstream.service.name));
+  let previous: Upstream['service'] | null = null;
+  for (const name in upstreams) {
+    const { service } = upstreams[name]!;
+    // consecutive upstreams mostly name the same Service: skip building its key again
+    if (previous?.name !== service.name || previous.namespace !== service.namespace) {
+      services.add(objectKey(service.namespace, service.name));
+    }
+    previous = service;
   }
   return {
     model,
@@ -257,7 +264,7 @@ function newDraft(
       defaultRoute,
       routes: [],
     },
-    routeKeys: new Map(),
+    routeKeys: { Exact: new Map(), Prefix: new Map() },
     tlsOwner: null,
     annotationSource: {},
   };

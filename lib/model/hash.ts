@@ -1,27 +1,104 @@
 // Content hashes of a model: `hash` changes with anything, `routesHash` with anything but the
 // endpoint lists, so "only endpoints changed" is one string comparison.
+//
+// A plain JSON.stringify of a 10,000-Ingress model is ~30 MB (every route repeats its Ingress's
+// annotation objects) and costs ~300 ms. Instead each record is written as one compact line, and
+// objects that many records share (annotations, Ingress refs) are serialised once and then named by
+// number. test/model/hash.test.ts changes every leaf of a rich model and requires the hash to
+// change, so a field added to a model type but not here fails the tests.
 
 import { createHash } from 'node:crypto';
-import type { Model } from './types.ts';
+import type { Backend, DefaultRoute, Model, ObjectRef, Server, ServerTLS, Upstream } from './types.ts';
 
 type ModelBody = Omit<Model, 'hash' | 'routesHash'>;
 
-function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+/** Streams records into a sha256 in 64 KiB chunks; shared objects become `#n`, defined on first use. */
+class Fingerprint {
+  readonly #hash = createHash('sha256');
+  readonly #ids = new Map<object, string>();
+  #buffer = '';
+
+  line(text: string): void {
+    this.#buffer += `${text}\n`;
+    if (this.#buffer.length > 65536) {
+      this.#hash.update(this.#buffer);
+      this.#buffer = '';
+    }
+  }
+
+  digest(): string {
+    return this.#hash.update(this.#buffer).digest('hex');
+  }
+
+  shared(value: object | null): string {
+    if (value === null) return '-';
+    let id = this.#ids.get(value);
+    if (id === undefined) {
+      id = `#${this.#ids.size}`;
+      this.#ids.set(value, id);
+      this.line(`${id}=${JSON.stringify(value)}`);
+    }
+    return id;
+  }
+
+  ref(ref: ObjectRef | null): string {
+    return ref === null ? '-' : `${ref.namespace}/${ref.name}`;
+  }
+
+  backend(backend: Backend): string {
+    return backend.type === 'default' ? backend.type : `${backend.type}:${backend.upstream}`;
+  }
+
+  tls(tls: ServerTLS | null): string {
+    return tls === null ? '-' : `${tls.certificate ?? 'default'}@${this.ref(tls.ingress)}`;
+  }
+
+  defaultRoute(route: DefaultRoute): string {
+    return `${this.ref(route.ingress)}\t${this.backend(route.backend)}\t${this.shared(route.annotations)}`;
+  }
+
+  server(server: Server): void {
+    this.line(
+      `S\t${server.hostname}\t${this.ref(server.ingress)}\t${this.tls(server.tls)}\t${server.regex}\t${this.shared(
+        server.annotations,
+      )}\t${this.defaultRoute(server.defaultRoute)}`,
+    );
+    for (const route of server.routes) {
+      this.line(
+        `R\t${JSON.stringify(route.path)}\t${route.pathType}\t${route.pathTypeAsWritten}\t${this.ref(route.ingress)}\t${this.backend(route.backend)}\t${this.shared(route.annotations)}`,
+      );
+    }
+  }
+
+  upstream(upstream: Upstream): void {
+    const { service } = upstream;
+    this.line(
+      `U\t${upstream.name}\t${service.namespace}/${service.name}:${service.port}\t${upstream.externalName}\t${upstream.endpoints.length}`,
+    );
+  }
 }
 
 export function modelHashes(body: ModelBody): { hash: string; routesHash: string } {
-  const endpoints: unknown[] = [];
-  const routesJson = JSON.stringify(body, (key, value) => {
-    if (key === 'endpoints') {
-      endpoints.push(value);
-      return undefined;
-    }
-    // certificates are identified by their content hash; no need to hash the PEMs again
-    if (key === 'certPem' || key === 'keyPem') return undefined;
-    return value;
-  });
-  const routesHash = sha256(routesJson);
-  const hash = sha256(`${routesHash}\n${JSON.stringify(endpoints)}`);
-  return { hash, routesHash };
+  const print = new Fingerprint();
+  for (const server of body.servers) print.server(server);
+  print.line('catch-all');
+  print.server(body.catchAll);
+  const upstreams = Object.values(body.upstreams);
+  for (const upstream of upstreams) print.upstream(upstream);
+  for (const certificate of Object.values(body.certificates)) {
+    print.line(
+      `C\t${certificate.id}\t${certificate.sha256}\t${certificate.dnsNames.join(',')}\t${certificate.notAfter}`,
+    );
+  }
+  print.line(`defaults\t${body.defaultCertificate ?? '-'}\t${body.defaultBackend ?? '-'}`);
+  const routesHash = print.digest();
+
+  const all = new Fingerprint();
+  all.line(routesHash);
+  for (const upstream of upstreams) {
+    let line = upstream.name;
+    for (const endpoint of upstream.endpoints) line += `\t${endpoint.address}|${endpoint.port}`;
+    all.line(line);
+  }
+  return { hash: all.digest(), routesHash };
 }

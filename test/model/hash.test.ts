@@ -1,0 +1,140 @@
+// The content hash is written field by field (lib/model/hash.ts) for speed. This test changes every
+// leaf of a model that uses every model feature and requires the right hash to change, so a field
+// added to the model but forgotten in the hash fails here.
+import t from 'tap';
+import { modelHashes } from '../../lib/model/hash.ts';
+import type { Model } from '../../lib/model/index.ts';
+import {
+  build,
+  externalNameService,
+  ingress,
+  path,
+  pem,
+  rule,
+  service,
+  slice,
+  tlsSecret,
+} from './helpers.ts';
+
+const { model } = build(
+  {
+    ingresses: [
+      ingress('catch', { created: 1, defaultBackend: 'fallback:80' }),
+      ingress('site', {
+        created: 2,
+        defaultBackend: 'site-default:80',
+        nginx: { 'server-alias': 'alias.example.com', 'use-regex': 'true', 'rewrite-target': '/$1' },
+        tls: [{ hosts: ['a.example.com'], secretName: 'a-tls' }],
+        rules: [
+          rule(
+            'a.example.com',
+            path('/api/(.*)', 'api:80', 'ImplementationSpecific'),
+            path('/exact', 'web:80', 'Exact'),
+          ),
+        ],
+      }),
+      ingress('ext', {
+        created: 3,
+        rules: [rule('ext.example.com', path('/', 'ext:443')), rule(undefined, path('/any', 'web:80'))],
+      }),
+    ],
+    services: [
+      externalNameService('ext', 'api.example.org', { ports: [{ port: 443 }] }),
+      service('db', [{ port: 80 }], 'infra'),
+    ],
+    slices: [slice('db', [{ addresses: ['10.9.0.1'] }], [{ port: 80 }], { namespace: 'infra' })],
+    secrets: [
+      tlsSecret('a-tls', pem('a-example')),
+      tlsSecret('default-cert', pem('wildcard-example'), 'infra'),
+    ],
+  },
+  { defaultBackendService: 'infra/db', defaultSSLCertificate: 'infra/default-cert' },
+);
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** Every leaf of the model as a path of keys, skipping the hashes and the PEM texts (covered by sha256). */
+function leaves(value: Json, at: string[] = []): string[][] {
+  if (value === null || typeof value !== 'object') return [at];
+  const out: string[][] = [];
+  for (const [key, child] of Object.entries(value)) {
+    if (at.length === 0 && (key === 'hash' || key === 'routesHash')) continue;
+    if (key === 'certPem' || key === 'keyPem') continue;
+    out.push(...leaves(child, [...at, key]));
+  }
+  return out;
+}
+
+/** A different value of the same type; object-typed nulls become a valid object. */
+function changed(value: Json, key: string): Json {
+  if (value === null && key === 'ingress') return { namespace: 'n', name: 'x' };
+  if (value === null && key === 'tls') return { certificate: null, ingress: { namespace: 'n', name: 'x' } };
+  if (typeof value === 'string') return `${value}x`;
+  if (typeof value === 'number') return value + 1;
+  if (typeof value === 'boolean') return !value;
+  return 'x';
+}
+
+function mutate(source: Model, keys: string[]): Model {
+  const copy = structuredClone(source) as unknown as Json;
+  let node = copy as { [key: string]: Json };
+  for (const key of keys.slice(0, -1)) node = node[key] as { [key: string]: Json };
+  const last = keys[keys.length - 1] as string;
+  node[last] = changed(node[last] as Json, last);
+  return copy as unknown as Model;
+}
+
+const { hash, routesHash, ...body } = model;
+
+t.test('the rich model really uses every feature', async (t) => {
+  t.ok(model.catchAll.defaultRoute.ingress, 'catch-all Ingress');
+  t.ok(
+    model.servers.some((s) => s.tls?.certificate),
+    'TLS',
+  );
+  t.ok(
+    model.servers.some((s) => s.regex),
+    'regex mode',
+  );
+  t.ok(
+    model.servers.some((s) => s.annotations.alias.aliases.length > 0),
+    'aliases',
+  );
+  t.ok(
+    Object.values(model.upstreams).some((u) => u.externalName),
+    'ExternalName',
+  );
+  t.ok(model.defaultBackend && model.defaultCertificate, 'controller defaults');
+  t.ok(model.catchAll.routes.length > 0, 'host-less rule');
+  t.strictSame(modelHashes(body), { hash, routesHash }, 'recomputing gives the same hashes');
+});
+
+t.test('changing any leaf changes the hash; endpoints change only `hash`', async (t) => {
+  const paths = leaves(model as unknown as Json);
+  t.ok(paths.length > 60, `${paths.length} leaves`);
+  for (const keys of paths) {
+    const { hash: mutatedHash, routesHash: mutatedRoutes, ...rest } = mutate(model, keys);
+    void mutatedHash;
+    void mutatedRoutes;
+    const next = modelHashes(rest);
+    const label = keys.join('.');
+    t.not(next.hash, hash, `hash covers ${label}`);
+    if (keys.includes('endpoints')) t.equal(next.routesHash, routesHash, `routesHash ignores ${label}`);
+    else t.not(next.routesHash, routesHash, `routesHash covers ${label}`);
+  }
+});
+
+t.test('adding or removing list entries changes the hash', async (t) => {
+  const grow = structuredClone(model);
+  grow.servers[0]?.routes.push(structuredClone(grow.servers[0].routes[0]!));
+  t.not(modelHashes(grow).routesHash, routesHash, 'one more route');
+  const shrink = structuredClone(model);
+  const upstream = Object.values(shrink.upstreams).find((u) => u.endpoints.length > 0)!;
+  upstream.endpoints.pop();
+  t.not(modelHashes(shrink).hash, hash, 'one endpoint fewer');
+  const alias = structuredClone(model);
+  alias.servers
+    .find((s) => s.annotations.alias.aliases.length > 0)!
+    .annotations.alias.aliases.push('more.example.com');
+  t.not(modelHashes(alias).routesHash, routesHash, 'one more alias');
+});
