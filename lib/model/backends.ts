@@ -2,7 +2,7 @@
 // getEndpointsFromSlices). An upstream is resolved once per build and shared by every route that
 // names the same Service and port.
 
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 import { isDNS1123Subdomain } from './hosts.ts';
 import { type EndpointSlice, objectKey, SERVICE_NAME_LABEL, type Service, type ServicePort } from './k8s.ts';
 import type { Endpoint, Upstream } from './types.ts';
@@ -12,6 +12,8 @@ export interface ServiceBackendRef {
   service: string;
   /** the port number as a string, or the port name */
   port: string;
+  /** ingress-nginx's upstream name for it (see upstreamName) */
+  upstream: string;
 }
 
 export type UpstreamProblem =
@@ -24,9 +26,11 @@ export type UpstreamProblem =
 export interface ResolvedUpstream {
   upstream: Upstream;
   problem: UpstreamProblem | null;
+  /** one Backend object per upstream, shared by every route that uses it */
+  backend: { type: 'upstream'; upstream: string };
 }
 
-export function upstreamName(ref: ServiceBackendRef): string {
+export function upstreamName(ref: Omit<ServiceBackendRef, 'upstream'>): string {
   return `${ref.namespace}-${ref.service}-${ref.port}`;
 }
 
@@ -88,12 +92,12 @@ export class UpstreamResolver {
     return this.#services.get(namespace, name);
   }
 
-  /** Resolve (once) the upstream for a backend; `name` overrides the ingress-nginx upstream name. */
-  resolve(ref: ServiceBackendRef, name: string = upstreamName(ref)): ResolvedUpstream {
-    const cached = this.#resolved.get(name);
+  /** Resolve (once) the upstream `ref.upstream`. */
+  resolve(ref: ServiceBackendRef): ResolvedUpstream {
+    const cached = this.#resolved.get(ref.upstream);
     if (cached !== undefined) return cached;
-    const resolved = this.#compute(ref, name);
-    this.#resolved.set(name, resolved);
+    const resolved = this.#compute(ref, ref.upstream);
+    this.#resolved.set(ref.upstream, resolved);
     return resolved;
   }
 
@@ -116,6 +120,7 @@ export class UpstreamResolver {
     if (service === undefined) {
       return {
         upstream,
+        backend: { type: 'upstream', upstream: upstream.name },
         problem: { code: 'SERVICE_NOT_FOUND', message: `Service ${serviceId()} not found` },
       };
     }
@@ -125,6 +130,7 @@ export class UpstreamResolver {
     if (port === undefined) {
       return {
         upstream,
+        backend: { type: 'upstream', upstream: upstream.name },
         problem: {
           code: 'SERVICE_PORT_NOT_FOUND',
           message: `Service ${serviceId()} has no port matching "${ref.port}" (by port, targetPort or name)`,
@@ -135,13 +141,14 @@ export class UpstreamResolver {
     if (upstream.endpoints.length === 0) {
       return {
         upstream,
+        backend: { type: 'upstream', upstream: upstream.name },
         problem: {
           code: 'ENDPOINTS_NONE',
           message: `Service ${serviceId()} port ${ref.port} has no ready endpoints`,
         },
       };
     }
-    return { upstream, problem: null };
+    return { upstream, backend: { type: 'upstream', upstream: upstream.name }, problem: null };
   }
 
   #externalName(upstream: Upstream, service: Service, ref: ServiceBackendRef): ResolvedUpstream {
@@ -150,6 +157,7 @@ export class UpstreamResolver {
     if (this.#disableExternalName) {
       return {
         upstream,
+        backend: { type: 'upstream', upstream: upstream.name },
         problem: {
           code: 'EXTERNAL_NAME_DISABLED',
           message: `Service ${serviceId} is of type ExternalName, which --disable-svc-external-name refuses`,
@@ -157,14 +165,11 @@ export class UpstreamResolver {
       };
     }
     const externalName = service.spec?.externalName ?? '';
-    const ipVersion = isIP(externalName);
-    const invalid =
-      externalName === 'localhost' ||
-      (ipVersion !== 0 && isLoopback(externalName)) ||
-      (ipVersion === 0 && !isDNS1123Subdomain(externalName.replace(/\.$/, '')));
+    const invalid = !isUsableExternalName(externalName);
     if (invalid) {
       return {
         upstream,
+        backend: { type: 'upstream', upstream: upstream.name },
         problem: {
           code: 'EXTERNAL_NAME_INVALID',
           message: `Service ${serviceId} has externalName "${externalName}", which is not a usable remote host`,
@@ -183,6 +188,7 @@ export class UpstreamResolver {
     if (!(portNumber > 0 && portNumber < 65536)) {
       return {
         upstream,
+        backend: { type: 'upstream', upstream: upstream.name },
         problem: {
           code: 'SERVICE_PORT_NOT_FOUND',
           message: `ExternalName Service ${serviceId} has no port matching "${ref.port}"`,
@@ -190,23 +196,39 @@ export class UpstreamResolver {
       };
     }
     upstream.endpoints = [{ address: externalName, port: portNumber }];
-    return { upstream, problem: null };
+    return { upstream, backend: { type: 'upstream', upstream: upstream.name }, problem: null };
   }
 }
 
-function isLoopback(ip: string): boolean {
-  return ip.startsWith('127.') || ip === '::1' || ip === '0:0:0:0:0:0:0:1';
+// Addresses that reach the controller itself: loopback (ingress-nginx refuses these) and the
+// unspecified address, which Linux also routes to the local host. IPv4-mapped IPv6 forms match too.
+const LOCAL_ADDRESSES = new BlockList();
+LOCAL_ADDRESSES.addSubnet('127.0.0.0', 8, 'ipv4');
+LOCAL_ADDRESSES.addAddress('0.0.0.0', 'ipv4');
+LOCAL_ADDRESSES.addAddress('::1', 'ipv6');
+LOCAL_ADDRESSES.addAddress('::', 'ipv6');
+
+/**
+ * An ExternalName must be a remote host: an IP that is not local, or a DNS name that is not
+ * `localhost` or below it (RFC 6761 names resolve to loopback). ingress-nginx only refuses the exact
+ * name `localhost` and loopback IPs; the rest is the same rule applied to every spelling.
+ */
+function isUsableExternalName(name: string): boolean {
+  const version = isIP(name);
+  if (version !== 0) return !LOCAL_ADDRESSES.check(name, version === 6 ? 'ipv6' : 'ipv4');
+  const host = name.replace(/\.$/, '').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return false;
+  return isDNS1123Subdomain(name.replace(/\.$/, ''));
 }
 
 /**
- * ingress-nginx's port resolution per slice: an unnamed Service port takes every TCP slice port; a
- * named one takes the slice port of the same name; failing that, an integer targetPort is used.
- * Endpoints whose `ready` condition is false are skipped; duplicates (ip:port) are dropped.
+ * ingress-nginx's port resolution per slice (it always asks for TCP): a slice without ports uses an
+ * integer targetPort; otherwise each TCP slice port is taken when the Service port is unnamed or has
+ * the same name, and else replaced by an integer targetPort. Endpoints whose `ready` condition is
+ * false are skipped; duplicates (the same ip:port) are dropped.
  */
 export function endpointsFromSlices(slices: readonly EndpointSlice[], servicePort: ServicePort): Endpoint[] {
-  const protocol = servicePort.protocol ?? 'TCP';
   const targetPortNumber = typeof servicePort.targetPort === 'number' ? servicePort.targetPort : null;
-  const seen = new Set<string>();
   const out: Endpoint[] = [];
   for (const slice of slices) {
     const ports: number[] = [];
@@ -214,30 +236,22 @@ export function endpointsFromSlices(slices: readonly EndpointSlice[], servicePor
     if (slicePorts.length === 0) {
       if (targetPortNumber !== null) ports.push(targetPortNumber);
     } else {
-      let matchedName = false;
-      slicePorts.forEach((slicePort, index) => {
-        if ((slicePort.protocol ?? 'TCP') !== protocol) return;
+      for (const slicePort of slicePorts) {
+        if ((slicePort.protocol ?? 'TCP') !== 'TCP') continue;
         let port = 0;
-        if (!servicePort.name || servicePort.name === slicePort.name) {
-          port = slicePort.port ?? 0;
-          matchedName = true;
-        }
-        if (index === slicePorts.length - 1 && !matchedName && targetPortNumber !== null)
-          port = targetPortNumber;
+        if (!servicePort.name || servicePort.name === slicePort.name) port = slicePort.port ?? 0;
+        else if (targetPortNumber !== null) port = targetPortNumber;
         if (port > 0) ports.push(port);
-      });
+      }
     }
     for (const port of ports) {
       for (const endpoint of slice.endpoints ?? []) {
         if (endpoint.conditions?.ready === false) continue;
-        for (const address of endpoint.addresses ?? []) {
-          const key = `${address}|${port}`;
-          if (seen.has(key)) continue;
-          seen.add(key);
-          out.push({ address, port });
-        }
+        for (const address of endpoint.addresses ?? []) out.push({ address, port });
       }
     }
   }
-  return out.sort(compareEndpoints);
+  // sorted, duplicates (the same ip:port in several slices or ports) are neighbours
+  out.sort(compareEndpoints);
+  return out.filter((e, i) => i === 0 || compareEndpoints(out[i - 1]!, e) !== 0);
 }

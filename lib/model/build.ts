@@ -55,11 +55,12 @@ function splitKey(value: string): ObjectRef | null {
   return { namespace: value.slice(0, slash), name: value.slice(slash + 1) };
 }
 
+/** ingress-nginx's location order: longest first, ties by reverse-lexicographic path; the sort is
+ * stable, so routes with the same path keep Ingress order (this decides regex-mode matches). */
 function compareRoutes(a: Route, b: Route): number {
   if (a.path.length !== b.path.length) return b.path.length - a.path.length;
-  if (a.path !== b.path) return a.path > b.path ? -1 : 1;
-  if (a.pathType === b.pathType) return 0;
-  return a.pathType === 'Exact' ? -1 : 1;
+  if (a.path === b.path) return 0;
+  return a.path > b.path ? -1 : 1;
 }
 
 export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> = {}): BuildResult {
@@ -101,9 +102,9 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   }
 
   const useUpstream = (ingress: CheckedIngress, ref: ServiceBackendRef): Backend => {
-    const { upstream, problem } = resolver.resolve(ref);
+    const { backend, problem } = resolver.resolve(ref);
     if (problem !== null) diagnostics.report('Ingress', ingress.ref, problem.code, problem.message);
-    return { type: 'upstream', upstream: upstream.name };
+    return backend;
   };
 
   // The controller's default backend (--default-backend-service, first port).
@@ -131,7 +132,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
       }
       return ownDefault;
     };
-    if (ingress.defaultBackend !== null && ingress.rules.length === 0) {
+    if (ingress.defaultBackend !== null && !ingress.hasRules) {
       if (catchAllOwner === null) {
         catchAllOwner = ingress.ref;
         catchAll.server.defaultRoute = {
@@ -374,7 +375,7 @@ function applyTLS(
     useDefault();
     return;
   }
-  if (!certificateCovers(result.ok.x509, host)) {
+  if (!certificateCovers(result.ok.x509, host, true)) {
     diagnostics.report(
       'Ingress',
       ingress.ref,
@@ -466,10 +467,13 @@ function resolveDefaultBackend(
   if (service === undefined) return unusable('does not exist');
   const firstPort = service.spec?.ports?.[0];
   if (firstPort === undefined || typeof firstPort.port !== 'number') return unusable('declares no port');
-  const { upstream, problem } = resolver.resolve(
-    { namespace: ref.namespace, service: ref.name, port: String(firstPort.port) },
-    'upstream-default-backend',
-  );
+  const port = String(firstPort.port);
+  const { upstream, problem } = resolver.resolve({
+    namespace: ref.namespace,
+    service: ref.name,
+    port,
+    upstream: 'upstream-default-backend',
+  });
   if (problem !== null) unusable(`is unusable for now (${problem.message})`);
   return upstream.name;
 }

@@ -19,16 +19,3 @@ export function hostProblem(host: string): string | null {
   if (!DNS1123_SUBDOMAIN.test(name)) return 'not a DNS name (letters, digits, "-" and "." only)';
   return null;
 }
-
-export function isWildcardHost(host: string): boolean {
-  return host.startsWith('*.');
-}
-
-/** Whether `pattern` (exact or `*.suffix`) matches the concrete lower-cased `host`. */
-export function hostMatches(pattern: string, host: string): boolean {
-  if (!isWildcardHost(pattern)) return pattern === host;
-  const suffix = pattern.slice(1); // ".example.com"
-  if (!host.endsWith(suffix)) return false;
-  const label = host.slice(0, host.length - suffix.length);
-  return label.length > 0 && !label.includes('.');
-}

@@ -30,7 +30,8 @@ export function ownedClassNames(classes: readonly IngressClass[], options: Class
 
 export function isOurIngress(ingress: Ingress, owned: ReadonlySet<string>, options: ClassOptions): boolean {
   const className = ingress.spec?.ingressClassName;
-  if (typeof className === 'string' && className !== '') return owned.has(className);
+  // set, even to '' (which names no IngressClass): the annotation is then not consulted
+  if (typeof className === 'string') return owned.has(className);
   const legacy = ingress.metadata?.annotations?.[LEGACY_CLASS_ANNOTATION];
   if (legacy !== undefined) return legacy === options.ingressClass;
   return options.watchIngressWithoutClass;

@@ -2,7 +2,7 @@
 // parsed. What is wrong is reported on the Ingress; what is left is safe for the build to use.
 
 import { type ParsedAnnotations, parseAnnotations } from './annotations/index.ts';
-import type { ServiceBackendRef } from './backends.ts';
+import { type ServiceBackendRef, upstreamName } from './backends.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import { hostProblem } from './hosts.ts';
 import type { Ingress, IngressBackend, IngressTLS } from './k8s.ts';
@@ -28,6 +28,8 @@ export interface CheckedIngress {
   annotations: ParsedAnnotations;
   defaultBackend: ServiceBackendRef | null;
   rules: CheckedRule[];
+  /** spec.rules is not empty (even if no rule survived the checks): such an Ingress is never the catch-all */
+  hasRules: boolean;
   /** spec.tls as written (entries that are not objects removed) */
   tls: IngressTLS[];
 }
@@ -200,7 +202,7 @@ export function checkIngress(
   }
 
   const tls = ((spec.tls as unknown[] | undefined) ?? []).filter(isObject) as IngressTLS[];
-  return { ref, annotations: parsed, defaultBackend, rules, tls };
+  return { ref, annotations: parsed, defaultBackend, rules, hasRules: rawRules.length > 0, tls };
 }
 
 function checkBackend(
@@ -226,10 +228,14 @@ function checkBackend(
     if (!Number.isInteger(port.number) || port.number < 1 || port.number > 65535) {
       return fail(`has port number ${port.number}, outside 1-65535`);
     }
-    return { namespace, service: service.name, port: String(port.number) };
+    return withUpstream({ namespace, service: service.name, port: String(port.number) });
   }
   if (isObject(port) && typeof port.name === 'string' && port.name !== '') {
-    return { namespace, service: service.name, port: port.name };
+    return withUpstream({ namespace, service: service.name, port: port.name });
   }
   return fail('needs service.port.number or service.port.name');
+}
+
+function withUpstream(ref: Omit<ServiceBackendRef, 'upstream'>): ServiceBackendRef {
+  return { ...ref, upstream: upstreamName(ref) };
 }

@@ -61,14 +61,19 @@ function parseCertificate(id: string, certPem: string, keyPem: string, sha256: s
   return { ok: { certificate: { id, certPem, keyPem, sha256, dnsNames, notAfter }, x509 } };
 }
 
-/** Go's VerifyHostname with the legacy Common Name fallback ingress-nginx applies. */
-export function certificateCovers(x509: X509Certificate, host: string): boolean {
-  return x509.checkHost(host, { subject: 'always', partialWildcards: false }) !== undefined;
+/**
+ * Whether the certificate is valid for `host`: Go's VerifyHostname (subjectAltName DNS names only),
+ * or with `legacyCommonName` also the subject Common Name, the fallback ingress-nginx applies when it
+ * checks the Secret it picked for a host.
+ */
+export function certificateCovers(x509: X509Certificate, host: string, legacyCommonName: boolean): boolean {
+  const subject = legacyCommonName ? 'always' : 'never';
+  return x509.checkHost(host, { subject, partialWildcards: false }) !== undefined;
 }
 
 /**
  * The Secret name an Ingress's tls section gives `host`: the first entry listing the host
- * (case-insensitive), else the first entry whose certificate covers it; '' when none applies.
+ * (case-insensitive), else the first entry whose certificate's DNS names cover it; '' when none does.
  */
 export function tlsSecretNameFor(
   host: string,
@@ -83,7 +88,7 @@ export function tlsSecretNameFor(
   for (const entry of tls) {
     if (typeof entry.secretName !== 'string' || entry.secretName === '') continue;
     const cert = certificateOf(entry.secretName);
-    if (cert !== null && certificateCovers(cert.x509, host)) return entry.secretName;
+    if (cert !== null && certificateCovers(cert.x509, host, false)) return entry.secretName;
   }
   return '';
 }

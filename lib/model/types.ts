@@ -60,7 +60,7 @@ export interface Server {
   regex: boolean;
   annotations: ServerAnnotations;
   defaultRoute: DefaultRoute;
-  /** longest path first, ties by reverse-lexicographic path, Exact before Prefix */
+  /** longest path first, ties by reverse-lexicographic path, equal paths in Ingress order */
   routes: Route[];
 }
 

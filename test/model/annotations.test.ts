@@ -250,6 +250,66 @@ runCases(t, [
     ],
     check: (t, { model }) => t.equal(model.servers[0]?.regex, true),
   },
+
+  {
+    name: 'annotations: use-regex accepts every strconv.ParseBool spelling',
+    ingresses: ['1', 't', 'T', 'TRUE', 'true', 'True', '0', 'f', 'F', 'FALSE', 'false', 'False'].map((v, i) =>
+      site(`s${i}`, { 'use-regex': v }, `h${String(i).padStart(2, '0')}.com`),
+    ),
+    check: (t, { model }) =>
+      t.strictSame(
+        model.servers.map((s) => s.regex),
+        [true, true, true, true, true, true, false, false, false, false, false, false],
+      ),
+  },
+  {
+    name: 'annotations: rewrite-target refuses spaces and braces',
+    ingresses: [site('sp', { 'rewrite-target': '/a b' }), site('br', { 'rewrite-target': '/{1}' }, 'b.com')],
+    diagnostics: ['ANNOTATION_INVALID br', 'ANNOTATION_INVALID sp'],
+    check: (t, { model }) =>
+      t.strictSame(
+        model.servers.map((s) => s.regex),
+        [false, false],
+      ),
+  },
+  {
+    name: 'annotations: an Ingress naming its host in two rules does not conflict with its own server-alias',
+    ingresses: [
+      ingress('a', {
+        nginx: { 'server-alias': 'x.com' },
+        rules: [rule('a.com', path('/1', 'web:80')), rule('a.com', path('/2', 'web:80'))],
+      }),
+    ],
+    check: (t, { model }) => t.strictSame(model.servers[0]?.annotations.alias.aliases, ['x.com']),
+  },
+  {
+    name: 'annotations: a server-alias equal to its own host is dropped',
+    ingresses: [site('a', { 'server-alias': 'a.com, b.com' })],
+    diagnostics: ['ALIAS_CONFLICT a'],
+    messages: ['server-alias a.com of host a.com is the host itself'],
+    check: (t, { model }) => t.strictSame(model.servers[0]?.annotations.alias.aliases, ['b.com']),
+  },
+  {
+    name: 'annotations: an Exact / route does not replace the inherited default route in the regex decision',
+    ingresses: [
+      ingress('creator', {
+        created: 1,
+        nginx: { 'rewrite-target': '/app' },
+        rules: [rule('a.com', path('/app', 'web:80'))],
+      }),
+      ingress('root', { created: 2, rules: [rule('a.com', path('/', 'web:80', 'Exact'))] }),
+    ],
+    check: (t, { model }) => t.equal(model.servers[0]?.regex, true),
+  },
+  {
+    name: 'annotations: an empty value is unset and never validated',
+    ingresses: [site('a', { 'use-regex': '', 'rewrite-target': '' })],
+    routes: ['a.com Prefix /app -> default-web-80 (a)'],
+    check: (t, { model }) => {
+      t.equal(model.servers[0]?.regex, false);
+      t.equal(model.servers[0]?.routes[0]?.annotations.rewrite.target, null);
+    },
+  },
 ]);
 
 t.test('annotations: every supported annotation is documented', async (t) => {

@@ -287,4 +287,110 @@ runCases(t, [
     diagnostics: ['PATH_CONFLICT new'],
     check: (t, { model }) => t.strictSame(Object.keys(model.upstreams), ['default-old-80']),
   },
+
+  {
+    name: 'backends: the first Service port that matches wins (targetPort of the first over port of the second)',
+    ingresses: [one('web:8080')],
+    services: [
+      service('web', [
+        { port: 80, targetPort: 8080, name: 'http' },
+        { port: 8080, targetPort: 9090, name: 'admin' },
+      ]),
+    ],
+    slices: [
+      slice(
+        'web',
+        [{ addresses: ['10.0.0.1'] }],
+        [
+          { port: 8080, name: 'http' },
+          { port: 9090, name: 'admin' },
+        ],
+      ),
+    ],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-web-8080']?.endpoints, [{ address: '10.0.0.1', port: 8080 }]),
+  },
+  {
+    name: 'backends: an unnamed Service port takes a named slice port too',
+    ingresses: [one('web:80')],
+    services: [service('web', [{ port: 80 }])],
+    slices: [slice('web', [{ addresses: ['10.0.0.1'] }], [{ port: 8080, name: 'http' }])],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-web-80']?.endpoints, [{ address: '10.0.0.1', port: 8080 }]),
+  },
+  {
+    name: 'backends: each slice port whose name differs falls back to an integer targetPort',
+    ingresses: [one('web:80')],
+    services: [service('web', [{ port: 80, name: 'http', targetPort: 8080 }])],
+    slices: [
+      slice(
+        'web',
+        [{ addresses: ['10.0.0.1'] }],
+        [
+          { port: 9000, name: 'admin' },
+          { port: 8081, name: 'http' },
+        ],
+      ),
+    ],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-web-80']?.endpoints, [
+        { address: '10.0.0.1', port: 8080 },
+        { address: '10.0.0.1', port: 8081 },
+      ]),
+  },
+  {
+    name: 'backends: only TCP slice ports are used, whatever the Service port protocol says',
+    ingresses: [one('dns:53')],
+    services: [service('dns', [{ port: 53, protocol: 'UDP' }])],
+    slices: [slice('dns', [{ addresses: ['10.0.0.1'] }], [{ port: 5353, protocol: 'UDP' }, { port: 8053 }])],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-dns-53']?.endpoints, [{ address: '10.0.0.1', port: 8053 }]),
+  },
+  {
+    name: 'backends: every spelling of a local address is refused as ExternalName',
+    ingresses: [
+      ingress('a', {
+        rules: [
+          rule(
+            'a.com',
+            ...['v6', 'short', 'mapped', 'any4', 'any6', 'dot', 'sub'].map((name) =>
+              path(`/${name}`, `${name}:80`),
+            ),
+          ),
+        ],
+      }),
+    ],
+    services: [
+      externalNameService('v6', '::1', { ports: [{ port: 80 }] }),
+      externalNameService('short', '0::1', { ports: [{ port: 80 }] }),
+      externalNameService('mapped', '::ffff:127.0.0.1', { ports: [{ port: 80 }] }),
+      externalNameService('any4', '0.0.0.0', { ports: [{ port: 80 }] }),
+      externalNameService('any6', '::', { ports: [{ port: 80 }] }),
+      externalNameService('dot', 'localhost.', { ports: [{ port: 80 }] }),
+      externalNameService('sub', 'api.localhost', { ports: [{ port: 80 }] }),
+    ],
+    diagnostics: Array.from({ length: 7 }, () => 'EXTERNAL_NAME_INVALID a'),
+  },
+  {
+    name: 'backends: an ExternalName may be a remote IP address',
+    ingresses: [one('ext:80')],
+    services: [externalNameService('ext', '192.0.2.10', { ports: [{ port: 80 }] })],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-ext-80']?.endpoints, [{ address: '192.0.2.10', port: 80 }]),
+  },
+  {
+    name: 'backends: an ExternalName Service port with a targetPort sends to the targetPort',
+    ingresses: [one('ext:80')],
+    services: [externalNameService('ext', 'api.example.org', { ports: [{ port: 80, targetPort: 8080 }] })],
+    check: (t, { model }) =>
+      t.strictSame(model.upstreams['default-ext-80']?.endpoints, [
+        { address: 'api.example.org', port: 8080 },
+      ]),
+  },
+  {
+    name: 'backends: two paths to the same missing Service report it once',
+    ingresses: [ingress('a', { rules: [rule('a.com', path('/1', 'gone:80'), path('/2', 'gone:80'))] })],
+    autoBackends: false,
+    diagnostics: ['SERVICE_NOT_FOUND a'],
+  },
 ]);

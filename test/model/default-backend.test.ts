@@ -129,4 +129,20 @@ runCases(t, [
     ingresses: [ingress('empty')],
     diagnostics: ['INGRESS_EMPTY empty'],
   },
+
+  {
+    name: 'default: a --default-backend-service that declares no port falls back to the built-in 404',
+    ingresses: [],
+    services: [service('db', [], 'ingress')],
+    options: { defaultBackendService: 'ingress/db' },
+    diagnostics: ['DEFAULT_BACKEND_SERVICE_UNUSABLE Service:ingress/db'],
+    messages: ['declares no port'],
+    check: (t, { model }) => t.equal(model.defaultBackend, null),
+  },
+  {
+    name: 'default: an Ingress whose only rule is invalid still has rules, so it is not the catch-all',
+    ingresses: [ingress('x', { defaultBackend: 'd:80', rules: [rule('bad_host.com', path('/', 's:80'))] })],
+    defaults: ['_ -> default (-)'],
+    diagnostics: ['HOST_INVALID x'],
+  },
 ]);

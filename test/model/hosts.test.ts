@@ -96,4 +96,14 @@ runCases(t, [
     ],
     check: (t, { model }) => t.strictSame(model.servers[0]?.ingress, { namespace: 'default', name: 'first' }),
   },
+
+  {
+    name: 'hosts: a host longer than 253 characters is refused',
+    ingresses: [
+      ingress('long', { rules: [rule(Array(4).fill('a'.repeat(63)).join('.'), path('/', 'a:80'))] }),
+    ],
+    routes: [],
+    diagnostics: ['HOST_INVALID long'],
+    messages: ['longer than 253 characters'],
+  },
 ]);

@@ -55,12 +55,12 @@ runCases(t, [
     routes: ['a.com Prefix /api -> default-api-80 (api)', 'a.com Prefix / -> default-web-80 (web)'],
   },
   {
-    name: 'merge: the same path with Exact and Prefix gives two routes, Exact listed first',
+    name: 'merge: the same path with Exact and Prefix gives two routes, in Ingress order',
     ingresses: [
       ingress('prefix', { created: 1, rules: [rule('a.com', path('/x', 'p:80'))] }),
       ingress('exact', { created: 2, rules: [rule('a.com', path('/x', 'e:80', 'Exact'))] }),
     ],
-    routes: ['a.com Exact /x -> default-e-80 (exact)', 'a.com Prefix /x -> default-p-80 (prefix)'],
+    routes: ['a.com Prefix /x -> default-p-80 (prefix)', 'a.com Exact /x -> default-e-80 (exact)'],
   },
   {
     name: 'merge: a path repeated inside one Ingress keeps the first occurrence',
@@ -90,5 +90,42 @@ runCases(t, [
     routes: ['a.com Prefix /shop -> team-a-shop-80 (team-a/shop)'],
     diagnostics: ['PATH_CONFLICT Ingress:team-b/shop'],
     messages: ['older Ingress team-a/shop'],
+  },
+
+  {
+    name: 'order: an Ingress without creationTimestamp counts as the oldest',
+    ingresses: [
+      {
+        ...ingress('a', { rules: [rule('a.com', path('/', 'sa:80'))] }),
+        metadata: { name: 'a', namespace: 'default' },
+      },
+      ingress('b', { rules: [rule('a.com', path('/', 'sb:80'))] }),
+    ],
+    routes: ['a.com Prefix / -> default-sa-80 (a)'],
+    diagnostics: ['PATH_CONFLICT b'],
+  },
+  {
+    name: 'order: an unparsable creationTimestamp counts as the oldest',
+    ingresses: [
+      {
+        ...ingress('a', { rules: [rule('a.com', path('/', 'sa:80'))] }),
+        metadata: { name: 'a', namespace: 'default', creationTimestamp: 'yesterday' },
+      },
+      ingress('b', { rules: [rule('a.com', path('/', 'sb:80'))] }),
+    ],
+    routes: ['a.com Prefix / -> default-sa-80 (a)'],
+    diagnostics: ['PATH_CONFLICT b'],
+  },
+  {
+    name: 'order: in regex mode equal paths keep Ingress order (stable sort), so the older Prefix /x is tried first',
+    ingresses: [
+      ingress('old', {
+        created: 1,
+        nginx: { 'use-regex': 'true' },
+        rules: [rule('a.com', path('/x', 'p:80'))],
+      }),
+      ingress('new', { created: 2, rules: [rule('a.com', path('/x', 'e:80', 'Exact'))] }),
+    ],
+    routes: ['a.com Prefix /x -> default-p-80 (old)', 'a.com Exact /x -> default-e-80 (new)'],
   },
 ]);

@@ -146,4 +146,36 @@ runCases(t, [
     routes: [],
     defaults: ['a.com -> default-svc-80 (a)', '_ -> default (-)'],
   },
+
+  {
+    name: 'paths: a longer path sorts first even when it is lexicographically smaller',
+    ingresses: [ingress('a', { rules: [rule('a.com', path('/b', 's:80'), path('/ab', 's:80'))] })],
+    routes: ['a.com Prefix /ab -> default-s-80 (a)', 'a.com Prefix /b -> default-s-80 (a)'],
+  },
+  {
+    name: 'paths: every trailing slash is ignored when Prefix paths are compared',
+    ingresses: [
+      ingress('old', { created: 1, rules: [rule('a.com', path('/foo', 'old:80'))] }),
+      ingress('new', {
+        created: 2,
+        rules: [rule('a.com', path('/foo//', 'new:80', 'ImplementationSpecific'))],
+      }),
+    ],
+    routes: ['a.com Prefix /foo -> default-old-80 (old)'],
+    diagnostics: ['PATH_CONFLICT new'],
+  },
+  {
+    name: 'paths: Exact and Prefix paths may not contain %2F (upper case)',
+    ingresses: [ingress('a', { rules: [rule('a.com', path('/a%2Fb', 's:80'), path('/ok', 's:80'))] })],
+    routes: ['a.com Prefix /ok -> default-s-80 (a)'],
+    diagnostics: ['PATH_INVALID a'],
+    messages: ['must not contain "%2F"'],
+  },
+  {
+    name: 'paths: a non-empty ImplementationSpecific path must be absolute',
+    ingresses: [ingress('a', { rules: [rule('a.com', path('x', 's:80', 'ImplementationSpecific'))] })],
+    routes: [],
+    diagnostics: ['PATH_INVALID a'],
+    messages: ['must be an absolute path'],
+  },
 ]);

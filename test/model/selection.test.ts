@@ -86,4 +86,10 @@ runCases(t, [
       'b.com Prefix / -> default-web-80 (by-annotation)',
     ],
   },
+
+  {
+    name: 'class: an empty ingressClassName is set (to no class): the legacy annotation is not consulted',
+    ingresses: [web('empty', { className: '', annotations: { [LEGACY]: 'ingress-ts' } })],
+    routes: [],
+  },
 ]);

@@ -207,6 +207,65 @@ runCases(t, [
     secrets: [tlsSecret('a-tls', A)],
     check: (t, { references }) => t.strictSame(references.secrets, ['default/a-tls']),
   },
+
+  {
+    name: 'tls: a listed host matches case-insensitively even when its Secret is missing',
+    ingresses: [site('a', ['a.example.com'], [{ hosts: ['A.Example.COM'], secretName: 'nope' }])],
+    diagnostics: ['TLS_SECRET_NOT_FOUND a'],
+    check: certFor('a.example.com', null),
+  },
+  {
+    name: 'tls: the covers fallback looks at DNS names only, so a Common-Name-only certificate is not picked',
+    ingresses: [
+      ingress('a', { tls: [{ secretName: 'cn' }], rules: [rule('legacy.example.org', path('/', 'web:80'))] }),
+    ],
+    secrets: [tlsSecret('cn', CN)],
+    diagnostics: ['TLS_NO_SECRET_FOR_HOST a'],
+    check: certFor('legacy.example.org', null),
+  },
+  {
+    name: 'tls: a newer Ingress listing a decided host in another case is reported',
+    ingresses: [
+      site('old', ['a.example.com'], [{ hosts: ['a.example.com'], secretName: 'a-tls' }], 1),
+      ingress('new', {
+        created: 2,
+        tls: [{ hosts: ['A.EXAMPLE.COM'], secretName: 'wild-tls' }],
+        rules: [rule('a.example.com', path('/new', 'web:80'))],
+      }),
+    ],
+    secrets: [tlsSecret('a-tls', A), tlsSecret('wild-tls', WILD)],
+    diagnostics: ['TLS_CONFLICT new'],
+    check: certFor('a.example.com', 'default/a-tls'),
+  },
+  {
+    name: 'tls: an Ingress naming its host in two rules does not conflict with itself',
+    ingresses: [
+      ingress('a', {
+        tls: [{ hosts: ['a.example.com'], secretName: 'a-tls' }],
+        rules: [rule('a.example.com', path('/1', 'web:80')), rule('a.example.com', path('/2', 'web:80'))],
+      }),
+    ],
+    secrets: [tlsSecret('a-tls', A)],
+    check: certFor('a.example.com', 'default/a-tls'),
+  },
+  {
+    name: 'tls: an unusable --default-ssl-certificate is reported and not used',
+    ingresses: [],
+    secrets: [tlsSecret('default-cert', { crt: A.crt, key: OTHER.key }, 'ingress')],
+    options: { defaultSSLCertificate: 'ingress/default-cert' },
+    diagnostics: ['DEFAULT_CERTIFICATE_UNUSABLE Secret:ingress/default-cert'],
+    check: (t, { model }) => {
+      t.equal(model.defaultCertificate, null);
+      t.strictSame(model.certificates, {});
+    },
+  },
+  {
+    name: 'tls: a malformed --default-ssl-certificate is reported',
+    ingresses: [],
+    options: { defaultSSLCertificate: 'no-namespace' },
+    diagnostics: ['DEFAULT_CERTIFICATE_UNUSABLE Secret:/no-namespace'],
+    check: (t, { model }) => t.equal(model.defaultCertificate, null),
+  },
 ]);
 
 t.test('tls: a Secret that changes content is parsed again (no stale cache)', async (t) => {
@@ -219,5 +278,18 @@ t.test('tls: a Secret that changes content is parsed again (no stale cache)', as
   const second = build(world(tlsSecret('s', { crt: A.crt, key: OTHER.key })));
   t.equal(tlsOf(first, 'a.example.com')?.certificate, 'default/s');
   t.equal(tlsOf(second, 'a.example.com')?.certificate, null);
+  t.not(first.model.hash, second.model.hash);
+});
+
+t.test('tls: a re-issued certificate (same names, new content) changes the hash', async (t) => {
+  const { build } = await import('./helpers.ts');
+  const world = (crt: string) => ({
+    ingresses: [site('a', ['a.example.com'], [{ hosts: ['a.example.com'], secretName: 's' }])],
+    secrets: [tlsSecret('s', { crt, key: A.key })],
+  });
+  const first = build(world(A.crt));
+  const second = build(world(`${A.crt}\n`));
+  t.equal(tlsOf(first, 'a.example.com')?.certificate, 'default/s');
+  t.equal(tlsOf(second, 'a.example.com')?.certificate, 'default/s');
   t.not(first.model.hash, second.model.hash);
 });
