@@ -12,8 +12,6 @@ export interface ServiceBackendRef {
   service: string;
   /** the port number as a string, or the port name */
   port: string;
-  /** ingress-nginx's upstream name for it (see upstreamName) */
-  upstream: string;
 }
 
 export type UpstreamProblem =
@@ -30,7 +28,7 @@ export interface ResolvedUpstream {
   backend: { type: 'upstream'; upstream: string };
 }
 
-export function upstreamName(ref: Omit<ServiceBackendRef, 'upstream'>): string {
+export function upstreamName(ref: ServiceBackendRef): string {
   return `${ref.namespace}-${ref.service}-${ref.port}`;
 }
 
@@ -50,9 +48,16 @@ export function findServicePort(service: Service, port: string): ServicePort | u
 /** namespace → name → value: lookups without building `namespace/name` strings (hot at 10k+ objects). */
 class ByNamespace<T> {
   readonly #namespaces = new Map<string, Map<string, T>>();
+  // consecutive lookups mostly share a namespace (every path of one Ingress)
+  #lastNamespace: string | undefined;
+  #lastNames: Map<string, T> | undefined;
 
   get(namespace: string, name: string): T | undefined {
-    return this.#namespaces.get(namespace)?.get(name);
+    if (namespace !== this.#lastNamespace) {
+      this.#lastNamespace = namespace;
+      this.#lastNames = this.#namespaces.get(namespace);
+    }
+    return this.#lastNames?.get(name);
   }
 
   set(namespace: string, name: string, value: T): void {
@@ -60,6 +65,7 @@ class ByNamespace<T> {
     if (names === undefined) {
       names = new Map();
       this.#namespaces.set(namespace, names);
+      if (namespace === this.#lastNamespace) this.#lastNames = names;
     }
     names.set(name, value);
   }
@@ -68,7 +74,12 @@ class ByNamespace<T> {
 export class UpstreamResolver {
   readonly #services = new ByNamespace<Service>();
   readonly #slices = new ByNamespace<EndpointSlice[]>();
-  readonly #resolved = new Map<string, ResolvedUpstream>();
+  /** namespace → service → port → resolved upstream */
+  readonly #byService = new ByNamespace<Map<string, ResolvedUpstream>>();
+  /** every resolved upstream in first-use order (deterministic: the build walks Ingresses in order) */
+  readonly #resolved: ResolvedUpstream[] = [];
+  /** `namespace/name` of the Services resolved, in first-use order */
+  readonly #referencedServices: string[] = [];
   readonly #disableExternalName: boolean;
 
   constructor(services: readonly Service[], slices: readonly EndpointSlice[], disableExternalName: boolean) {
@@ -92,20 +103,40 @@ export class UpstreamResolver {
     return this.#services.get(namespace, name);
   }
 
-  /** Resolve (once) the upstream `ref.upstream`. */
+  /** The upstream of a backend, resolved once per build and shared by every route naming it. */
   resolve(ref: ServiceBackendRef): ResolvedUpstream {
-    const cached = this.#resolved.get(ref.upstream);
-    if (cached !== undefined) return cached;
-    const resolved = this.#compute(ref, ref.upstream);
-    this.#resolved.set(ref.upstream, resolved);
+    let ports = this.#byService.get(ref.namespace, ref.service);
+    if (ports === undefined) {
+      ports = new Map();
+      this.#byService.set(ref.namespace, ref.service, ports);
+      this.#referencedServices.push(objectKey(ref.namespace, ref.service));
+    }
+    let resolved = ports.get(ref.port);
+    if (resolved === undefined) {
+      resolved = this.#compute(ref, upstreamName(ref));
+      ports.set(ref.port, resolved);
+      this.#resolved.push(resolved);
+    }
     return resolved;
   }
 
-  /** Every upstream resolved so far, keyed by name, in the (deterministic) order they were first used. */
+  /** An upstream with a name of its own (the controller's default backend); not shared with routes. */
+  resolveAs(ref: ServiceBackendRef, name: string): ResolvedUpstream {
+    this.#referencedServices.push(objectKey(ref.namespace, ref.service));
+    const resolved = this.#compute(ref, name);
+    this.#resolved.push(resolved);
+    return resolved;
+  }
+
+  /** Every upstream resolved, keyed by name, in first-use order. */
   upstreams(): Record<string, Upstream> {
     const out: Record<string, Upstream> = {};
-    for (const [name, resolved] of this.#resolved) out[name] = resolved.upstream;
+    for (const { upstream } of this.#resolved) out[upstream.name] = upstream;
     return out;
+  }
+
+  referencedServices(): string[] {
+    return [...new Set(this.#referencedServices)];
   }
 
   #compute(ref: ServiceBackendRef, name: string): ResolvedUpstream {
@@ -253,5 +284,10 @@ export function endpointsFromSlices(slices: readonly EndpointSlice[], servicePor
   }
   // sorted, duplicates (the same ip:port in several slices or ports) are neighbours
   out.sort(compareEndpoints);
-  return out.filter((e, i) => i === 0 || compareEndpoints(out[i - 1]!, e) !== 0);
+  let kept = 0;
+  for (let i = 0; i < out.length; i++) {
+    if (i === 0 || compareEndpoints(out[kept - 1]!, out[i]!) !== 0) out[kept++] = out[i]!;
+  }
+  out.length = kept;
+  return out;
 }

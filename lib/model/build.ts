@@ -22,12 +22,12 @@ import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
 import { sortIngresses } from './order.ts';
 import { prefixMatchKey } from './paths.ts';
 import { type CertificateResult, certificateCovers, readCertificate, tlsSecretNameFor } from './tls.ts';
-import type { Backend, Certificate, Model, ObjectRef, Route, Server, Upstream } from './types.ts';
+import type { Backend, Certificate, Model, ObjectRef, Route, Server } from './types.ts';
 
 export interface ModelReferences {
-  /** `namespace/name` of every Service the model resolved */
+  /** `namespace/name` of every Service the model resolved, in first-use order */
   services: string[];
-  /** `namespace/name` of every Secret the model looked up */
+  /** `namespace/name` of every Secret the model looked up, in first-use order */
   secrets: string[];
 }
 
@@ -233,20 +233,10 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     defaultBackend,
   };
   const model: Model = { ...body, ...modelHashes(body) };
-  const services = new Set<string>();
-  let previous: Upstream['service'] | null = null;
-  for (const name in upstreams) {
-    const { service } = upstreams[name]!;
-    // consecutive upstreams mostly name the same Service: skip building its key again
-    if (previous?.name !== service.name || previous.namespace !== service.namespace) {
-      services.add(objectKey(service.namespace, service.name));
-    }
-    previous = service;
-  }
   return {
     model,
     diagnostics: diagnostics.list(),
-    references: { services: [...services].sort(), secrets: [...referencedSecrets].sort() },
+    references: { services: resolver.referencedServices(), secrets: [...referencedSecrets] },
   };
 }
 
@@ -467,13 +457,10 @@ function resolveDefaultBackend(
   if (service === undefined) return unusable('does not exist');
   const firstPort = service.spec?.ports?.[0];
   if (firstPort === undefined || typeof firstPort.port !== 'number') return unusable('declares no port');
-  const port = String(firstPort.port);
-  const { upstream, problem } = resolver.resolve({
-    namespace: ref.namespace,
-    service: ref.name,
-    port,
-    upstream: 'upstream-default-backend',
-  });
+  const { upstream, problem } = resolver.resolveAs(
+    { namespace: ref.namespace, service: ref.name, port: String(firstPort.port) },
+    'upstream-default-backend',
+  );
   if (problem !== null) unusable(`is unusable for now (${problem.message})`);
   return upstream.name;
 }

@@ -2,7 +2,7 @@
 // parsed. What is wrong is reported on the Ingress; what is left is safe for the build to use.
 
 import { type ParsedAnnotations, parseAnnotations } from './annotations/index.ts';
-import { type ServiceBackendRef, upstreamName } from './backends.ts';
+import type { ServiceBackendRef } from './backends.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import { hostProblem } from './hosts.ts';
 import type { Ingress, IngressBackend, IngressTLS } from './k8s.ts';
@@ -228,14 +228,10 @@ function checkBackend(
     if (!Number.isInteger(port.number) || port.number < 1 || port.number > 65535) {
       return fail(`has port number ${port.number}, outside 1-65535`);
     }
-    return withUpstream({ namespace, service: service.name, port: String(port.number) });
+    return { namespace, service: service.name, port: String(port.number) };
   }
   if (isObject(port) && typeof port.name === 'string' && port.name !== '') {
-    return withUpstream({ namespace, service: service.name, port: port.name });
+    return { namespace, service: service.name, port: port.name };
   }
   return fail('needs service.port.number or service.port.name');
-}
-
-function withUpstream(ref: Omit<ServiceBackendRef, 'upstream'>): ServiceBackendRef {
-  return { ...ref, upstream: upstreamName(ref) };
 }

@@ -190,5 +190,5 @@ t.test('invariants: references list the Services the model resolved', async (t) 
   const { references } = build({
     ingresses: [ingress('a', { rules: [rule('a.com', path('/', 'web:80'), path('/b', 'other:80'))] })],
   });
-  t.strictSame(references.services, ['default/other', 'default/web']);
+  t.strictSame(references.services, ['default/web', 'default/other']);
 });
