@@ -388,8 +388,11 @@ function finishServer(server: Server, diagnostics: DiagnosticsCollector): void {
   server.regex =
     (!rootReplaced && usesRegex(server.defaultRoute.annotations, '/')) ||
     server.routes.some((route) => usesRegex(route.annotations, route.path));
-  if (!server.regex) {
-    // Prefix /foo and /foo/ match the same requests: keep the oldest (routes are in Ingress order).
+  // Prefix /foo and /foo/ match the same requests: keep the oldest (routes are in Ingress order).
+  // Identical paths were refused already, so only a trailing slash can make two routes collide.
+  const trailingSlash = (route: Route) =>
+    route.pathType === 'Prefix' && route.path.length > 1 && route.path.endsWith('/');
+  if (!server.regex && server.routes.some(trailingSlash)) {
     const prefixes = new Map<string, Route>();
     server.routes = server.routes.filter((route) => {
       if (route.pathType !== 'Prefix') return true;

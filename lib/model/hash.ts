@@ -16,6 +16,7 @@ type ModelBody = Omit<Model, 'hash' | 'routesHash'>;
 class Fingerprint {
   readonly #hash = createHash('sha256');
   readonly #ids = new Map<object, string>();
+  readonly #byContent = new Map<string, string>();
   #buffer = '';
 
   line(text: string): void {
@@ -30,13 +31,23 @@ class Fingerprint {
     return this.#hash.update(this.#buffer).digest('hex');
   }
 
+  /**
+   * `#n` for an object many records share (annotation groups): serialised the first
+   * time its content is seen. Ids follow content, not identity, so equal models print alike however
+   * their objects happen to be shared.
+   */
   shared(value: object | null): string {
     if (value === null) return '-';
     let id = this.#ids.get(value);
     if (id === undefined) {
-      id = `#${this.#ids.size}`;
+      const json = JSON.stringify(value);
+      id = this.#byContent.get(json);
+      if (id === undefined) {
+        id = `#${this.#byContent.size}`;
+        this.#byContent.set(json, id);
+        this.line(`${id}=${json}`);
+      }
       this.#ids.set(value, id);
-      this.line(`${id}=${JSON.stringify(value)}`);
     }
     return id;
   }
