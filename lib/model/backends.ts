@@ -5,6 +5,7 @@
 import { BlockList, isIP } from 'node:net';
 import { isDNS1123Subdomain } from './hosts.ts';
 import { type EndpointSlice, objectKey, SERVICE_NAME_LABEL, type Service, type ServicePort } from './k8s.ts';
+import { sortSmall } from './sort.ts';
 import type { Endpoint, Upstream } from './types.ts';
 
 export interface ServiceBackendRef {
@@ -74,8 +75,8 @@ class ByNamespace<T> {
 export class UpstreamResolver {
   readonly #services = new ByNamespace<Service>();
   readonly #slices = new ByNamespace<EndpointSlice[]>();
-  /** namespace → service → port → resolved upstream */
-  readonly #byService = new ByNamespace<Map<string, ResolvedUpstream>>();
+  /** namespace → service → its resolved upstreams (a Service is named with one or two ports) */
+  readonly #byService = new ByNamespace<ResolvedUpstream[]>();
   /** every resolved upstream in first-use order (deterministic: the build walks Ingresses in order) */
   readonly #resolved: ResolvedUpstream[] = [];
   /** `namespace/name` of the Services resolved, in first-use order */
@@ -105,18 +106,16 @@ export class UpstreamResolver {
 
   /** The upstream of a backend, resolved once per build and shared by every route naming it. */
   resolve(ref: ServiceBackendRef): ResolvedUpstream {
-    let ports = this.#byService.get(ref.namespace, ref.service);
-    if (ports === undefined) {
-      ports = new Map();
-      this.#byService.set(ref.namespace, ref.service, ports);
+    let known = this.#byService.get(ref.namespace, ref.service);
+    if (known === undefined) {
+      known = [];
+      this.#byService.set(ref.namespace, ref.service, known);
       this.#referencedServices.push(objectKey(ref.namespace, ref.service));
     }
-    let resolved = ports.get(ref.port);
-    if (resolved === undefined) {
-      resolved = this.#compute(ref, upstreamName(ref));
-      ports.set(ref.port, resolved);
-      this.#resolved.push(resolved);
-    }
+    for (const resolved of known) if (resolved.upstream.service.port === ref.port) return resolved;
+    const resolved = this.#compute(ref, upstreamName(ref));
+    known.push(resolved);
+    this.#resolved.push(resolved);
     return resolved;
   }
 
@@ -283,7 +282,7 @@ export function endpointsFromSlices(slices: readonly EndpointSlice[], servicePor
     }
   }
   // sorted, duplicates (the same ip:port in several slices or ports) are neighbours
-  out.sort(compareEndpoints);
+  sortSmall(out, compareEndpoints);
   let kept = 0;
   for (let i = 0; i < out.length; i++) {
     if (i === 0 || compareEndpoints(out[kept - 1]!, out[i]!) !== 0) out[kept++] = out[i]!;

@@ -21,6 +21,7 @@ import { objectKey, type Secret, type Snapshot } from './k8s.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
 import { sortIngresses } from './order.ts';
 import { prefixMatchKey } from './paths.ts';
+import { sortSmall } from './sort.ts';
 import { type CertificateResult, certificateCovers, readCertificate, tlsSecretNameFor } from './tls.ts';
 import type { Backend, Certificate, Model, ObjectRef, Route, Server } from './types.ts';
 
@@ -40,8 +41,8 @@ export interface BuildResult {
 
 interface ServerDraft {
   server: Server;
-  /** routes by pathType, then path as written */
-  routeKeys: { Exact: Map<string, Route>; Prefix: Map<string, Route> };
+  /** routes by path as written (Prefix) or `=path` (Exact) */
+  routeKeys: Map<string, Route>;
   tlsOwner: CheckedIngress | null;
   annotationSource: Partial<Record<keyof ServerAnnotations, ObjectRef>>;
 }
@@ -177,8 +178,8 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     for (const rule of ingress.rules) {
       const draft = rule.host === '' ? catchAll : drafts.get(rule.host)!;
       for (const path of rule.paths) {
-        const byPath = draft.routeKeys[path.pathType];
-        const existing = byPath.get(path.path);
+        const key = path.pathType === 'Prefix' ? path.path : `=${path.path}`;
+        const existing = draft.routeKeys.get(key);
         if (existing !== undefined) {
           reportPathConflict(
             diagnostics,
@@ -198,7 +199,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
           backend: useUpstream(ingress, path.backend),
           annotations: ingress.annotations.location,
         };
-        byPath.set(path.path, route);
+        draft.routeKeys.set(key, route);
         draft.server.routes.push(route);
       }
     }
@@ -255,7 +256,7 @@ function newDraft(
       defaultRoute,
       routes: [],
     },
-    routeKeys: { Exact: new Map(), Prefix: new Map() },
+    routeKeys: new Map(),
     tlsOwner: null,
     annotationSource: {},
   };
@@ -406,7 +407,7 @@ function finishServer(server: Server, diagnostics: DiagnosticsCollector): void {
       return false;
     });
   }
-  server.routes.sort(compareRoutes);
+  sortSmall(server.routes, compareRoutes);
 }
 
 function resolveAliases(
