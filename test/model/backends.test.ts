@@ -393,4 +393,12 @@ runCases(t, [
     autoBackends: false,
     diagnostics: ['SERVICE_NOT_FOUND a'],
   },
+
+  {
+    name: 'backends: an ExternalName Service without ports cannot resolve a named backend port',
+    ingresses: [one('ext:https')],
+    services: [externalNameService('ext', 'api.example.org')],
+    diagnostics: ['SERVICE_PORT_NOT_FOUND a'],
+    check: (t, { model }) => t.strictSame(model.upstreams['default-ext-https']?.endpoints, []),
+  },
 ]);

@@ -138,3 +138,22 @@ t.test('adding or removing list entries changes the hash', async (t) => {
     .annotations.alias.aliases.push('more.example.com');
   t.not(modelHashes(alias).routesHash, routesHash, 'one more alias');
 });
+
+t.test(
+  'large models (the fingerprint is hashed in 64 KiB chunks) still see a change deep inside',
+  async (t) => {
+    const many = Array.from({ length: 600 }, (_, i) =>
+      ingress(`app-${i}`, {
+        created: i,
+        rules: [rule(`app-${i}.example.com`, path('/', 'web:80'), path('/api', 'api:80'))],
+      }),
+    );
+    const { hash: baseHash, routesHash: baseRoutes, ...base } = build({ ingresses: many }).model;
+    t.strictSame(modelHashes(structuredClone(base)), { hash: baseHash, routesHash: baseRoutes }, 'stable');
+    const changed = structuredClone(base);
+    const route = changed.servers[300]?.routes[1];
+    if (route === undefined) throw new Error('fixture too small');
+    route.path = '/apix';
+    t.not(modelHashes(changed).routesHash, baseRoutes, 'a route in the middle');
+  },
+);

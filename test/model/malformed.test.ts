@@ -180,4 +180,22 @@ runCases(t, [
     secrets: [raw({}) as never],
     routes: [GOOD_ROUTE],
   },
+
+  {
+    name: 'malformed: a spec that is not an object, on an Ingress of our class (legacy annotation)',
+    ingresses: [
+      raw({
+        metadata: {
+          name: 's',
+          namespace: 'default',
+          annotations: { 'kubernetes.io/ingress.class': 'ingress-ts' },
+        },
+        spec: 'nope',
+      }),
+      good,
+    ],
+    routes: [GOOD_ROUTE],
+    diagnostics: ['INGRESS_INVALID s'],
+    messages: ['spec must be an object'],
+  },
 ]);

@@ -266,6 +266,14 @@ runCases(t, [
     diagnostics: ['DEFAULT_CERTIFICATE_UNUSABLE Secret:/no-namespace'],
     check: (t, { model }) => t.equal(model.defaultCertificate, null),
   },
+
+  {
+    name: 'tls: a private key that is not PEM is unusable',
+    ingresses: [site('a', ['a.example.com'], [{ hosts: ['a.example.com'], secretName: 'badkey' }])],
+    secrets: [tlsSecret('badkey', { crt: A.crt, key: 'not a key' })],
+    diagnostics: ['TLS_SECRET_INVALID a'],
+    messages: ['tls.key is not a PEM private key'],
+  },
 ]);
 
 t.test('tls: a Secret that changes content is parsed again (no stale cache)', async (t) => {
