@@ -1,6 +1,16 @@
 // Service backends: port resolution, EndpointSlices, ExternalName, upstream sharing.
 import t from 'tap';
-import { externalNameService, ingress, path, rule, runCases, service, slice } from './helpers.ts';
+import {
+  externalNameService,
+  ingress,
+  path,
+  rawPath,
+  rawPaths,
+  rule,
+  runCases,
+  service,
+  slice,
+} from './helpers.ts';
 
 const one = (backend: string) => ingress('a', { rules: [rule('a.com', path('/', backend))] });
 runCases(t, [
@@ -200,31 +210,10 @@ runCases(t, [
   {
     name: 'backends: a resource backend is refused, the other paths stay',
     ingresses: [
-      {
-        ...one('web:80'),
-        spec: {
-          ingressClassName: 'ingress-ts',
-          rules: [
-            {
-              host: 'a.com',
-              http: {
-                paths: [
-                  {
-                    path: '/bucket',
-                    pathType: 'Prefix',
-                    backend: { resource: { kind: 'StorageBucket', name: 'b' } },
-                  },
-                  {
-                    path: '/',
-                    pathType: 'Prefix',
-                    backend: { service: { name: 'web', port: { number: 80 } } },
-                  },
-                ],
-              },
-            },
-          ],
-        },
-      },
+      rawPaths('a', 'a.com', [
+        rawPath('/bucket', { resource: { kind: 'StorageBucket', name: 'b' } }),
+        rawPath('/'),
+      ]),
     ],
     routes: ['a.com Prefix / -> default-web-80 (a)'],
     diagnostics: ['BACKEND_INVALID a'],
@@ -233,28 +222,11 @@ runCases(t, [
   {
     name: 'backends: a backend port outside 1-65535 or missing is refused',
     ingresses: [
-      {
-        ...one('web:80'),
-        spec: {
-          ingressClassName: 'ingress-ts',
-          rules: [
-            {
-              host: 'a.com',
-              http: {
-                paths: [
-                  {
-                    path: '/zero',
-                    pathType: 'Prefix',
-                    backend: { service: { name: 'web', port: { number: 0 } } },
-                  },
-                  { path: '/none', pathType: 'Prefix', backend: { service: { name: 'web' } } },
-                  { path: '/nosvc', pathType: 'Prefix', backend: {} },
-                ],
-              },
-            },
-          ],
-        },
-      },
+      rawPaths('a', 'a.com', [
+        rawPath('/zero', { service: { name: 'web', port: { number: 0 } } }),
+        rawPath('/none', { service: { name: 'web' } }),
+        rawPath('/nosvc', {}),
+      ]),
     ],
     routes: [],
     diagnostics: ['BACKEND_INVALID a', 'BACKEND_INVALID a', 'BACKEND_INVALID a'],

@@ -7,6 +7,7 @@ import {
   type BuildResult,
   buildModel,
   type EndpointSlice,
+  type HTTPIngressPath,
   type Ingress,
   type IngressClass,
   type IngressTLS,
@@ -95,6 +96,22 @@ export function ingress(name: string, spec: IngressSpec = {}): Ingress {
     },
     spec: body,
   };
+}
+
+/** An Ingress of our class with one rule whose path entries are used exactly as given (possibly malformed). */
+export function rawPaths(name: string, host: string, paths: unknown[]): Ingress {
+  return {
+    metadata: { name, namespace: 'default' },
+    spec: { ingressClassName: 'ingress-ts', rules: [{ host, http: { paths: paths as HTTPIngressPath[] } }] },
+  };
+}
+
+/** A raw path entry: Prefix `path` to `backend` (default: Service web, port 80). */
+export function rawPath(
+  path: unknown,
+  backend: unknown = { service: { name: 'web', port: { number: 80 } } },
+) {
+  return { path, pathType: 'Prefix', backend };
 }
 
 export function ingressClass(name: string, controller = 'ingress-ts.dev/controller'): IngressClass {

@@ -2,7 +2,7 @@
 // the build of anything else.
 import t from 'tap';
 import type { Ingress } from '../../lib/model/index.ts';
-import { ingress, path, rule, runCases } from './helpers.ts';
+import { ingress, path, rawPath, rawPaths, rule, runCases } from './helpers.ts';
 
 const good = ingress('good', { rules: [rule('good.com', path('/', 'web:80'))] });
 const GOOD_ROUTE = 'good.com Prefix / -> default-web-80 (good)';
@@ -92,34 +92,7 @@ runCases(t, [
   },
   {
     name: 'malformed: a path entry that is not an object, and a path that is not a string',
-    ingresses: [
-      raw({
-        metadata: { name: 'p', namespace: 'default' },
-        spec: {
-          ingressClassName: 'ingress-ts',
-          rules: [
-            {
-              host: 'a.com',
-              http: {
-                paths: [
-                  null,
-                  {
-                    path: 7,
-                    pathType: 'Prefix',
-                    backend: { service: { name: 'web', port: { number: 80 } } },
-                  },
-                  {
-                    path: '/',
-                    pathType: 'Prefix',
-                    backend: { service: { name: 'web', port: { number: 80 } } },
-                  },
-                ],
-              },
-            },
-          ],
-        },
-      }),
-    ],
+    ingresses: [rawPaths('p', 'a.com', [null, rawPath(7), rawPath('/')])],
     routes: ['a.com Prefix / -> default-web-80 (p)'],
     diagnostics: ['PATH_INVALID p', 'PATH_INVALID p'],
   },
@@ -132,31 +105,10 @@ runCases(t, [
   {
     name: 'malformed: a fractional or negative port number',
     ingresses: [
-      raw({
-        metadata: { name: 'n', namespace: 'default' },
-        spec: {
-          ingressClassName: 'ingress-ts',
-          rules: [
-            {
-              host: 'a.com',
-              http: {
-                paths: [
-                  {
-                    path: '/a',
-                    pathType: 'Prefix',
-                    backend: { service: { name: 'web', port: { number: 80.5 } } },
-                  },
-                  {
-                    path: '/b',
-                    pathType: 'Prefix',
-                    backend: { service: { name: 'web', port: { number: -1 } } },
-                  },
-                ],
-              },
-            },
-          ],
-        },
-      }),
+      rawPaths('n', 'a.com', [
+        rawPath('/a', { service: { name: 'web', port: { number: 80.5 } } }),
+        rawPath('/b', { service: { name: 'web', port: { number: -1 } } }),
+      ]),
     ],
     routes: [],
     diagnostics: ['BACKEND_INVALID n', 'BACKEND_INVALID n'],
