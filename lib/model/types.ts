@@ -60,7 +60,11 @@ export interface Server {
   regex: boolean;
   annotations: ServerAnnotations;
   defaultRoute: DefaultRoute;
-  /** longest path first, ties by reverse-lexicographic path, equal paths in Ingress order */
+  /**
+   * Longest path first, ties by reverse-lexicographic path, equal paths in Ingress order. Outside
+   * regex mode the order does not decide anything: an Exact route beats a Prefix one and the longest
+   * matching Prefix wins. In regex mode the first route whose regex matches wins, in this order.
+   */
   routes: Route[];
 }
 
