@@ -1,0 +1,197 @@
+// Command-line flags → a frozen Config. Flag names follow ingress-nginx where the concept exists.
+// Parsing never exits: bad input throws ConfigError with a message fit for the user.
+
+import { parseArgs } from 'node:util';
+import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from '../model/index.ts';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface Config {
+  httpPort: number;
+  httpsPort: number;
+  healthzPort: number;
+  /** '' listens on every interface */
+  bindAddress: string;
+  /** standalone mode: a folder of manifests; null → the Kubernetes API (not available yet) */
+  manifests: string | null;
+  /** `namespace/name` of the global ConfigMap, or null */
+  configMap: string | null;
+  /** seconds to keep serving after SIGTERM before stopping (ingress-nginx --shutdown-grace-period) */
+  shutdownGracePeriod: number;
+  logLevel: LogLevel;
+  model: ModelOptions;
+}
+
+export class ConfigError extends Error {
+  readonly code = 'ERR_INGRESS_TS_CONFIG';
+}
+
+interface FlagSpec {
+  type: 'string' | 'boolean';
+  default: string | boolean;
+  help: string;
+}
+
+/** Every flag with its default and meaning; --help prints this table. */
+export const FLAGS = {
+  'http-port': { type: 'string', default: '80', help: 'port of the HTTP listener' },
+  'https-port': { type: 'string', default: '443', help: 'port of the HTTPS listener' },
+  'healthz-port': { type: 'string', default: '10254', help: 'port of /healthz (and /metrics later)' },
+  'bind-address': { type: 'string', default: '', help: 'address to listen on; empty means every interface' },
+  manifests: {
+    type: 'string',
+    default: '',
+    help: 'standalone mode: serve the Kubernetes manifests (YAML/JSON) in this folder, watched for changes',
+  },
+  'ingress-class': {
+    type: 'string',
+    default: DEFAULT_MODEL_OPTIONS.ingressClass,
+    help: 'value of the legacy kubernetes.io/ingress.class annotation to serve',
+  },
+  'controller-class': {
+    type: 'string',
+    default: DEFAULT_MODEL_OPTIONS.controllerClass,
+    help: 'IngressClass spec.controller value to serve',
+  },
+  'ingress-class-by-name': {
+    type: 'boolean',
+    default: false,
+    help: 'also serve the IngressClass named --ingress-class, whatever its controller',
+  },
+  'watch-ingress-without-class': {
+    type: 'boolean',
+    default: false,
+    help: 'also serve Ingresses that name no class',
+  },
+  'default-backend-service': {
+    type: 'string',
+    default: '',
+    help: 'namespace/name of the Service answering unmatched requests (first port); else a built-in 404',
+  },
+  'default-ssl-certificate': {
+    type: 'string',
+    default: '',
+    help: 'namespace/name of the TLS Secret for unknown hosts; else a generated self-signed certificate',
+  },
+  'annotations-prefix': {
+    type: 'string',
+    default: DEFAULT_MODEL_OPTIONS.annotationsPrefix,
+    help: 'prefix of the annotations to read',
+  },
+  'disable-catch-all': {
+    type: 'boolean',
+    default: false,
+    help: 'ignore every Ingress that has a spec.defaultBackend',
+  },
+  'disable-svc-external-name': {
+    type: 'boolean',
+    default: false,
+    help: 'refuse ExternalName Services as backends',
+  },
+  configmap: { type: 'string', default: '', help: 'namespace/name of the global ConfigMap' },
+  'shutdown-grace-period': {
+    type: 'string',
+    default: '0',
+    help: 'seconds to keep serving after SIGTERM/SIGINT before stopping',
+  },
+  'log-level': { type: 'string', default: 'info', help: `one of ${LOG_LEVELS.join(', ')}` },
+  help: { type: 'boolean', default: false, help: 'print this help and exit' },
+  version: { type: 'boolean', default: false, help: 'print the version and exit' },
+} as const satisfies Record<string, FlagSpec>;
+
+type Values = { [K in keyof typeof FLAGS]: (typeof FLAGS)[K]['default'] extends boolean ? boolean : string };
+
+export function helpText(version: string): string {
+  const lines = [
+    `ingress-ts ${version}: a Kubernetes Ingress controller and reverse proxy in one Node.js process.`,
+    '',
+    'Usage: ingress-ts --manifests DIR [flags]',
+    '',
+    'Flags (default in brackets):',
+  ];
+  for (const [name, spec] of Object.entries(FLAGS)) {
+    const shown =
+      spec.type === 'boolean' ? `--${name}` : `--${name} ${name === 'manifests' ? 'DIR' : 'VALUE'}`;
+    const fallback = spec.type === 'boolean' || spec.default === '' ? '' : ` [${spec.default}]`;
+    lines.push(`  ${shown.padEnd(40)} ${spec.help}${fallback}`);
+  }
+  lines.push(
+    '',
+    'Without --manifests ingress-ts would watch the Kubernetes API, which is not available yet:',
+    'for now --manifests is required.',
+    '',
+  );
+  return lines.join('\n');
+}
+
+function port(name: string, value: string, allowZero: boolean): number {
+  const number = Number(value);
+  if (!/^\d+$/.test(value) || number > 65535 || (!allowZero && number === 0)) {
+    throw new ConfigError(`--${name} must be a port number (${allowZero ? 0 : 1}-65535), got "${value}"`);
+  }
+  return number;
+}
+
+function objectRef(name: string, value: string): string | null {
+  if (value === '') return null;
+  if (!/^[^/\s]+\/[^/\s]+$/.test(value)) {
+    throw new ConfigError(`--${name} must be namespace/name, got "${value}"`);
+  }
+  return value;
+}
+
+export type ParsedArgs = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; config: Config };
+
+/** Parse argv (without node and the script). Port 0 is accepted (tests: pick a free port). */
+export function parseFlags(argv: readonly string[]): ParsedArgs {
+  let values: Values;
+  try {
+    const options = Object.fromEntries(
+      Object.entries(FLAGS).map(([name, spec]) => [name, { type: spec.type, default: spec.default }]),
+    );
+    const parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false });
+    values = parsed.values as Values;
+  } catch (error) {
+    throw new ConfigError((error as Error).message.replace(/\. To specify a positional.*$/s, ''));
+  }
+  if (values.help) return { kind: 'help' };
+  if (values.version) return { kind: 'version' };
+
+  const logLevel = values['log-level'];
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const grace = Number(values['shutdown-grace-period']);
+  if (!/^\d+(\.\d+)?$/.test(values['shutdown-grace-period']) || !Number.isFinite(grace)) {
+    throw new ConfigError(
+      `--shutdown-grace-period must be a number of seconds, got "${values['shutdown-grace-period']}"`,
+    );
+  }
+  const manifests = values.manifests === '' ? null : values.manifests;
+  if (manifests === null) {
+    throw new ConfigError('--manifests DIR is required: watching the Kubernetes API is not available yet');
+  }
+  const config: Config = {
+    httpPort: port('http-port', values['http-port'], true),
+    httpsPort: port('https-port', values['https-port'], true),
+    healthzPort: port('healthz-port', values['healthz-port'], true),
+    bindAddress: values['bind-address'],
+    manifests,
+    configMap: objectRef('configmap', values.configmap),
+    shutdownGracePeriod: grace,
+    logLevel: logLevel as LogLevel,
+    model: {
+      controllerClass: values['controller-class'],
+      ingressClass: values['ingress-class'],
+      ingressClassByName: values['ingress-class-by-name'],
+      watchIngressWithoutClass: values['watch-ingress-without-class'],
+      defaultBackendService: objectRef('default-backend-service', values['default-backend-service']),
+      defaultSSLCertificate: objectRef('default-ssl-certificate', values['default-ssl-certificate']),
+      annotationsPrefix: values['annotations-prefix'],
+      disableCatchAll: values['disable-catch-all'],
+      disableSvcExternalName: values['disable-svc-external-name'],
+    },
+  };
+  return { kind: 'run', config: Object.freeze({ ...config, model: Object.freeze(config.model) }) };
+}

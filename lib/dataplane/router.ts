@@ -1,0 +1,185 @@
+// Host and path matching, compiled once per runtime. Per request: one host lookup (exact map, then
+// the wildcard map by parent domain), one path match (exact map, then prefix maps walked by path
+// element, or the host's regexes in order). Cost depends on the request, not on the cluster size.
+
+/** A compiled path rule: `T` is whatever the runtime attaches (the action for the route). */
+export interface PathRule<T> {
+  path: string;
+  pathType: 'Exact' | 'Prefix';
+  value: T;
+}
+
+export interface PathMatch<T> {
+  value: T;
+  /** the rule path as written (ingress-nginx's $location_path); '/' for the default */
+  locationPath: string;
+  /** regex mode: the match (captures for rewrite-target); null otherwise */
+  captures: RegExpExecArray | null;
+}
+
+export interface PathMatcher<T> {
+  match(path: string): PathMatch<T>;
+}
+
+/** Strip trailing slashes except the root: Prefix `/foo/` and `/foo` match the same requests. */
+function prefixKey(path: string): string {
+  let end = path.length;
+  while (end > 1 && path.charCodeAt(end - 1) === 47) end--;
+  return end === path.length ? path : path.slice(0, end);
+}
+
+/**
+ * Exact paths are literal and case-sensitive; Prefix paths match by path element (Kubernetes:
+ * `/foo` matches `/foo`, `/foo/`, `/foo/bar`, not `/foobar`); Exact beats Prefix; the longest
+ * Prefix wins.
+ */
+class ElementMatcher<T> implements PathMatcher<T> {
+  readonly #exact = new Map<string, PathMatch<T>>();
+  readonly #prefix = new Map<string, PathMatch<T>>();
+  readonly #fallback: PathMatch<T>;
+
+  constructor(rules: readonly PathRule<T>[], fallback: T) {
+    this.#fallback = { value: fallback, locationPath: '/', captures: null };
+    for (const rule of rules) {
+      const match = { value: rule.value, locationPath: rule.path, captures: null };
+      const map = rule.pathType === 'Exact' ? this.#exact : this.#prefix;
+      const key = rule.pathType === 'Exact' ? rule.path : prefixKey(rule.path);
+      if (!map.has(key)) map.set(key, match); // the model already resolved conflicts; keep the first
+    }
+  }
+
+  match(path: string): PathMatch<T> {
+    const exact = this.#exact.get(path);
+    if (exact !== undefined) return exact;
+    if (this.#prefix.size === 0) return this.#fallback;
+    let candidate = prefixKey(path);
+    for (;;) {
+      const found = this.#prefix.get(candidate);
+      if (found !== undefined) return found;
+      if (candidate === '/') return this.#fallback;
+      const slash = candidate.lastIndexOf('/');
+      candidate = slash <= 0 ? '/' : candidate.slice(0, slash);
+    }
+  }
+}
+
+/** ingress-nginx regex mode: every path is `~* "^<path>"`, tried in order, first match wins. */
+class RegexMatcher<T> implements PathMatcher<T> {
+  readonly #rules: Array<{ regex: RegExp; match: Omit<PathMatch<T>, 'captures'> }> = [];
+  readonly #fallback: PathMatch<T>;
+
+  constructor(rules: readonly PathRule<T>[], fallback: T, onInvalid: (path: string, error: Error) => void) {
+    this.#fallback = { value: fallback, locationPath: '/', captures: null };
+    for (const rule of rules) {
+      try {
+        this.#rules.push({
+          regex: new RegExp(`^${rule.path}`, 'i'),
+          match: { value: rule.value, locationPath: rule.path },
+        });
+      } catch (error) {
+        onInvalid(rule.path, error as Error);
+      }
+    }
+  }
+
+  match(path: string): PathMatch<T> {
+    for (const rule of this.#rules) {
+      const captures = rule.regex.exec(path);
+      if (captures !== null) return { ...rule.match, captures };
+    }
+    return this.#fallback;
+  }
+}
+
+export function createPathMatcher<T>(
+  rules: readonly PathRule<T>[],
+  fallback: T,
+  regex: boolean,
+  onInvalidRegex: (path: string, error: Error) => void,
+): PathMatcher<T> {
+  return regex ? new RegexMatcher(rules, fallback, onInvalidRegex) : new ElementMatcher(rules, fallback);
+}
+
+/** Exact host names, then single-label wildcards (`*.example.com` keyed by `example.com`), then the catch-all. */
+export class HostTable<T> {
+  readonly #exact = new Map<string, T>();
+  readonly #wildcards = new Map<string, T>();
+  readonly #catchAll: T;
+
+  constructor(catchAll: T) {
+    this.#catchAll = catchAll;
+  }
+
+  /** The first registration of a name wins (hosts before aliases). */
+  add(name: string, value: T): void {
+    if (name.startsWith('*.')) {
+      const parent = name.slice(2);
+      if (!this.#wildcards.has(parent)) this.#wildcards.set(parent, value);
+    } else if (!this.#exact.has(name)) {
+      this.#exact.set(name, value);
+    }
+  }
+
+  /** `host` as normalised by normalizeHost. */
+  lookup(host: string): T {
+    const exact = this.#exact.get(host);
+    if (exact !== undefined) return exact;
+    const dot = host.indexOf('.');
+    if (dot > 0) {
+      const wildcard = this.#wildcards.get(host.slice(dot + 1));
+      if (wildcard !== undefined) return wildcard;
+    }
+    return this.#catchAll;
+  }
+}
+
+/** The Host header as NGINX matches it: lower-case, port and one trailing dot removed. */
+export function normalizeHost(header: string | undefined): string {
+  if (header === undefined || header === '') return '';
+  let host = header;
+  if (host.charCodeAt(0) === 91 /* [ */) {
+    const close = host.indexOf(']');
+    host = close === -1 ? host : host.slice(0, close + 1);
+  } else {
+    const colon = host.indexOf(':');
+    if (colon !== -1) host = host.slice(0, colon);
+  }
+  if (host.endsWith('.')) host = host.slice(0, -1);
+  return host.toLowerCase();
+}
+
+/**
+ * The request path as NGINX matches it ($uri): without the query, percent-decoded, repeated
+ * slashes merged, `.` and `..` segments resolved. null when it cannot be decoded or escapes the
+ * root (→ 400). Fast path: most paths need none of this.
+ */
+export function normalizePath(target: string): string | null {
+  const query = target.indexOf('?');
+  const raw = query === -1 ? target : target.slice(0, query);
+  if (raw.charCodeAt(0) !== 47) return raw === '*' || raw === '' ? '/' : null;
+  if (!/%|\/\/|\/\.(?:\/|\.|$)/.test(raw)) return raw;
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
+  if (decoded.includes('\0')) return null;
+  const out: string[] = [];
+  const segments = decoded.split('/');
+  for (let i = 1; i < segments.length; i++) {
+    const segment = segments[i] as string;
+    if (segment === '' && i < segments.length - 1) continue;
+    if (segment === '.') continue;
+    if (segment === '..') {
+      if (out.length === 0) return null;
+      out.pop();
+      continue;
+    }
+    out.push(segment);
+  }
+  const last = segments[segments.length - 1];
+  const trailing = last === '' || last === '.' || last === '..';
+  const joined = `/${out.filter((s) => s !== '').join('/')}`;
+  return trailing && joined !== '/' ? `${joined}/` : joined;
+}

@@ -1,0 +1,251 @@
+// The TLS side of the data plane: which certificate a handshake gets. Compiled from the model into
+// plain Maps (hostname → SecureContext) so the SNI callback does one or two lookups; SecureContexts
+// are keyed by certificate content (sha256) and reused across compiles while a Secret is unchanged.
+//
+// Lookup follows ingress-nginx's certificate.lua (get_pem_cert_uid): lower-case the SNI name, strip
+// one trailing dot, try the exact name, then `*.` + the name minus its first label; else the default
+// certificate (--default-ssl-certificate, or a generated self-signed one). Hosts without a usable
+// certificate have no entry of their own, exactly like ingress-nginx deleting their mapping (UID -1).
+
+import { createHash, X509Certificate } from 'node:crypto';
+import type https from 'node:https';
+import type { SecureContext, Server as TlsServer } from 'node:tls';
+import { createSecureContext } from 'node:tls';
+import { generate } from 'selfsigned';
+import type { Certificate, Model } from '../model/index.ts';
+
+export interface CertificatePair {
+  certPem: string;
+  keyPem: string;
+}
+
+export interface SniStore {
+  /** SecureContext for a ClientHello servername; missing/unknown name → the default context */
+  contextFor(servername: string | undefined): SecureContext;
+  readonly defaultContext: SecureContext;
+  /** the PEMs behind `defaultContext`: handshakes without SNI use the server's own credentials */
+  readonly defaultCertificate: CertificatePair;
+  /** sha256 of the default certificate's PEMs (changes when the default certificate does) */
+  readonly defaultSha256: string;
+}
+
+/** Protocol versions offered on every context (ingress-nginx's default `ssl-protocols`: TLSv1.2 TLSv1.3). */
+const MIN_VERSION = 'TLSv1.2';
+const MAX_VERSION = 'TLSv1.3';
+const ALPN = ['http/1.1'];
+
+export const FAKE_CERTIFICATE_CN = 'Ingress-TS Fake Certificate';
+export const FAKE_CERTIFICATE_DNS = 'ingress.local';
+
+/** SecureContexts of a store by certificate sha256; null: the PEMs were refused by OpenSSL. */
+type ContextCache = Map<string, SecureContext | null>;
+
+const cacheOf = new WeakMap<SniStore, ContextCache>();
+/** Parsed certificates by sha256, only needed to check aliases; small and bounded by the live set. */
+const x509Of = new WeakMap<SniStore, Map<string, X509Certificate | null>>();
+
+function sha256Of(pair: CertificatePair): string {
+  return createHash('sha256').update(pair.certPem).update('\0').update(pair.keyPem).digest('hex');
+}
+
+function tryCreateContext(pair: CertificatePair): SecureContext | null {
+  try {
+    return createSecureContext({
+      cert: pair.certPem,
+      key: pair.keyPem,
+      minVersion: MIN_VERSION,
+      maxVersion: MAX_VERSION,
+    });
+  } catch {
+    return null;
+  }
+}
+
+function tryParse(certPem: string): X509Certificate | null {
+  try {
+    return new X509Certificate(certPem);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether a server's certificate may serve one of its aliases (ingress-nginx's ssl.IsValidHostname
+ * against the certificate's CN and DNS names: equal, or equal once the first label is `*`).
+ */
+function coversAlias(x509: X509Certificate, dnsNames: readonly string[], alias: string): boolean {
+  try {
+    if (alias.startsWith('*.')) {
+      // a wildcard alias is only covered by the very same wildcard name
+      if (dnsNames.includes(alias)) return true;
+      return x509.subject.split('\n').some((line) => line.toLowerCase() === `cn=${alias}`);
+    }
+    return x509.checkHost(alias, { subject: 'always', partialWildcards: false }) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/** Build the store for a model. `previous` lets SecureContexts be reused when a certificate's sha256 is unchanged. */
+export function compileSniStore(
+  model: Model,
+  generatedDefault: CertificatePair,
+  previous?: SniStore,
+): SniStore {
+  const previousContexts = previous === undefined ? undefined : cacheOf.get(previous);
+  const previousX509 = previous === undefined ? undefined : x509Of.get(previous);
+  const contexts: ContextCache = new Map();
+  const parsed = new Map<string, X509Certificate | null>();
+
+  const contextOf = (sha256: string, pair: CertificatePair): SecureContext | null => {
+    let context = contexts.get(sha256);
+    if (context !== undefined) return context;
+    context = previousContexts?.get(sha256);
+    if (context === undefined) context = tryCreateContext(pair);
+    contexts.set(sha256, context);
+    return context;
+  };
+  const x509For = (certificate: Certificate): X509Certificate | null => {
+    let x509 = parsed.get(certificate.sha256);
+    if (x509 !== undefined) return x509;
+    x509 = previousX509?.get(certificate.sha256);
+    if (x509 === undefined) x509 = tryParse(certificate.certPem);
+    parsed.set(certificate.sha256, x509);
+    return x509;
+  };
+
+  // The default: --default-ssl-certificate when usable, else the generated one.
+  let defaultCertificate: CertificatePair | undefined;
+  let defaultSha256 = '';
+  let defaultContext: SecureContext | null = null;
+  const configured =
+    model.defaultCertificate === null ? undefined : model.certificates[model.defaultCertificate];
+  if (configured !== undefined) {
+    defaultContext = contextOf(configured.sha256, configured);
+    if (defaultContext !== null) {
+      defaultCertificate = { certPem: configured.certPem, keyPem: configured.keyPem };
+      defaultSha256 = configured.sha256;
+    }
+  }
+  if (defaultContext === null || defaultCertificate === undefined) {
+    defaultSha256 = sha256Of(generatedDefault);
+    defaultContext = contextOf(defaultSha256, generatedDefault);
+    defaultCertificate = { certPem: generatedDefault.certPem, keyPem: generatedDefault.keyPem };
+    if (defaultContext === null) throw new Error('the generated default certificate is not usable by TLS');
+  }
+
+  // Hostnames first, then aliases (never overriding a hostname).
+  const hosts = new Map<string, SecureContext>();
+  const aliased: Array<{ alias: string; certificate: Certificate; context: SecureContext }> = [];
+  for (const server of model.servers) {
+    const id = server.tls?.certificate;
+    if (id === undefined || id === null) continue;
+    const certificate = model.certificates[id];
+    if (certificate === undefined) continue;
+    const context = contextOf(certificate.sha256, certificate);
+    if (context === null) continue;
+    hosts.set(server.hostname.toLowerCase(), context);
+    for (const alias of server.annotations.alias.aliases) aliased.push({ alias, certificate, context });
+  }
+  for (const { alias, certificate, context } of aliased) {
+    const name = alias.toLowerCase();
+    if (hosts.has(name)) continue;
+    const x509 = x509For(certificate);
+    if (x509 !== null && coversAlias(x509, certificate.dnsNames, name)) hosts.set(name, context);
+  }
+
+  const fallback = defaultContext;
+  const store: SniStore = {
+    defaultContext: fallback,
+    defaultCertificate,
+    defaultSha256,
+    contextFor(servername: string | undefined): SecureContext {
+      if (typeof servername !== 'string' || servername === '') return fallback;
+      let name = servername.toLowerCase();
+      if (name.endsWith('.')) name = name.slice(0, -1);
+      const exact = hosts.get(name);
+      if (exact !== undefined) return exact;
+      const dot = name.indexOf('.');
+      if (dot > 0) {
+        const wildcard = hosts.get(`*${name.slice(dot)}`);
+        if (wildcard !== undefined) return wildcard;
+      }
+      return fallback;
+    },
+  };
+  cacheOf.set(store, contexts);
+  x509Of.set(store, parsed);
+  return store;
+}
+
+/** A self-signed default certificate (sha256, RSA 2048, CN "Ingress-TS Fake Certificate", SAN DNS "ingress.local", valid ~1 year). */
+export async function generateDefaultCertificate(): Promise<CertificatePair> {
+  const notBeforeDate = new Date();
+  const notAfterDate = new Date(notBeforeDate.getTime() + 365 * 24 * 3600 * 1000);
+  const pems = await generate(
+    [
+      { name: 'organizationName', value: 'Acme Co' },
+      { name: 'commonName', value: FAKE_CERTIFICATE_CN },
+    ],
+    {
+      keyType: 'rsa',
+      keySize: 2048,
+      algorithm: 'sha256',
+      notBeforeDate,
+      notAfterDate,
+      extensions: [
+        { name: 'basicConstraints', cA: false },
+        { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+        { name: 'extKeyUsage', serverAuth: true },
+        { name: 'subjectAltName', altNames: [{ type: 2, value: FAKE_CERTIFICATE_DNS }] },
+      ],
+    },
+  );
+  return { certPem: pems.cert, keyPem: pems.private };
+}
+
+/** The options of the server-wide (no SNI) credentials for a default certificate. */
+function defaultCredentials(pair: CertificatePair) {
+  return { cert: pair.certPem, key: pair.keyPem, minVersion: MIN_VERSION, maxVersion: MAX_VERSION } as const;
+}
+
+/** The default certificate sha256 each server currently holds as its own credentials. */
+const serverDefaults = new WeakMap<TlsServer, string>();
+
+/**
+ * https.createServer options: SNICallback reading getStore() on every handshake (so a swapped store
+ * applies to the next handshake), default cert, TLS 1.2 and 1.3 only, ALPN http/1.1.
+ *
+ * A ClientHello without SNI never reaches the SNICallback: it gets the server's own credentials, which
+ * are the default certificate of the store at creation. When a swap changes the default certificate,
+ * call `applyDefaultCertificate(server, store)` so those handshakes follow.
+ */
+export function httpsServerOptions(getStore: () => SniStore): https.ServerOptions {
+  return {
+    ...defaultCredentials(getStore().defaultCertificate),
+    ALPNProtocols: [...ALPN],
+    SNICallback(servername: string, callback: (error: Error | null, context?: SecureContext) => void) {
+      let context: SecureContext;
+      try {
+        context = getStore().contextFor(servername);
+      } catch (error) {
+        callback(error instanceof Error ? error : new Error(String(error)));
+        return;
+      }
+      callback(null, context);
+    },
+  };
+}
+
+/**
+ * Make handshakes without SNI on `server` (created with httpsServerOptions) use `store`'s default
+ * certificate. Cheap when nothing changed; returns whether the server's credentials were replaced.
+ * Connections already open keep their certificate.
+ */
+export function applyDefaultCertificate(server: TlsServer, store: SniStore): boolean {
+  const current = serverDefaults.get(server);
+  if (current === store.defaultSha256) return false;
+  server.setSecureContext(defaultCredentials(store.defaultCertificate));
+  serverDefaults.set(server, store.defaultSha256);
+  return true;
+}

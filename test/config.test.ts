@@ -1,0 +1,72 @@
+// Flags: defaults, validation and help.
+import t from 'tap';
+import { ConfigError, FLAGS, helpText, parseFlags } from '../lib/config/flags.ts';
+
+t.test('defaults follow ingress-nginx where the flag exists', async (t) => {
+  const parsed = parseFlags(['--manifests', 'dir']);
+  if (parsed.kind !== 'run') throw new Error('expected run');
+  const { config } = parsed;
+  t.equal(config.httpPort, 80);
+  t.equal(config.httpsPort, 443);
+  t.equal(config.healthzPort, 10254);
+  t.equal(config.shutdownGracePeriod, 0);
+  t.equal(config.model.annotationsPrefix, 'nginx.ingress.kubernetes.io');
+  t.equal(config.model.controllerClass, 'ingress-ts.dev/controller');
+  t.equal(config.model.ingressClass, 'ingress-ts');
+  t.equal(config.model.defaultBackendService, null);
+  t.ok(Object.isFrozen(config) && Object.isFrozen(config.model));
+});
+
+t.test('flags are read, with --flag value and --flag=value', async (t) => {
+  const parsed = parseFlags([
+    '--manifests=dir',
+    '--http-port',
+    '8080',
+    '--controller-class=k8s.io/ingress-nginx',
+    '--ingress-class',
+    'nginx',
+    '--watch-ingress-without-class',
+    '--default-backend-service',
+    'ns/backend',
+    '--shutdown-grace-period',
+    '2.5',
+    '--log-level',
+    'debug',
+  ]);
+  if (parsed.kind !== 'run') throw new Error('expected run');
+  t.equal(parsed.config.httpPort, 8080);
+  t.equal(parsed.config.model.controllerClass, 'k8s.io/ingress-nginx');
+  t.equal(parsed.config.model.ingressClass, 'nginx');
+  t.equal(parsed.config.model.watchIngressWithoutClass, true);
+  t.equal(parsed.config.model.defaultBackendService, 'ns/backend');
+  t.equal(parsed.config.shutdownGracePeriod, 2.5);
+  t.equal(parsed.config.logLevel, 'debug');
+});
+
+t.test('bad input is refused with a clear message', async (t) => {
+  const bad: Array<[string[], RegExp]> = [
+    [['--manifests', 'd', '--nope'], /Unknown option '--nope'/],
+    [['--manifests', 'd', '--http-port', 'http'], /--http-port must be a port number/],
+    [['--manifests', 'd', '--https-port', '70000'], /--https-port must be a port number/],
+    [['--manifests', 'd', '--default-ssl-certificate', 'no-slash'], /must be namespace\/name/],
+    [['--manifests', 'd', '--log-level', 'loud'], /--log-level must be one of/],
+    [['--manifests', 'd', '--shutdown-grace-period', '-1'], /argument is ambiguous/],
+    [['--manifests', 'd', '--shutdown-grace-period=-1'], /must be a number of seconds/],
+    [['--http-port', '8080'], /--manifests DIR is required/],
+    [['--manifests', 'd', 'extra'], /Unexpected argument 'extra'/],
+  ];
+  for (const [argv, message] of bad)
+    t.throws(() => parseFlags(argv), { name: 'Error', message }, argv.join(' '));
+  t.throws(() => parseFlags(['--bogus']), { code: 'ERR_INGRESS_TS_CONFIG' });
+  t.ok(new ConfigError('x') instanceof Error);
+});
+
+t.test('--help lists every flag with its default', async (t) => {
+  const text = helpText('1.2.3');
+  for (const [name, spec] of Object.entries(FLAGS)) {
+    t.match(text, `--${name}`, name);
+    if (spec.type === 'string' && spec.default !== '') t.match(text, `[${spec.default}]`, `${name} default`);
+  }
+  t.equal(parseFlags(['--help']).kind, 'help');
+  t.equal(parseFlags(['--version']).kind, 'version');
+});

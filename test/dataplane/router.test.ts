@@ -1,0 +1,114 @@
+// Host and path matching, and request path/host normalisation, as tables.
+import t from 'tap';
+import {
+  createPathMatcher,
+  HostTable,
+  normalizeHost,
+  normalizePath,
+  type PathRule,
+} from '../../lib/dataplane/router.ts';
+
+const rules: PathRule<string>[] = [
+  { path: '/foo', pathType: 'Prefix', value: 'foo' },
+  { path: '/foo/bar/', pathType: 'Prefix', value: 'foo-bar' },
+  { path: '/x', pathType: 'Exact', value: 'x-exact' },
+  { path: '/x', pathType: 'Prefix', value: 'x-prefix' },
+  { path: '/', pathType: 'Prefix', value: 'root' },
+];
+const plain = createPathMatcher(rules, 'default', false, () => {});
+const noRoot = createPathMatcher(rules.slice(0, 4), 'default', false, () => {});
+
+t.test('element matching (Kubernetes Prefix and Exact)', async (t) => {
+  const table: Array<[string, string, string]> = [
+    ['/foo', 'foo', '/foo'],
+    ['/foo/', 'foo', '/foo'],
+    ['/foo/baz', 'foo', '/foo'],
+    ['/foobar', 'root', '/'],
+    ['/foo/bar', 'foo-bar', '/foo/bar/'],
+    ['/foo/bar/baz/qux', 'foo-bar', '/foo/bar/'],
+    ['/x', 'x-exact', '/x'],
+    ['/x/', 'x-prefix', '/x'],
+    ['/x/y', 'x-prefix', '/x'],
+    ['/', 'root', '/'],
+    ['/nothing', 'root', '/'],
+  ];
+  for (const [path, value, location] of table) {
+    const match = plain.match(path);
+    t.equal(match.value, value, `${path} → ${value}`);
+    t.equal(match.locationPath, location, `${path} location ${location}`);
+  }
+  t.equal(noRoot.match('/nothing').value, 'default', 'no route: the host default');
+  t.equal(noRoot.match('/').value, 'default');
+});
+
+t.test('regex mode: case-insensitive, anchored at the start only, first match in order', async (t) => {
+  const regex = createPathMatcher(
+    [
+      { path: '/foo/bar/[a-z]{3}', pathType: 'Prefix', value: 'long' },
+      { path: '/foo/bar/bar', pathType: 'Prefix', value: 'literal' },
+      { path: '/id/[0-9]+$', pathType: 'Prefix', value: 'id' },
+      { path: '/api(/|$)(.*)', pathType: 'Prefix', value: 'api' },
+      { path: '/exact', pathType: 'Exact', value: 'exact' },
+    ],
+    'default',
+    true,
+    () => {},
+  );
+  t.equal(regex.match('/foo/bar/bar').value, 'long', 'the first regex in order wins');
+  t.equal(regex.match('/FOO/BAR/abc').value, 'long', 'case-insensitive');
+  t.equal(regex.match('/id/123').value, 'id');
+  t.equal(regex.match('/id/123a').value, 'default', '$ anchors the end');
+  t.equal(regex.match('/exactly').value, 'exact', 'Exact paths become prefix-like regexes');
+  const api = regex.match('/api/users/1');
+  t.equal(api.value, 'api');
+  t.equal(api.captures?.[2], 'users/1', 'captures are kept for rewrite-target');
+  t.equal(regex.match('/x/api').value, 'default', 'anchored at the start');
+  const invalid: string[] = [];
+  createPathMatcher([{ path: '/(unclosed', pathType: 'Prefix', value: 'bad' }], 'default', true, (path) =>
+    invalid.push(path),
+  );
+  t.strictSame(invalid, ['/(unclosed'], 'an invalid regex is reported, not thrown');
+});
+
+t.test('host table: exact, then single-label wildcard, then catch-all', async (t) => {
+  const hosts = new HostTable<string>('catch-all');
+  hosts.add('a.example.com', 'exact');
+  hosts.add('*.example.com', 'wildcard');
+  hosts.add('a.example.com', 'later');
+  t.equal(hosts.lookup('a.example.com'), 'exact', 'exact first, first registration wins');
+  t.equal(hosts.lookup('b.example.com'), 'wildcard');
+  t.equal(hosts.lookup('x.b.example.com'), 'catch-all', 'a wildcard covers one label');
+  t.equal(hosts.lookup('example.com'), 'catch-all');
+  t.equal(hosts.lookup(''), 'catch-all');
+});
+
+t.test('normalizeHost', async (t) => {
+  const table: Array<[string | undefined, string]> = [
+    ['Example.COM', 'example.com'],
+    ['example.com:8080', 'example.com'],
+    ['example.com.', 'example.com'],
+    ['[::1]:80', '[::1]'],
+    [undefined, ''],
+  ];
+  for (const [input, expected] of table) t.equal(normalizeHost(input), expected, String(input));
+});
+
+t.test('normalizePath ($uri: decoded, merged slashes, dot segments resolved)', async (t) => {
+  const table: Array<[string, string | null]> = [
+    ['/a/b', '/a/b'],
+    ['/a/b?x=1', '/a/b'],
+    ['/a//b', '/a/b'],
+    ['/a/./b', '/a/b'],
+    ['/a/../b', '/b'],
+    ['/a/b/..', '/a/'],
+    ['/a%2Fb', '/a/b'],
+    ['/a/%2e%2e/c', '/c'],
+    ['/%7Euser', '/~user'],
+    ['/..', null],
+    ['/%zz', null],
+    ['/a%00b', null],
+    ['*', '/'],
+    ['http://example.com/', null],
+  ];
+  for (const [input, expected] of table) t.equal(normalizePath(input), expected, input);
+});
