@@ -1,32 +1,59 @@
 #!/usr/bin/env node
-// ingress-ts command line. Today it only describes itself: the routing model exists (lib/model),
-// serving traffic arrives with the data plane and standalone mode (issue #3).
+// ingress-ts command line: flags → config, logger, start, graceful stop on SIGTERM/SIGINT.
 
 import { readFileSync } from 'node:fs';
 import { argv, exit, stderr, stdout } from 'node:process';
+import { ConfigError, helpText, parseFlags } from '../lib/config/flags.ts';
+import { createLogger } from '../lib/log.ts';
+import { start } from '../lib/main.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string;
 };
 
-const HELP = `ingress-ts ${version}: a Kubernetes Ingress controller and reverse proxy in one Node.js process.
-
-Usage: ingress-ts [--help | --version]
-
-  --help       print this help
-  --version    print the version
-
-Not available yet: serving traffic (listeners, standalone mode over a folder of manifests, the
-Kubernetes controller) lands with the data plane. What exists today is the routing model,
-lib/model, used by the tests and by npm run bench:model.
-`;
-
-const args = argv.slice(2);
-if (args.length === 0 || args.includes('--help') || args.includes('-h')) {
-  stdout.write(HELP);
-} else if (args.includes('--version')) {
-  stdout.write(`${version}\n`);
-} else {
-  stderr.write(`ingress-ts: unknown or not yet supported arguments: ${args.join(' ')}\n\n${HELP}`);
+let parsed: ReturnType<typeof parseFlags>;
+try {
+  parsed = parseFlags(argv.slice(2));
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  stderr.write(`ingress-ts: ${error.message}\nRun ingress-ts --help for the flags.\n`);
   exit(2);
+}
+if (parsed.kind === 'help') {
+  stdout.write(helpText(version));
+  exit(0);
+}
+if (parsed.kind === 'version') {
+  stdout.write(`${version}\n`);
+  exit(0);
+}
+
+const { config } = parsed;
+const log = createLogger(config.logLevel);
+try {
+  const controller = await start(config, log);
+  log.info(
+    {
+      http: controller.http.port,
+      https: controller.https.port,
+      healthz: controller.healthz.port,
+      manifests: config.manifests,
+    },
+    `ingress-ts ${version} serving`,
+  );
+  const shutdown = (signal: string) => {
+    log.info({ signal, gracePeriodSeconds: config.shutdownGracePeriod }, 'shutting down');
+    controller.stop().then(
+      () => exit(0),
+      (error: unknown) => {
+        log.error({ err: error }, 'shutdown failed');
+        exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+} catch (error) {
+  log.fatal({ err: error }, 'ingress-ts could not start');
+  exit(1);
 }

@@ -84,7 +84,7 @@ class Fingerprint {
   upstream(upstream: Upstream): void {
     const { service } = upstream;
     this.line(
-      `U\t${upstream.name}\t${service.namespace}/${service.name}:${service.port}\t${upstream.externalName}\t${upstream.endpoints.length}`,
+      `U\t${upstream.name}\t${service.namespace}/${service.name}:${service.port}\t${upstream.externalName}`,
     );
   }
 }

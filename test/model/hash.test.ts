@@ -132,6 +132,9 @@ t.test('adding or removing list entries changes the hash', async (t) => {
   const upstream = Object.values(shrink.upstreams).find((u) => u.endpoints.length > 0)!;
   upstream.endpoints.pop();
   t.not(modelHashes(shrink).hash, hash, 'one endpoint fewer');
+  t.equal(modelHashes(shrink).routesHash, routesHash, 'one endpoint fewer is an endpoints-only change');
+  upstream.endpoints.push({ address: '10.9.9.9', port: 1 }, { address: '10.9.9.8', port: 2 });
+  t.equal(modelHashes(shrink).routesHash, routesHash, 'more endpoints is an endpoints-only change');
   const alias = structuredClone(model);
   alias.servers
     .find((s) => s.annotations.alias.aliases.length > 0)!

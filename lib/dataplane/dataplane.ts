@@ -1,0 +1,256 @@
+// The data plane: HTTP and HTTPS listeners created once, a current Runtime swapped by one
+// assignment. Every request and handshake reads `#runtime` once and keeps that runtime to the end
+// (its retries, its streamed body, its WebSocket tunnel).
+
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { buildModel, type Model } from '../model/index.ts';
+import type { BalancerEnv } from './balancer.ts';
+import { createEwmaStore } from './balancers/ewma.ts';
+import { defaultBalancerEnv } from './balancers/index.ts';
+import { sendErrorPage } from './error-pages.ts';
+import { dataplaneError, runtimeSwapped } from './events.ts';
+import { generateRequestId, Proxy as UpstreamProxy } from './proxy.ts';
+import { normalizeHost, normalizePath } from './router.ts';
+import { compileRuntime, type Runtime } from './runtime.ts';
+import { applyDefaultCertificate, type CertificatePair, compileSniStore, httpsServerOptions } from './sni.ts';
+
+export interface DataPlaneOptions {
+  httpPort: number;
+  httpsPort: number;
+  /** '' → every interface */
+  bindAddress: string;
+  generatedDefaultCertificate: CertificatePair;
+  balancerEnv?: BalancerEnv;
+}
+
+export interface ListenAddresses {
+  http: AddressInfo;
+  https: AddressInfo;
+}
+
+const HSTS = 'max-age=31536000; includeSubDomains';
+// ConfigMap no-tls-redirect-locations default: matched against the location (rule) path
+const NO_TLS_REDIRECT = '/.well-known/acme-challenge';
+
+export class DataPlane {
+  readonly #options: DataPlaneOptions;
+  readonly #proxy = new UpstreamProxy();
+  readonly #ewmaStore = createEwmaStore();
+  readonly #http: Server;
+  readonly #https: HttpsServer;
+  #runtime: Runtime | null = null;
+  #httpPort = 0;
+
+  constructor(options: DataPlaneOptions) {
+    this.#options = options;
+    this.#http = createHttpServer((req, res) => this.#handle(req, res, false, this.#httpPort));
+    // until the first swap, every handshake gets the generated default certificate
+    const empty = buildModel({
+      ingresses: [],
+      ingressClasses: [],
+      services: [],
+      endpointSlices: [],
+      secrets: [],
+      configMaps: [],
+    });
+    const initialSni = compileSniStore(empty.model, options.generatedDefaultCertificate);
+    this.#https = createHttpsServer(
+      httpsServerOptions(() => this.#runtime?.sni ?? initialSni),
+      (req, res) => this.#handle(req, res, true, 443),
+    );
+    for (const [server, https] of [
+      [this.#http, false],
+      [this.#https, true],
+    ] as const) {
+      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+        this.#upgrade(req, socket, head, https),
+      );
+      server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+        if (socket.writable && !socket.destroyed) {
+          const status =
+            error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+          socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+        }
+        socket.destroy();
+      });
+    }
+  }
+
+  /** The runtime requests are served from now; null before the first swap. */
+  get current(): Runtime | null {
+    return this.#runtime;
+  }
+
+  /** Compile the model and make it current. Returns whether it was an endpoints-only update. */
+  swap(model: Model): 'full' | 'endpoints' | 'unchanged' {
+    const previous = this.#runtime;
+    if (previous !== null && previous.hash === model.hash) return 'unchanged';
+    const next = compileRuntime(model, previous, {
+      generatedDefaultCertificate: this.#options.generatedDefaultCertificate,
+      balancerEnv: this.#options.balancerEnv ?? defaultBalancerEnv,
+      ewmaStore: this.#ewmaStore,
+    });
+    this.#runtime = next;
+    // handshakes without SNI use the server's own credentials, not the SNICallback
+    applyDefaultCertificate(this.#https, next.sni);
+    const kind = previous !== null && previous.routesHash === model.routesHash ? 'endpoints' : 'full';
+    if (previous !== null) {
+      const gone = [...previous.peerKeys].filter((key) => !next.peerKeys.has(key));
+      if (gone.length > 0) this.#proxy.retire(gone);
+    }
+    if (runtimeSwapped.hasSubscribers) runtimeSwapped.publish({ kind, hash: model.hash });
+    return kind;
+  }
+
+  async listen(): Promise<ListenAddresses> {
+    const host = this.#options.bindAddress === '' ? undefined : this.#options.bindAddress;
+    const listen = (server: Server | HttpsServer, port: number) =>
+      new Promise<AddressInfo>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen({ port, host }, () => {
+          server.off('error', reject);
+          resolve(server.address() as AddressInfo);
+        });
+      });
+    const http = await listen(this.#http, this.#options.httpPort);
+    this.#httpPort = http.port;
+    const https = await listen(this.#https, this.#options.httpsPort);
+    return { http, https };
+  }
+
+  /**
+   * Stop accepting, let in-flight requests finish for up to `graceMs`, then close what is left
+   * (idle keep-alive connections at once, WebSocket tunnels last).
+   */
+  async close(graceMs = 0): Promise<void> {
+    const servers = [this.#http, this.#https];
+    const closed = Promise.all(
+      servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
+    );
+    for (const server of servers) server.closeIdleConnections();
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+    });
+    await Promise.race([closed, deadline]);
+    clearTimeout(timer);
+    for (const server of servers) server.closeAllConnections();
+    await closed;
+    await this.#proxy.close();
+  }
+
+  #handle(req: IncomingMessage, res: ServerResponse, https: boolean, listenPort: number): void {
+    const runtime = this.#runtime;
+    if (runtime === null) {
+      sendErrorPage(res, 503);
+      return;
+    }
+    const path = normalizePath(req.url ?? '/');
+    if (path === null) {
+      sendErrorPage(res, 400);
+      return;
+    }
+    const server = runtime.hosts.lookup(normalizeHost(req.headers.host));
+    const match = server.paths.match(path);
+
+    if (server.tls) {
+      if (!https) {
+        if (!match.locationPath.startsWith(NO_TLS_REDIRECT)) {
+          redirectToHttps(req, res);
+          return;
+        }
+      } else {
+        res.setHeader('Strict-Transport-Security', HSTS);
+      }
+    }
+
+    const action = match.value;
+    if (action.type === 'status') {
+      sendErrorPage(res, action.status);
+      return;
+    }
+    if (action.target.balancer.peers.length === 0) {
+      sendErrorPage(res, action.whenEmpty);
+      return;
+    }
+    const incomingId = req.headers['x-request-id'];
+    this.#proxy.web(req, res, action.target, {
+      https,
+      listenPort,
+      remoteAddress: req.socket.remoteAddress ?? '',
+      requestId: typeof incomingId === 'string' && incomingId !== '' ? incomingId : generateRequestId(),
+    });
+  }
+
+  #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, https: boolean): void {
+    socket.on('error', (error) => dataplaneError.publish({ message: `client socket: ${error.message}` }));
+    const reject = (status: number, reason: string) => {
+      socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    };
+    const runtime = this.#runtime;
+    if (runtime === null) {
+      reject(503, 'Service Temporarily Unavailable');
+      return;
+    }
+    const path = normalizePath(req.url ?? '/');
+    if (path === null) {
+      reject(400, 'Bad Request');
+      return;
+    }
+    const server = runtime.hosts.lookup(normalizeHost(req.headers.host));
+    const match = server.paths.match(path);
+    if (server.tls && !https && !match.locationPath.startsWith(NO_TLS_REDIRECT)) {
+      const location = httpsLocation(req);
+      socket.end(
+        `HTTP/1.1 308 Permanent Redirect\r\nLocation: ${location}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+      );
+      return;
+    }
+    const action = match.value;
+    if (action.type === 'status') {
+      reject(action.status, action.status === 404 ? 'Not Found' : 'Error');
+      return;
+    }
+    if (action.target.balancer.peers.length === 0) {
+      reject(action.whenEmpty, action.whenEmpty === 404 ? 'Not Found' : 'Service Temporarily Unavailable');
+      return;
+    }
+    const incomingId = req.headers['x-request-id'];
+    this.#proxy.upgrade(req, socket, head, action.target, {
+      https,
+      listenPort: https ? 443 : this.#httpPort,
+      remoteAddress: req.socket.remoteAddress ?? '',
+      requestId: typeof incomingId === 'string' && incomingId !== '' ? incomingId : generateRequestId(),
+    });
+  }
+}
+
+/** ingress-nginx ssl-redirect: `https://<host without port><request URI minus one trailing slash>`. */
+function httpsLocation(req: IncomingMessage): string {
+  const hostHeader = req.headers.host ?? '';
+  const host = hostHeader.startsWith('[')
+    ? hostHeader.slice(0, hostHeader.indexOf(']') + 1)
+    : hostHeader.split(':')[0];
+  let uri = req.url ?? '/';
+  if (uri.endsWith('/')) uri = uri.slice(0, -1);
+  return `https://${host}${uri}`;
+}
+
+function redirectToHttps(req: IncomingMessage, res: ServerResponse): void {
+  const body =
+    '<html>\r\n<head><title>308 Permanent Redirect</title></head>\r\n<body>\r\n<center><h1>308 Permanent Redirect</h1></center>\r\n</body>\r\n</html>\r\n';
+  res.writeHead(308, {
+    Location: httpsLocation(req),
+    'Content-Type': 'text/html',
+    'Content-Length': Buffer.byteLength(body),
+  });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}

@@ -1,0 +1,91 @@
+// The error responses the proxy writes itself, in NGINX's shape (reference §0 "Default NGINX error
+// bodies") minus the `<hr><center>nginx</center>` banner: ingress-nginx clients and monitors that look at
+// the body or the reason phrase keep working, and nothing names the product or its version.
+
+import type { ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+
+export interface ErrorPage {
+  status: number;
+  /** the reason phrase of the status line (NGINX's `ngx_http_status_lines`) */
+  statusMessage: string;
+  /** the HTML body */
+  body: Buffer;
+}
+
+/** Where NGINX's wording differs from Node's STATUS_CODES: [status line phrase, page title phrase]. */
+const NGINX_PHRASES: Record<number, readonly [string, string]> = {
+  401: ['Unauthorized', 'Authorization Required'],
+  405: ['Not Allowed', 'Not Allowed'],
+  413: ['Request Entity Too Large', 'Request Entity Too Large'],
+  414: ['Request-URI Too Large', 'Request-URI Too Large'],
+  503: ['Service Temporarily Unavailable', 'Service Temporarily Unavailable'],
+  504: ['Gateway Time-out', 'Gateway Time-out'],
+};
+
+function build(status: number): ErrorPage {
+  const nginx = NGINX_PHRASES[status];
+  const fallback = STATUS_CODES[status] ?? 'Error';
+  const statusMessage = nginx?.[0] ?? fallback;
+  const title = `${status} ${nginx?.[1] ?? fallback}`;
+  const body = Buffer.from(
+    `<html>\r\n<head><title>${title}</title></head>\r\n<body>\r\n<center><h1>${title}</h1></center>\r\n</body>\r\n</html>\r\n`,
+    'latin1',
+  );
+  return { status, statusMessage, body };
+}
+
+const pages = new Map<number, ErrorPage>();
+for (const status of [400, 401, 403, 404, 405, 408, 413, 414, 429, 431, 500, 502, 503, 504]) {
+  pages.set(status, build(status));
+}
+
+/** The page for a status (built once per status code, then cached). */
+export function errorPage(status: number): ErrorPage {
+  let page = pages.get(status);
+  if (page === undefined) {
+    page = build(status);
+    if (status >= 100 && status <= 999) pages.set(status, page);
+  }
+  return page;
+}
+
+/**
+ * Answers with NGINX's error page for `status`: text/html, exact Content-Length, headers set earlier
+ * with `res.setHeader` kept. When the response head is already out, the only honest thing left is to
+ * cut the connection.
+ */
+export function sendErrorPage(res: ServerResponse, status: number): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const page = errorPage(status);
+  res.writeHead(status, page.statusMessage, {
+    'content-type': 'text/html',
+    'content-length': page.body.length,
+  });
+  res.end(page.body);
+}
+
+/**
+ * The same page written as a raw HTTP/1.1 response on a socket that left the HTTP server (an Upgrade
+ * request that could not be tunnelled), then the socket is ended.
+ */
+export function sendSocketErrorPage(socket: Duplex, status: number): void {
+  if (socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const page = errorPage(status);
+  socket.end(
+    Buffer.concat([
+      Buffer.from(
+        `HTTP/1.1 ${status} ${page.statusMessage}\r\nContent-Type: text/html\r\nContent-Length: ${page.body.length}\r\nConnection: close\r\n\r\n`,
+        'latin1',
+      ),
+      page.body,
+    ]),
+  );
+}

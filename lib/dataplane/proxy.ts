@@ -1,0 +1,734 @@
+// The proxy hop: one request (or one WebSocket handshake) to a balancer-chosen peer, through one undici
+// Pool per peer, with ingress-nginx's upstream headers (reference §1.10) and its retry rules (§3.7).
+//
+// Hot path: one header pass over rawHeaders, one pick, one dispatch; the handler object is the request's
+// only allocation of note and serves every try. Bodies stream both ways with backpressure: undici pauses
+// the client request when the upstream socket is full, the handler pauses undici when the client response
+// is full. Nothing here throws to the caller: failures become an error page, a cut connection, and an
+// event on `dataplaneError`.
+
+import { randomBytes } from 'node:crypto';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type Dispatcher, Pool } from 'undici';
+import type { Balancer, Peer } from './balancer.ts';
+import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
+import { dataplaneError } from './events.ts';
+
+export interface ProxyTarget {
+  /** upstream name, for error events */
+  upstream: string;
+  balancer: Balancer;
+  /** proxy-connect-timeout, default 5000 */
+  connectTimeoutMs: number;
+  /** proxy-send-timeout, default 60000: the longest the upstream may refuse request body bytes */
+  sendTimeoutMs: number;
+  /** proxy-read-timeout, default 60000: waiting for the response head, and between body chunks */
+  readTimeoutMs: number;
+  /** proxy-next-upstream-tries, default 3: total attempts; 0 = one per peer */
+  tries: number;
+  /** proxy-next-upstream, default "error timeout" (+ non_idempotent) */
+  retryOn: { error: boolean; timeout: boolean; nonIdempotent: boolean };
+}
+
+export interface RequestContext {
+  /** the connection came in on the HTTPS listener */
+  https: boolean;
+  /** the port the request came in on */
+  listenPort: number;
+  /** client address (socket peer) */
+  remoteAddress: string;
+  /** X-Request-ID to send (the incoming one or a generated one) */
+  requestId: string;
+}
+
+export interface ProxyOptions {
+  /** idle upstream keep-alive connections close after this long (undici default 4000) */
+  keepAliveTimeoutMs?: number;
+  /** most connections per peer (default: no limit, like NGINX) */
+  connections?: number;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Request ids
+
+let idBytes = Buffer.alloc(0);
+let idOffset = 0;
+
+/** 32 lower-case hex characters, like NGINX's `$request_id`; random bytes are drawn 4 KiB at a time. */
+export function generateRequestId(): string {
+  if (idOffset >= idBytes.length) {
+    idBytes = randomBytes(4096);
+    idOffset = 0;
+  }
+  const id = idBytes.toString('hex', idOffset, idOffset + 16);
+  idOffset += 16;
+  return id;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Upstream request headers (reference §1.10)
+
+const DROP = 1;
+const HOST = 2;
+const XFF = 3;
+const XFH = 4;
+const CONNECTION = 5;
+const CONTENT_LENGTH = 6;
+const TRANSFER_ENCODING = 7;
+
+/** What happens to an incoming header, by lower-case name; absent = passed through. */
+const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.create(null) as object, {
+  host: HOST,
+  'x-forwarded-for': XFF,
+  'x-forwarded-host': XFH,
+  connection: CONNECTION,
+  'content-length': CONTENT_LENGTH,
+  'transfer-encoding': TRANSFER_ENCODING,
+  // hop-by-hop
+  'keep-alive': DROP,
+  'proxy-connection': DROP,
+  te: DROP,
+  trailer: DROP,
+  upgrade: DROP,
+  // `Proxy: ""` (httpoxy); `Expect` is answered by Node's server (100 Continue), never forwarded
+  proxy: DROP,
+  expect: DROP,
+  // set by the proxy from the connection, whatever the client says
+  'x-request-id': DROP,
+  'x-real-ip': DROP,
+  'x-forwarded-port': DROP,
+  'x-forwarded-proto': DROP,
+  'x-forwarded-scheme': DROP,
+  'x-scheme': DROP,
+  'x-original-forwarded-for': DROP,
+  'x-original-forwarded-host': DROP,
+});
+
+/** Connection tokens that name no header to strip. */
+const CONNECTION_OPTIONS = new Set(['close', 'keep-alive', 'upgrade', '']);
+
+/** NGINX's `ngx_http_upstream_non_idempotent`: never resent once the request went out (§3.7). */
+const NON_IDEMPOTENT = new Set(['POST', 'LOCK', 'PATCH']);
+
+interface Forward {
+  headers: string[];
+  hasBody: boolean;
+}
+
+function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
+  const raw = req.rawHeaders;
+  const scheme = ctx.https ? 'https' : 'http';
+  // the proxy's own headers first (fixed slots, filled once the client's headers are read)
+  const out: string[] = [
+    'x-request-id',
+    ctx.requestId,
+    'x-real-ip',
+    ctx.remoteAddress,
+    'x-forwarded-for',
+    ctx.remoteAddress,
+    'x-forwarded-port',
+    ctx.https ? '443' : String(ctx.listenPort),
+    'x-forwarded-proto',
+    scheme,
+    'x-forwarded-scheme',
+    scheme,
+    'x-scheme',
+    scheme,
+  ];
+  const own = out.length;
+  let host: string | undefined;
+  let xff: string | undefined;
+  let xfh: string | undefined;
+  let connection: string | undefined;
+  let hasBody = false;
+  let hasLength = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const value = raw[i + 1] as string;
+    const action = REQUEST_HEADER_ACTION[name.toLowerCase()];
+    if (action === undefined) {
+      out.push(name, value);
+      continue;
+    }
+    switch (action) {
+      case HOST:
+        host ??= value;
+        break;
+      case XFF:
+        xff = xff === undefined ? value : `${xff}, ${value}`;
+        break;
+      case XFH:
+        xfh = xfh === undefined ? value : `${xfh}, ${value}`;
+        break;
+      case CONNECTION:
+        connection = connection === undefined ? value : `${connection}, ${value}`;
+        break;
+      case CONTENT_LENGTH:
+        if (!hasLength) {
+          hasLength = true;
+          if (value !== '0') hasBody = true;
+          out.push(name, value);
+        }
+        break;
+      case TRANSFER_ENCODING:
+        hasBody = true;
+        break;
+      default:
+        break;
+    }
+  }
+  if (host !== undefined) out.push('host', host, 'x-forwarded-host', host);
+  if (xff !== undefined) out.push('x-original-forwarded-for', xff);
+  if (xfh !== undefined) out.push('x-original-forwarded-host', xfh);
+  if (connection !== undefined) stripConnectionTokens(out, own, connection);
+  return { headers: out, hasBody };
+}
+
+/** Removes the client headers (from index `from`) that the Connection header names as hop-by-hop. */
+function stripConnectionTokens(out: string[], from: number, connection: string): void {
+  let named: Set<string> | undefined;
+  for (const token of connection.split(',')) {
+    const t = token.trim().toLowerCase();
+    if (CONNECTION_OPTIONS.has(t)) continue;
+    named ??= new Set();
+    named.add(t);
+  }
+  if (named === undefined) return;
+  let w = from;
+  for (let r = from; r < out.length; r += 2) {
+    const name = out[r] as string;
+    const lower = name.toLowerCase();
+    // the proxy's own headers (host, x-original-*) are not the client's to remove
+    if (named.has(lower) && REQUEST_HEADER_ACTION[lower] === undefined) continue;
+    out[w++] = name;
+    out[w++] = out[r + 1] as string;
+  }
+  out.length = w;
+}
+
+/** Origin-form path: an absolute-form request target (`GET http://host/p`) loses its scheme and authority. */
+function upstreamPath(url: string | undefined): string {
+  if (url === undefined || url === '') return '/';
+  if (url.charCodeAt(0) === 47 /* / */) return url;
+  const m = /^https?:\/\/[^/?#]*/i.exec(url);
+  if (m === null) return url;
+  const rest = url.slice(m[0].length);
+  return rest === '' ? '/' : rest.charCodeAt(0) === 47 ? rest : `/${rest}`;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Response headers
+
+/** Removes hop-by-hop headers, those named by Connection, and `Server` (server-tokens off). */
+function stripResponseHeaders(headers: IncomingHttpHeaders, keepUpgrade: boolean): void {
+  const connection = headers.connection;
+  if (connection !== undefined) {
+    const list = Array.isArray(connection) ? connection.join(',') : connection;
+    for (const token of list.split(',')) {
+      const t = token.trim().toLowerCase();
+      if (!CONNECTION_OPTIONS.has(t) && t !== 'server' && t !== 'set-cookie') delete headers[t];
+    }
+    if (!keepUpgrade) delete headers.connection;
+  }
+  if (headers.server !== undefined) delete headers.server;
+  if (headers['keep-alive'] !== undefined) delete headers['keep-alive'];
+  if (headers['proxy-connection'] !== undefined) delete headers['proxy-connection'];
+  if (headers['transfer-encoding'] !== undefined) delete headers['transfer-encoding'];
+  if (headers.te !== undefined) delete headers.te;
+  if (headers.trailer !== undefined) delete headers.trailer;
+  if (!keepUpgrade && headers.upgrade !== undefined) delete headers.upgrade;
+}
+
+function rawHead(status: number, statusText: string, headers: IncomingHttpHeaders): string {
+  let head = `HTTP/1.1 ${status} ${statusText}\r\n`;
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined) continue;
+    if (Array.isArray(value)) {
+      for (const v of value) head += `${name}: ${v}\r\n`;
+    } else {
+      head += `${name}: ${value}\r\n`;
+    }
+  }
+  return `${head}\r\n`;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Failures
+
+const ERROR = 0; // connect refused/reset, upstream closed before a full head: proxy_next_upstream error
+const TIMEOUT = 1; // connect timeout, read timeout before the head, send timeout: proxy_next_upstream timeout
+const FATAL = 2; // invalid upstream response, bad request for undici: 502, never retried
+type FailureKind = typeof ERROR | typeof TIMEOUT | typeof FATAL;
+
+class ProxyError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+const SEND_TIMEOUT = 'PROXY_SEND_TIMEOUT';
+const CLIENT_ABORTED = 'PROXY_CLIENT_ABORTED';
+
+function errorCode(err: Error): string {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' ? code : 'UNKNOWN';
+}
+
+function classify(code: string): FailureKind {
+  switch (code) {
+    case 'UND_ERR_CONNECT_TIMEOUT':
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case SEND_TIMEOUT:
+    case 'ETIMEDOUT':
+      return TIMEOUT;
+    case 'UND_ERR_HEADERS_OVERFLOW':
+    case 'UND_ERR_INVALID_ARG':
+    case 'UND_ERR_NOT_SUPPORTED':
+    case 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH':
+    case 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH':
+    case 'UND_ERR_ABORTED':
+    case CLIENT_ABORTED:
+      return FATAL;
+    default:
+      return code.startsWith('HPE_') ? FATAL : ERROR;
+  }
+}
+
+function noop(): void {}
+
+/** Ends a socket once its buffered writes are out, then destroys it (net.Socket#destroySoon). */
+function finish(socket: Duplex): void {
+  if (socket.destroyed) return;
+  const soon = (socket as Duplex & { destroySoon?: () => void }).destroySoon;
+  if (typeof soon === 'function') soon.call(socket);
+  else socket.destroy();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// One proxied exchange: the tries, the retry rule, the failure answer
+
+abstract class Exchange implements Dispatcher.DispatchHandler {
+  protected readonly proxy: Proxy;
+  protected readonly target: ProxyTarget;
+  protected readonly opts: Dispatcher.DispatchOptions;
+  protected readonly hasBody: boolean;
+  protected readonly idempotent: boolean;
+  protected tried: Set<string> | undefined = undefined;
+  protected attempts = 0;
+  protected peer: Peer | undefined = undefined;
+  protected controller: Dispatcher.DispatchController | null = null;
+  /** the current try began writing the request upstream */
+  protected started = false;
+  /** a response head went (or is going) to the client: no more retries */
+  protected responded = false;
+  /** the exchange is over (answered, cut or abandoned) */
+  protected done = false;
+  /** the client went away */
+  protected gone = false;
+  protected lastKind: FailureKind = ERROR;
+  private t0 = 0;
+
+  constructor(proxy: Proxy, target: ProxyTarget, opts: Dispatcher.DispatchOptions, hasBody: boolean) {
+    this.proxy = proxy;
+    this.target = target;
+    this.opts = opts;
+    this.hasBody = hasBody;
+    this.idempotent = !NON_IDEMPOTENT.has(opts.method);
+  }
+
+  /** The client is gone: stop the upstream side. */
+  protected clientGone(): void {
+    if (this.done) return;
+    this.gone = true;
+    this.done = true;
+    this.controller?.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
+  }
+
+  /** Answers with an error status (no response head was sent yet). */
+  protected abstract fail(status: number): void;
+  /** Cuts the client connection (a response was under way). */
+  protected abstract cut(): void;
+
+  /** Starts the next try, or answers when there is no peer to try. */
+  readonly next = (): void => {
+    if (this.done) return;
+    const peer = this.target.balancer.pick(this.tried);
+    if (peer === undefined) {
+      this.done = true;
+      this.fail(this.attempts === 0 ? 503 : this.lastKind === TIMEOUT ? 504 : 502);
+      return;
+    }
+    this.peer = peer;
+    this.attempts++;
+    this.started = false;
+    this.controller = null;
+    this.t0 = performance.now();
+    // a dispatch error (closed pool, invalid argument) comes back through onResponseError
+    this.proxy.pool(peer.key, this.target.connectTimeoutMs).dispatch(this.opts, this);
+  };
+
+  protected observe(): void {
+    const peer = this.peer;
+    if (peer !== undefined) this.target.balancer.observe(peer, (performance.now() - this.t0) / 1000);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    this.started = true;
+    if (this.gone) controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
+    this.requestSettled();
+    if (this.gone) return;
+    const code = errorCode(err);
+    const peer = this.peer;
+    if (dataplaneError.hasSubscribers) {
+      dataplaneError.publish({
+        upstream: this.target.upstream,
+        peer: peer?.key,
+        code,
+        message: err.message,
+      });
+    }
+    if (this.done) return;
+    if (this.responded) {
+      this.done = true;
+      this.cut();
+      return;
+    }
+    const kind = classify(code);
+    this.lastKind = kind;
+    const target = this.target;
+    const max = target.tries > 0 ? target.tries : Math.max(1, target.balancer.peers.length);
+    if (
+      kind !== FATAL &&
+      this.attempts < max &&
+      (kind === TIMEOUT ? target.retryOn.timeout : target.retryOn.error) &&
+      (!this.started || (!this.hasBody && (this.idempotent || target.retryOn.nonIdempotent)))
+    ) {
+      if (peer !== undefined) {
+        this.tried ??= new Set();
+        this.tried.add(peer.key);
+      }
+      // out of undici's error path before dispatching again (possibly to the same pool)
+      queueMicrotask(this.next);
+      return;
+    }
+    this.done = true;
+    this.fail(kind === TIMEOUT ? 504 : 502);
+  }
+
+  /** Hook: the current try has ended (error or end). */
+  protected requestSettled(): void {}
+}
+
+/** A plain HTTP request: response to a ServerResponse. */
+class WebExchange extends Exchange {
+  private readonly res: ServerResponse;
+  private sendTimer: NodeJS.Timeout | undefined = undefined;
+  private drainHooked = false;
+
+  constructor(
+    proxy: Proxy,
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: ProxyTarget,
+    opts: Dispatcher.DispatchOptions,
+    hasBody: boolean,
+  ) {
+    super(proxy, target, opts, hasBody);
+    this.res = res;
+    res.on('close', () => {
+      if (!res.writableFinished) this.clientGone();
+    });
+    if (hasBody) {
+      // undici pauses the request body while the upstream socket is full: that wait is the send timeout
+      req.on('error', noop);
+      req.on('pause', () => {
+        if (this.sendTimer === undefined && !this.done && target.sendTimeoutMs > 0) {
+          this.sendTimer = setTimeout(this.onSendTimeout, target.sendTimeoutMs);
+        }
+      });
+      req.on('resume', () => this.clearSendTimer());
+    }
+  }
+
+  private readonly onSendTimeout = (): void => {
+    this.sendTimer = undefined;
+    this.controller?.abort(new ProxyError(SEND_TIMEOUT, 'upstream timed out while sending the request'));
+  };
+
+  private clearSendTimer(): void {
+    if (this.sendTimer !== undefined) {
+      clearTimeout(this.sendTimer);
+      this.sendTimer = undefined;
+    }
+  }
+
+  protected override requestSettled(): void {
+    this.clearSendTimer();
+  }
+
+  protected override clientGone(): void {
+    this.clearSendTimer();
+    super.clientGone();
+  }
+
+  protected fail(status: number): void {
+    sendErrorPage(this.res, status);
+  }
+
+  protected cut(): void {
+    this.res.destroy();
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    if (statusCode < 200) return; // 1xx (103 Early Hints...) are not forwarded, like NGINX
+    this.responded = true;
+    this.observe();
+    if (this.done) {
+      controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
+      return;
+    }
+    stripResponseHeaders(headers, false);
+    try {
+      this.res.writeHead(statusCode, headers);
+    } catch (err) {
+      // a header Node refuses to write: an invalid upstream response
+      controller.abort(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.done) return;
+    if (!this.res.write(chunk)) {
+      controller.pause();
+      if (!this.drainHooked) {
+        this.drainHooked = true;
+        this.res.on('drain', () => this.controller?.resume());
+      }
+    }
+  }
+
+  onResponseEnd(): void {
+    this.clearSendTimer();
+    if (this.done) return;
+    this.done = true;
+    this.res.end();
+  }
+}
+
+/** An HTTP/1.1 Upgrade (WebSocket): on 101 the two sockets are piped together. */
+class UpgradeExchange extends Exchange {
+  private readonly socket: Duplex;
+  private readonly head: Buffer;
+  private paused = false;
+
+  constructor(
+    proxy: Proxy,
+    socket: Duplex,
+    head: Buffer,
+    target: ProxyTarget,
+    opts: Dispatcher.DispatchOptions,
+  ) {
+    super(proxy, target, opts, false);
+    this.socket = socket;
+    this.head = head;
+    socket.on('error', noop);
+    socket.on('close', () => this.clientGone());
+  }
+
+  protected fail(status: number): void {
+    sendSocketErrorPage(this.socket, status);
+  }
+
+  protected cut(): void {
+    this.socket.destroy();
+  }
+
+  onRequestUpgrade(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    upstream: Duplex,
+  ): void {
+    this.observe();
+    if (this.done) {
+      upstream.destroy();
+      return;
+    }
+    this.done = true;
+    this.responded = true;
+    const client = this.socket;
+    if (headers.server !== undefined) delete headers.server;
+    client.write(rawHead(statusCode, 'Switching Protocols', headers));
+    if (this.head.length > 0) upstream.write(this.head);
+    this.proxy.tunnel(client, upstream);
+  }
+
+  /** The upstream refused the upgrade with an ordinary response: pass it on, then close. */
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusText?: string,
+  ): void {
+    if (statusCode < 200) return;
+    this.responded = true;
+    this.observe();
+    if (this.done) {
+      controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
+      return;
+    }
+    stripResponseHeaders(headers, false);
+    headers.connection = 'close';
+    this.socket.write(rawHead(statusCode, statusText || 'Unknown', headers));
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.done) return;
+    if (!this.socket.write(chunk) && !this.paused) {
+      this.paused = true;
+      controller.pause();
+      this.socket.once('drain', () => {
+        this.paused = false;
+        controller.resume();
+      });
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.done) return;
+    this.done = true;
+    this.socket.end();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The proxy
+
+interface PeerPool {
+  connectTimeoutMs: number;
+  pool: Pool;
+}
+
+// biome-ignore lint/suspicious/noShadowRestrictedNames: the data plane's public name; the global Proxy is not used here
+export class Proxy {
+  private readonly keepAliveTimeoutMs: number | undefined;
+  private readonly connections: number | undefined;
+  /** by peer key; one Pool per connect timeout in use for that peer (normally exactly one) */
+  private readonly pools = new Map<string, PeerPool[]>();
+  private readonly tunnels = new Set<Duplex>();
+
+  constructor(options: ProxyOptions = {}) {
+    this.keepAliveTimeoutMs = options.keepAliveTimeoutMs;
+    this.connections = options.connections;
+  }
+
+  /** Proxies one HTTP request; always answers (response, error page or cut connection), never throws. */
+  web(req: IncomingMessage, res: ServerResponse, target: ProxyTarget, ctx: RequestContext): void {
+    const { headers, hasBody } = forwardHeaders(req, ctx);
+    const method = req.method ?? 'GET';
+    const opts: Dispatcher.DispatchOptions = {
+      path: upstreamPath(req.url),
+      method,
+      headers,
+      body: hasBody ? req : null,
+      headersTimeout: target.readTimeoutMs,
+      bodyTimeout: target.readTimeoutMs,
+    };
+    new WebExchange(this, req, res, target, opts, hasBody).next();
+  }
+
+  /** Proxies an HTTP/1.1 Upgrade request (WebSocket) from the server's 'upgrade' event. */
+  upgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    target: ProxyTarget,
+    ctx: RequestContext,
+  ): void {
+    const { headers } = forwardHeaders(req, ctx);
+    const opts: Dispatcher.DispatchOptions = {
+      path: upstreamPath(req.url),
+      method: req.method ?? 'GET',
+      headers,
+      body: null,
+      upgrade: req.headers.upgrade || 'websocket',
+      headersTimeout: target.readTimeoutMs,
+      bodyTimeout: target.readTimeoutMs,
+    };
+    new UpgradeExchange(this, socket, head, target, opts).next();
+  }
+
+  /** The pool for a peer (created on first use, kept across runtime swaps until retired). */
+  pool(key: string, connectTimeoutMs: number): Pool {
+    let list = this.pools.get(key);
+    if (list !== undefined) {
+      for (const p of list) if (p.connectTimeoutMs === connectTimeoutMs) return p.pool;
+    } else {
+      list = [];
+      this.pools.set(key, list);
+    }
+    const pool = new Pool(`http://${key}`, {
+      connections: this.connections ?? null,
+      keepAliveTimeout: this.keepAliveTimeoutMs,
+      connectTimeout: connectTimeoutMs,
+    });
+    list.push({ connectTimeoutMs, pool });
+    return pool;
+  }
+
+  /**
+   * Pipes an upgraded client socket and upstream socket together. A FIN travels through the pipes; when
+   * one side has closed, the other is ended once its pending bytes are flushed (a WebSocket close frame
+   * still in a buffer is not lost); an error on either side destroys both. No timeouts on the tunnel.
+   */
+  tunnel(client: Duplex, upstream: Duplex): void {
+    const tunnels = this.tunnels;
+    tunnels.add(client);
+    const destroyBoth = (): void => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', destroyBoth);
+    upstream.on('error', destroyBoth);
+    client.on('close', () => {
+      tunnels.delete(client);
+      finish(upstream);
+    });
+    upstream.on('close', () => finish(client));
+    (client as Duplex & { setTimeout?: (ms: number) => void }).setTimeout?.(0);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  }
+
+  /** Closes the pools of peers that no runtime uses any more, once their requests in flight finish. */
+  retire(keys: Iterable<string>): void {
+    for (const key of keys) {
+      const list = this.pools.get(key);
+      if (list === undefined) continue;
+      this.pools.delete(key);
+      for (const p of list) p.pool.close().catch(noop);
+    }
+  }
+
+  /** Closes every pool (waiting for requests in flight) and cuts the WebSocket tunnels. */
+  async close(): Promise<void> {
+    const closing: Promise<void>[] = [];
+    for (const list of this.pools.values()) for (const p of list) closing.push(p.pool.close().catch(noop));
+    this.pools.clear();
+    for (const socket of this.tunnels) socket.destroy();
+    this.tunnels.clear();
+    await Promise.all(closing);
+  }
+}

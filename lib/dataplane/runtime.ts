@@ -1,0 +1,182 @@
+// compile(model, previous) → Runtime: everything a request needs, built off the request path. A
+// runtime is immutable once built except for balancer endpoint sets, which an endpoints-only change
+// updates in place (the same Balancer objects serve the old and the new runtime).
+
+import type { Model, Route, Server, Upstream } from '../model/index.ts';
+import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
+import type { EwmaStore } from './balancers/ewma.ts';
+import { balancerKindFor, createBalancer } from './balancers/index.ts';
+import { dataplaneError } from './events.ts';
+import type { ProxyTarget } from './proxy.ts';
+import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
+import { type CertificatePair, compileSniStore, type SniStore } from './sni.ts';
+
+/** Who a request belongs to, for logs and metrics ($namespace, $ingress_name, $service_name…). */
+export interface RouteInfo {
+  namespace: string;
+  ingress: string;
+  service: string;
+  servicePort: string;
+}
+
+export type Action =
+  /** `whenEmpty`: the answer while the balancer has no peers (503; 404 for the default backend) */
+  | { type: 'proxy'; target: ProxyTarget; route: RouteInfo | null; whenEmpty: 404 | 503 }
+  /** the built-in default backend (404), or an upstream the model does not know (503) */
+  | { type: 'status'; status: number; route: RouteInfo | null };
+
+export interface CompiledServer {
+  hostname: string;
+  /** the host has TLS settings: HTTP requests are redirected to HTTPS and HTTPS responses get HSTS */
+  tls: boolean;
+  paths: PathMatcher<Action>;
+}
+
+export interface Runtime {
+  readonly hash: string;
+  readonly routesHash: string;
+  readonly hosts: HostTable<CompiledServer>;
+  readonly sni: SniStore;
+  /** by upstream name; reused by the next compile while kind and peers allow */
+  readonly balancers: ReadonlyMap<string, Balancer>;
+  /** every peer key in use, so the proxy can close pools of peers that left */
+  readonly peerKeys: ReadonlySet<string>;
+  readonly model: Model;
+}
+
+export interface RuntimeDeps {
+  generatedDefaultCertificate: CertificatePair;
+  balancerEnv: BalancerEnv;
+  ewmaStore: EwmaStore;
+  /** ConfigMap `load-balance` (ingress-nginx default: round_robin) */
+  loadBalance?: string;
+}
+
+const TIMEOUTS = {
+  connectTimeoutMs: 5_000,
+  sendTimeoutMs: 60_000,
+  readTimeoutMs: 60_000,
+  tries: 3,
+  retryOn: { error: true, timeout: true, nonIdempotent: false },
+} as const;
+
+const NOT_FOUND: Action = { type: 'status', status: 404, route: null };
+
+function peersOf(upstream: Upstream): Peer[] {
+  return upstream.endpoints.map((e) => ({
+    address: e.address,
+    port: e.port,
+    key: peerKey(e.address, e.port),
+  }));
+}
+
+function samePeers(a: readonly Peer[], b: readonly Peer[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i]?.key !== b[i]?.key) return false;
+  return true;
+}
+
+export function compileRuntime(model: Model, previous: Runtime | null, deps: RuntimeDeps): Runtime {
+  if (previous !== null && previous.routesHash === model.routesHash) return updateEndpoints(previous, model);
+
+  const balancers = new Map<string, Balancer>();
+  const peerKeys = new Set<string>();
+  const kind = balancerKindFor(deps.loadBalance);
+  const balancerFor = (name: string): Balancer | null => {
+    const upstream = model.upstreams[name];
+    if (upstream === undefined) return null;
+    let balancer = balancers.get(name);
+    if (balancer === undefined) {
+      const peers = peersOf(upstream);
+      const reused = previous?.balancers.get(name);
+      if (reused !== undefined && reused.kind === kind) {
+        if (!samePeers(reused.peers, peers)) reused.update(peers);
+        balancer = reused;
+      } else {
+        balancer = createBalancer(kind, peers, deps.balancerEnv, deps.ewmaStore);
+      }
+      balancers.set(name, balancer);
+      for (const peer of peers) peerKeys.add(peer.key);
+    }
+    return balancer;
+  };
+
+  const proxyTo = (upstreamName: string, route: RouteInfo | null, whenEmpty: 404 | 503 = 503): Action => {
+    const balancer = balancerFor(upstreamName);
+    if (balancer === null) return { type: 'status', status: 503, route };
+    return { type: 'proxy', target: { upstream: upstreamName, balancer, ...TIMEOUTS }, route, whenEmpty };
+  };
+
+  // The controller's default backend: its Service, answering 404 itself while it has no endpoints.
+  const defaultBackend: Action =
+    model.defaultBackend === null ? NOT_FOUND : proxyTo(model.defaultBackend, null, 404);
+
+  const routeInfo = (ingress: { namespace: string; name: string } | null, upstream: string | null) => {
+    if (ingress === null) return null;
+    const service = upstream === null ? undefined : model.upstreams[upstream]?.service;
+    return {
+      namespace: ingress.namespace,
+      ingress: ingress.name,
+      service: service?.name ?? '',
+      servicePort: service?.port ?? '',
+    };
+  };
+
+  const actionFor = (route: Pick<Route, 'backend' | 'ingress'>): Action => {
+    if (route.backend.type === 'default') return defaultBackend;
+    return proxyTo(route.backend.upstream, routeInfo(route.ingress, route.backend.upstream));
+  };
+
+  const compileServer = (server: Server): CompiledServer => {
+    const rules: PathRule<Action>[] = server.routes.map((route) => ({
+      path: route.path,
+      pathType: route.pathType,
+      value: actionFor(route),
+    }));
+    const { defaultRoute } = server;
+    const fallback =
+      defaultRoute.backend.type === 'default'
+        ? defaultBackend
+        : proxyTo(
+            defaultRoute.backend.upstream,
+            routeInfo(defaultRoute.ingress, defaultRoute.backend.upstream),
+          );
+    return {
+      hostname: server.hostname,
+      tls: server.tls !== null,
+      paths: createPathMatcher(rules, fallback, server.regex, (path, error) =>
+        dataplaneError.publish({
+          message: `host ${server.hostname}: path ${path} is not a valid regex: ${error.message}`,
+        }),
+      ),
+    };
+  };
+
+  const hosts = new HostTable<CompiledServer>(compileServer(model.catchAll));
+  const compiled = model.servers.map((server) => [server, compileServer(server)] as const);
+  for (const [server, entry] of compiled) hosts.add(server.hostname, entry);
+  for (const [server, entry] of compiled)
+    for (const alias of server.annotations.alias.aliases) hosts.add(alias, entry);
+
+  return {
+    hash: model.hash,
+    routesHash: model.routesHash,
+    hosts,
+    sni: compileSniStore(model, deps.generatedDefaultCertificate, previous?.sni),
+    balancers,
+    peerKeys,
+    model,
+  };
+}
+
+/** Only endpoints changed: keep every compiled structure, update the balancers in place. */
+function updateEndpoints(previous: Runtime, model: Model): Runtime {
+  const peerKeys = new Set<string>();
+  for (const [name, balancer] of previous.balancers) {
+    const upstream = model.upstreams[name];
+    const peers = upstream === undefined ? [] : peersOf(upstream);
+    if (!samePeers(balancer.peers, peers)) balancer.update(peers);
+    for (const peer of peers) peerKeys.add(peer.key);
+  }
+  return { ...previous, hash: model.hash, peerKeys, model };
+}

@@ -1,0 +1,105 @@
+// Wiring for one process: source → scheduler → buildModel → data plane swap, plus health and logs.
+// Standalone mode only for now (--manifests); the Kubernetes source plugs into the same scheduler.
+
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config/flags.ts';
+import { DataPlane } from './dataplane/dataplane.ts';
+import { dataplaneError } from './dataplane/events.ts';
+import { generateDefaultCertificate } from './dataplane/sni.ts';
+import { createHealthz } from './healthz.ts';
+import type { Logger } from './log.ts';
+import { buildModel, type Diagnostic } from './model/index.ts';
+import { createManifestSource } from './source/manifests.ts';
+import { createScheduler } from './store/scheduler.ts';
+
+export interface Controller {
+  readonly http: AddressInfo;
+  readonly https: AddressInfo;
+  readonly healthz: AddressInfo;
+  readonly dataPlane: DataPlane;
+  /** graceful stop: /healthz 500, keep serving for the grace period, then close */
+  stop(gracePeriodMs?: number): Promise<void>;
+}
+
+const diagnosticKey = (d: Diagnostic) => `${d.kind}/${d.namespace}/${d.name}/${d.code}/${d.message}`;
+
+export async function start(config: Config, log: Logger): Promise<Controller> {
+  if (config.manifests === null) throw new Error('only standalone mode (--manifests) is available');
+  const onDataplaneError = (message: unknown) => log.warn(message as object, 'data plane');
+  subscribe(dataplaneError.name, onDataplaneError);
+
+  const dataPlane = new DataPlane({
+    httpPort: config.httpPort,
+    httpsPort: config.httpsPort,
+    bindAddress: config.bindAddress,
+    generatedDefaultCertificate: await generateDefaultCertificate(),
+  });
+
+  let reported = new Set<string>();
+  const source = createManifestSource({
+    dir: config.manifests,
+    onChange: () => scheduler.trigger(),
+    onProblem: (problem) => log.error({ file: problem.file, line: problem.line }, problem.message),
+  });
+  const scheduler = createScheduler({
+    run: () => {
+      const started = performance.now();
+      const { model, diagnostics } = buildModel(source.snapshot(), config.model);
+      const built = performance.now();
+      const kind = dataPlane.swap(model);
+      const current = new Set<string>();
+      for (const diagnostic of diagnostics) {
+        const key = diagnosticKey(diagnostic);
+        current.add(key);
+        if (reported.has(key)) continue;
+        const level =
+          diagnostic.severity === 'error' ? 'error' : diagnostic.severity === 'warning' ? 'warn' : 'info';
+        log[level](
+          { object: `${diagnostic.kind} ${diagnostic.namespace}/${diagnostic.name}`, code: diagnostic.code },
+          diagnostic.message,
+        );
+      }
+      reported = current;
+      if (kind !== 'unchanged') {
+        log.info(
+          {
+            swap: kind,
+            hosts: model.servers.length,
+            upstreams: Object.keys(model.upstreams).length,
+            buildMs: Math.round(built - started),
+            swapMs: Math.round(performance.now() - built),
+          },
+          'configuration applied',
+        );
+      }
+    },
+    onError: (error: unknown) =>
+      log.error({ err: error }, 'building the configuration failed; the previous one keeps serving'),
+  });
+
+  await source.start();
+  scheduler.trigger();
+  await scheduler.idle();
+  const addresses = await dataPlane.listen();
+  const healthz = createHealthz(() => dataPlane.current !== null);
+  const healthzAddress = await healthz.listen(config.healthzPort, config.bindAddress);
+
+  let stopping: Promise<void> | null = null;
+  return {
+    ...addresses,
+    healthz: healthzAddress,
+    dataPlane,
+    stop(gracePeriodMs = config.shutdownGracePeriod * 1000) {
+      stopping ??= (async () => {
+        healthz.shuttingDown();
+        await source.stop();
+        scheduler.stop();
+        await dataPlane.close(gracePeriodMs);
+        await healthz.close();
+        unsubscribe(dataplaneError.name, onDataplaneError);
+      })();
+      return stopping;
+    },
+  };
+}

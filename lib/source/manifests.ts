@@ -1,0 +1,818 @@
+// Standalone mode's source: a directory of Kubernetes manifests (YAML or JSON), read once and then
+// watched. It turns the files into the same Snapshot the Kubernetes source produces.
+//
+// - Files: *.yaml, *.yml, *.json under dir, recursively, in sorted path order. Dot-files and
+//   dot-directories (editor temp files, a ConfigMap volume's ..data machinery) and node_modules are
+//   skipped; symlinks to files are followed (a ConfigMap volume's files are such symlinks), symlinks to
+//   directories are not.
+// - Objects: multi-document YAML; `List` / `*List` items are flattened. Only the kinds the model reads
+//   are kept (by apiVersion + kind); other kinds are ignored. A kept kind with another apiVersion (an
+//   old extensions/v1beta1 Ingress) is ignored with a problem, since it is certainly a mistake.
+// - Namespaced objects without a namespace get "default"; IngressClass is cluster-scoped.
+// - An object without metadata.creationTimestamp gets the time its kind/namespace/name was first seen,
+//   kept while such an object exists (also across edits and moves between files), so oldest-wins is
+//   stable; an object removed and added later is new.
+// - The same kind/namespace/name twice: the first in path order (then document order) wins, the other
+//   is a problem.
+// - A file that cannot be read or parsed is one problem, and the objects it held before stay in the
+//   snapshot until it parses again or is deleted.
+//
+// Watching uses one non-recursive fs.watch per directory, set up during each scan BEFORE the directory
+// is listed, so nothing written after a scan saw a directory goes unnoticed. (Node's recursive mode on
+// Linux walks the tree asynchronously with no "ready" signal, descends into node_modules and dot
+// directories, and has used stat polling in some versions.) Events are debounced; a rescan lists the
+// tree, stats every file and re-reads the files that an event named or whose stat changed (new inode
+// after an atomic rename, size, mtime, ctime), which stays cheap for thousands of files. The snapshot
+// is rebuilt from per-file results and onChange fires only when its content changed.
+
+import { type BigIntStats, type Dirent, type FSWatcher, watch } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { isMap, isSeq, LineCounter, type Node, parseAllDocuments } from 'yaml';
+import type { KubeObject, Snapshot } from '../model/k8s.ts';
+
+export interface ManifestProblem {
+  file: string;
+  line: number | null;
+  message: string;
+}
+
+export interface ManifestSource {
+  /** Reads everything once; resolves when the first snapshot is ready; then watches. */
+  start(): Promise<void>;
+  /** Stops watching and releases everything; resolves after a scan in progress has finished. */
+  stop(): Promise<void>;
+  /** The current objects of all files; a new Snapshot object after each change. */
+  snapshot(): Snapshot;
+  /** Current problems: one per bad file, plus one per ignored object. */
+  problems(): readonly ManifestProblem[];
+}
+
+export interface ManifestSourceOptions {
+  dir: string;
+  /** Something in the snapshot changed (after the debounce). Not called for the first snapshot. */
+  onChange: () => void;
+  /** A new problem appeared (also called for the problems of the first scan). */
+  onProblem?: (problem: ManifestProblem) => void;
+  /** Clock for creationTimestamp (tests). */
+  now?: () => Date;
+  /** Quiet time after a file system event before rescanning. Default 50. */
+  debounceMs?: number;
+}
+
+type KeptKind = 'Ingress' | 'IngressClass' | 'Service' | 'EndpointSlice' | 'Secret' | 'ConfigMap';
+
+const KEPT: Record<
+  KeptKind,
+  { apiVersion: string; list: keyof Snapshot; clusterScoped: boolean; stringMaps: readonly string[] }
+> = {
+  Ingress: { apiVersion: 'networking.k8s.io/v1', list: 'ingresses', clusterScoped: false, stringMaps: [] },
+  IngressClass: {
+    apiVersion: 'networking.k8s.io/v1',
+    list: 'ingressClasses',
+    clusterScoped: true,
+    stringMaps: [],
+  },
+  Service: { apiVersion: 'v1', list: 'services', clusterScoped: false, stringMaps: [] },
+  EndpointSlice: {
+    apiVersion: 'discovery.k8s.io/v1',
+    list: 'endpointSlices',
+    clusterScoped: false,
+    stringMaps: [],
+  },
+  Secret: { apiVersion: 'v1', list: 'secrets', clusterScoped: false, stringMaps: ['data', 'stringData'] },
+  ConfigMap: { apiVersion: 'v1', list: 'configMaps', clusterScoped: false, stringMaps: ['data'] },
+};
+
+function isKeptKind(kind: string): kind is KeptKind {
+  return Object.hasOwn(KEPT, kind);
+}
+
+const MANIFEST_FILE = /\.(ya?ml|json)$/;
+const DEFAULT_NAMESPACE = 'default';
+
+/** One kept object of a file. */
+interface Entry {
+  key: string;
+  /** "Ingress default/web", for messages. */
+  label: string;
+  list: keyof Snapshot;
+  line: number | null;
+  /** Normalized object (namespace defaulted), without a filled-in creationTimestamp. */
+  object: KubeObject;
+}
+
+interface Stamp {
+  ino: bigint;
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+}
+
+interface FileState {
+  stamp: Stamp | null;
+  /** Text of the last read, good or bad; null after a read error. */
+  text: string | null;
+  /** Objects of the last content that parsed. */
+  entries: Entry[];
+  /** JSON of entries' objects, to keep object identity when an edit changed nothing. */
+  fingerprint: string;
+  /** The read/parse failure, or the warnings of the last good parse. */
+  problems: ManifestProblem[];
+}
+
+type Record_ = Record<string, unknown>;
+
+function isRecord(value: unknown): value is Record_ {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a sequence';
+  return `a ${typeof value}`;
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function errorCode(error: unknown): string | undefined {
+  return isRecord(error) && typeof error.code === 'string' ? error.code : undefined;
+}
+
+function rfc3339Seconds(date: Date): string {
+  return new Date(Math.floor(date.getTime() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+function toStamp(stats: BigIntStats): Stamp {
+  return { ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs };
+}
+
+function sameStamp(a: Stamp | null, b: Stamp): boolean {
+  return (
+    a !== null && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs
+  );
+}
+
+function lineAt(text: string, offset: number): number {
+  let line = 1;
+  const end = Math.min(offset, text.length);
+  for (let i = 0; i < end; i++) if (text.charCodeAt(i) === 10) line++;
+  return line;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Parsing one file
+
+/** Why a file was rejected as a whole. */
+class FileError extends Error {
+  line: number | null;
+  constructor(message: string, line: number | null) {
+    super(message);
+    this.line = line;
+  }
+}
+
+interface ParseResult {
+  entries: Entry[];
+  warnings: Array<{ line: number | null; message: string }>;
+}
+
+/** A document (or list item) and where it starts. */
+interface Doc {
+  value: unknown;
+  line: number | null;
+  /** The YAML node, to find the lines of List items. */
+  node: Node | null;
+  lineOf: (node: Node | null) => number | null;
+}
+
+function parseFile(rel: string, text: string): ParseResult {
+  const docs = rel.endsWith('.json') ? jsonDocs(text) : yamlDocs(text);
+  const result: ParseResult = { entries: [], warnings: [] };
+  for (const doc of docs) collect(doc, result, null);
+  return result;
+}
+
+function jsonDocs(text: string): Doc[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    const message = errorMessage(error);
+    // V8 quotes (part of) the source in some messages; the line number says where instead.
+    const short = message.replace(/, ".*" is not valid JSON$/s, '');
+    throw new FileError(short, jsonErrorLine(text, message));
+  }
+  return [{ value, line: 1, node: null, lineOf: () => null }];
+}
+
+function yamlDocs(text: string): Doc[] {
+  const lineCounter = new LineCounter();
+  const lineOfOffset = (offset: number): number => lineCounter.linePos(offset).line;
+  const lineOf = (node: Node | null): number | null => (node?.range ? lineOfOffset(node.range[0]) : null);
+  const docs: Doc[] = [];
+  for (const doc of parseAllDocuments(text, { lineCounter, prettyErrors: false, merge: true })) {
+    const error = doc.errors[0];
+    if (error) throw new FileError(error.message, lineOfOffset(error.pos[0]));
+    const node = doc.contents;
+    if (node === null) continue; // empty document (comments only, a trailing ---)
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: 100 });
+    } catch (error) {
+      throw new FileError(errorMessage(error), lineOf(node));
+    }
+    if (value === null || value === undefined) continue;
+    docs.push({ value, line: lineOf(node), node, lineOf });
+  }
+  return docs;
+}
+
+function listItemNodes(node: Node | null): Array<Node | null> {
+  if (!isMap(node)) return [];
+  const items = node.get('items', true);
+  return isSeq(items)
+    ? items.items.map((item) => (item && typeof item === 'object' ? (item as Node) : null))
+    : [];
+}
+
+function collect(doc: Doc, result: ParseResult, list: { kind: string; apiVersion: unknown } | null): void {
+  const { value, line } = doc;
+  if (!isRecord(value)) throw new FileError(`a manifest must be a mapping, not ${describe(value)}`, line);
+  let kind = value.kind;
+  let apiVersion = value.apiVersion;
+  if (kind === undefined && list) {
+    // Items of a typed list (IngressList from the API) may omit their kind and apiVersion.
+    kind = list.kind.slice(0, -'List'.length);
+    apiVersion = list.apiVersion;
+  }
+  if (typeof kind !== 'string' || kind === '') throw new FileError('the object has no kind', line);
+
+  if (kind.endsWith('List') && Array.isArray(value.items)) {
+    const nodes = listItemNodes(doc.node);
+    value.items.forEach((item: unknown, i) => {
+      const node = nodes[i] ?? null;
+      collect({ ...doc, value: item, node, line: doc.lineOf(node) ?? line }, result, {
+        kind,
+        apiVersion: value.apiVersion,
+      });
+    });
+    return;
+  }
+  if (!isKeptKind(kind)) return; // a Deployment, a Kustomization...: not ours
+  const spec = KEPT[kind];
+
+  const metadata = value.metadata;
+  if (!isRecord(metadata)) throw new FileError(`the ${kind} has no metadata`, line);
+  const name = metadata.name;
+  if (typeof name !== 'string' || name === '') throw new FileError(`the ${kind} has no metadata.name`, line);
+  if (metadata.namespace !== undefined && typeof metadata.namespace !== 'string') {
+    throw new FileError(`the ${kind} ${name} has a metadata.namespace that is not a string`, line);
+  }
+  const namespace = spec.clusterScoped ? '' : metadata.namespace || DEFAULT_NAMESPACE;
+  const label = spec.clusterScoped ? `${kind} ${name}` : `${kind} ${namespace}/${name}`;
+  if (apiVersion !== spec.apiVersion) {
+    result.warnings.push({
+      line,
+      message: `${label} has apiVersion ${String(apiVersion)}, only ${spec.apiVersion} is read: ignored`,
+    });
+    return;
+  }
+
+  const meta: Record_ = { ...metadata };
+  if (spec.clusterScoped) delete meta.namespace;
+  else meta.namespace = namespace;
+  coerceStringMap(meta, 'labels');
+  coerceStringMap(meta, 'annotations');
+  const object: Record_ = { ...value, apiVersion, kind, metadata: meta };
+  for (const field of spec.stringMaps) coerceStringMap(object, field);
+  result.entries.push({
+    key: `${kind}/${namespace}/${name}`,
+    label,
+    list: spec.list,
+    line,
+    object: object as KubeObject,
+  });
+}
+
+/**
+ * Unquoted numbers and booleans in string maps (`use-regex: true`) become strings, as a YAML 1.1
+ * reading of the manifest would have it; anything else is left for the model to report.
+ */
+function coerceStringMap(owner: Record_, field: string): void {
+  const map = owner[field];
+  if (!isRecord(map)) return;
+  let copy: Record_ | null = null;
+  for (const [key, value] of Object.entries(map)) {
+    if (typeof value === 'number' || typeof value === 'boolean') {
+      copy ??= { ...map };
+      copy[key] = String(value);
+    }
+  }
+  if (copy) owner[field] = copy;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// JSON error position: V8 gives "at position N" only for some errors, so find the first error offset
+// with a small validating scan.
+
+function jsonErrorLine(text: string, message: string): number | null {
+  const offset = jsonErrorOffset(text);
+  if (offset !== null) return lineAt(text, offset);
+  const match = /\(line (\d+) column \d+\)/.exec(message) ?? null;
+  if (match?.[1]) return Number(match[1]);
+  const position = /at position (\d+)/.exec(message);
+  return position?.[1] ? lineAt(text, Number(position[1])) : null;
+}
+
+class JsonStop extends Error {
+  offset: number;
+  constructor(offset: number) {
+    super('json');
+    this.offset = offset;
+  }
+}
+
+const JSON_NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+const JSON_ESCAPE = /\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/y;
+
+/** Offset of the first JSON syntax error in text, or null when none is found. */
+function jsonErrorOffset(text: string): number | null {
+  let i = 0;
+  const stop = (): never => {
+    throw new JsonStop(i);
+  };
+  const space = (): void => {
+    while (i < text.length) {
+      const c = text[i];
+      if (c !== ' ' && c !== '\t' && c !== '\n' && c !== '\r') break;
+      i++;
+    }
+  };
+  const string = (): void => {
+    i++; // opening quote
+    for (;;) {
+      const c = text[i];
+      if (c === undefined || c < ' ') stop();
+      if (c === '"') {
+        i++;
+        return;
+      }
+      if (c === '\\') {
+        JSON_ESCAPE.lastIndex = i;
+        if (!JSON_ESCAPE.test(text)) stop();
+        i = JSON_ESCAPE.lastIndex;
+      } else i++;
+    }
+  };
+  const value = (): void => {
+    space();
+    const c = text[i];
+    if (c === '{' || c === '[') {
+      const close = c === '{' ? '}' : ']';
+      i++;
+      space();
+      if (text[i] === close) {
+        i++;
+        return;
+      }
+      for (;;) {
+        if (close === '}') {
+          space();
+          if (text[i] !== '"') stop();
+          string();
+          space();
+          if (text[i] !== ':') stop();
+          i++;
+        }
+        value();
+        space();
+        if (text[i] === ',') {
+          i++;
+          continue;
+        }
+        if (text[i] === close) {
+          i++;
+          return;
+        }
+        stop();
+      }
+    }
+    if (c === '"') {
+      string();
+      return;
+    }
+    for (const word of ['true', 'false', 'null']) {
+      if (text.startsWith(word, i)) {
+        i += word.length;
+        return;
+      }
+    }
+    JSON_NUMBER.lastIndex = i;
+    if (!JSON_NUMBER.test(text)) stop();
+    i = JSON_NUMBER.lastIndex;
+  };
+  try {
+    value();
+    space();
+    if (i < text.length) stop();
+    return null;
+  } catch (error) {
+    if (error instanceof JsonStop) return error.offset;
+    return null; // too deep to scan (RangeError): no line
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The source
+
+const EMPTY_SNAPSHOT: Snapshot = Object.freeze({
+  ingresses: [],
+  ingressClasses: [],
+  services: [],
+  endpointSlices: [],
+  secrets: [],
+  configMaps: [],
+});
+
+function problemId(problem: ManifestProblem): string {
+  return `${problem.file}\0${problem.line}\0${problem.message}`;
+}
+
+export function createManifestSource(options: ManifestSourceOptions): ManifestSource {
+  const { dir, onChange, onProblem } = options;
+  const now = options.now ?? (() => new Date());
+  const debounceMs = Math.max(0, options.debounceMs ?? 50);
+  /** A steady stream of events (a log file written in the tree) still rescans this often. */
+  const maxWaitMs = Math.max(debounceMs * 5, 1);
+
+  const files = new Map<string, FileState>();
+  /** One watcher per directory, with the inode it watches (a directory replaced by another one of
+   * the same name needs a new watcher). */
+  const watchers = new Map<string, { watcher: FSWatcher; ino: number }>();
+  /** kind/namespace/name → creationTimestamp given when first seen. */
+  let firstSeen = new Map<string, string>();
+  /** The filled-in object per key, reused while its source object and timestamp stay. */
+  let filled = new Map<string, { source: KubeObject; timestamp: string; out: KubeObject }>();
+  /** The objects of the current snapshot by key, to tell whether a rebuild changed anything. */
+  let current = new Map<string, KubeObject>();
+  let snapshot: Snapshot = EMPTY_SNAPSHOT;
+  let problems: readonly ManifestProblem[] = [];
+  let rootProblem: ManifestProblem | null = null;
+
+  let started = false;
+  let stopped = false;
+  let dirtyAll = false;
+  let dirty = new Set<string>();
+  let pendingSince: number | null = null;
+  let lastEventAt = 0;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let scanning: Promise<void> | null = null;
+
+  const display = (rel: string): string => path.join(dir, rel);
+
+  // --- watching ---
+
+  function onEvent(relDir: string, filename: string | Buffer | null): void {
+    if (stopped) return;
+    if (filename === null) dirtyAll = true;
+    else {
+      const name = filename.toString();
+      dirty.add(relDir === '' ? name : `${relDir}/${name}`);
+    }
+    const t = Date.now();
+    lastEventAt = t;
+    pendingSince ??= t;
+    if (scanning) return; // the scan's end re-arms
+    arm();
+  }
+
+  function arm(): void {
+    if (stopped || pendingSince === null) return;
+    if (timer) clearTimeout(timer);
+    const due = Math.min(lastEventAt + debounceMs, pendingSince + maxWaitMs);
+    timer = setTimeout(fire, Math.max(0, due - Date.now()));
+  }
+
+  function fire(): void {
+    timer = null;
+    if (stopped || scanning) return;
+    pendingSince = null;
+    scanning = scan(false)
+      .catch(() => {
+        // scan reports what it can as problems; nothing escapes the watcher
+      })
+      .finally(() => {
+        scanning = null;
+        arm(); // events that arrived during the scan
+      });
+  }
+
+  function ensureWatcher(relDir: string, ino: number): void {
+    if (stopped) return;
+    const existing = watchers.get(relDir);
+    if (existing?.ino === ino) return;
+    existing?.watcher.close();
+    const own = path.basename(path.resolve(display(relDir)));
+    const forget = (): void => {
+      watcher.close();
+      if (watchers.get(relDir)?.watcher === watcher) watchers.delete(relDir);
+    };
+    const watcher = watch(display(relDir), { persistent: true }, (event, filename) => {
+      // A watch follows an inode: when the directory itself is deleted or moved away, inotify says
+      // "rename" with the directory's own name, and the watch is dead (or watches the moved
+      // directory). Forget it, so the rescan watches whatever now has that name, even a new
+      // directory that got the same inode number. (A file named like its directory costs a re-watch.)
+      if (event === 'rename' && filename?.toString() === own) forget();
+      onEvent(relDir, filename);
+    });
+    watcher.on('error', () => {
+      // The watch broke: forget it; the rescan sets it up again if the directory is still there.
+      forget();
+      onEvent(relDir, null);
+    });
+    watchers.set(relDir, { watcher, ino });
+  }
+
+  // --- scanning ---
+
+  /** Lists the tree (watching each directory before listing it): manifest files and their stamps. */
+  async function walk(): Promise<{ files: Map<string, Stamp>; dirs: Set<string> }> {
+    const found = new Map<string, Stamp>();
+    const dirs = new Set<string>();
+    const visit = async (relDir: string): Promise<void> => {
+      const abs = display(relDir);
+      try {
+        ensureWatcher(relDir, (await stat(abs)).ino);
+      } catch (error) {
+        if (relDir === '') throw error;
+        return; // gone already
+      }
+      let entries: Dirent[];
+      try {
+        entries = await readdir(abs, { withFileTypes: true });
+      } catch (error) {
+        if (relDir === '') throw error;
+        return;
+      }
+      dirs.add(relDir);
+      await Promise.all(
+        entries.map(async (entry) => {
+          const name = entry.name;
+          if (name.startsWith('.')) return;
+          const rel = relDir === '' ? name : `${relDir}/${name}`;
+          if (entry.isDirectory()) {
+            if (name !== 'node_modules') await visit(rel);
+            return;
+          }
+          if (!MANIFEST_FILE.test(name) || !(entry.isFile() || entry.isSymbolicLink())) return;
+          try {
+            const stats = await stat(path.join(abs, name), { bigint: true });
+            if (stats.isFile()) found.set(rel, toStamp(stats));
+          } catch {
+            // vanished meanwhile, or a dangling symlink (an editor's lock file): not a manifest
+          }
+        }),
+      );
+    };
+    await visit('');
+    return { files: found, dirs };
+  }
+
+  async function read(rel: string, stamp: Stamp): Promise<void> {
+    const previous = files.get(rel);
+    let text: string;
+    try {
+      text = await readFile(display(rel), 'utf8');
+    } catch (error) {
+      if (errorCode(error) === 'ENOENT') {
+        files.delete(rel);
+        return;
+      }
+      files.set(rel, {
+        stamp,
+        text: null,
+        entries: previous?.entries ?? [],
+        fingerprint: previous?.fingerprint ?? '[]',
+        problems: [failure(rel, previous, `cannot read the file: ${errorMessage(error)}`, null)],
+      });
+      return;
+    }
+    if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    if (previous && previous.text === text) {
+      previous.stamp = stamp;
+      return;
+    }
+    let parsed: ParseResult;
+    try {
+      parsed = parseFile(rel, text);
+    } catch (error) {
+      const line = error instanceof FileError ? error.line : null;
+      files.set(rel, {
+        stamp,
+        text,
+        entries: previous?.entries ?? [],
+        fingerprint: previous?.fingerprint ?? '[]',
+        problems: [failure(rel, previous, errorMessage(error), line)],
+      });
+      return;
+    }
+    const fingerprint = JSON.stringify(parsed.entries.map((entry) => entry.object));
+    let entries = parsed.entries;
+    if (previous && previous.fingerprint === fingerprint) {
+      // Same objects (a comment or formatting changed): keep their identity, take the new lines.
+      const old = previous.entries;
+      entries = entries.map((entry, i) => ({ ...entry, object: old[i]?.object ?? entry.object }));
+    }
+    files.set(rel, {
+      stamp,
+      text,
+      entries,
+      fingerprint,
+      problems: parsed.warnings.map((warning) => ({ file: display(rel), ...warning })),
+    });
+  }
+
+  function failure(
+    rel: string,
+    previous: FileState | undefined,
+    message: string,
+    line: number | null,
+  ): ManifestProblem {
+    const kept = previous?.entries.length ?? 0;
+    const suffix = kept > 0 ? `; the ${kept} object(s) it held before are kept` : '';
+    return { file: display(rel), line, message: `${message}${suffix}` };
+  }
+
+  /** One scan: list, re-read what changed, rebuild. */
+  async function scan(initial: boolean): Promise<void> {
+    const all = initial || dirtyAll;
+    const named = dirty;
+    dirtyAll = false;
+    dirty = new Set();
+
+    let tree: { files: Map<string, Stamp>; dirs: Set<string> };
+    try {
+      tree = await walk();
+    } catch (error) {
+      if (initial) throw error;
+      // The directory itself is unreadable or gone: keep serving what we have and say so.
+      rootProblem = { file: dir, line: null, message: `cannot read the directory: ${errorMessage(error)}` };
+      publishProblems();
+      return;
+    }
+    rootProblem = null;
+    for (const [relDir, { watcher }] of watchers) {
+      if (!tree.dirs.has(relDir)) {
+        watcher.close();
+        watchers.delete(relDir);
+      }
+    }
+    for (const rel of [...files.keys()]) if (!tree.files.has(rel)) files.delete(rel);
+    const reads: Promise<void>[] = [];
+    for (const [rel, stamp] of tree.files) {
+      const state = files.get(rel);
+      if (all || !state || named.has(rel) || !sameStamp(state.stamp, stamp)) reads.push(read(rel, stamp));
+    }
+    await Promise.all(reads);
+    if (stopped) return;
+    const changed = rebuild();
+    publishProblems();
+    if (changed && !initial) {
+      try {
+        onChange();
+      } catch {
+        // The consumer's failure is not the watcher's.
+      }
+    }
+  }
+
+  let fileProblems: ManifestProblem[] = [];
+
+  /** Rebuilds the snapshot from the per-file results; says whether its content changed. */
+  function rebuild(): boolean {
+    const stamp = rfc3339Seconds(now());
+    const winners = new Map<string, { rel: string; entry: Entry }>();
+    const found: ManifestProblem[] = [];
+    for (const rel of [...files.keys()].sort()) {
+      const state = files.get(rel)!;
+      found.push(...state.problems);
+      for (const entry of state.entries) {
+        const first = winners.get(entry.key);
+        if (first) {
+          const where = first.entry.line === null ? '' : ` (line ${first.entry.line})`;
+          found.push({
+            file: display(rel),
+            line: entry.line,
+            message: `${entry.label} is also defined in ${display(first.rel)}${where}, which comes first: this one is ignored`,
+          });
+          continue;
+        }
+        winners.set(entry.key, { rel, entry });
+      }
+    }
+    fileProblems = found;
+
+    const nextFirstSeen = new Map<string, string>();
+    const nextFilled = new Map<string, { source: KubeObject; timestamp: string; out: KubeObject }>();
+    const next = new Map<string, KubeObject>();
+    const lists: Record<keyof Snapshot, KubeObject[]> = {
+      ingresses: [],
+      ingressClasses: [],
+      services: [],
+      endpointSlices: [],
+      secrets: [],
+      configMaps: [],
+    };
+    for (const [key, { entry }] of winners) {
+      const timestamp = firstSeen.get(key) ?? stamp;
+      nextFirstSeen.set(key, timestamp);
+      const source = entry.object;
+      let out = source;
+      if (typeof source.metadata?.creationTimestamp !== 'string') {
+        const cached = filled.get(key);
+        if (cached && cached.source === source && cached.timestamp === timestamp) out = cached.out;
+        else out = { ...source, metadata: { ...source.metadata, creationTimestamp: timestamp } };
+        nextFilled.set(key, { source, timestamp, out });
+      }
+      next.set(key, out);
+      lists[entry.list].push(out);
+    }
+    firstSeen = nextFirstSeen;
+    filled = nextFilled;
+
+    let changed = next.size !== current.size;
+    if (!changed) {
+      for (const [key, out] of next) {
+        const before = current.get(key);
+        if (before !== out && (before === undefined || JSON.stringify(before) !== JSON.stringify(out))) {
+          changed = true;
+          break;
+        }
+      }
+    }
+    current = next;
+    if (changed) {
+      snapshot = Object.freeze({
+        ingresses: lists.ingresses,
+        ingressClasses: lists.ingressClasses,
+        services: lists.services,
+        endpointSlices: lists.endpointSlices,
+        secrets: lists.secrets,
+        configMaps: lists.configMaps,
+      });
+    }
+    return changed;
+  }
+
+  function publishProblems(): void {
+    const all = rootProblem ? [rootProblem, ...fileProblems] : fileProblems;
+    const before = new Set(problems.map(problemId));
+    problems = Object.freeze([...all]);
+    if (!onProblem) return;
+    for (const problem of all) {
+      if (before.has(problemId(problem))) continue;
+      try {
+        onProblem(problem);
+      } catch {
+        // as for onChange
+      }
+    }
+  }
+
+  return {
+    async start(): Promise<void> {
+      if (started) throw new Error('the manifest source was already started');
+      started = true;
+      const first = scan(true);
+      scanning = first;
+      try {
+        await first;
+      } catch (error) {
+        stopped = true;
+        for (const { watcher } of watchers.values()) watcher.close();
+        watchers.clear();
+        throw new Error(`cannot read the manifest directory ${dir}: ${errorMessage(error)}`, {
+          cause: error,
+        });
+      } finally {
+        scanning = null;
+      }
+      arm(); // events that arrived during the first scan
+    },
+
+    async stop(): Promise<void> {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      timer = null;
+      for (const { watcher } of watchers.values()) watcher.close();
+      watchers.clear();
+      await scanning?.catch(() => {});
+    },
+
+    snapshot: () => snapshot,
+    problems: () => problems,
+  };
+}

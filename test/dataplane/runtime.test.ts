@@ -1,0 +1,89 @@
+// compileRuntime: host and path actions, balancer reuse across swaps, endpoints-only updates in place.
+import t from 'tap';
+import type { BalancerEnv } from '../../lib/dataplane/balancer.ts';
+import { createEwmaStore } from '../../lib/dataplane/balancers/ewma.ts';
+import { type Action, compileRuntime, type Runtime } from '../../lib/dataplane/runtime.ts';
+import { generateDefaultCertificate } from '../../lib/dataplane/sni.ts';
+import { build, ingress, path, rule, service, slice } from '../model/helpers.ts';
+
+const env: BalancerEnv = { random: () => 0, now: () => 0 };
+const deps = {
+  generatedDefaultCertificate: await generateDefaultCertificate(),
+  balancerEnv: env,
+  ewmaStore: createEwmaStore(),
+};
+
+const world = (addresses: string[], extraPath = false) =>
+  build({
+    ingresses: [
+      ingress('site', {
+        rules: [rule('a.com', path('/', 'web:80'), ...(extraPath ? [path('/new', 'web:80')] : []))],
+      }),
+      ingress('empty', { rules: [rule('b.com', path('/', 'nobody:80'))] }),
+    ],
+    services: [service('web', [{ port: 80 }]), service('nobody', [{ port: 80 }])],
+    slices: [slice('web', [{ addresses }], [{ port: 80 }])],
+  }).model;
+
+const actionAt = (runtime: Runtime, host: string, path: string): Action =>
+  runtime.hosts.lookup(host).paths.match(path).value;
+
+t.test('actions: proxy with a balancer, 503 while empty, built-in 404 for the default', async (t) => {
+  const runtime = compileRuntime(world(['10.0.0.1']), null, deps);
+  const web = actionAt(runtime, 'a.com', '/x');
+  t.equal(web.type, 'proxy');
+  if (web.type === 'proxy') {
+    t.strictSame(
+      web.target.balancer.peers.map((p) => p.key),
+      ['10.0.0.1:80'],
+    );
+    t.equal(web.target.connectTimeoutMs, 5000);
+    t.equal(web.target.tries, 3);
+    t.strictSame(web.route, { namespace: 'default', ingress: 'site', service: 'web', servicePort: '80' });
+  }
+  const empty = actionAt(runtime, 'b.com', '/');
+  t.match(empty, { type: 'proxy', whenEmpty: 503 });
+  t.match(actionAt(runtime, 'nowhere.com', '/'), { type: 'status', status: 404 });
+});
+
+t.test('a route change recompiles but reuses balancers whose peers did not change', async (t) => {
+  const first = compileRuntime(world(['10.0.0.1', '10.0.0.2']), null, deps);
+  const second = compileRuntime(world(['10.0.0.1', '10.0.0.2'], true), first, deps);
+  t.not(second.hosts, first.hosts, 'new host table');
+  t.equal(
+    second.balancers.get('default-web-80'),
+    first.balancers.get('default-web-80'),
+    'same balancer object',
+  );
+});
+
+t.test(
+  'an endpoints-only change updates balancers in place and keeps every compiled structure',
+  async (t) => {
+    const first = compileRuntime(world(['10.0.0.1']), null, deps);
+    const balancer = first.balancers.get('default-web-80');
+    const second = compileRuntime(world(['10.0.0.1', '10.0.0.9']), first, deps);
+    t.equal(second.hosts, first.hosts, 'host table reused');
+    t.equal(second.sni, first.sni, 'SNI store reused');
+    t.equal(second.balancers.get('default-web-80'), balancer);
+    t.strictSame(
+      balancer?.peers.map((p) => p.key),
+      ['10.0.0.1:80', '10.0.0.9:80'],
+      'peers updated in place',
+    );
+    t.ok(second.peerKeys.has('10.0.0.9:80'));
+    t.not(second.hash, first.hash);
+  },
+);
+
+t.test('per-request lookups do not depend on the number of hosts', async (t) => {
+  const many = build({
+    ingresses: Array.from({ length: 2000 }, (_, i) =>
+      ingress(`i${i}`, { rules: [rule(`h${i}.example.com`, path('/', 'web:80'))] }),
+    ),
+    services: [service('web', [{ port: 80 }])],
+    slices: [slice('web', [{ addresses: ['10.0.0.1'] }], [{ port: 80 }])],
+  }).model;
+  const runtime = compileRuntime(many, null, deps);
+  t.equal(actionAt(runtime, 'h1999.example.com', '/').type, 'proxy', 'the last host is a map lookup away');
+});
