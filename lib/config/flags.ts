@@ -15,8 +15,6 @@ export interface Config {
   bindAddress: string;
   /** standalone mode: a folder of manifests; null → the Kubernetes API (not available yet) */
   manifests: string | null;
-  /** `namespace/name` of the global ConfigMap, or null */
-  configMap: string | null;
   /** seconds to keep serving after SIGTERM before stopping (ingress-nginx --shutdown-grace-period) */
   shutdownGracePeriod: number;
   logLevel: LogLevel;
@@ -178,7 +176,6 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
     healthzPort: port('healthz-port', values['healthz-port'], true),
     bindAddress: values['bind-address'],
     manifests,
-    configMap: objectRef('configmap', values.configmap),
     shutdownGracePeriod: grace,
     logLevel: logLevel as LogLevel,
     model: {
@@ -191,6 +188,7 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
       annotationsPrefix: values['annotations-prefix'],
       disableCatchAll: values['disable-catch-all'],
       disableSvcExternalName: values['disable-svc-external-name'],
+      configMap: objectRef('configmap', values.configmap),
     },
   };
   return { kind: 'run', config: Object.freeze({ ...config, model: Object.freeze(config.model) }) };

@@ -19,7 +19,7 @@ import { sendErrorPage } from './error-pages.ts';
 import { dataplaneError, runtimeSwapped } from './events.ts';
 import { generateRequestId, Proxy as UpstreamProxy } from './proxy.ts';
 import { normalizeHost, normalizePath } from './router.ts';
-import { compileRuntime, type Runtime } from './runtime.ts';
+import { compileRuntime, type Runtime, type TlsPolicy } from './runtime.ts';
 import { applyDefaultCertificate, type CertificatePair, compileSniStore, httpsServerOptions } from './sni.ts';
 
 export interface DataPlaneOptions {
@@ -36,9 +36,22 @@ export interface ListenAddresses {
   https: AddressInfo;
 }
 
-const HSTS = 'max-age=31536000; includeSubDomains';
-// ConfigMap no-tls-redirect-locations default: matched against the location (rule) path
-const NO_TLS_REDIRECT = '/.well-known/acme-challenge';
+const REDIRECT_REASONS: Record<number, string> = {
+  301: 'Moved Permanently',
+  302: 'Moved Temporarily',
+  307: 'Temporary Redirect',
+  308: 'Permanent Redirect',
+};
+
+/**
+ * ingress-nginx's redirect_to_https for a plain-HTTP request: never for the no-tls-redirect
+ * locations (matched against the rule path); always with force-ssl-redirect; else with ssl-redirect
+ * when the host has TLS settings.
+ */
+function mustRedirect(policy: TlsPolicy, hostHasTls: boolean, locationPath: string): boolean {
+  for (const prefix of policy.noRedirect) if (locationPath.startsWith(prefix)) return false;
+  return policy.forceSslRedirect || (policy.sslRedirect && hostHasTls);
+}
 
 export class DataPlane {
   readonly #options: DataPlaneOptions;
@@ -161,15 +174,12 @@ export class DataPlane {
     const server = runtime.hosts.lookup(normalizeHost(req.headers.host));
     const match = server.paths.match(path);
 
-    if (server.tls) {
-      if (!https) {
-        if (!match.locationPath.startsWith(NO_TLS_REDIRECT)) {
-          redirectToHttps(req, res);
-          return;
-        }
-      } else {
-        res.setHeader('Strict-Transport-Security', HSTS);
-      }
+    if (!https && mustRedirect(runtime.tlsPolicy, server.tls, match.locationPath)) {
+      redirectToHttps(req, res, runtime.tlsPolicy.redirectCode);
+      return;
+    }
+    if (https && server.tls && runtime.tlsPolicy.hsts !== null) {
+      res.setHeader('Strict-Transport-Security', runtime.tlsPolicy.hsts);
     }
 
     const action = match.value;
@@ -207,10 +217,10 @@ export class DataPlane {
     }
     const server = runtime.hosts.lookup(normalizeHost(req.headers.host));
     const match = server.paths.match(path);
-    if (server.tls && !https && !match.locationPath.startsWith(NO_TLS_REDIRECT)) {
-      const location = httpsLocation(req);
+    if (!https && mustRedirect(runtime.tlsPolicy, server.tls, match.locationPath)) {
+      const code = runtime.tlsPolicy.redirectCode;
       socket.end(
-        `HTTP/1.1 308 Permanent Redirect\r\nLocation: ${location}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+        `HTTP/1.1 ${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}\r\nLocation: ${httpsLocation(req)}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
       );
       return;
     }
@@ -244,10 +254,10 @@ function httpsLocation(req: IncomingMessage): string {
   return `https://${host}${uri}`;
 }
 
-function redirectToHttps(req: IncomingMessage, res: ServerResponse): void {
-  const body =
-    '<html>\r\n<head><title>308 Permanent Redirect</title></head>\r\n<body>\r\n<center><h1>308 Permanent Redirect</h1></center>\r\n</body>\r\n</html>\r\n';
-  res.writeHead(308, {
+function redirectToHttps(req: IncomingMessage, res: ServerResponse, code: number): void {
+  const title = `${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}`;
+  const body = `<html>\r\n<head><title>${title}</title></head>\r\n<body>\r\n<center><h1>${title}</h1></center>\r\n</body>\r\n</html>\r\n`;
+  res.writeHead(code, {
     Location: httpsLocation(req),
     'Content-Type': 'text/html',
     'Content-Length': Buffer.byteLength(body),

@@ -32,6 +32,19 @@ export interface CompiledServer {
   paths: PathMatcher<Action>;
 }
 
+/** ssl-redirect and HSTS, from the global ConfigMap (annotations refine them per route later). */
+export interface TlsPolicy {
+  /** redirect HTTP to HTTPS on hosts with TLS */
+  sslRedirect: boolean;
+  /** redirect HTTP to HTTPS on every host */
+  forceSslRedirect: boolean;
+  redirectCode: number;
+  /** rule paths (prefixes) never redirected */
+  noRedirect: readonly string[];
+  /** the Strict-Transport-Security value for HTTPS responses of hosts with TLS, or null */
+  hsts: string | null;
+}
+
 export interface Runtime {
   readonly hash: string;
   readonly routesHash: string;
@@ -41,6 +54,7 @@ export interface Runtime {
   readonly balancers: ReadonlyMap<string, Balancer>;
   /** every peer key in use, so the proxy can close pools of peers that left */
   readonly peerKeys: ReadonlySet<string>;
+  readonly tlsPolicy: TlsPolicy;
   readonly model: Model;
 }
 
@@ -48,8 +62,6 @@ export interface RuntimeDeps {
   generatedDefaultCertificate: CertificatePair;
   balancerEnv: BalancerEnv;
   ewmaStore: EwmaStore;
-  /** ConfigMap `load-balance` (ingress-nginx default: round_robin) */
-  loadBalance?: string;
 }
 
 const TIMEOUTS = {
@@ -81,12 +93,12 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
 
   const balancers = new Map<string, Balancer>();
   const peerKeys = new Set<string>();
-  const kind = balancerKindFor(deps.loadBalance);
   const balancerFor = (name: string): Balancer | null => {
     const upstream = model.upstreams[name];
     if (upstream === undefined) return null;
     let balancer = balancers.get(name);
     if (balancer === undefined) {
+      const kind = balancerKindFor(upstream.loadBalance);
       const peers = peersOf(upstream);
       const reused = previous?.balancers.get(name);
       if (reused !== undefined && reused.kind === kind) {
@@ -165,7 +177,25 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     sni: compileSniStore(model, deps.generatedDefaultCertificate, previous?.sni),
     balancers,
     peerKeys,
+    tlsPolicy: tlsPolicyOf(model),
     model,
+  };
+}
+
+function tlsPolicyOf(model: Model): TlsPolicy {
+  const { hsts } = model.config;
+  let header: string | null = null;
+  if (hsts.enabled) {
+    header = `max-age=${hsts.maxAge}`;
+    if (hsts.includeSubdomains) header += '; includeSubDomains';
+    if (hsts.preload) header += '; preload';
+  }
+  return {
+    sslRedirect: model.config.sslRedirect,
+    forceSslRedirect: model.config.forceSslRedirect,
+    redirectCode: model.config.httpRedirectCode,
+    noRedirect: model.config.noTlsRedirectLocations,
+    hsts: header,
   };
 }
 

@@ -104,8 +104,11 @@ export class UpstreamResolver {
     return this.#services.get(namespace, name);
   }
 
-  /** The upstream of a backend, resolved once per build and shared by every route naming it. */
-  resolve(ref: ServiceBackendRef): ResolvedUpstream {
+  /**
+   * The upstream of a backend, resolved once per build and shared by every route naming it;
+   * `loadBalance` applies when this call creates it (the first Ingress to use an upstream decides).
+   */
+  resolve(ref: ServiceBackendRef, loadBalance: string): ResolvedUpstream {
     let known = this.#byService.get(ref.namespace, ref.service);
     if (known === undefined) {
       known = [];
@@ -113,16 +116,16 @@ export class UpstreamResolver {
       this.#referencedServices.push(objectKey(ref.namespace, ref.service));
     }
     for (const resolved of known) if (resolved.upstream.service.port === ref.port) return resolved;
-    const resolved = this.#compute(ref, upstreamName(ref));
+    const resolved = this.#compute(ref, upstreamName(ref), loadBalance);
     known.push(resolved);
     this.#resolved.push(resolved);
     return resolved;
   }
 
   /** An upstream with a name of its own (the controller's default backend); not shared with routes. */
-  resolveAs(ref: ServiceBackendRef, name: string): ResolvedUpstream {
+  resolveAs(ref: ServiceBackendRef, name: string, loadBalance: string): ResolvedUpstream {
     this.#referencedServices.push(objectKey(ref.namespace, ref.service));
-    const resolved = this.#compute(ref, name);
+    const resolved = this.#compute(ref, name, loadBalance);
     this.#resolved.push(resolved);
     return resolved;
   }
@@ -138,11 +141,12 @@ export class UpstreamResolver {
     return [...new Set(this.#referencedServices)];
   }
 
-  #compute(ref: ServiceBackendRef, name: string): ResolvedUpstream {
+  #compute(ref: ServiceBackendRef, name: string, loadBalance: string): ResolvedUpstream {
     const upstream: Upstream = {
       name,
       service: { namespace: ref.namespace, name: ref.service, port: ref.port },
       externalName: false,
+      loadBalance,
       endpoints: [],
     };
     const serviceId = (): string => objectKey(ref.namespace, ref.service);

@@ -13,6 +13,7 @@ import {
   usesRegex,
 } from './annotations/index.ts';
 import { type ServiceBackendRef, UpstreamResolver } from './backends.ts';
+import { type GlobalConfig, parseGlobalConfig } from './config.ts';
 import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
 import { modelHashes } from './hash.ts';
 import { type CheckedIngress, checkIngress } from './ingress.ts';
@@ -93,6 +94,26 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   };
   const certificates = new Map<string, Certificate>();
 
+  // The global ConfigMap (--configmap).
+  let config: GlobalConfig;
+  if (options.configMap === null) {
+    config = parseGlobalConfig(undefined, { namespace: '', name: '' }, diagnostics);
+  } else {
+    const ref = splitKey(options.configMap) ?? { namespace: '', name: options.configMap };
+    const configMap = snapshot.configMaps.find(
+      (c) => c.metadata?.namespace === ref.namespace && c.metadata?.name === ref.name,
+    );
+    if (configMap === undefined) {
+      diagnostics.report(
+        'ConfigMap',
+        ref,
+        'CONFIGMAP_NOT_FOUND',
+        `--configmap ${options.configMap} does not exist; ingress-nginx defaults are used`,
+      );
+    }
+    config = parseGlobalConfig(configMap, ref, diagnostics);
+  }
+
   // 1-3. select, order, check
   const owned = ownedClassNames(snapshot.ingressClasses, options);
   const ours = snapshot.ingresses.filter((ingress) => isOurIngress(ingress, owned, options));
@@ -103,7 +124,10 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   }
 
   const useUpstream = (ingress: CheckedIngress, ref: ServiceBackendRef): Backend => {
-    const { backend, problem } = resolver.resolve(ref);
+    const { backend, problem } = resolver.resolve(
+      ref,
+      ingress.annotations.ingress.loadBalance.algorithm ?? config.loadBalance,
+    );
     if (problem !== null) diagnostics.report('Ingress', ingress.ref, problem.code, problem.message);
     return backend;
   };
@@ -111,7 +135,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   // The controller's default backend (--default-backend-service, first port).
   let defaultBackend: string | null = null;
   if (options.defaultBackendService !== null) {
-    defaultBackend = resolveDefaultBackend(options.defaultBackendService, resolver, diagnostics);
+    defaultBackend = resolveDefaultBackend(options.defaultBackendService, resolver, config, diagnostics);
   }
 
   // 4. servers: the catch-all, then one per host, created by the oldest Ingress naming it.
@@ -232,6 +256,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     certificates: certificateRecord,
     defaultCertificate,
     defaultBackend,
+    config,
   };
   const model: Model = { ...body, ...modelHashes(body) };
   return {
@@ -444,6 +469,7 @@ function resolveAliases(
 function resolveDefaultBackend(
   flag: string,
   resolver: UpstreamResolver,
+  config: GlobalConfig,
   diagnostics: DiagnosticsCollector,
 ): string | null {
   const ref = splitKey(flag);
@@ -464,6 +490,7 @@ function resolveDefaultBackend(
   const { upstream, problem } = resolver.resolveAs(
     { namespace: ref.namespace, service: ref.name, port: String(firstPort.port) },
     'upstream-default-backend',
+    config.loadBalance,
   );
   if (problem !== null) unusable(`is unusable for now (${problem.message})`);
   return upstream.name;

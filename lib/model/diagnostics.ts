@@ -95,6 +95,12 @@ export const DIAGNOSTIC_CODES = {
     'error',
     'Snippet annotations are configuration code and are never executed; the Ingress is dropped.',
   ],
+  CONFIGMAP_NOT_FOUND: [
+    'warning',
+    'The --configmap ConfigMap does not exist; ingress-nginx defaults are used.',
+  ],
+  CONFIG_KEY_UNSUPPORTED: ['info', 'ingress-ts does not implement this ConfigMap key yet; it has no effect.'],
+  CONFIG_VALUE_INVALID: ['warning', 'A ConfigMap value fails its validator; the default is used.'],
   CANARY_UNSUPPORTED: [
     'warning',
     'Canary Ingresses are not routed yet; this Ingress gets no traffic and its main route is unaffected.',

@@ -84,7 +84,7 @@ class Fingerprint {
   upstream(upstream: Upstream): void {
     const { service } = upstream;
     this.line(
-      `U\t${upstream.name}\t${service.namespace}/${service.name}:${service.port}\t${upstream.externalName}`,
+      `U\t${upstream.name}\t${service.namespace}/${service.name}:${service.port}\t${upstream.externalName}\t${upstream.loadBalance}`,
     );
   }
 }
@@ -102,6 +102,7 @@ export function modelHashes(body: ModelBody): { hash: string; routesHash: string
     );
   }
   print.line(`defaults\t${body.defaultCertificate ?? '-'}\t${body.defaultBackend ?? '-'}`);
+  print.line(`config\t${JSON.stringify(body.config)}`);
   const routesHash = print.digest();
 
   const all = new Fingerprint();

@@ -3,6 +3,7 @@
 export { SUPPORTED_ANNOTATIONS } from './annotations/index.ts';
 export type { BuildResult, ModelReferences } from './build.ts';
 export { buildModel } from './build.ts';
+export { DEFAULT_GLOBAL_CONFIG, SUPPORTED_CONFIG_KEYS } from './config.ts';
 export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
 export { DIAGNOSTIC_CODES } from './diagnostics.ts';
 export type * from './k8s.ts';

@@ -19,6 +19,8 @@ export interface ModelOptions {
   disableCatchAll: boolean;
   /** --disable-svc-external-name: ExternalName Services get no endpoints */
   disableSvcExternalName: boolean;
+  /** --configmap: `namespace/name` of the global ConfigMap, or null for the defaults */
+  configMap: string | null;
 }
 
 export const DEFAULT_MODEL_OPTIONS: Readonly<ModelOptions> = Object.freeze({
@@ -31,4 +33,5 @@ export const DEFAULT_MODEL_OPTIONS: Readonly<ModelOptions> = Object.freeze({
   annotationsPrefix: 'nginx.ingress.kubernetes.io',
   disableCatchAll: false,
   disableSvcExternalName: false,
+  configMap: null,
 });

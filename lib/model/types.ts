@@ -2,6 +2,9 @@
 // The data plane compiles it; it never sees a Kubernetes object.
 
 import type { LocationAnnotations, ServerAnnotations } from './annotations/index.ts';
+import type { GlobalConfig } from './config.ts';
+
+export type { GlobalConfig } from './config.ts';
 
 export interface ObjectRef {
   namespace: string;
@@ -80,6 +83,8 @@ export interface Upstream {
   service: { namespace: string; name: string; port: string };
   /** the endpoints are DNS names to resolve (ExternalName service) */
   externalName: boolean;
+  /** load-balance of the first Ingress that uses the upstream, else the ConfigMap's (round_robin) */
+  loadBalance: string;
   /** sorted by address then port; empty means requests get 503 */
   endpoints: Endpoint[];
 }
@@ -110,6 +115,8 @@ export interface Model {
   defaultCertificate: string | null;
   /** upstream of `--default-backend-service`; null or no endpoints: the built-in 404 */
   defaultBackend: string | null;
+  /** the global ConfigMap's settings, ingress-nginx defaults where it says nothing */
+  config: GlobalConfig;
   /** content hash of everything above; equal hashes mean nothing to swap */
   hash: string;
   /** content hash without endpoint lists: equal while only endpoints changed */

@@ -87,3 +87,40 @@ t.test('per-request lookups do not depend on the number of hosts', async (t) => 
   const runtime = compileRuntime(many, null, deps);
   t.equal(actionAt(runtime, 'h1999.example.com', '/').type, 'proxy', 'the last host is a map lookup away');
 });
+
+t.test(
+  'the balancer kind follows the upstream load-balance; the TLS policy follows the ConfigMap',
+  async (t) => {
+    const model = build({
+      ingresses: [
+        ingress('fast', { nginx: { 'load-balance': 'ewma' }, rules: [rule('a.com', path('/', 'web:80'))] }),
+        ingress('plain', { rules: [rule('b.com', path('/', 'api:80'))] }),
+      ],
+    }).model;
+    const runtime = compileRuntime(model, null, deps);
+    t.equal(runtime.balancers.get('default-web-80')?.kind, 'ewma');
+    t.equal(runtime.balancers.get('default-api-80')?.kind, 'round_robin');
+    t.strictSame(runtime.tlsPolicy, {
+      sslRedirect: true,
+      forceSslRedirect: false,
+      redirectCode: 308,
+      noRedirect: ['/.well-known/acme-challenge'],
+      hsts: 'max-age=31536000; includeSubDomains',
+    });
+    const tuned = build(
+      {
+        ingresses: [],
+        configMaps: [
+          {
+            metadata: { name: 'c', namespace: 'n' },
+            data: { 'hsts-preload': 'true', 'hsts-max-age': '60', 'http-redirect-code': '301' },
+          },
+        ],
+      },
+      { configMap: 'n/c' },
+    ).model;
+    const policy = compileRuntime(tuned, null, deps).tlsPolicy;
+    t.equal(policy.hsts, 'max-age=60; includeSubDomains; preload');
+    t.equal(policy.redirectCode, 301);
+  },
+);

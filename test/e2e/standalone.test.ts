@@ -176,6 +176,8 @@ t.test('standalone mode end to end', async (t) => {
     '127.0.0.1',
     '--log-level',
     'silent',
+    '--configmap',
+    'e2e/ingress-ts',
   ]);
   if (parsed.kind !== 'run') throw new Error('flags');
   // log lines as parsed objects, so tests can await what the controller reports
@@ -399,5 +401,34 @@ t.test('standalone mode end to end', async (t) => {
     t.equal(swaps, 1000);
     t.equal(failed, 0, `${ok} requests succeeded during the swaps`);
     t.ok(ok > 0);
+  });
+
+  t.test('the global ConfigMap applies when it appears and changes', async (t) => {
+    t.ok(
+      logLines.some((line) => line.code === 'CONFIGMAP_NOT_FOUND'),
+      'a missing --configmap is reported at start',
+    );
+    const file = join(dir, 'configmap.yaml');
+    const write = async (data: string) => {
+      const swapped = nextSwap(1000);
+      await writeFile(
+        file,
+        `apiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: e2e }\ndata:\n${data}`,
+      );
+      await swapped;
+    };
+    await write('  ssl-redirect: "false"\n');
+    t.equal(backendOf(await get(http, 'a.example.com', '/x')), 'secure', 'ssl-redirect off: HTTP is proxied');
+    await write('  http-redirect-code: "301"\n');
+    const moved = await get(http, 'a.example.com', '/x');
+    t.equal(moved.status, 301, 'http-redirect-code');
+    t.equal(moved.headers.location, 'https://a.example.com/x');
+    await write('  force-ssl-redirect: "true"\n');
+    t.equal(
+      (await get(http, 'site.test', '/')).status,
+      308,
+      'force-ssl-redirect applies to hosts without TLS',
+    );
+    await rm(file);
   });
 });

@@ -315,7 +315,7 @@ runCases(t, [
 t.test('annotations: every supported annotation is documented', async (t) => {
   t.strictSame(
     SUPPORTED_ANNOTATIONS.map((a) => a.name),
-    ['canary', 'rewrite-target', 'server-alias', 'use-regex'],
+    ['canary', 'load-balance', 'rewrite-target', 'server-alias', 'use-regex'],
   );
   for (const annotation of SUPPORTED_ANNOTATIONS)
     t.ok(annotation.doc.length > 20, `${annotation.name} has a doc`);

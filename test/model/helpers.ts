@@ -6,6 +6,7 @@ import type { Test } from 'tap';
 import {
   type BuildResult,
   buildModel,
+  type ConfigMap,
   type EndpointSlice,
   type HTTPIngressPath,
   type Ingress,
@@ -200,6 +201,7 @@ export interface World {
   services?: Service[];
   slices?: EndpointSlice[];
   secrets?: Secret[];
+  configMaps?: ConfigMap[];
   /** create a Service with one ready endpoint for every backend no listed Service provides (default true) */
   autoBackends?: boolean;
 }
@@ -247,7 +249,7 @@ export function snapshotOf(world: World): Snapshot {
     services,
     endpointSlices: slices,
     secrets: world.secrets ?? [],
-    configMaps: [],
+    configMaps: world.configMaps ?? [],
   };
 }
 

@@ -13,12 +13,13 @@ import {
   type InvalidOutcome,
   parseGoBool,
 } from './group.ts';
+import { loadBalance } from './load-balance.ts';
 import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
 
 const locationGroups = { rewrite } as const;
 const serverGroups = { alias: serverAlias } as const;
-const ingressGroups = { canary } as const;
+const ingressGroups = { canary, loadBalance } as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
 export type LocationAnnotations = { [K in keyof typeof locationGroups]: ValueOf<(typeof locationGroups)[K]> };

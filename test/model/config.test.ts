@@ -1,0 +1,126 @@
+// The global ConfigMap and the load-balance annotation.
+import t from 'tap';
+import { DEFAULT_GLOBAL_CONFIG, SUPPORTED_CONFIG_KEYS } from '../../lib/model/index.ts';
+import { ingress, path, rule, runCases } from './helpers.ts';
+
+const configMap = (data: Record<string, unknown>) => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: 'ingress-ts', namespace: 'ingress' },
+  data: data as Record<string, string>,
+});
+const site = (name: string, nginx: Record<string, string> = {}, created = 0) =>
+  ingress(name, { created, nginx, rules: [rule(`${name}.com`, path('/', 'web:80'))] });
+const OPTIONS = { configMap: 'ingress/ingress-ts' };
+
+runCases(t, [
+  {
+    name: 'config: without --configmap the ingress-nginx defaults apply',
+    ingresses: [],
+    check: (t, { model }) => t.strictSame(model.config, DEFAULT_GLOBAL_CONFIG),
+  },
+  {
+    name: 'config: a missing ConfigMap is reported and the defaults apply',
+    ingresses: [],
+    options: OPTIONS,
+    diagnostics: ['CONFIGMAP_NOT_FOUND ConfigMap:ingress/ingress-ts'],
+    check: (t, { model }) => t.strictSame(model.config, DEFAULT_GLOBAL_CONFIG),
+  },
+  {
+    name: 'config: every supported key is read',
+    ingresses: [],
+    configMaps: [
+      configMap({
+        'load-balance': 'ewma',
+        'ssl-redirect': 'false',
+        'force-ssl-redirect': 'true',
+        'http-redirect-code': '301',
+        'no-tls-redirect-locations': '/.well-known/acme-challenge, /health',
+        hsts: 'true',
+        'hsts-max-age': '600',
+        'hsts-include-subdomains': 'false',
+        'hsts-preload': 'true',
+      }),
+    ],
+    options: OPTIONS,
+    check: (t, { model }) =>
+      t.strictSame(model.config, {
+        loadBalance: 'ewma',
+        sslRedirect: false,
+        forceSslRedirect: true,
+        httpRedirectCode: 301,
+        noTlsRedirectLocations: ['/.well-known/acme-challenge', '/health'],
+        hsts: { enabled: true, maxAge: 600, includeSubdomains: false, preload: true },
+      }),
+  },
+  {
+    name: 'config: invalid values keep the default, each reported on the ConfigMap',
+    ingresses: [],
+    configMaps: [
+      configMap({ 'load-balance': 'random', 'http-redirect-code': '303', hsts: 'yes', 'hsts-max-age': '1y' }),
+    ],
+    options: OPTIONS,
+    diagnostics: Array.from({ length: 4 }, () => 'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts'),
+    messages: ['ConfigMap key load-balance="random" is invalid', 'the default is used'],
+    check: (t, { model }) => t.strictSame(model.config, DEFAULT_GLOBAL_CONFIG),
+  },
+  {
+    name: 'config: keys ingress-ts does not implement are reported once, as info',
+    ingresses: [],
+    configMaps: [configMap({ 'worker-processes': '4', 'proxy-body-size': '8m', 'ssl-redirect': '' })],
+    options: OPTIONS,
+    diagnostics: [
+      'CONFIG_KEY_UNSUPPORTED ConfigMap:ingress/ingress-ts',
+      'CONFIG_KEY_UNSUPPORTED ConfigMap:ingress/ingress-ts',
+    ],
+    check: (t, { model, diagnostics }) => {
+      t.equal(diagnostics[0]?.severity, 'info');
+      t.equal(model.config.sslRedirect, true, 'an empty value is unset');
+    },
+  },
+  {
+    name: 'config: a ConfigMap in another namespace or with another name is not used',
+    ingresses: [],
+    configMaps: [
+      { ...configMap({ 'load-balance': 'ewma' }), metadata: { name: 'ingress-ts', namespace: 'other' } },
+    ],
+    options: OPTIONS,
+    diagnostics: ['CONFIGMAP_NOT_FOUND ConfigMap:ingress/ingress-ts'],
+  },
+  {
+    name: 'load-balance: upstreams use the ConfigMap algorithm unless their Ingress chooses one',
+    ingresses: [
+      site('plain', {}, 1),
+      ingress('fast', {
+        created: 2,
+        nginx: { 'load-balance': 'ewma' },
+        rules: [rule('fast.com', path('/', 'api:80'))],
+      }),
+    ],
+    configMaps: [configMap({ 'load-balance': 'round_robin' })],
+    options: OPTIONS,
+    check: (t, { model }) => {
+      t.equal(model.upstreams['default-web-80']?.loadBalance, 'round_robin');
+      t.equal(model.upstreams['default-api-80']?.loadBalance, 'ewma');
+    },
+  },
+  {
+    name: 'load-balance: the first Ingress to use an upstream decides its algorithm',
+    ingresses: [
+      site('first', { 'load-balance': 'ewma' }, 1),
+      site('second', { 'load-balance': 'round_robin' }, 2),
+    ],
+    check: (t, { model }) => t.equal(model.upstreams['default-web-80']?.loadBalance, 'ewma'),
+  },
+  {
+    name: 'load-balance: an invalid algorithm drops the Ingress (ingress-nginx propagates this error)',
+    ingresses: [site('bad', { 'load-balance': 'fastest' })],
+    routes: [],
+    diagnostics: ['ANNOTATION_INVALID bad'],
+    check: (t, { diagnostics }) => t.equal(diagnostics[0]?.severity, 'error'),
+  },
+]);
+
+t.test('config: the supported keys are listed', async (t) => {
+  t.ok(SUPPORTED_CONFIG_KEYS.includes('load-balance') && SUPPORTED_CONFIG_KEYS.includes('hsts-max-age'));
+});
