@@ -11,7 +11,7 @@ import {
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { buildModel, type Model } from '../model/index.ts';
+import { buildModel, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
 import type { BalancerEnv } from './balancer.ts';
 import { createEwmaStore } from './balancers/ewma.ts';
 import { defaultBalancerEnv } from './balancers/index.ts';
@@ -66,14 +66,7 @@ export class DataPlane {
     this.#options = options;
     this.#http = createHttpServer((req, res) => this.#handle(req, res, false, this.#httpPort));
     // until the first swap, every handshake gets the generated default certificate
-    const empty = buildModel({
-      ingresses: [],
-      ingressClasses: [],
-      services: [],
-      endpointSlices: [],
-      secrets: [],
-      configMaps: [],
-    });
+    const empty = buildModel(EMPTY_SNAPSHOT);
     const initialSni = compileSniStore(empty.model, options.generatedDefaultCertificate);
     this.#https = createHttpsServer(
       httpsServerOptions(() => this.#runtime?.sni ?? initialSni),

@@ -7,6 +7,7 @@ export { DEFAULT_GLOBAL_CONFIG, SUPPORTED_CONFIG_KEYS } from './config.ts';
 export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
 export { DIAGNOSTIC_CODES } from './diagnostics.ts';
 export type * from './k8s.ts';
+export { EMPTY_SNAPSHOT } from './k8s.ts';
 export type { ModelOptions } from './options.ts';
 export { DEFAULT_MODEL_OPTIONS } from './options.ts';
 export type * from './types.ts';

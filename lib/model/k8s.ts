@@ -113,6 +113,16 @@ export interface Snapshot {
   configMaps: readonly ConfigMap[];
 }
 
+/** A snapshot with no objects. */
+export const EMPTY_SNAPSHOT: Snapshot = Object.freeze({
+  ingresses: [],
+  ingressClasses: [],
+  services: [],
+  endpointSlices: [],
+  secrets: [],
+  configMaps: [],
+});
+
 /** Label EndpointSlices carry to name their Service. */
 export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 /** Legacy class annotation, still honoured by ingress-nginx. */

@@ -29,7 +29,7 @@ import { type BigIntStats, type Dirent, type FSWatcher, watch } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { isMap, isSeq, LineCounter, type Node, parseAllDocuments } from 'yaml';
-import type { KubeObject, Snapshot } from '../model/k8s.ts';
+import { EMPTY_SNAPSHOT, type KubeObject, type Snapshot } from '../model/k8s.ts';
 
 export interface ManifestProblem {
   file: string;
@@ -427,15 +427,6 @@ function jsonErrorOffset(text: string): number | null {
 
 // ---------------------------------------------------------------------------------------------------
 // The source
-
-const EMPTY_SNAPSHOT: Snapshot = Object.freeze({
-  ingresses: [],
-  ingressClasses: [],
-  services: [],
-  endpointSlices: [],
-  secrets: [],
-  configMaps: [],
-});
 
 function problemId(problem: ManifestProblem): string {
   return `${problem.file}\0${problem.line}\0${problem.message}`;
