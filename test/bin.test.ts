@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { LOOPBACK_PORT_0 } from './support/http.ts';
 
 const run = promisify(execFile);
 const bin = new URL('../bin/ingress-ts.ts', import.meta.url).pathname;
@@ -44,23 +45,9 @@ t.test('an unknown flag or a bad value exits 2 with a message', async (t) => {
 });
 
 t.test('starts on the example manifests, logs JSON, and exits 0 on SIGTERM', async (t) => {
-  const child = spawn(
-    process.execPath,
-    [
-      bin,
-      '--manifests',
-      manifests,
-      '--http-port',
-      '0',
-      '--https-port',
-      '0',
-      '--healthz-port',
-      '0',
-      '--bind-address',
-      '127.0.0.1',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const child = spawn(process.execPath, [bin, '--manifests', manifests, ...LOOPBACK_PORT_0], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const serving = new Promise<Record<string, unknown>>((resolve, reject) => {
     child.stdout.on('data', (chunk: Buffer) => {

@@ -1,28 +1,14 @@
 // Graceful stop: /healthz turns 500 at once, a slow in-flight request still completes, then the
 // listeners are closed.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, request } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { parseFlags } from '../../lib/config/flags.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-
-function get(port: number, host: string, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ port, host: '127.0.0.1', path, headers: { host } }, (res) => {
-      let body = '';
-      res.on('data', (chunk: Buffer) => {
-        body += chunk.toString();
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+import { get, testConfig } from '../support/http.ts';
 
 t.test('stop: health fails first, in-flight requests finish, then listeners close', async (t) => {
   let releaseSlow: () => void = () => {};
@@ -72,20 +58,7 @@ spec:
   rules: [{ host: web.test, http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: web, port: { number: 80 } } } }] } }]
 `,
   );
-  const parsed = parseFlags([
-    '--manifests',
-    dir,
-    '--http-port',
-    '0',
-    '--https-port',
-    '0',
-    '--healthz-port',
-    '0',
-    '--bind-address',
-    '127.0.0.1',
-  ]);
-  if (parsed.kind !== 'run') throw new Error('flags');
-  const controller = await start(parsed.config, createLogger('silent'));
+  const controller = await start(testConfig(dir), createLogger('silent'));
   const http = controller.http.port;
   t.equal((await get(controller.healthz.port, 'x', '/healthz')).status, 200);
   t.equal((await get(http, 'web.test', '/')).body, 'fast');

@@ -2,7 +2,7 @@
 // on port 0, real HTTP, TLS and WebSocket clients.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { Agent, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
+import { Agent, type IncomingHttpHeaders, type Server } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,32 +12,11 @@ import { connect as tlsConnect } from 'node:tls';
 import t from 'tap';
 import { WebSocket } from 'ws';
 import { echoServer } from '../../examples/demo-backends.ts';
-import { parseFlags } from '../../lib/config/flags.ts';
 import { runtimeSwapped } from '../../lib/dataplane/events.ts';
 import { createLogger } from '../../lib/log.ts';
 import { type Controller, start } from '../../lib/main.ts';
 import { pem } from '../model/helpers.ts';
-
-interface Reply {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-function get(port: number, host: string, path = '/', agent?: Agent): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ port, host: '127.0.0.1', path, headers: { host }, agent }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+import { get, type Reply, testConfig } from '../support/http.ts';
 
 const backendOf = (reply: Reply): string => (JSON.parse(reply.body) as { backend: string }).backend;
 
@@ -163,23 +142,7 @@ t.test('standalone mode end to end', async (t) => {
     ].join(''),
   );
 
-  const parsed = parseFlags([
-    '--manifests',
-    dir,
-    '--http-port',
-    '0',
-    '--https-port',
-    '0',
-    '--healthz-port',
-    '0',
-    '--bind-address',
-    '127.0.0.1',
-    '--log-level',
-    'silent',
-    '--configmap',
-    'e2e/ingress-ts',
-  ]);
-  if (parsed.kind !== 'run') throw new Error('flags');
+  const config = testConfig(dir, '--log-level', 'silent', '--configmap', 'e2e/ingress-ts');
   // log lines as parsed objects, so tests can await what the controller reports
   const logLines: Array<Record<string, unknown>> = [];
   const logWaiters: Array<() => void> = [];
@@ -202,7 +165,7 @@ t.test('standalone mode end to end', async (t) => {
       });
     }
   };
-  const controller: Controller = await start(parsed.config, createLogger('info', sink));
+  const controller: Controller = await start(config, createLogger('info', sink));
   const http = controller.http.port;
   const https = controller.https.port;
   t.teardown(async () => {

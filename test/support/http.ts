@@ -1,0 +1,43 @@
+// Shared by the end-to-end tests: a plain HTTP GET with a Host header, and the flags that start a
+// controller on free loopback ports.
+import { type Agent, type IncomingHttpHeaders, request } from 'node:http';
+import { type Config, parseFlags } from '../../lib/config/flags.ts';
+
+export interface Reply {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+export function get(port: number, host: string, path = '/', agent?: Agent): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request({ port, host: '127.0.0.1', path, headers: { host }, agent }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Flags for a controller over `manifests` on free loopback ports, plus `extra`. */
+export const LOOPBACK_PORT_0 = [
+  '--http-port',
+  '0',
+  '--https-port',
+  '0',
+  '--healthz-port',
+  '0',
+  '--bind-address',
+  '127.0.0.1',
+];
+
+export function testConfig(manifests: string, ...extra: string[]): Config {
+  const parsed = parseFlags(['--manifests', manifests, ...LOOPBACK_PORT_0, ...extra]);
+  if (parsed.kind !== 'run') throw new Error('expected flags that run');
+  return parsed.config;
+}
