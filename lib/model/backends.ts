@@ -250,7 +250,8 @@ LOCAL_ADDRESSES.addAddress('::', 'ipv6');
 function isUsableExternalName(name: string): boolean {
   const version = isIP(name);
   if (version !== 0) return !LOCAL_ADDRESSES.check(name, version === 6 ? 'ipv6' : 'ipv4');
-  const host = name.replace(/\.$/, '').toLowerCase();
+  // upper-case names are not DNS-1123 and are refused below anyway
+  const host = name.replace(/\.$/, '');
   if (host === 'localhost' || host.endsWith('.localhost')) return false;
   return isDNS1123Subdomain(name.replace(/\.$/, ''));
 }

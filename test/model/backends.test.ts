@@ -373,4 +373,32 @@ runCases(t, [
     diagnostics: ['SERVICE_PORT_NOT_FOUND a'],
     check: (t, { model }) => t.strictSame(model.upstreams['default-ext-https']?.endpoints, []),
   },
+
+  {
+    name: 'backends: more than 16 endpoints are sorted and deduplicated too',
+    ingresses: [one('web:80')],
+    services: [service('web', [{ port: 80 }])],
+    slices: [
+      slice(
+        'web',
+        [{ addresses: Array.from({ length: 17 }, (_, i) => `10.0.0.${26 - i}`) }],
+        [{ port: 80 }],
+        { name: 'web-a' },
+      ),
+      slice('web', [{ addresses: ['10.0.0.26'] }], [{ port: 80 }], { name: 'web-b' }),
+    ],
+    check: (t, { model }) =>
+      t.strictSame(
+        model.upstreams['default-web-80']?.endpoints,
+        Array.from({ length: 17 }, (_, i) => ({ address: `10.0.0.${10 + i}`, port: 80 })),
+      ),
+  },
+  {
+    name: 'backends: a slice port without a port number gives no endpoint',
+    ingresses: [one('web:80')],
+    services: [service('web', [{ port: 80 }])],
+    slices: [{ ...slice('web', [{ addresses: ['10.0.0.1'] }], []), ports: [{ protocol: 'TCP' }] }],
+    diagnostics: ['ENDPOINTS_NONE a'],
+    check: (t, { model }) => t.strictSame(model.upstreams['default-web-80']?.endpoints, []),
+  },
 ]);

@@ -160,3 +160,12 @@ t.test(
     t.not(modelHashes(changed).routesHash, baseRoutes, 'a route in the middle');
   },
 );
+
+t.test('equal models hash alike however their objects are shared', async (t) => {
+  const shared = build({
+    ingresses: [ingress('a', { rules: [rule('a.com', path('/', 'web:80'), path('/b', 'web:80'))] })],
+  }).model;
+  const { hash: sharedHash, routesHash: sharedRoutes, ...body } = shared;
+  // JSON gives every route its own copy of the objects the build shares between routes
+  t.strictSame(modelHashes(JSON.parse(JSON.stringify(body))), { hash: sharedHash, routesHash: sharedRoutes });
+});

@@ -178,4 +178,12 @@ runCases(t, [
     diagnostics: ['PATH_INVALID a'],
     messages: ['must be an absolute path'],
   },
+
+  {
+    name: 'paths: Exact /foo and Prefix /foo/ are different routes (only Prefix paths collapse)',
+    ingresses: [
+      ingress('a', { rules: [rule('a.com', path('/foo', 'web:80', 'Exact'), path('/foo/', 'web:80'))] }),
+    ],
+    routes: ['a.com Prefix /foo/ -> default-web-80 (a)', 'a.com Exact /foo -> default-web-80 (a)'],
+  },
 ]);

@@ -92,4 +92,11 @@ runCases(t, [
     ingresses: [web('empty', { className: '', annotations: { [LEGACY]: 'ingress-ts' } })],
     routes: [],
   },
+
+  {
+    name: 'class: an empty ingressClassName is not "without class", even with --watch-ingress-without-class',
+    ingresses: [web('empty', { className: '' })],
+    options: { watchIngressWithoutClass: true },
+    routes: [],
+  },
 ]);

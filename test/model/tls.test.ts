@@ -9,6 +9,7 @@ const A = pem('a-example'); // a.example.com, www.a.example.com
 const WILD = pem('wildcard-example'); // *.example.com
 const CN = pem('cn-only'); // CN=legacy.example.org, no SAN
 const OTHER = pem('other'); // other.test
+const CN_SAN = pem('cn-and-san'); // CN=legacy.example.org, SAN www.example.org only
 
 const site = (name: string, hosts: string[], tls: IngressTLS[] | undefined, created = 0) =>
   ingress(name, { created, tls, rules: hosts.map((h) => rule(h, path('/', 'web:80'))) });
@@ -273,6 +274,13 @@ runCases(t, [
     secrets: [tlsSecret('badkey', { crt: A.crt, key: 'not a key' })],
     diagnostics: ['TLS_SECRET_INVALID a'],
     messages: ['tls.key is not a PEM private key'],
+  },
+
+  {
+    name: 'tls: the legacy Common Name counts even when the certificate has other SAN names',
+    ingresses: [site('a', ['legacy.example.org'], [{ hosts: ['legacy.example.org'], secretName: 'cn-san' }])],
+    secrets: [tlsSecret('cn-san', CN_SAN)],
+    check: certFor('legacy.example.org', 'default/cn-san'),
   },
 ]);
 
