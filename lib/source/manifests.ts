@@ -28,6 +28,7 @@
 import { type BigIntStats, type Dirent, type FSWatcher, watch } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { type ParseError, parse as parseJson } from 'jsonc-parser';
 import { isMap, isSeq, LineCounter, type Node, parseAllDocuments } from 'yaml';
 import { EMPTY_SNAPSHOT, type KubeObject, type Snapshot } from '../model/k8s.ts';
 
@@ -203,7 +204,7 @@ function jsonDocs(text: string): Doc[] {
     const message = errorMessage(error);
     // V8 quotes (part of) the source in some messages; the line number says where instead.
     const short = message.replace(/, ".*" is not valid JSON$/s, '');
-    throw new FileError(short, jsonErrorLine(text, message));
+    throw new FileError(short, jsonErrorLine(text));
   }
   return [{ value, line: 1, node: null, lineOf: () => null }];
 }
@@ -315,114 +316,14 @@ function coerceStringMap(owner: Record_, field: string): void {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// JSON error position: V8 gives "at position N" only for some errors, so find the first error offset
-// with a small validating scan.
+// JSON error line: strict JSON.parse finds the error, jsonc-parser (strict mode: no comments, no
+// trailing commas) says where; V8 itself gives a position for only some errors.
 
-function jsonErrorLine(text: string, message: string): number | null {
-  const offset = jsonErrorOffset(text);
-  if (offset !== null) return lineAt(text, offset);
-  const match = /\(line (\d+) column \d+\)/.exec(message) ?? null;
-  if (match?.[1]) return Number(match[1]);
-  const position = /at position (\d+)/.exec(message);
-  return position?.[1] ? lineAt(text, Number(position[1])) : null;
-}
-
-class JsonStop extends Error {
-  offset: number;
-  constructor(offset: number) {
-    super('json');
-    this.offset = offset;
-  }
-}
-
-const JSON_NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-const JSON_ESCAPE = /\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/y;
-
-/** Offset of the first JSON syntax error in text, or null when none is found. */
-function jsonErrorOffset(text: string): number | null {
-  let i = 0;
-  const stop = (): never => {
-    throw new JsonStop(i);
-  };
-  const space = (): void => {
-    while (i < text.length) {
-      const c = text[i];
-      if (c !== ' ' && c !== '\t' && c !== '\n' && c !== '\r') break;
-      i++;
-    }
-  };
-  const string = (): void => {
-    i++; // opening quote
-    for (;;) {
-      const c = text[i];
-      if (c === undefined || c < ' ') stop();
-      if (c === '"') {
-        i++;
-        return;
-      }
-      if (c === '\\') {
-        JSON_ESCAPE.lastIndex = i;
-        if (!JSON_ESCAPE.test(text)) stop();
-        i = JSON_ESCAPE.lastIndex;
-      } else i++;
-    }
-  };
-  const value = (): void => {
-    space();
-    const c = text[i];
-    if (c === '{' || c === '[') {
-      const close = c === '{' ? '}' : ']';
-      i++;
-      space();
-      if (text[i] === close) {
-        i++;
-        return;
-      }
-      for (;;) {
-        if (close === '}') {
-          space();
-          if (text[i] !== '"') stop();
-          string();
-          space();
-          if (text[i] !== ':') stop();
-          i++;
-        }
-        value();
-        space();
-        if (text[i] === ',') {
-          i++;
-          continue;
-        }
-        if (text[i] === close) {
-          i++;
-          return;
-        }
-        stop();
-      }
-    }
-    if (c === '"') {
-      string();
-      return;
-    }
-    for (const word of ['true', 'false', 'null']) {
-      if (text.startsWith(word, i)) {
-        i += word.length;
-        return;
-      }
-    }
-    JSON_NUMBER.lastIndex = i;
-    if (!JSON_NUMBER.test(text)) stop();
-    i = JSON_NUMBER.lastIndex;
-  };
-  try {
-    value();
-    space();
-    if (i < text.length) stop();
-    return null;
-  } catch (error) {
-    if (error instanceof JsonStop) return error.offset;
-    return null; // too deep to scan (RangeError): no line
-  }
+function jsonErrorLine(text: string): number | null {
+  const errors: ParseError[] = [];
+  parseJson(text, errors, { allowTrailingComma: false, disallowComments: true });
+  const first = errors[0];
+  return first === undefined ? null : lineAt(text, first.offset);
 }
 
 // ---------------------------------------------------------------------------------------------------
