@@ -15,9 +15,9 @@ import { buildModel, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
 import type { BalancerEnv } from './balancer.ts';
 import { createEwmaStore } from './balancers/ewma.ts';
 import { defaultBalancerEnv } from './balancers/index.ts';
-import { sendErrorPage } from './error-pages.ts';
+import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError, runtimeSwapped } from './events.ts';
-import { generateRequestId, Proxy as UpstreamProxy } from './proxy.ts';
+import { generateRequestId, type ProxyTarget, type RequestContext, Proxy as UpstreamProxy } from './proxy.ts';
 import { normalizeHost, normalizePath } from './router.ts';
 import { compileRuntime, type Runtime, type TlsPolicy } from './runtime.ts';
 import { applyDefaultCertificate, type CertificatePair, compileSniStore, httpsServerOptions } from './sni.ts';
@@ -35,6 +35,11 @@ export interface ListenAddresses {
   http: AddressInfo;
   https: AddressInfo;
 }
+
+type Decision =
+  | { kind: 'error'; status: number }
+  | { kind: 'redirect'; code: number }
+  | { kind: 'proxy'; target: ProxyTarget; hsts: string | null; context: RequestContext };
 
 const REDIRECT_REASONS: Record<number, string> = {
   301: 'Moved Permanently',
@@ -64,13 +69,13 @@ export class DataPlane {
 
   constructor(options: DataPlaneOptions) {
     this.#options = options;
-    this.#http = createHttpServer((req, res) => this.#handle(req, res, false, this.#httpPort));
+    this.#http = createHttpServer((req, res) => this.#handle(req, res, false));
     // until the first swap, every handshake gets the generated default certificate
     const empty = buildModel(EMPTY_SNAPSHOT);
     const initialSni = compileSniStore(empty.model, options.generatedDefaultCertificate);
     this.#https = createHttpsServer(
       httpsServerOptions(() => this.#runtime?.sni ?? initialSni),
-      (req, res) => this.#handle(req, res, true, 443),
+      (req, res) => this.#handle(req, res, true),
     );
     for (const [server, https] of [
       [this.#http, false],
@@ -153,86 +158,60 @@ export class DataPlane {
     await this.#proxy.close();
   }
 
-  #handle(req: IncomingMessage, res: ServerResponse, https: boolean, listenPort: number): void {
+  /**
+   * The routing decision shared by requests and WebSocket upgrades (ingress-nginx's order): $uri,
+   * host, path, ssl-redirect, then the route's action.
+   */
+  #route(req: IncomingMessage, https: boolean): Decision {
     const runtime = this.#runtime;
-    if (runtime === null) {
-      sendErrorPage(res, 503);
-      return;
-    }
+    if (runtime === null) return { kind: 'error', status: 503 };
     const path = normalizePath(req.url ?? '/');
-    if (path === null) {
-      sendErrorPage(res, 400);
-      return;
-    }
+    if (path === null) return { kind: 'error', status: 400 };
     const server = runtime.hosts.lookup(normalizeHost(req.headers.host));
     const match = server.paths.match(path);
-
-    if (!https && mustRedirect(runtime.tlsPolicy, server.tls, match.locationPath)) {
-      redirectToHttps(req, res, runtime.tlsPolicy.redirectCode);
-      return;
+    const policy = runtime.tlsPolicy;
+    if (!https && mustRedirect(policy, server.tls, match.locationPath)) {
+      return { kind: 'redirect', code: policy.redirectCode };
     }
-    if (https && server.tls && runtime.tlsPolicy.hsts !== null) {
-      res.setHeader('Strict-Transport-Security', runtime.tlsPolicy.hsts);
-    }
-
     const action = match.value;
-    if (action.type === 'status') {
-      sendErrorPage(res, action.status);
-      return;
-    }
-    if (action.target.balancer.peers.length === 0) {
-      sendErrorPage(res, action.whenEmpty);
-      return;
-    }
+    if (action.type === 'status') return { kind: 'error', status: action.status };
+    if (action.target.balancer.peers.length === 0) return { kind: 'error', status: action.whenEmpty };
     const incomingId = req.headers['x-request-id'];
-    this.#proxy.web(req, res, action.target, {
-      https,
-      listenPort,
-      remoteAddress: req.socket.remoteAddress ?? '',
-      requestId: typeof incomingId === 'string' && incomingId !== '' ? incomingId : generateRequestId(),
-    });
+    return {
+      kind: 'proxy',
+      target: action.target,
+      hsts: https && server.tls ? policy.hsts : null,
+      context: {
+        https,
+        listenPort: https ? 443 : this.#httpPort,
+        remoteAddress: req.socket.remoteAddress ?? '',
+        requestId: typeof incomingId === 'string' && incomingId !== '' ? incomingId : generateRequestId(),
+      },
+    };
+  }
+
+  #handle(req: IncomingMessage, res: ServerResponse, https: boolean): void {
+    const decision = this.#route(req, https);
+    if (decision.kind === 'error') sendErrorPage(res, decision.status);
+    else if (decision.kind === 'redirect') redirectToHttps(req, res, decision.code);
+    else {
+      if (decision.hsts !== null) res.setHeader('Strict-Transport-Security', decision.hsts);
+      this.#proxy.web(req, res, decision.target, decision.context);
+    }
   }
 
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, https: boolean): void {
     socket.on('error', (error) => dataplaneError.publish({ message: `client socket: ${error.message}` }));
-    const reject = (status: number, reason: string) => {
-      socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-    };
-    const runtime = this.#runtime;
-    if (runtime === null) {
-      reject(503, 'Service Temporarily Unavailable');
-      return;
-    }
-    const path = normalizePath(req.url ?? '/');
-    if (path === null) {
-      reject(400, 'Bad Request');
-      return;
-    }
-    const server = runtime.hosts.lookup(normalizeHost(req.headers.host));
-    const match = server.paths.match(path);
-    if (!https && mustRedirect(runtime.tlsPolicy, server.tls, match.locationPath)) {
-      const code = runtime.tlsPolicy.redirectCode;
+    const decision = this.#route(req, https);
+    if (decision.kind === 'error') sendSocketErrorPage(socket, decision.status);
+    else if (decision.kind === 'redirect') {
+      const code = decision.code;
       socket.end(
         `HTTP/1.1 ${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}\r\nLocation: ${httpsLocation(req)}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
       );
-      return;
+    } else {
+      this.#proxy.upgrade(req, socket, head, decision.target, decision.context);
     }
-    const action = match.value;
-    if (action.type === 'status') {
-      reject(action.status, action.status === 404 ? 'Not Found' : 'Error');
-      return;
-    }
-    if (action.target.balancer.peers.length === 0) {
-      reject(action.whenEmpty, action.whenEmpty === 404 ? 'Not Found' : 'Service Temporarily Unavailable');
-      return;
-    }
-    const incomingId = req.headers['x-request-id'];
-    this.#proxy.upgrade(req, socket, head, action.target, {
-      https,
-      listenPort: https ? 443 : this.#httpPort,
-      remoteAddress: req.socket.remoteAddress ?? '',
-      requestId: typeof incomingId === 'string' && incomingId !== '' ? incomingId : generateRequestId(),
-    });
   }
 }
 

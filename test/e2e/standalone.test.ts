@@ -313,6 +313,27 @@ t.test('standalone mode end to end', async (t) => {
     t.equal(reply.status, 200);
   });
 
+  t.test('WebSocket upgrades are routed like requests: 404, 503, 308', async (t) => {
+    const statusOf = (host: string, path = '/ws') =>
+      new Promise<{ status: number; location: string | undefined }>((resolve, reject) => {
+        const socket = new WebSocket(`ws://127.0.0.1:${http}${path}`, { headers: { host } });
+        socket.once('unexpected-response', (_req, res) => {
+          resolve({ status: res.statusCode ?? 0, location: res.headers.location });
+          res.resume();
+          socket.terminate();
+        });
+        socket.once('open', () => reject(new Error(`${host} upgraded`)));
+        socket.once('error', () => {});
+      });
+    t.equal((await statusOf('nowhere.test')).status, 404, 'unknown host');
+    t.equal((await statusOf('site.test', '/empty')).status, 503, 'no endpoints');
+    t.strictSame(
+      await statusOf('a.example.com'),
+      { status: 308, location: 'https://a.example.com/ws' },
+      'ssl-redirect',
+    );
+  });
+
   t.test('a WebSocket keeps working across 100 swaps', async (t) => {
     const socket = new WebSocket(`ws://127.0.0.1:${http}/ws`, { headers: { host: 'site.test' } });
     await new Promise((resolve, reject) => {
