@@ -15,19 +15,53 @@
 // ingress-ts, `nginx -s reload` for NGINX). Every process it starts is stopped by PID, also on errors
 // and SIGINT; every run is bounded in time. Traffic stays on 127.0.0.1.
 
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import https from 'node:https';
-import { createServer } from 'node:net';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
+import {
+  cleanup,
+  ensureTools,
+  fail,
+  fixed,
+  freePort,
+  initHarness,
+  int,
+  isPinned,
+  log,
+  makeTempDir,
+  median,
+  pinned,
+  probe,
+  processTree,
+  REPO,
+  rssKiB,
+  type Started,
+  selfSignedCertificate,
+  sleep,
+  stopProcess,
+  version,
+  waitFor,
+} from './support/harness.ts';
+import { startIngressTs as launchIngressTs } from './support/ingress-ts.ts';
+import {
+  httpCommon,
+  nginxCommon,
+  ONE_MIB,
+  reloadNginx,
+  startNginx,
+  upstreamConf,
+  writeOneMiB,
+} from './support/nginx.ts';
+import {
+  wrkCommands as commands,
+  errorsOf,
+  errorText,
+  wrk as runWrk,
+  type WrkResult,
+} from './support/wrk.ts';
 
 const HOST = 'bench.test';
-const REPO = new URL('..', import.meta.url).pathname;
-/** the upstream's small body: 1,023 bytes plus the "\n" written in upstreamConf = 1 KiB */
-const BODY_1K = 'x'.repeat(1023);
-const ONE_MIB = 1024 * 1024;
 /** Hard limit on the whole run; everything is stopped when it passes. */
 const WATCHDOG_MS = 20 * 60 * 1000;
 
@@ -82,208 +116,7 @@ function parseOptions(args: readonly string[]): Options {
   return options;
 }
 
-// --- processes: every child is tracked and stopped by PID --------------------------------------------
-
-const children = new Set<ChildProcess>();
-let tempDir: string | null = null;
-
-function fail(code: number, message: string): never {
-  process.stderr.write(`proxy-bench: ${message}\n`);
-  cleanup();
-  process.exit(code);
-}
-
-function cleanup(): void {
-  for (const child of children) {
-    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      // an NGINX master first (or it respawns the workers), then its workers, or they would outlive it
-      for (const pid of processTree(child.pid)) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
-    }
-  }
-  children.clear();
-  if (tempDir !== null) {
-    rmSync(tempDir, { recursive: true, force: true });
-    tempDir = null;
-  }
-}
-
-process.on('exit', cleanup);
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.once(signal, () => fail(130, `stopped by ${signal}`));
-}
-process.on('uncaughtException', (error) => fail(1, `error: ${error.stack ?? String(error)}`));
-process.on('unhandledRejection', (error) => fail(1, `error: ${String(error)}`));
-setTimeout(
-  () => fail(1, `watchdog: the run took longer than ${WATCHDOG_MS / 60000} minutes`),
-  WATCHDOG_MS,
-).unref();
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-let hasTaskset = false;
-/** argv prefixed with `taskset -c CORE` when taskset exists. */
-const pinned = (core: number, argv: string[]): string[] =>
-  hasTaskset ? ['taskset', '-c', String(core), ...argv] : argv;
-
-interface Started {
-  child: ChildProcess;
-  pid: number;
-  output: string[];
-}
-
-/** Starts a long-running process; its stdout and stderr lines are kept. */
-function startProcess(argv: string[], cwd = REPO): Started {
-  const [command, ...rest] = argv;
-  const child = spawn(command!, rest, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-  if (child.pid === undefined) fail(1, `could not start ${argv.join(' ')}`);
-  children.add(child);
-  const output: string[] = [];
-  const collect = (chunk: Buffer) => {
-    for (const line of chunk.toString('utf8').split('\n')) if (line !== '') output.push(line);
-  };
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
-  child.on('exit', () => children.delete(child));
-  return { child, pid: child.pid, output };
-}
-
-/** Sends `signal` and waits up to timeoutMs for the exit, then SIGKILL. */
-async function stopProcess(started: Started, signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 5000) {
-  const { child } = started;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  process.kill(started.pid, signal);
-  const timer = sleep(timeoutMs).then(() => {
-    if (child.exitCode === null && child.signalCode === null) process.kill(started.pid, 'SIGKILL');
-  });
-  await Promise.race([exited, timer]);
-  await exited;
-}
-
-/** Runs a short command to completion, bounded in time. */
-async function run(argv: string[], timeoutMs: number): Promise<{ code: number | null; out: string }> {
-  const started = startProcess(argv);
-  const timer = setTimeout(() => {
-    if (started.child.exitCode === null) process.kill(started.pid, 'SIGKILL');
-  }, timeoutMs);
-  const code = await new Promise<number | null>((resolve) => started.child.once('exit', (c) => resolve(c)));
-  clearTimeout(timer);
-  return { code, out: started.output.join('\n') };
-}
-
-function which(command: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
-}
-
-/** Installs nginx and wrk with apt-get when missing; exit 3 when that is impossible. */
-function ensureTools(): void {
-  if (!which('openssl')) fail(3, 'openssl is missing (needed for the self-signed certificate)');
-  hasTaskset = which('taskset');
-  if (which('nginx') && which('wrk')) return;
-  if (!which('apt-get')) fail(3, 'nginx or wrk is missing and apt-get is not available to install them');
-  if (process.getuid?.() !== 0) fail(3, 'nginx or wrk is missing and installing them needs root (apt-get)');
-  const install = (packages: string[]) =>
-    spawnSync('apt-get', ['install', '-y', ...packages], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-      timeout: 300000,
-    }).status === 0;
-  process.stderr.write('proxy-bench: installing nginx-light and wrk with apt-get\n');
-  let ok = install(['nginx-light', 'wrk']) || install(['nginx', 'wrk']);
-  if (!ok) {
-    spawnSync('apt-get', ['update'], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 300000 });
-    ok = install(['nginx-light', 'wrk']) || install(['nginx', 'wrk']);
-  }
-  if (!ok || !which('nginx') || !which('wrk')) fail(3, 'apt-get could not install nginx and wrk');
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** One GET to 127.0.0.1 with Host: bench.test; the status and body length, or null. */
-function probe(port: number, tls: boolean, path = '/'): Promise<{ status: number; bytes: number } | null> {
-  return new Promise((resolve) => {
-    const options = {
-      host: '127.0.0.1',
-      port,
-      path,
-      headers: { host: HOST },
-      rejectUnauthorized: false,
-      agent: false as const,
-      timeout: 2000,
-    };
-    const req = (tls ? https : http).get(options, (res) => {
-      let bytes = 0;
-      res.on('data', (chunk: Buffer) => {
-        bytes += chunk.length;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes }));
-      res.on('error', () => resolve(null));
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(null));
-  });
-}
-
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 15000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await sleep(100);
-  }
-  fail(1, `${what} did not become ready within ${timeoutMs / 1000} s`);
-}
-
-// --- /proc -------------------------------------------------------------------------------------------
-
-function rssKiB(pid: number): number | null {
-  try {
-    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) : null;
-  } catch {
-    return null;
-  }
-}
-
-/** utime + stime in clock ticks (USER_HZ, 100 on Linux). */
-function cpuTicks(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return 0;
-  }
-}
-
-/** The PID and its direct children (NGINX's master and workers). */
-function processTree(pid: number): number[] {
-  const pids = [pid];
-  try {
-    for (const entry of spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
-      .stdout.split('\n')
-      .map((line) => Number(line.trim()))) {
-      if (entry > 0) pids.push(entry);
-    }
-  } catch {
-    // ps missing: the master alone
-  }
-  return pids;
-}
+initHarness('proxy-bench', WATCHDOG_MS);
 
 // --- configuration files -----------------------------------------------------------------------------
 
@@ -295,44 +128,6 @@ interface Ports {
   tsHttp: number;
   tsHttps: number;
   tsHealthz: number;
-}
-
-function nginxCommon(prefix: string): string {
-  return `worker_processes 1;
-daemon off;
-pid ${prefix}/nginx.pid;
-error_log ${prefix}/error.log warn;
-events { worker_connections 4096; }
-`;
-}
-
-function httpCommon(prefix: string): string {
-  return `  access_log off;
-  client_body_temp_path ${prefix}/client_body;
-  proxy_temp_path ${prefix}/proxy;
-  fastcgi_temp_path ${prefix}/fastcgi;
-  sendfile on;
-  tcp_nopush on;
-  tcp_nodelay on;
-  keepalive_timeout 75s;
-`;
-}
-
-function upstreamConf(prefix: string, dir: string, ports: Ports): string {
-  // keepalive_requests is raised so that neither the proxies' pooled connections nor wrk's are closed
-  // every 1,000 requests by the upstream (ingress-nginx's own upstream-keepalive-requests is 10,000).
-  return `${nginxCommon(prefix)}
-http {
-${httpCommon(prefix)}  keepalive_requests 1000000;
-  default_type application/octet-stream;
-  server {
-    listen 127.0.0.1:${ports.upstream} backlog=4096;
-    listen 127.0.0.1:${ports.upstream2} backlog=4096;
-    location = /1m { alias ${dir}/1m.bin; }
-    location / { return 200 "${BODY_1K}\\n"; }
-  }
-}
-`;
 }
 
 function proxyConf(prefix: string, dir: string, ports: Ports): string {
@@ -481,81 +276,9 @@ function writeManifests(dir: string, ports: Ports, manifestsDir: string, state: 
   renameSync(staging, join(manifestsDir, 'bench.yaml'));
 }
 
-// --- wrk -----------------------------------------------------------------------------------------------
-
-interface WrkResult {
-  requests: number;
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: { connect: number; read: number; write: number; timeout: number };
-  non2xx: number;
-  /** CPU time of the proxy process(es) per request, µs (null for direct) */
-  cpuUsPerReq: number | null;
-  raw: string;
-}
-
-function toMs(value: string, unit: string): number {
-  const n = Number(value);
-  if (unit === 'us') return n / 1000;
-  if (unit === 'ms') return n;
-  if (unit === 's') return n * 1000;
-  if (unit === 'm') return n * 60000;
-  return Number.NaN;
-}
-
-function parseWrk(out: string): Omit<WrkResult, 'cpuUsPerReq' | 'raw'> {
-  const latency = (pct: string) => {
-    const m = new RegExp(`^\\s+${pct}%\\s+([\\d.]+)(us|ms|s|m)\\s*$`, 'm').exec(out);
-    return m ? toMs(m[1]!, m[2]!) : Number.NaN;
-  };
-  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  const requests = /(\d+) requests in/.exec(out);
-  const rps = /Requests\/sec:\s+([\d.]+)/.exec(out);
-  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out);
-  return {
-    requests: requests ? Number(requests[1]) : 0,
-    rps: rps ? Number(rps[1]) : 0,
-    p50: latency('50'),
-    p99: latency('99'),
-    errors: {
-      connect: sock ? Number(sock[1]) : 0,
-      read: sock ? Number(sock[2]) : 0,
-      write: sock ? Number(sock[3]) : 0,
-      timeout: sock ? Number(sock[4]) : 0,
-    },
-    non2xx: non2xx ? Number(non2xx[1]) : 0,
-  };
-}
-
-const wrkArgv = (url: string, connections: number, seconds: number) => [
-  'wrk',
-  '-t1',
-  `-c${connections}`,
-  `-d${seconds}s`,
-  '--latency',
-  '-H',
-  `Host: ${HOST}`,
-  url,
-];
-
-const commands: string[] = [];
-
-/** One wrk run on core 1; the CPU of `cpuPids` (the proxy) is sampled around it. */
-async function wrk(url: string, connections: number, seconds: number, cpuPids: () => number[]) {
-  const argv = pinned(1, wrkArgv(url, connections, seconds));
-  const command = argv.join(' ').replace(`Host: ${HOST}`, `'Host: ${HOST}'`);
-  if (!commands.includes(command)) commands.push(command);
-  const pids = cpuPids();
-  const before = pids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
-  const { code, out } = await run(argv, (seconds + 20) * 1000);
-  const after = cpuPids().reduce((sum, pid) => sum + cpuTicks(pid), 0);
-  if (code !== 0) fail(1, `wrk failed (exit ${code}): ${argv.join(' ')}\n${out}`);
-  const parsed = parseWrk(out);
-  const cpuUsPerReq =
-    pids.length === 0 || parsed.requests === 0 ? null : ((after - before) * 10000) / parsed.requests;
-  return { ...parsed, cpuUsPerReq, raw: out } satisfies WrkResult;
-}
+/** One wrk run against bench.test; the CPU of `cpuPids` (the proxy) is sampled around it. */
+const wrk = (url: string, connections: number, seconds: number, cpuPids: () => number[]) =>
+  runWrk(url, connections, seconds, HOST, cpuPids);
 
 // --- the contenders --------------------------------------------------------------------------------
 
@@ -568,82 +291,25 @@ interface Env {
   manifestsDir: string;
 }
 
-async function startNginx(prefix: string, conf: string, core: number): Promise<Started> {
-  mkdirSync(prefix, { recursive: true });
-  const confPath = join(prefix, 'nginx.conf');
-  writeFileSync(confPath, conf);
-  const test = await run(
-    ['nginx', '-t', '-q', '-p', prefix, '-c', confPath, '-e', join(prefix, 'error.log')],
-    10000,
-  );
-  if (test.code !== 0) fail(1, `nginx -t failed for ${confPath}:\n${test.out}`);
-  return startProcess(pinned(core, ['nginx', '-p', prefix, '-c', confPath, '-e', join(prefix, 'error.log')]));
-}
-
-function ingressTsArgv(manifestsDir: string, ports: Ports, logLevel: string, extra: string[] = []): string[] {
-  return [
-    process.execPath,
-    ...extra,
-    'bin/ingress-ts.ts',
-    '--manifests',
-    manifestsDir,
-    '--http-port',
-    String(ports.tsHttp),
-    '--https-port',
-    String(ports.tsHttps),
-    '--healthz-port',
-    String(ports.tsHealthz),
-    '--bind-address',
-    '127.0.0.1',
-    '--configmap',
-    'bench/ingress-ts',
-    '--default-ssl-certificate',
-    'bench/bench-tls',
-    '--log-level',
+/** ingress-ts over the bench manifests, pinned to core 0, ready once bench.test answers. */
+async function startIngressTs(env: Omit<Env, 'ingressTs'>, logLevel: string, nodeFlags: string[] = []) {
+  return launchIngressTs({
+    manifestsDir: env.manifestsDir,
+    ports: { http: env.ports.tsHttp, https: env.ports.tsHttps, healthz: env.ports.tsHealthz },
     logLevel,
-  ];
-}
-
-async function startIngressTs(env: Omit<Env, 'ingressTs'>, logLevel: string, extra: string[] = []) {
-  const argv = pinned(0, ingressTsArgv(env.manifestsDir, env.ports, logLevel, extra));
-  const started = startProcess(argv);
-  await waitFor('ingress-ts', async () => {
-    if (started.child.exitCode !== null) fail(1, `ingress-ts exited:\n${started.output.join('\n')}`);
-    const answer = await probe(env.ports.tsHttp, false);
-    return answer?.status === 200;
+    nodeFlags,
+    args: ['--configmap', 'bench/ingress-ts', '--default-ssl-certificate', 'bench/bench-tls'],
+    readyHost: HOST,
   });
-  return { started, command: argv.join(' ') };
 }
 
 async function setup(): Promise<{ env: Env; commandLines: Record<string, string> }> {
-  const dir = mkdtempSync(join(tmpdir(), 'ingress-ts-proxy-bench-'));
-  tempDir = dir;
+  const dir = makeTempDir('ingress-ts-proxy-bench-');
   chmodSync(dir, 0o755); // NGINX workers run as nobody/www-data and read 1m.bin
   const manifestsDir = join(dir, 'manifests');
   mkdirSync(manifestsDir);
-  writeFileSync(join(dir, '1m.bin'), Buffer.alloc(ONE_MIB, 'y'), { mode: 0o644 });
-  const cert = await run(
-    [
-      'openssl',
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '30',
-      '-subj',
-      `/CN=${HOST}`,
-      '-addext',
-      `subjectAltName=DNS:${HOST}`,
-      '-keyout',
-      join(dir, 'tls.key'),
-      '-out',
-      join(dir, 'tls.crt'),
-    ],
-    30000,
-  );
-  if (cert.code !== 0) fail(1, `openssl could not create the certificate:\n${cert.out}`);
+  writeOneMiB(dir);
+  await selfSignedCertificate(dir, HOST);
 
   const ports: Ports = {
     upstream: await freePort(),
@@ -656,12 +322,15 @@ async function setup(): Promise<{ env: Env; commandLines: Record<string, string>
   };
   const upstream = await startNginx(
     join(dir, 'upstream'),
-    upstreamConf(join(dir, 'upstream'), dir, ports),
+    upstreamConf(join(dir, 'upstream'), dir, [ports.upstream, ports.upstream2]),
     1,
   );
-  await waitFor('upstream nginx', async () => (await probe(ports.upstream, false))?.status === 200);
+  await waitFor(
+    'upstream nginx',
+    async () => (await probe(ports.upstream, false, '/', HOST))?.status === 200,
+  );
   const nginx = await startNginx(join(dir, 'nginx'), proxyConf(join(dir, 'nginx'), dir, ports), 0);
-  await waitFor('nginx proxy', async () => (await probe(ports.nginxHttp, false))?.status === 200);
+  await waitFor('nginx proxy', async () => (await probe(ports.nginxHttp, false, '/', HOST))?.status === 200);
   writeManifests(dir, ports, manifestsDir, { extraPath: false, secondEndpoint: false });
   const partial = { dir, ports, upstream, nginx, manifestsDir };
   const ts = await startIngressTs(partial, 'warn');
@@ -678,7 +347,7 @@ async function setup(): Promise<{ env: Env; commandLines: Record<string, string>
     ['ingress-ts 1 MiB', ports.tsHttp, false, '/1m', ONE_MIB],
   ];
   for (const [name, port, tls, path, bytes] of checks) {
-    const answer = await probe(port, tls, path);
+    const answer = await probe(port, tls, path, HOST);
     if (answer?.status !== 200 || answer.bytes !== bytes) {
       fail(1, `${name} check failed: ${JSON.stringify(answer)} (expected 200 with ${bytes} bytes)`);
     }
@@ -756,10 +425,6 @@ interface ScenarioResult {
   ratios: Map<Contender, number[]>;
   rssKiB: number | null;
   nginxRssKiB: number | null;
-}
-
-function log(message: string): void {
-  process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 }
 
 async function runScenario(env: Env, scenario: Scenario, options: Options): Promise<ScenarioResult> {
@@ -860,21 +525,7 @@ async function runReloads(env: Env): Promise<ReloadResult[]> {
   );
   for (let i = 0; i < reloads; i++) {
     await sleep(Math.max(0, begin + 250 + i * 500 - Date.now()));
-    const reload = await run(
-      [
-        'nginx',
-        '-p',
-        prefix,
-        '-c',
-        join(prefix, 'nginx.conf'),
-        '-e',
-        join(prefix, 'error.log'),
-        '-s',
-        'reload',
-      ],
-      5000,
-    );
-    if (reload.code !== 0) failed++;
+    if (!(await reloadNginx(prefix))) failed++;
   }
   const nginxResult = await nginxLoad;
   results.push({
@@ -946,20 +597,7 @@ async function runProfile(env: Env, dir: string, options: Options): Promise<stri
   return `## CPU profile of ingress-ts under plain HTTP, 64 connections\n\n\`${profiled.command}\`, then \`${commands.at(-1)}\`: ${Math.round(result.rps)} req/s (profiler on), ${elapsed} s of process life after start-up. Profile: \`${files}\`.\n\n${summariseProfile(files, 15)}\n`;
 }
 
-// --- report --------------------------------------------------------------------------------------------
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
-
-const int = (n: number) => (Number.isNaN(n) ? 'n/a' : Math.round(n).toLocaleString('en-US'));
-const fixed = (n: number, digits: number) => (Number.isNaN(n) ? 'n/a' : n.toFixed(digits));
-const errorsOf = (r: WrkResult) => r.errors.connect + r.errors.read + r.errors.write + r.errors.timeout;
-const errorText = (r: WrkResult) =>
-  `connect ${r.errors.connect}, read ${r.errors.read}, write ${r.errors.write}, timeout ${r.errors.timeout}`;
+// --- report ---------------------------------------------------------------------------------------------
 
 function scenarioTable(result: ScenarioResult): string {
   const lines = [
@@ -976,11 +614,6 @@ function scenarioTable(result: ScenarioResult): string {
   return lines.join('\n');
 }
 
-function version(argv: string[]): string {
-  const result = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: 5000 });
-  return `${result.stdout ?? ''}${result.stderr ?? ''}`.split('\n')[0]?.trim() ?? 'unknown';
-}
-
 function header(options: Options, commandLines: Record<string, string>): string {
   const cpu = cpus();
   return `# Proxy benchmark: ingress-ts vs NGINX
@@ -988,7 +621,7 @@ function header(options: Options, commandLines: Record<string, string>): string 
 - date: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}
 - machine: ${cpu[0]?.model ?? 'unknown'} × ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB
 - node: ${process.version}; ${version(['nginx', '-v'])}; ${version(['wrk', '-v'])}; ${version(['openssl', 'version'])}
-- pinning: ${hasTaskset ? 'proxies on core 0 (`taskset -c 0`), wrk and the upstream NGINX on core 1' : '**taskset missing: nothing pinned**'}
+- pinning: ${isPinned() ? 'proxies on core 0 (`taskset -c 0`), wrk and the upstream NGINX on core 1' : '**taskset missing: nothing pinned**'}
 - method: each scenario starts with a 2 s unrecorded warm-up per contender, then ${options.rounds} interleaved rounds (direct, nginx, ingress-ts, direct, ...) of ${options.duration} s each; medians over rounds. × NGINX is the median of the per-round ratios. Proxy CPU is utime+stime of the proxy process (NGINX: master + worker) over the run, divided by the requests.
 - upstream: NGINX, 1 worker, \`return 200\` with a 1,024-byte body (\`/\`) or a 1 MiB file (\`/1m\`, sendfile), keep-alive
 - TLS: one self-signed RSA-2048 certificate from \`openssl req -x509\` for both proxies. wrk sends no SNI, so each proxy answers with its default certificate: for NGINX its only server, for ingress-ts \`--default-ssl-certificate bench/bench-tls\` (the same Secret the Ingress names for bench.test), so both serve the same certificate.

@@ -1,0 +1,67 @@
+// ingress-ts in standalone mode as a benchmark contender: bin/ingress-ts.ts over a manifests folder,
+// on loopback, pinned to core 0.
+
+import { fail, pinned, probe, type Started, startProcess, waitFor } from './harness.ts';
+
+export interface IngressTsPorts {
+  http: number;
+  https: number;
+  healthz: number;
+}
+
+export interface IngressTsOptions {
+  manifestsDir: string;
+  ports: IngressTsPorts;
+  logLevel: string;
+  /** node flags before the script (e.g. --cpu-prof) */
+  nodeFlags?: string[];
+  /** ingress-ts flags after the required ones */
+  args?: string[];
+  /** the host (and path) whose 200 means ready */
+  readyHost: string;
+  readyPath?: string;
+  readyTimeoutMs?: number;
+  /** how often readiness is polled [100] */
+  pollMs?: number;
+}
+
+export function ingressTsArgv(options: IngressTsOptions): string[] {
+  const { ports } = options;
+  return [
+    process.execPath,
+    ...(options.nodeFlags ?? []),
+    'bin/ingress-ts.ts',
+    '--manifests',
+    options.manifestsDir,
+    '--http-port',
+    String(ports.http),
+    '--https-port',
+    String(ports.https),
+    '--healthz-port',
+    String(ports.healthz),
+    '--bind-address',
+    '127.0.0.1',
+    '--log-level',
+    options.logLevel,
+    ...(options.args ?? []),
+  ];
+}
+
+/** Starts ingress-ts on core 0 and waits until `readyHost` answers 200 over plain HTTP. */
+export async function startIngressTs(
+  options: IngressTsOptions,
+): Promise<{ started: Started; command: string }> {
+  const argv = pinned(0, ingressTsArgv(options));
+  const started = startProcess(argv);
+  await waitFor(
+    'ingress-ts',
+    async () => {
+      if (started.child.exitCode !== null) fail(1, `ingress-ts exited:\n${started.output.join('\n')}`);
+      const answer = await probe(options.ports.http, false, options.readyPath ?? '/', options.readyHost);
+      return answer?.status === 200;
+    },
+    options.readyTimeoutMs ?? 15000,
+    options.pollMs ?? 100,
+  );
+  return { started, command: argv.join(' ') };
+}
