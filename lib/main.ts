@@ -78,7 +78,20 @@ export async function start(config: Config, log: Logger): Promise<Controller> {
       log.error({ err: error }, 'building the configuration failed; the previous one keeps serving'),
   });
 
+  const reading = performance.now();
   await source.start();
+  const first = source.snapshot();
+  log.info(
+    {
+      dir: config.manifests,
+      ingresses: first.ingresses.length,
+      services: first.services.length,
+      endpointSlices: first.endpointSlices.length,
+      secrets: first.secrets.length,
+      readMs: Math.round(performance.now() - reading),
+    },
+    'manifests read',
+  );
   scheduler.trigger();
   await scheduler.idle();
   const addresses = await dataPlane.listen();
