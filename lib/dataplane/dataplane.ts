@@ -39,7 +39,7 @@ export interface ListenAddresses {
 type Decision =
   | { kind: 'error'; status: number }
   | { kind: 'redirect'; code: number }
-  | { kind: 'proxy'; target: ProxyTarget; hsts: string | null; context: RequestContext };
+  | { kind: 'proxy'; target: ProxyTarget; context: RequestContext };
 
 const REDIRECT_REASONS: Record<number, string> = {
   301: 'Moved Permanently',
@@ -167,7 +167,19 @@ export class DataPlane {
     if (runtime === null) return { kind: 'error', status: 503 };
     const path = normalizePath(req.url ?? '/');
     if (path === null) return { kind: 'error', status: 400 };
-    const server = runtime.hosts.lookup(normalizeHost(req.headers.host));
+    // the two headers routing needs, read from rawHeaders: `req.headers` would build an object per request
+    let host: string | undefined;
+    let incomingId: string | undefined;
+    const raw = req.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i] as string;
+      if (name.length === 4) {
+        if (host === undefined && name.toLowerCase() === 'host') host = raw[i + 1];
+      } else if (name.length === 12) {
+        if (incomingId === undefined && name.toLowerCase() === 'x-request-id') incomingId = raw[i + 1];
+      }
+    }
+    const server = runtime.hosts.lookup(normalizeHost(host));
     const match = server.paths.match(path);
     const policy = runtime.tlsPolicy;
     if (!https && mustRedirect(policy, server.tls, match.locationPath)) {
@@ -176,16 +188,15 @@ export class DataPlane {
     const action = match.value;
     if (action.type === 'status') return { kind: 'error', status: action.status };
     if (action.target.balancer.peers.length === 0) return { kind: 'error', status: action.whenEmpty };
-    const incomingId = req.headers['x-request-id'];
     return {
       kind: 'proxy',
       target: action.target,
-      hsts: https && server.tls ? policy.hsts : null,
       context: {
         https,
         listenPort: https ? 443 : this.#httpPort,
         remoteAddress: req.socket.remoteAddress ?? '',
-        requestId: typeof incomingId === 'string' && incomingId !== '' ? incomingId : generateRequestId(),
+        requestId: incomingId !== undefined && incomingId !== '' ? incomingId : generateRequestId(),
+        hsts: https && server.tls ? policy.hsts : null,
       },
     };
   }
@@ -194,10 +205,7 @@ export class DataPlane {
     const decision = this.#route(req, https);
     if (decision.kind === 'error') sendErrorPage(res, decision.status);
     else if (decision.kind === 'redirect') redirectToHttps(req, res, decision.code);
-    else {
-      if (decision.hsts !== null) res.setHeader('Strict-Transport-Security', decision.hsts);
-      this.#proxy.web(req, res, decision.target, decision.context);
-    }
+    else this.#proxy.web(req, res, decision.target, decision.context);
   }
 
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, https: boolean): void {

@@ -40,6 +40,8 @@ export interface RequestContext {
   remoteAddress: string;
   /** X-Request-ID to send (the incoming one or a generated one) */
   requestId: string;
+  /** Strict-Transport-Security for the response (HTTPS, host with TLS, hsts on), or null */
+  hsts: string | null;
 }
 
 export interface ProxyOptions {
@@ -220,31 +222,55 @@ function upstreamPath(url: string | undefined): string {
 // ---------------------------------------------------------------------------------------------------
 // Response headers
 
-/** Removes hop-by-hop headers, those named by Connection, and `Server` (server-tokens off). */
-function stripResponseHeaders(headers: IncomingHttpHeaders, keepUpgrade: boolean): void {
-  const connection = headers.connection;
-  if (connection !== undefined) {
-    const list = Array.isArray(connection) ? connection.join(',') : connection;
-    for (const token of list.split(',')) {
-      const t = token.trim().toLowerCase();
-      if (!CONNECTION_OPTIONS.has(t) && t !== 'server' && t !== 'set-cookie') delete headers[t];
-    }
-    if (!keepUpgrade) delete headers.connection;
+/** Response headers never passed on: hop-by-hop, and `Server` (server-tokens off). */
+const RESPONSE_DROP: Record<string, boolean> = Object.assign(Object.create(null) as object, {
+  connection: true,
+  'keep-alive': true,
+  'proxy-connection': true,
+  'transfer-encoding': true,
+  te: true,
+  trailer: true,
+  upgrade: true,
+  server: true,
+});
+
+/** The headers a response's Connection header names as hop-by-hop (never Set-Cookie), or null. */
+function connectionNamed(connection: string | string[] | undefined): Set<string> | null {
+  if (connection === undefined) return null;
+  let named: Set<string> | null = null;
+  for (const token of (Array.isArray(connection) ? connection.join(',') : connection).split(',')) {
+    const t = token.trim().toLowerCase();
+    if (CONNECTION_OPTIONS.has(t) || t === 'set-cookie') continue;
+    named ??= new Set();
+    named.add(t);
   }
-  if (headers.server !== undefined) delete headers.server;
-  if (headers['keep-alive'] !== undefined) delete headers['keep-alive'];
-  if (headers['proxy-connection'] !== undefined) delete headers['proxy-connection'];
-  if (headers['transfer-encoding'] !== undefined) delete headers['transfer-encoding'];
-  if (headers.te !== undefined) delete headers.te;
-  if (headers.trailer !== undefined) delete headers.trailer;
-  if (!keepUpgrade && headers.upgrade !== undefined) delete headers.upgrade;
+  return named;
 }
 
-function rawHead(status: number, statusText: string, headers: IncomingHttpHeaders): string {
-  let head = `HTTP/1.1 ${status} ${statusText}\r\n`;
+/**
+ * The upstream response's headers for the client as a flat [name, value, ...] list (what
+ * `writeHead` takes without building another object): without the hop-by-hop headers, those its
+ * Connection header names, and `Server`. One pass, no `delete` (which would turn undici's header
+ * object into a slow dictionary).
+ */
+function responseHeaders(headers: IncomingHttpHeaders): Array<string | string[]> {
+  const named = connectionNamed(headers.connection);
+  const out: Array<string | string[]> = [];
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined) continue;
+    if (value === undefined || RESPONSE_DROP[name] === true) continue;
+    if (named?.has(name)) continue;
+    out.push(name, value);
+  }
+  return out;
+}
+
+/** An HTTP/1.1 response head written straight to a socket (upgrade exchanges). */
+function rawHead(status: number, statusText: string, headers: ReadonlyArray<string | string[]>): string {
+  let head = `HTTP/1.1 ${status} ${statusText}\r\n`;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    const value = headers[i + 1] as string | string[];
     if (Array.isArray(value)) {
       for (const v of value) head += `${name}: ${v}\r\n`;
     } else {
@@ -430,6 +456,7 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
 /** A plain HTTP request: response to a ServerResponse. */
 class WebExchange extends Exchange {
   private readonly res: ServerResponse;
+  private readonly hsts: string | null;
   private sendTimer: NodeJS.Timeout | undefined = undefined;
   private drainHooked = false;
 
@@ -440,9 +467,11 @@ class WebExchange extends Exchange {
     target: ProxyTarget,
     opts: Dispatcher.DispatchOptions,
     hasBody: boolean,
+    hsts: string | null,
   ) {
     super(proxy, target, opts, hasBody);
     this.res = res;
+    this.hsts = hsts;
     res.on('close', () => {
       if (!res.writableFinished) this.clientGone();
     });
@@ -480,6 +509,7 @@ class WebExchange extends Exchange {
   }
 
   protected fail(status: number): void {
+    if (this.hsts !== null) this.res.setHeader('Strict-Transport-Security', this.hsts);
     sendErrorPage(this.res, status);
   }
 
@@ -499,9 +529,10 @@ class WebExchange extends Exchange {
       controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
       return;
     }
-    stripResponseHeaders(headers, false);
+    const out = responseHeaders(headers);
+    if (this.hsts !== null) out.push('strict-transport-security', this.hsts);
     try {
-      this.res.writeHead(statusCode, headers);
+      this.res.writeHead(statusCode, out);
     } catch (err) {
       // a header Node refuses to write: an invalid upstream response
       controller.abort(err instanceof Error ? err : new Error(String(err)));
@@ -569,8 +600,12 @@ class UpgradeExchange extends Exchange {
     this.done = true;
     this.responded = true;
     const client = this.socket;
-    if (headers.server !== undefined) delete headers.server;
-    client.write(rawHead(statusCode, 'Switching Protocols', headers));
+    const out: Array<string | string[]> = [];
+    for (const name in headers) {
+      const value = headers[name];
+      if (value !== undefined && name !== 'server') out.push(name, value);
+    }
+    client.write(rawHead(statusCode, 'Switching Protocols', out));
     if (this.head.length > 0) upstream.write(this.head);
     this.proxy.tunnel(client, upstream);
   }
@@ -589,9 +624,9 @@ class UpgradeExchange extends Exchange {
       controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
       return;
     }
-    stripResponseHeaders(headers, false);
-    headers.connection = 'close';
-    this.socket.write(rawHead(statusCode, statusText || 'Unknown', headers));
+    const out = responseHeaders(headers);
+    out.push('connection', 'close');
+    this.socket.write(rawHead(statusCode, statusText || 'Unknown', out));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -646,7 +681,7 @@ export class Proxy {
       headersTimeout: target.readTimeoutMs,
       bodyTimeout: target.readTimeoutMs,
     };
-    new WebExchange(this, req, res, target, opts, hasBody).next();
+    new WebExchange(this, req, res, target, opts, hasBody, ctx.hsts).next();
   }
 
   /** Proxies an HTTP/1.1 Upgrade request (WebSocket) from the server's 'upgrade' event. */

@@ -131,13 +131,20 @@ interface Front {
 }
 
 /** The front listener: every request and upgrade goes to `tgt` through a Proxy. */
-async function front(t: Tap, tgt: ProxyTarget, https = false, proxy = new DataplaneProxy()): Promise<Front> {
+async function front(
+  t: Tap,
+  tgt: ProxyTarget,
+  https = false,
+  proxy = new DataplaneProxy(),
+  hsts: string | null = null,
+): Promise<Front> {
   let port = 0;
   const ctx = (req: http.IncomingMessage) => ({
     https,
     listenPort: port,
     remoteAddress: req.socket.remoteAddress ?? '',
     requestId: (req.headers['x-request-id'] as string | undefined) ?? generateRequestId(),
+    hsts,
   });
   const server = http.createServer((req, res) => proxy.web(req, res, tgt, ctx(req)));
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
@@ -321,6 +328,26 @@ t.test('response: hop-by-hop headers and those named by Connection are stripped'
   t.not(reply.headers['keep-alive'], 'timeout=9');
   t.equal(reply.headers['x-kept'], '2');
   t.equal(reply.headers.server, undefined);
+});
+
+t.test('Strict-Transport-Security from the context: on proxied responses and on error pages', async (t) => {
+  const hsts = 'max-age=60; includeSubDomains';
+  const echoPort = await backend(t, echoServer());
+  const ok = await front(t, target([echoPort]), true, new DataplaneProxy(), hsts);
+  const reply = await request(ok.port);
+  t.equal(reply.status, 201);
+  t.equal(reply.headers['strict-transport-security'], hsts);
+  t.same(
+    reply.rawHeaders.filter((name) => name.toLowerCase() === 'strict-transport-security'),
+    ['strict-transport-security'],
+    'sent once',
+  );
+  const bad = await front(t, target([await deadPort()]), true, new DataplaneProxy(), hsts);
+  const failed = await request(bad.port);
+  t.equal(failed.status, 502);
+  t.equal(failed.headers['strict-transport-security'], hsts);
+  const plain = await front(t, target([echoPort]));
+  t.equal((await request(plain.port)).headers['strict-transport-security'], undefined, 'none without it');
 });
 
 t.test('request bodies reach the upstream: fixed length and chunked', async (t) => {
