@@ -25,6 +25,7 @@
 // after an atomic rename, size, mtime, ctime), which stays cheap for thousands of files. The snapshot
 // is rebuilt from per-file results and onChange fires only when its content changed.
 
+import { createHash } from 'node:crypto';
 import { type BigIntStats, type Dirent, type FSWatcher, watch } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -112,12 +113,11 @@ interface Stamp {
 
 interface FileState {
   stamp: Stamp | null;
-  /** Text of the last read, good or bad; null after a read error. */
-  text: string | null;
+  /** sha256 of the last read's text, good or bad; null after a read error. (Not the text: at 10,000
+   * Ingresses the files are tens of MiB.) */
+  digest: string | null;
   /** Objects of the last content that parsed. */
   entries: Entry[];
-  /** JSON of entries' objects, to keep object identity when an edit changed nothing. */
-  fingerprint: string;
   /** The read/parse failure, or the warnings of the last good parse. */
   problems: ManifestProblem[];
 }
@@ -187,6 +187,13 @@ interface Doc {
   /** The YAML node, to find the lines of List items. */
   node: Node | null;
   lineOf: (node: Node | null) => number | null;
+}
+
+/** The same objects in the same order (compared as JSON; only computed when a file changed). */
+function sameObjects(a: readonly Entry[], b: readonly Entry[]): boolean {
+  if (a.length !== b.length) return false;
+  const json = (entries: readonly Entry[]) => JSON.stringify(entries.map((entry) => entry.object));
+  return json(a) === json(b);
 }
 
 function parseFile(rel: string, text: string): ParseResult {
@@ -485,15 +492,15 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
       }
       files.set(rel, {
         stamp,
-        text: null,
+        digest: null,
         entries: previous?.entries ?? [],
-        fingerprint: previous?.fingerprint ?? '[]',
         problems: [failure(rel, previous, `cannot read the file: ${errorMessage(error)}`, null)],
       });
       return;
     }
     if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-    if (previous && previous.text === text) {
+    const digest = createHash('sha256').update(text).digest('base64');
+    if (previous && previous.digest === digest) {
       previous.stamp = stamp;
       return;
     }
@@ -504,25 +511,22 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
       const line = error instanceof FileError ? error.line : null;
       files.set(rel, {
         stamp,
-        text,
+        digest,
         entries: previous?.entries ?? [],
-        fingerprint: previous?.fingerprint ?? '[]',
         problems: [failure(rel, previous, errorMessage(error), line)],
       });
       return;
     }
-    const fingerprint = JSON.stringify(parsed.entries.map((entry) => entry.object));
     let entries = parsed.entries;
-    if (previous && previous.fingerprint === fingerprint) {
+    if (previous && previous.entries.length > 0 && sameObjects(previous.entries, entries)) {
       // Same objects (a comment or formatting changed): keep their identity, take the new lines.
       const old = previous.entries;
       entries = entries.map((entry, i) => ({ ...entry, object: old[i]?.object ?? entry.object }));
     }
     files.set(rel, {
       stamp,
-      text,
+      digest,
       entries,
-      fingerprint,
       problems: parsed.warnings.map((warning) => ({ file: display(rel), ...warning })),
     });
   }
