@@ -16,7 +16,9 @@
 // first host and paths of an Ingress 5 older: two exact host+path conflicts and one Prefix that
 // matches the same requests (/static/ vs /static).
 
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import {
   type BuildResult,
@@ -28,6 +30,8 @@ import {
   type Service,
   type Snapshot,
 } from '../lib/model/index.ts';
+
+const RESULTS_DIR = new URL('results', import.meta.url).pathname;
 
 const DEFAULT_SIZES = [1000, 10000];
 const MAX_SIZE = 200000;
@@ -428,19 +432,26 @@ function parseSizes(args: readonly string[]): number[] {
 }
 
 function main(): void {
-  const sizes = parseSizes(process.argv.slice(2));
+  const args = process.argv.slice(2);
+  const write = !args.includes('--no-write');
+  const sizes = parseSizes(args.filter((arg) => arg !== '--no-write'));
+  const report: string[] = [];
+  const say = (text: string) => {
+    report.push(text);
+    console.log(text);
+  };
   const cpu = cpus();
-  console.log('# buildModel scale benchmark\n');
-  console.log(`- date: ${new Date().toISOString().slice(0, 10)}`);
-  console.log(`- node: ${process.version} (${process.platform} ${process.arch})`);
-  console.log(`- cpu: ${cpu[0]?.model ?? 'unknown'} × ${cpu.length}`);
-  console.log(
+  say('# buildModel scale benchmark\n');
+  say(`- date: ${new Date().toISOString().slice(0, 10)}`);
+  say(`- node: ${process.version} (${process.platform} ${process.arch})`);
+  say(`- cpu: ${cpu[0]?.model ?? 'unknown'} × ${cpu.length}`);
+  say(
     collect === undefined
       ? '- gc: global.gc is missing (run node with --expose-gc); heap figures are not reported'
       : '- gc: forced (--expose-gc); heap figures are heapUsed deltas after a full GC',
   );
   const plan = sizes.map((size) => `${integer(size)}: ${runsFor(size)}`).join(', ');
-  console.log(`- timed builds per case: ${plan} (after one warm-up build)\n`);
+  say(`- timed builds per case: ${plan} (after one warm-up build)\n`);
 
   // Compile the build's code paths once, so the first measured case does not pay for the JIT.
   buildModel(generateCluster(200, true).snapshot);
@@ -453,20 +464,26 @@ function main(): void {
   }
   const all = [...clean, ...conflicting];
 
-  console.log('## Clean cluster\n');
-  console.log(`${mainTable(clean)}\n`);
-  console.log('## With ~10% of Ingresses conflicting with older ones\n');
-  console.log(`${mainTable(conflicting)}\n`);
-  console.log('## Details\n');
-  console.log(`${detailTable(all)}\n`);
+  say('## Clean cluster\n');
+  say(`${mainTable(clean)}\n`);
+  say('## With ~10% of Ingresses conflicting with older ones\n');
+  say(`${mainTable(conflicting)}\n`);
+  say('## Details\n');
+  say(`${detailTable(all)}\n`);
 
   const bad = all.filter((r) => !r.hashesEqual);
   if (bad.length === 0) {
-    console.log('Model hashes are equal across all runs and the identical-snapshot rebuild of every case.');
+    say('Model hashes are equal across all runs and the identical-snapshot rebuild of every case.');
   } else {
     const which = bad.map((r) => `${integer(r.size)} (${r.withConflicts ? 'conflicts' : 'clean'})`);
-    console.log(`Model hashes DIFFER between builds of identical snapshots for: ${which.join(', ')}.`);
+    say(`Model hashes DIFFER between builds of identical snapshots for: ${which.join(', ')}.`);
     process.exitCode = 1;
+  }
+  if (write) {
+    const file = join(RESULTS_DIR, `model-${new Date().toISOString().slice(0, 10)}.md`);
+    mkdirSync(RESULTS_DIR, { recursive: true });
+    writeFileSync(file, `${report.join('\n')}\n`);
+    process.stderr.write(`model-build: written to ${file}\n`);
   }
 }
 

@@ -8,16 +8,24 @@
 // - nginx: `worker_processes 1`, an `upstream` block with `keepalive 64`, `proxy_http_version 1.1`,
 //   `proxy_set_header Connection ""`, `proxy_buffering off` and the forwarded headers ingress-nginx
 //   sets, no access log;
+// - undici floor: bench/support/bare-proxy.ts, http.createServer + one undici Pool + dispatch() with
+//   nothing else (no routing, no forwarded headers, no retries): the floor of a Node.js proxy (plain
+//   HTTP scenarios only);
 // - ingress-ts: `bin/ingress-ts.ts` in standalone mode over a generated manifests folder (one Ingress
 //   for host bench.test, `--log-level warn`).
 // Scenarios: plain HTTP at 8 and 64 connections (1 KiB responses), TLS termination at 64 connections,
-// 1 MiB responses at 64 connections; then configuration changes under load (manifest rewrites for
-// ingress-ts, `nginx -s reload` for NGINX). Every process it starts is stopped by PID, also on errors
-// and SIGINT; every run is bounded in time. Traffic stays on 127.0.0.1.
+// 1 MiB responses at 64 connections; then configuration changes under load, all with wrk -c64:
+// ingress-ts (a fresh instance at --log-level info) 10 s without edits as a baseline, then 1,000 model
+// swaps, each a manifest edit made once the previous edit's swap was applied (alternating a route
+// change and an endpoints change), wrk stopped with SIGINT after the last; NGINX 10 s with 20
+// `nginx -s reload` 500 ms apart. Reported: wrk's socket errors and non-2xx/3xx for each, and for
+// ingress-ts the swaps counted from its `configuration applied` log lines (full / endpoints-only,
+// wall time, edit-to-applied time). Every process it starts is stopped by PID, also on errors and
+// SIGINT; every run is bounded in time. Traffic stays on 127.0.0.1.
 
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import {
   cleanup,
@@ -39,6 +47,7 @@ import {
   type Started,
   selfSignedCertificate,
   sleep,
+  startProcess,
   stopProcess,
   version,
   waitFor,
@@ -58,6 +67,7 @@ import {
   errorsOf,
   errorText,
   wrk as runWrk,
+  startWrk,
   type WrkResult,
 } from './support/wrk.ts';
 
@@ -78,7 +88,8 @@ interface Options {
 const USAGE = `Usage: node bench/proxy-bench.ts [--duration S] [--rounds N] [--reload-only] [--cpu-prof DIR] [--no-write]
   --duration S     seconds per wrk run (1-60) [8; 10 makes the whole run ~6.5 min]
   --rounds N       interleaved rounds per scenario (1-10) [3]
-  --reload-only    only the configuration-changes-under-load scenario
+  --reload-only    only the configuration changes under load (1,000 ingress-ts swaps, 20 NGINX
+                   reloads): ~4 min
   --cpu-prof DIR   only profile ingress-ts (node --cpu-prof into DIR) under one plain -c64 run and
                    print the top self-time functions
   --no-write       print the report only, do not write bench/results/proxy-YYYY-MM-DD.md
@@ -128,6 +139,7 @@ interface Ports {
   tsHttp: number;
   tsHttps: number;
   tsHealthz: number;
+  bare: number;
 }
 
 function proxyConf(prefix: string, dir: string, ports: Ports): string {
@@ -269,11 +281,16 @@ ${path('/')}${state.extraPath ? `\n${path('/extra')}` : ''}
 `;
 }
 
-/** Replaces the manifests file in one rename, so each write is one complete change. */
-function writeManifests(dir: string, ports: Ports, manifestsDir: string, state: ManifestState): void {
+/**
+ * Replaces the manifests file in one rename, so each write is one complete change; returns
+ * `Date.now()` just before the rename.
+ */
+function writeManifests(dir: string, ports: Ports, manifestsDir: string, state: ManifestState): number {
   const staging = join(dir, 'staging.yaml');
   writeFileSync(staging, manifests(dir, ports, state));
+  const at = Date.now();
   renameSync(staging, join(manifestsDir, 'bench.yaml'));
+  return at;
 }
 
 /** One wrk run against bench.test; the CPU of `cpuPids` (the proxy) is sampled around it. */
@@ -287,6 +304,7 @@ interface Env {
   ports: Ports;
   upstream: Started;
   nginx: Started;
+  bare: Started;
   ingressTs: Started;
   manifestsDir: string;
 }
@@ -319,6 +337,7 @@ async function setup(): Promise<{ env: Env; commandLines: Record<string, string>
     tsHttp: await freePort(),
     tsHttps: await freePort(),
     tsHealthz: await freePort(),
+    bare: await freePort(),
   };
   const upstream = await startNginx(
     join(dir, 'upstream'),
@@ -331,8 +350,16 @@ async function setup(): Promise<{ env: Env; commandLines: Record<string, string>
   );
   const nginx = await startNginx(join(dir, 'nginx'), proxyConf(join(dir, 'nginx'), dir, ports), 0);
   await waitFor('nginx proxy', async () => (await probe(ports.nginxHttp, false, '/', HOST))?.status === 200);
+  const bareArgv = pinned(0, [
+    process.execPath,
+    'bench/support/bare-proxy.ts',
+    String(ports.bare),
+    String(ports.upstream),
+  ]);
+  const bare = startProcess(bareArgv);
+  await waitFor('bare undici proxy', async () => (await probe(ports.bare, false, '/', HOST))?.status === 200);
   writeManifests(dir, ports, manifestsDir, { extraPath: false, secondEndpoint: false });
-  const partial = { dir, ports, upstream, nginx, manifestsDir };
+  const partial = { dir, ports, upstream, nginx, bare, manifestsDir };
   const ts = await startIngressTs(partial, 'warn');
   const env: Env = { ...partial, ingressTs: ts.started };
 
@@ -342,6 +369,8 @@ async function setup(): Promise<{ env: Env; commandLines: Record<string, string>
     ['nginx', ports.nginxHttp, false, '/', 1024],
     ['nginx TLS', ports.nginxHttps, true, '/', 1024],
     ['nginx 1 MiB', ports.nginxHttp, false, '/1m', ONE_MIB],
+    ['undici floor', ports.bare, false, '/', 1024],
+    ['undici floor 1 MiB', ports.bare, false, '/1m', ONE_MIB],
     ['ingress-ts', ports.tsHttp, false, '/', 1024],
     ['ingress-ts TLS', ports.tsHttps, true, '/', 1024],
     ['ingress-ts 1 MiB', ports.tsHttp, false, '/1m', ONE_MIB],
@@ -358,6 +387,7 @@ async function setup(): Promise<{ env: Env; commandLines: Record<string, string>
     commandLines: {
       upstream: `${pinned(1, ['nginx']).join(' ')} -p ${prefixOf('upstream')} -c ${prefixOf('upstream')}/nginx.conf -e …/error.log`,
       nginx: `${pinned(0, ['nginx']).join(' ')} -p ${prefixOf('nginx')} -c ${prefixOf('nginx')}/nginx.conf -e …/error.log`,
+      bare: bareArgv.join(' '),
       ingressTs: ts.command,
     },
   };
@@ -365,7 +395,7 @@ async function setup(): Promise<{ env: Env; commandLines: Record<string, string>
 
 // --- scenarios ---------------------------------------------------------------------------------------
 
-type Contender = 'direct' | 'nginx' | 'ingress-ts';
+type Contender = 'direct' | 'nginx' | 'undici floor' | 'ingress-ts';
 
 interface Scenario {
   name: string;
@@ -381,14 +411,14 @@ const SCENARIOS: Scenario[] = [
     connections: 8,
     tls: false,
     path: '/',
-    contenders: ['direct', 'nginx', 'ingress-ts'],
+    contenders: ['direct', 'nginx', 'undici floor', 'ingress-ts'],
   },
   {
     name: 'plain HTTP, 1 KiB, 64 connections',
     connections: 64,
     tls: false,
     path: '/',
-    contenders: ['direct', 'nginx', 'ingress-ts'],
+    contenders: ['direct', 'nginx', 'undici floor', 'ingress-ts'],
   },
   {
     name: 'TLS termination, 1 KiB, 64 connections',
@@ -402,7 +432,7 @@ const SCENARIOS: Scenario[] = [
     connections: 64,
     tls: false,
     path: '/1m',
-    contenders: ['direct', 'nginx', 'ingress-ts'],
+    contenders: ['direct', 'nginx', 'undici floor', 'ingress-ts'],
   },
 ];
 
@@ -415,6 +445,8 @@ function target(env: Env, contender: Contender, scenario: Scenario): { url: stri
     const port = scenario.tls ? ports.nginxHttps : ports.nginxHttp;
     return { url: `${scheme}://127.0.0.1:${port}${scenario.path}`, cpu: () => processTree(env.nginx.pid) };
   }
+  if (contender === 'undici floor')
+    return { url: `http://127.0.0.1:${ports.bare}${scenario.path}`, cpu: () => [env.bare.pid] };
   const port = scenario.tls ? ports.tsHttps : ports.tsHttp;
   return { url: `${scheme}://127.0.0.1:${port}${scenario.path}`, cpu: () => [env.ingressTs.pid] };
 }
@@ -457,84 +489,254 @@ async function runScenario(env: Env, scenario: Scenario, options: Options): Prom
   };
 }
 
-interface ReloadResult {
+/** One wrk run of the configuration-changes part: what changed meanwhile and what was applied. */
+interface ReloadRow {
   contender: string;
   changes: string;
   wrk: WrkResult;
-  detail: string;
+  applied: string;
 }
 
-/** wrk -c64 for 10 s while the configuration changes: manifest rewrites / nginx -s reload. */
-async function runReloads(env: Env): Promise<ReloadResult[]> {
-  const seconds = 10;
-  const results: ReloadResult[] = [];
+/** The 1,000 ingress-ts swaps under load, from its `configuration applied` log lines. */
+interface SwapStats {
+  full: number;
+  endpoints: number;
+  /** swaps whose kind was not the one the edit asked for (a route edit that gave an endpoints swap, ...) */
+  otherKind: number;
+  /** first rename to the last `configuration applied`, s */
+  wallSeconds: number;
+  /** per edit: its rename to its `configuration applied` line, ms */
+  editToApplied: number[];
+  /** per swap: buildMs + swapMs of its log line */
+  buildAndSwap: number[];
+  warnings: number;
+  warningSamples: string[];
+  rssBeforeKiB: number | null;
+  rssAfterKiB: number | null;
+  /** 1-minute load average of the machine before and after the swaps */
+  loadBefore: number;
+  loadAfter: number;
+}
 
-  // ingress-ts: a separate instance at log level info, so that each swap is logged and counted
-  // (there are no per-request logs, so info costs nothing per request). The main instance stays at warn.
+interface ReloadResults {
+  rows: ReloadRow[];
+  swaps: SwapStats;
+  /** req/s under the swaps / req/s of the baseline without edits */
+  throughputRatio: number;
+}
+
+/** ingress-ts edits: each waits for the previous swap; even ones toggle a route, odd ones endpoints. */
+const SWAPS = 1000;
+/** One edit not applied within this fails the run. */
+const SWAP_TIMEOUT_MS = 10000;
+/** How often ingress-ts's log is checked for the swap of the latest edit. */
+const SWAP_POLL_MS = 2;
+/** wrk's -d during the swaps; it is stopped with SIGINT after the last one (~3 min). */
+const SWAP_WRK_MAX_SECONDS = 600;
+/** The baseline and the NGINX reload runs. */
+const RELOAD_SECONDS = 10;
+const NGINX_RELOADS = 20;
+
+interface LogEntry {
+  msg?: string;
+  level?: number;
+  time?: number;
+  swap?: string;
+  buildMs?: number;
+  swapMs?: number;
+}
+
+/** ingress-ts's JSON log lines from now on, read as they arrive (`poll`). */
+function watchLog(started: Started) {
+  let next = started.output.length;
+  const applied: LogEntry[] = [];
+  const warningSamples: string[] = [];
+  let warnings = 0;
+  const warning = (line: string) => {
+    warnings++;
+    if (warningSamples.length < 3) warningSamples.push(line.slice(0, 300));
+  };
+  return {
+    applied,
+    warningSamples,
+    warnings: () => warnings,
+    poll(): void {
+      for (; next < started.output.length; next++) {
+        const line = started.output[next]!;
+        let entry: LogEntry;
+        try {
+          entry = JSON.parse(line) as LogEntry;
+        } catch {
+          warning(line); // not pino: a crash or a runtime warning
+          continue;
+        }
+        if (entry.msg === 'configuration applied') applied.push(entry);
+        if ((entry.level ?? 0) >= 40) warning(line);
+      }
+    },
+  };
+}
+
+/** Nearest-rank percentile (p in 0..100). */
+function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/**
+ * Configuration changes under load. ingress-ts (a fresh instance at --log-level info, so that every
+ * swap is logged): wrk -c64 10 s without edits (baseline), then wrk -c64 while the manifests are
+ * edited 1,000 times, each edit once the previous one's swap was applied, wrk stopped with SIGINT
+ * after the last. NGINX: wrk -c64 10 s with 20 `nginx -s reload` 500 ms apart.
+ */
+async function runReloads(env: Env): Promise<ReloadResults> {
+  const rows: ReloadRow[] = [];
+  const url = `http://127.0.0.1:${env.ports.tsHttp}/`;
+  const cpu = () => [env.ingressTs.pid];
+
+  // ingress-ts at log level info (nothing is logged per request, so info costs nothing per request);
+  // the main instance stays at warn.
   await stopProcess(env.ingressTs, 'SIGINT');
   writeManifests(env.dir, env.ports, env.manifestsDir, { extraPath: false, secondEndpoint: false });
   const fresh = await startIngressTs(env, 'info');
   env.ingressTs = fresh.started;
-  await wrk(`http://127.0.0.1:${env.ports.tsHttp}/`, 64, 3, () => []); // warm-up
-  await sleep(1500);
-  // 100 rewrites ~100 ms apart (the debounce and hold-off can merge some), then 40 rewrites 250 ms
-  // apart (each one becomes its own swap).
+  await wrk(url, 64, 3, () => []); // warm-up
+  await sleep(1000);
+
+  // baseline: the same instance, no edits
+  const quiet = watchLog(env.ingressTs);
+  const baseline = await wrk(url, 64, RELOAD_SECONDS, cpu);
+  quiet.poll();
+  rows.push({
+    contender: 'ingress-ts',
+    changes: 'none (baseline, same instance)',
+    wrk: baseline,
+    applied: `${quiet.applied.length} swaps; ${quiet.warnings()} warning/error log lines`,
+  });
+  log(`baseline: ${Math.round(baseline.rps)} req/s`);
+  await sleep(1000);
+
+  // 1,000 swaps, one at a time
+  const watch = watchLog(env.ingressTs);
+  const rssBeforeKiB = rssKiB(env.ingressTs.pid);
+  const loadBefore = loadavg()[0]!;
+  const load = startWrk(url, 64, SWAP_WRK_MAX_SECONDS, HOST, cpu);
+  await sleep(500); // wrk's connections are open before the first edit
   const state: ManifestState = { extraPath: false, secondEndpoint: false };
-  for (const { writes, every } of [
-    { writes: 100, every: 100 },
-    { writes: 40, every: 250 },
-  ]) {
-    const firstLine = env.ingressTs.output.length;
-    const load = wrk(`http://127.0.0.1:${env.ports.tsHttp}/`, 64, seconds, () => [env.ingressTs.pid]);
-    const begin = Date.now();
-    for (let i = 0; i < writes; i++) {
-      await sleep(Math.max(0, begin + 50 + i * every - Date.now()));
-      if (i % 2 === 0) state.extraPath = !state.extraPath;
-      else state.secondEndpoint = !state.secondEndpoint;
-      writeManifests(env.dir, env.ports, env.manifestsDir, state);
+  const editToApplied: number[] = [];
+  let otherKind = 0;
+  let firstEditAt = 0;
+  for (let i = 0; i < SWAPS; i++) {
+    const expected = i % 2 === 0 ? 'full' : 'endpoints';
+    if (i % 2 === 0) state.extraPath = !state.extraPath;
+    else state.secondEndpoint = !state.secondEndpoint;
+    const seen = watch.applied.length;
+    const editedAt = writeManifests(env.dir, env.ports, env.manifestsDir, state);
+    if (i === 0) firstEditAt = editedAt;
+    for (;;) {
+      watch.poll();
+      if (watch.applied.length > seen) break;
+      if (env.ingressTs.child.exitCode !== null || env.ingressTs.child.signalCode !== null)
+        fail(1, `ingress-ts exited during the swaps:\n${env.ingressTs.output.slice(-20).join('\n')}`);
+      if (load.exited()) fail(1, `wrk ended before the swaps did (after ${i} of ${SWAPS})`);
+      if (Date.now() - editedAt > SWAP_TIMEOUT_MS)
+        fail(1, `edit ${i + 1} of ${SWAPS} (${expected}) was not applied within ${SWAP_TIMEOUT_MS / 1000} s`);
+      await sleep(SWAP_POLL_MS);
     }
-    const tsResult = await load;
-    await sleep(1500); // let the last write be applied before counting
-    const swaps = { full: 0, endpoints: 0 };
-    let warnings = 0;
-    for (const line of env.ingressTs.output.slice(firstLine)) {
-      try {
-        const entry = JSON.parse(line) as { msg?: string; swap?: string; level?: number };
-        if (entry.msg === 'configuration applied' && entry.swap === 'full') swaps.full++;
-        else if (entry.msg === 'configuration applied' && entry.swap === 'endpoints') swaps.endpoints++;
-        if ((entry.level ?? 0) >= 40) warnings++;
-      } catch {
-        warnings++;
-      }
-    }
-    results.push({
-      contender: 'ingress-ts',
-      changes: `${writes} manifest rewrites, one every ${every} ms (route and endpoints alternating)`,
-      wrk: tsResult,
-      detail: `${swaps.full + swaps.endpoints} swaps applied (${swaps.full} full, ${swaps.endpoints} endpoints-only); ${warnings} warning/error log lines`,
-    });
+    const entry = watch.applied[seen]!;
+    editToApplied.push((entry.time ?? Number.NaN) - editedAt);
+    if (entry.swap !== expected) otherKind++;
+    if ((i + 1) % 200 === 0) log(`${i + 1} swaps applied`);
   }
+  const lastAppliedAt = watch.applied.at(-1)?.time ?? Number.NaN;
+  const underSwaps = await load.stop();
+  await sleep(500); // a swap nobody asked for would show up in the count
+  watch.poll();
+  const rssAfterKiB = rssKiB(env.ingressTs.pid);
+  const loadAfter = loadavg()[0]!;
+  const full = watch.applied.filter((e) => e.swap === 'full').length;
+  const endpoints = watch.applied.filter((e) => e.swap === 'endpoints').length;
+  if (watch.applied.length !== SWAPS)
+    fail(
+      1,
+      `${SWAPS} edits gave ${watch.applied.length} \`configuration applied\` lines (${full} full, ${endpoints} endpoints-only)`,
+    );
+  const swaps: SwapStats = {
+    full,
+    endpoints,
+    otherKind,
+    wallSeconds: (lastAppliedAt - firstEditAt) / 1000,
+    editToApplied,
+    buildAndSwap: watch.applied.map((e) => (e.buildMs ?? Number.NaN) + (e.swapMs ?? Number.NaN)),
+    warnings: watch.warnings(),
+    warningSamples: watch.warningSamples,
+    rssBeforeKiB,
+    rssAfterKiB,
+    loadBefore,
+    loadAfter,
+  };
+  rows.push({
+    contender: 'ingress-ts',
+    changes: `${int(SWAPS)} manifest edits (route and endpoints alternating), each once the previous swap was applied`,
+    wrk: underSwaps,
+    applied: `${int(full + endpoints)} swaps (${int(full)} full, ${int(endpoints)} endpoints-only) in ${fixed(swaps.wallSeconds, 1)} s; ${swaps.warnings} warning/error log lines`,
+  });
 
   // NGINX: nginx -s reload every 500 ms
   const prefix = join(env.dir, 'nginx');
-  const reloads = 20;
   let failed = 0;
   const begin = Date.now();
-  const nginxLoad = wrk(`http://127.0.0.1:${env.ports.nginxHttp}/`, 64, seconds, () =>
+  const nginxLoad = wrk(`http://127.0.0.1:${env.ports.nginxHttp}/`, 64, RELOAD_SECONDS, () =>
     processTree(env.nginx.pid),
   );
-  for (let i = 0; i < reloads; i++) {
+  for (let i = 0; i < NGINX_RELOADS; i++) {
     await sleep(Math.max(0, begin + 250 + i * 500 - Date.now()));
     if (!(await reloadNginx(prefix))) failed++;
   }
-  const nginxResult = await nginxLoad;
-  results.push({
+  rows.push({
     contender: 'nginx',
-    changes: `${reloads} \`nginx -s reload\`, one every 500 ms`,
-    wrk: nginxResult,
-    detail: `${reloads - failed} reloads signalled${failed > 0 ? `, ${failed} failed` : ''}`,
+    changes: `${NGINX_RELOADS} \`nginx -s reload\`, one every 500 ms`,
+    wrk: await nginxLoad,
+    applied: `${NGINX_RELOADS - failed} reloads signalled${failed > 0 ? `, ${failed} failed` : ''}`,
   });
-  return results;
+  return { rows, swaps, throughputRatio: underSwaps.rps / baseline.rps };
+}
+
+/** The report section of runReloads. */
+function reloadSection(results: ReloadResults): string {
+  const { rows, swaps } = results;
+  const table = [
+    '| contender | configuration changes during the run | wrk ran s | requests | req/s | p99 ms | proxy CPU µs/req | socket errors | non-2xx/3xx | applied |',
+    '|---|---|--:|--:|--:|--:|--:|---|--:|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.contender} | ${r.changes} | ${fixed(r.wrk.seconds, 1)} | ${int(r.wrk.requests)} | ${int(r.wrk.rps)} | ${fixed(r.wrk.p99, 2)} | ${r.wrk.cpuUsPerReq === null ? '–' : fixed(r.wrk.cpuUsPerReq, 1)} | ${errorsOf(r.wrk) === 0 ? '0' : errorText(r.wrk)} | ${int(r.wrk.non2xx)} | ${r.applied} |`,
+    ),
+  ];
+  const ms = (values: number[]) =>
+    `median ${fixed(median(values), 0)} ms, p99 ${fixed(percentile(values, 99), 0)} ms, max ${fixed(percentile(values, 100), 0)} ms`;
+  const mib = (kib: number | null) => (kib === null ? 'n/a' : `${(kib / 1024).toFixed(1)} MiB`);
+  const details = [
+    `- swaps applied: ${int(swaps.full + swaps.endpoints)} (${int(swaps.full)} full, ${int(swaps.endpoints)} endpoints-only)${swaps.otherKind > 0 ? `; **${swaps.otherKind} of another kind than their edit asked for**` : ''}`,
+    `- wall time of the ${int(SWAPS)} swaps (first rename to the last \`configuration applied\`): ${fixed(swaps.wallSeconds, 1)} s, ${fixed(SWAPS / swaps.wallSeconds, 1)} swaps/s`,
+    `- edit (rename) to its \`configuration applied\` line (pino \`time\` − \`Date.now()\` at the rename): ${ms(swaps.editToApplied)}`,
+    `- build + swap inside ingress-ts (\`buildMs\` + \`swapMs\` of the line): ${ms(swaps.buildAndSwap)}`,
+    `- throughput while swapping: ${fixed(results.throughputRatio, 2)} × the baseline without edits`,
+    `- ingress-ts RSS before / after the swaps: ${mib(swaps.rssBeforeKiB)} / ${mib(swaps.rssAfterKiB)}`,
+    `- machine load (1-minute load average) before / after the swaps: ${fixed(swaps.loadBefore, 2)} / ${fixed(swaps.loadAfter, 2)} on ${cpus().length} cores (ingress-ts, wrk and the upstream account for up to ~2; more means other processes competed)`,
+    `- warning/error log lines during the swaps: ${swaps.warnings}${swaps.warningSamples.map((line) => `\n  - \`${line}\``).join('')}`,
+  ];
+  return `## Configuration changes under load (wrk -c64)
+
+${table.join('\n')}
+
+ingress-ts swaps:
+
+${details.join('\n')}
+
+ingress-ts runs as a fresh instance at \`--log-level info\` so that every swap is logged (it logs nothing per request). The baseline is the same instance under \`wrk -c64 -d${RELOAD_SECONDS}s\` without edits. Then wrk starts with \`-d${SWAP_WRK_MAX_SECONDS}s\` and, 0.5 s later, the manifests file is replaced (one rename each) ${int(SWAPS)} times; each edit waits until the previous one's \`configuration applied\` line was logged (polled every ${SWAP_POLL_MS} ms, ${SWAP_TIMEOUT_MS / 1000} s limit), and wrk is stopped with SIGINT after the last one (it prints its summary over the time it ran). Even edits add or remove the path \`/extra\` (a full swap), odd ones add or remove a second EndpointSlice (127.0.0.1 on the upstream's second port: an endpoints-only swap). Edit to applied includes the file watcher's 50 ms debounce and the build scheduler's 100 ms hold-off after the previous build, so it cannot be much below ~150 ms; the build + swap line is the work itself. NGINX gets ${NGINX_RELOADS} \`nginx -s reload\`, one every 500 ms, under \`wrk -c64 -d${RELOAD_SECONDS}s\`. Socket errors and non-2xx/3xx are as wrk counts them. These runs do not depend on --duration.
+`;
 }
 
 // --- CPU profile --------------------------------------------------------------------------------------
@@ -622,7 +824,7 @@ function header(options: Options, commandLines: Record<string, string>): string 
 - machine: ${cpu[0]?.model ?? 'unknown'} × ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB
 - node: ${process.version}; ${version(['nginx', '-v'])}; ${version(['wrk', '-v'])}; ${version(['openssl', 'version'])}
 - pinning: ${isPinned() ? 'proxies on core 0 (`taskset -c 0`), wrk and the upstream NGINX on core 1' : '**taskset missing: nothing pinned**'}
-- method: each scenario starts with a 2 s unrecorded warm-up per contender, then ${options.rounds} interleaved rounds (direct, nginx, ingress-ts, direct, ...) of ${options.duration} s each; medians over rounds. × NGINX is the median of the per-round ratios. Proxy CPU is utime+stime of the proxy process (NGINX: master + worker) over the run, divided by the requests.
+- method: each scenario starts with a 2 s unrecorded warm-up per contender, then ${options.rounds} interleaved rounds (direct, nginx, undici floor, ingress-ts, direct, ...; the undici floor only in plain HTTP) of ${options.duration} s each; medians over rounds. × NGINX is the median of the per-round ratios. Proxy CPU is utime+stime of the proxy process (NGINX: master + worker) over the run, divided by the requests.
 - upstream: NGINX, 1 worker, \`return 200\` with a 1,024-byte body (\`/\`) or a 1 MiB file (\`/1m\`, sendfile), keep-alive
 - TLS: one self-signed RSA-2048 certificate from \`openssl req -x509\` for both proxies. wrk sends no SNI, so each proxy answers with its default certificate: for NGINX its only server, for ingress-ts \`--default-ssl-certificate bench/bench-tls\` (the same Secret the Ingress names for bench.test), so both serve the same certificate.
 
@@ -631,6 +833,7 @@ Commands:
 \`\`\`sh
 ${commandLines.upstream}
 ${commandLines.nginx}
+${commandLines.bare}
 ${commandLines.ingressTs}
 ${commands.join('\n')}
 \`\`\`
@@ -665,22 +868,12 @@ async function main(): Promise<void> {
       sections.push(`## Memory\n\n${rss.join('\n')}\n`);
     }
     log('configuration changes under load');
-    const reloads = await runReloads(env);
-    const lines = [
-      '| contender | changes during the 10 s run | req/s | p99 ms | socket errors | non-2xx/3xx | applied |',
-      '|---|---|--:|--:|---|--:|---|',
-      ...reloads.map(
-        (r) =>
-          `| ${r.contender} | ${r.changes} | ${int(r.wrk.rps)} | ${fixed(r.wrk.p99, 2)} | ${errorText(r.wrk)} | ${int(r.wrk.non2xx)} | ${r.detail} |`,
-      ),
-    ];
-    sections.push(
-      `## Configuration changes under load (wrk -c64, 10 s)\n\n${lines.join('\n')}\n\nThe ingress-ts run uses a fresh instance at \`--log-level info\` so that every swap is logged and counted (ingress-ts logs nothing per request). Each rewrite replaces the manifests file with one rename. Even rewrites add or remove the path \`/extra\` (a full swap), odd ones add or remove a second EndpointSlice (127.0.0.1 on the upstream's second port, an endpoints-only swap). The file watcher debounces for 50 ms and the build scheduler holds off 100 ms after each build, so rewrites ~100 ms apart can be merged into one swap (a merged route + endpoints change is one full swap); the applied column counts the swaps. At 250 ms apart every rewrite is its own swap. Configuration changes under load always run 10 s, whatever --duration says.\n`,
-    );
+    sections.push(reloadSection(await runReloads(env)));
   }
 
   await stopProcess(env.ingressTs, 'SIGINT');
   await stopProcess(env.nginx, 'SIGQUIT');
+  await stopProcess(env.bare, 'SIGTERM');
   await stopProcess(env.upstream, 'SIGQUIT');
   const minutes = ((Date.now() - startedAt) / 60000).toFixed(1);
   const report = `${header(options, commandLines)}\nTotal run time: ${minutes} min.\n\n${sections.join('\n')}`;
