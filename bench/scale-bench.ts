@@ -433,7 +433,7 @@ function detailTable(results: readonly SizeResult[]): string {
   return markdownTable(
     [
       'Ingresses',
-      'YAML MiB',
+      'files MiB',
       'hosts',
       'upstreams',
       'warnings logged',
