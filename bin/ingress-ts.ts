@@ -31,7 +31,7 @@ if (parsed.kind === 'version') {
 const { config } = parsed;
 const log = createLogger(config.logLevel);
 try {
-  const controller = await start(config, log);
+  const controller = await start(config, log, { version });
   log.info(
     {
       http: controller.http.port,

@@ -1,5 +1,6 @@
 // The health listener (--healthz-port): GET /healthz answers 200 while serving, 500 once shutting
-// down (ingress-nginx: load balancers stop sending before the listeners close).
+// down (ingress-nginx: load balancers stop sending before the listeners close); GET /metrics answers
+// the Prometheus exposition when metrics are enabled.
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,10 +13,21 @@ export interface Healthz {
   close(): Promise<void>;
 }
 
-export function createHealthz(ready: () => boolean): Healthz {
+/** Produces the /metrics answer. */
+export type MetricsSource = () => Promise<{ contentType: string; body: string }>;
+
+export function createHealthz(ready: () => boolean, metrics: MetricsSource | null = null): Healthz {
   let stopping = false;
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
+    if (path === '/metrics' && metrics !== null) {
+      metrics().then(
+        ({ contentType, body }) => res.writeHead(200, { 'Content-Type': contentType }).end(body),
+        (error: unknown) =>
+          res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`metrics failed: ${String(error)}\n`),
+      );
+      return;
+    }
     if (path !== '/healthz') {
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
       return;

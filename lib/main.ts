@@ -9,6 +9,7 @@ import { dataplaneError } from './dataplane/events.ts';
 import { generateDefaultCertificate } from './dataplane/sni.ts';
 import { createHealthz } from './healthz.ts';
 import type { Logger } from './log.ts';
+import { type ControllerMetrics, createControllerMetrics } from './metrics/controller.ts';
 import { buildModel, type Diagnostic } from './model/index.ts';
 import { createManifestSource } from './source/manifests.ts';
 import { createScheduler } from './store/scheduler.ts';
@@ -24,7 +25,14 @@ export interface Controller {
 
 const diagnosticKey = (d: Diagnostic) => `${d.kind}/${d.namespace}/${d.name}/${d.code}/${d.message}`;
 
-export async function start(config: Config, log: Logger): Promise<Controller> {
+export interface StartOptions {
+  /** the package version, for build_info */
+  version?: string;
+  /** POD_NAMESPACE / POD_NAME (default: process.env) */
+  env?: NodeJS.ProcessEnv;
+}
+
+export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Controller> {
   if (config.manifests === null) throw new Error('only standalone mode (--manifests) is available');
   const onDataplaneError = (message: unknown) => log.warn(message as object, 'data plane');
   subscribe(dataplaneError.name, onDataplaneError);
@@ -35,6 +43,16 @@ export async function start(config: Config, log: Logger): Promise<Controller> {
     bindAddress: config.bindAddress,
     generatedDefaultCertificate: await generateDefaultCertificate(),
   });
+
+  const env = options.env ?? process.env;
+  const metrics: ControllerMetrics | null = config.enableMetrics
+    ? createControllerMetrics({
+        controllerClass: config.model.controllerClass,
+        podNamespace: env.POD_NAMESPACE || 'default',
+        podName: env.POD_NAME ?? '',
+        version: options.version ?? 'unknown',
+      })
+    : null;
 
   let reported = new Set<string>();
   const source = createManifestSource({
@@ -48,6 +66,14 @@ export async function start(config: Config, log: Logger): Promise<Controller> {
       const { model, diagnostics } = buildModel(source.snapshot(), config.model);
       const built = performance.now();
       const kind = dataPlane.swap(model);
+      const swapped = performance.now();
+      metrics?.applied({
+        routesHash: model.routesHash,
+        kind,
+        buildSeconds: (built - started) / 1000,
+        swapSeconds: (swapped - built) / 1000,
+        diagnostics,
+      });
       const current = new Set<string>();
       for (const diagnostic of diagnostics) {
         const key = diagnosticKey(diagnostic);
@@ -68,14 +94,16 @@ export async function start(config: Config, log: Logger): Promise<Controller> {
             hosts: model.servers.length,
             upstreams: Object.keys(model.upstreams).length,
             buildMs: Math.round(built - started),
-            swapMs: Math.round(performance.now() - built),
+            swapMs: Math.round(swapped - built),
           },
           'configuration applied',
         );
       }
     },
-    onError: (error: unknown) =>
-      log.error({ err: error }, 'building the configuration failed; the previous one keeps serving'),
+    onError: (error: unknown) => {
+      metrics?.failed();
+      log.error({ err: error }, 'building the configuration failed; the previous one keeps serving');
+    },
   });
 
   const reading = performance.now();
@@ -95,7 +123,7 @@ export async function start(config: Config, log: Logger): Promise<Controller> {
   scheduler.trigger();
   await scheduler.idle();
   const addresses = await dataPlane.listen();
-  const healthz = createHealthz(() => dataPlane.current !== null);
+  const healthz = createHealthz(() => dataPlane.current !== null, metrics === null ? null : metrics.scrape);
   const healthzAddress = await healthz.listen(config.healthzPort, config.bindAddress);
 
   let stopping: Promise<void> | null = null;

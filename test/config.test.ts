@@ -14,6 +14,7 @@ t.test('defaults follow ingress-nginx where the flag exists', async (t) => {
   t.equal(config.model.controllerClass, 'ingress-ts.dev/controller');
   t.equal(config.model.ingressClass, 'ingress-ts');
   t.equal(config.model.defaultBackendService, null);
+  t.equal(config.enableMetrics, true);
   t.ok(Object.isFrozen(config) && Object.isFrozen(config.model));
 });
 
@@ -41,6 +42,24 @@ t.test('flags are read, with --flag value and --flag=value', async (t) => {
   t.equal(parsed.config.model.defaultBackendService, 'ns/backend');
   t.equal(parsed.config.shutdownGracePeriod, 2.5);
   t.equal(parsed.config.logLevel, 'debug');
+});
+
+t.test('booleans as ingress-nginx writes them: --flag=true, --flag=false, and --no-flag', async (t) => {
+  const run = (...args: string[]) => {
+    const parsed = parseFlags(['--manifests', 'dir', ...args]);
+    if (parsed.kind !== 'run') throw new Error('expected run');
+    return parsed.config;
+  };
+  t.equal(run('--enable-metrics=false').enableMetrics, false);
+  t.equal(run('--no-enable-metrics').enableMetrics, false);
+  t.equal(run('--enable-metrics=true').enableMetrics, true);
+  t.equal(run('--watch-ingress-without-class=true').model.watchIngressWithoutClass, true);
+  t.equal(run('--watch-ingress-without-class=false').model.watchIngressWithoutClass, false);
+  t.throws(() => parseFlags(['--manifests', 'dir', '--enable-metrics=maybe']), {
+    code: 'ERR_INGRESS_TS_CONFIG',
+    message: "Option '--enable-metrics' does not take an argument",
+  });
+  t.equal(run('--controller-class=true').model.controllerClass, 'true', 'string flags keep the text');
 });
 
 t.test('bad input is refused with a clear message', async (t) => {

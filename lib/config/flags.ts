@@ -17,6 +17,8 @@ export interface Config {
   manifests: string | null;
   /** seconds to keep serving after SIGTERM before stopping (ingress-nginx --shutdown-grace-period) */
   shutdownGracePeriod: number;
+  /** serve /metrics on the healthz port */
+  enableMetrics: boolean;
   logLevel: LogLevel;
   model: ModelOptions;
 }
@@ -35,7 +37,12 @@ interface FlagSpec {
 export const FLAGS = {
   'http-port': { type: 'string', default: '80', help: 'port of the HTTP listener' },
   'https-port': { type: 'string', default: '443', help: 'port of the HTTPS listener' },
-  'healthz-port': { type: 'string', default: '10254', help: 'port of /healthz (and /metrics later)' },
+  'healthz-port': { type: 'string', default: '10254', help: 'port of /healthz and /metrics' },
+  'enable-metrics': {
+    type: 'boolean',
+    default: true,
+    help: 'serve Prometheus metrics at /metrics on the healthz port (--enable-metrics=false turns them off)',
+  },
   'bind-address': { type: 'string', default: '', help: 'address to listen on; empty means every interface' },
   manifests: {
     type: 'string',
@@ -139,6 +146,19 @@ function objectRef(name: string, value: string): string | null {
   return value;
 }
 
+/**
+ * ingress-nginx's Go flags take `--flag=true` / `--flag=false` for booleans (charts and manifests are
+ * full of them): those become `--flag` / `--no-flag`.
+ */
+function booleanValue(arg: string): string {
+  const match = /^--([a-z-]+)=(true|false)$/.exec(arg);
+  if (match === null) return arg;
+  const name = match[1] as string;
+  const spec = (FLAGS as Record<string, FlagSpec>)[name];
+  if (spec?.type !== 'boolean') return arg;
+  return match[2] === 'true' ? `--${name}` : `--no-${name}`;
+}
+
 export type ParsedArgs = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; config: Config };
 
 /** Parse argv (without node and the script). Port 0 is accepted (tests: pick a free port). */
@@ -148,7 +168,13 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
     const options = Object.fromEntries(
       Object.entries(FLAGS).map(([name, spec]) => [name, { type: spec.type, default: spec.default }]),
     );
-    const parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false });
+    const parsed = parseArgs({
+      args: argv.map(booleanValue),
+      options,
+      strict: true,
+      allowPositionals: false,
+      allowNegative: true,
+    });
     values = parsed.values as Values;
   } catch (error) {
     throw new ConfigError((error as Error).message.replace(/\. To specify a positional.*$/s, ''));
@@ -177,6 +203,7 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
     bindAddress: values['bind-address'],
     manifests,
     shutdownGracePeriod: grace,
+    enableMetrics: values['enable-metrics'],
     logLevel: logLevel as LogLevel,
     model: {
       controllerClass: values['controller-class'],

@@ -1,6 +1,5 @@
 // End to end: a real controller in standalone mode over a temporary manifest folder, echo backends
 // on port 0, real HTTP, TLS and WebSocket clients.
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, type IncomingHttpHeaders, type Server } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -12,11 +11,11 @@ import { connect as tlsConnect } from 'node:tls';
 import t from 'tap';
 import { WebSocket } from 'ws';
 import { echoServer } from '../../examples/demo-backends.ts';
-import { runtimeSwapped } from '../../lib/dataplane/events.ts';
 import { createLogger } from '../../lib/log.ts';
 import { type Controller, start } from '../../lib/main.ts';
 import { pem } from '../model/helpers.ts';
 import { get, type Reply, testConfig } from '../support/http.ts';
+import { nextSwap } from '../support/swaps.ts';
 
 const backendOf = (reply: Reply): string => (JSON.parse(reply.body) as { backend: string }).backend;
 
@@ -82,22 +81,6 @@ data:
   tls.crt: ${Buffer.from(A.crt).toString('base64')}
   tls.key: ${Buffer.from(A.key).toString('base64')}
 `;
-
-/** Resolves on the next runtime swap (the event the data plane publishes). */
-function nextSwap(timeoutMs = 5000): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      unsubscribe(runtimeSwapped.name, onSwap);
-      reject(new Error('no swap within the timeout'));
-    }, timeoutMs);
-    const onSwap = (message: unknown) => {
-      clearTimeout(timer);
-      unsubscribe(runtimeSwapped.name, onSwap);
-      resolve(message);
-    };
-    subscribe(runtimeSwapped.name, onSwap);
-  });
-}
 
 t.test('standalone mode end to end', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-e2e-'));

@@ -1,0 +1,213 @@
+// Controller-level Prometheus metrics under ingress-nginx's names (reference surface §1.3, §1.4), so
+// dashboards and alerts written for ingress-nginx keep working, plus ingress-ts's own. Classic text
+// format: counters keep ingress-nginx's bare names (no `_total` added).
+//
+// A "reload" in ingress-nginx's sense is a full swap here (a change of routes, TLS or settings);
+// an endpoints-only swap is what ingress-nginx applies without reloading, so it does not count as one.
+// Per-request metrics (requests, durations, sizes) are not here yet.
+
+import { readFileSync } from 'node:fs';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Diagnostic } from '../model/index.ts';
+
+const PREFIX = 'nginx_ingress_controller_';
+
+export interface ControllerMetricsOptions {
+  /** --controller-class: ingress-nginx's controller_class label */
+  controllerClass: string;
+  /** POD_NAMESPACE (default "default") and POD_NAME, as ingress-nginx reads them */
+  podNamespace: string;
+  podName: string;
+  version: string;
+}
+
+export interface AppliedModel {
+  /** the model's routes hash (hex): changes on every full swap, not on endpoints-only ones */
+  routesHash: string;
+  kind: 'full' | 'endpoints' | 'unchanged';
+  buildSeconds: number;
+  swapSeconds: number;
+  diagnostics: readonly Diagnostic[];
+}
+
+export interface ControllerMetrics {
+  readonly registry: Registry;
+  /** a build and its swap succeeded */
+  applied(model: AppliedModel): void;
+  /** a build or swap threw: the previous configuration keeps serving */
+  failed(): void;
+  /** the exposition text and its Content-Type */
+  scrape(): Promise<{ contentType: string; body: string }>;
+}
+
+/** The first 52 bits of a hex hash as a number: exact in a float64, like ingress-nginx's uint64 gauge. */
+export function hashValue(hex: string): number {
+  const value = Number.parseInt(hex.slice(0, 13), 16);
+  return Number.isNaN(value) ? 0 : value;
+}
+
+/** Virtual memory size of this process in bytes (Linux /proc), or null. */
+function virtualMemoryBytes(): number | null {
+  try {
+    const match = /^VmSize:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    return match ? Number(match[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+export function createControllerMetrics(options: ControllerMetricsOptions): ControllerMetrics {
+  const registry = new Registry();
+  const constLabels = {
+    controller_namespace: options.podNamespace,
+    controller_class: options.controllerClass,
+    controller_pod: options.podName,
+  };
+  registry.setDefaultLabels(constLabels);
+  const registers = [registry];
+
+  const configHash = new Gauge({
+    name: `${PREFIX}config_hash`,
+    help: 'Running configuration hash actually running',
+    registers,
+  });
+  const lastReloadOk = new Gauge({
+    name: `${PREFIX}config_last_reload_successful`,
+    help: 'Whether the last configuration reload attempt was successful',
+    registers,
+  });
+  const lastReloadTime = new Gauge({
+    name: `${PREFIX}config_last_reload_successful_timestamp_seconds`,
+    help: 'Timestamp of the last successful configuration reload.',
+    registers,
+  });
+  const success = new Counter({
+    name: `${PREFIX}success`,
+    help: 'Cumulative number of Ingress controller reload operations',
+    registers,
+  });
+  const errors = new Counter({
+    name: `${PREFIX}errors`,
+    help: 'Cumulative number of Ingress controller errors during reload operations',
+    registers,
+  });
+  new Gauge({
+    name: `${PREFIX}build_info`,
+    help: 'A metric with a constant 1 labeled with information about the build.',
+    labelNames: ['release', 'build', 'repository'],
+    registers,
+  }).set({ release: options.version, build: 'ingress-ts', repository: 'ingress-ts' }, 1);
+
+  // our own process under ingress-nginx's nginx_process_* names (the Node process is the data plane)
+  const started = Date.now() / 1000 - process.uptime();
+  new Gauge({
+    name: `${PREFIX}nginx_process_num_procs`,
+    help: 'number of processes',
+    registers,
+    collect() {
+      this.set(1);
+    },
+  });
+  new Counter({
+    name: `${PREFIX}nginx_process_cpu_seconds_total`,
+    help: 'Cpu usage in seconds',
+    registers,
+    collect() {
+      const usage = process.cpuUsage();
+      this.reset();
+      this.inc((usage.user + usage.system) / 1e6);
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}nginx_process_resident_memory_bytes`,
+    help: 'number of bytes of memory in use',
+    registers,
+    collect() {
+      this.set(process.memoryUsage.rss());
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}nginx_process_virtual_memory_bytes`,
+    help: 'number of bytes of memory in use',
+    registers,
+    collect() {
+      const bytes = virtualMemoryBytes();
+      if (bytes !== null) this.set(bytes);
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}nginx_process_oldest_start_time_seconds`,
+    help: 'start time in seconds since 1970/01/01',
+    registers,
+    collect() {
+      this.set(started);
+    },
+  });
+
+  // ingress-ts's own
+  const buildSeconds = new Histogram({
+    name: 'ingress_ts_model_build_duration_seconds',
+    help: 'Time to build the routing model from the objects',
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  const swapSeconds = new Histogram({
+    name: 'ingress_ts_runtime_swap_duration_seconds',
+    help: 'Time to compile the model into the data plane and swap it in',
+    buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers,
+  });
+  const swaps = new Counter({
+    name: 'ingress_ts_swaps_total',
+    help: 'Routing table swaps by kind: full (ingress-nginx would reload) or endpoints (applied in place)',
+    labelNames: ['kind'],
+    registers,
+  });
+  const diagnostics = new Gauge({
+    name: 'ingress_ts_diagnostics',
+    help: 'Problems the last build found in the objects, by code and severity',
+    labelNames: ['code', 'severity'],
+    registers,
+  });
+  collectDefaultMetrics({ register: registry });
+
+  // no configuration yet: not a failure
+  lastReloadOk.set(0);
+  configHash.set(0);
+
+  return {
+    registry,
+    applied(model) {
+      buildSeconds.observe(model.buildSeconds);
+      if (model.kind === 'unchanged') {
+        lastReloadOk.set(1);
+      } else {
+        swapSeconds.observe(model.swapSeconds);
+        swaps.inc({ kind: model.kind });
+        lastReloadOk.set(1);
+        if (model.kind === 'full') {
+          success.inc();
+          lastReloadTime.set(Date.now() / 1000);
+          configHash.set(hashValue(model.routesHash));
+        }
+      }
+      const counts = new Map<string, { code: string; severity: string; n: number }>();
+      for (const d of model.diagnostics) {
+        const key = `${d.code}\0${d.severity}`;
+        const entry = counts.get(key);
+        if (entry) entry.n++;
+        else counts.set(key, { code: d.code, severity: d.severity, n: 1 });
+      }
+      diagnostics.reset();
+      for (const { code, severity, n } of counts.values()) diagnostics.set({ code, severity }, n);
+    },
+    failed() {
+      errors.inc();
+      lastReloadOk.set(0);
+      configHash.set(0);
+    },
+    async scrape() {
+      return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+  };
+}
