@@ -1,0 +1,39 @@
+// Controller metrics: what a failed build does, and the hash gauge's value.
+import t from 'tap';
+import { createControllerMetrics, hashValue } from '../../lib/metrics/controller.ts';
+
+const sample = (text: string, name: string): number | undefined => {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+};
+
+t.test(
+  'a failed build: errors +1, last reload unsuccessful, hash 0; a later success restores them',
+  async (t) => {
+    const metrics = createControllerMetrics({
+      controllerClass: 'k8s.io/ingress-nginx',
+      podNamespace: 'default',
+      podName: 'p',
+      version: '1',
+    });
+    const applied = (routesHash: string) =>
+      metrics.applied({ routesHash, kind: 'full', buildSeconds: 0.01, swapSeconds: 0.001, diagnostics: [] });
+    applied('abcdef0123456789');
+    metrics.failed();
+    let text = (await metrics.scrape()).body;
+    t.equal(sample(text, 'nginx_ingress_controller_errors'), 1);
+    t.equal(sample(text, 'nginx_ingress_controller_success'), 1);
+    t.equal(sample(text, 'nginx_ingress_controller_config_last_reload_successful'), 0);
+    t.equal(sample(text, 'nginx_ingress_controller_config_hash'), 0);
+    applied('0123456789abcdef');
+    text = (await metrics.scrape()).body;
+    t.equal(sample(text, 'nginx_ingress_controller_config_last_reload_successful'), 1);
+    t.equal(sample(text, 'nginx_ingress_controller_config_hash'), 0x0123456789abc);
+  },
+);
+
+t.test('hashValue: the first 52 bits, exact', async (t) => {
+  t.equal(hashValue('ffffffffffffffff'), 2 ** 52 - 1);
+  t.ok(Number.isSafeInteger(hashValue('ffffffffffffffff')));
+  t.equal(hashValue('not hex'), 0);
+});
