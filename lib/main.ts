@@ -51,6 +51,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         podNamespace: env.POD_NAMESPACE || 'default',
         podName: env.POD_NAME ?? '',
         version: options.version ?? 'unknown',
+        dataPlaneStats: () => dataPlane.stats,
       })
     : null;
 

@@ -31,6 +31,16 @@ export interface DataPlaneOptions {
   balancerEnv?: BalancerEnv;
 }
 
+/** Counters the data plane keeps for metrics (read at scrape time; plain integers, no allocation). */
+export interface DataPlaneStats {
+  /** client connections accepted (HTTP and HTTPS) */
+  accepted: number;
+  /** client connections open now */
+  active: number;
+  /** requests and upgrade requests received */
+  requests: number;
+}
+
 export interface ListenAddresses {
   http: AddressInfo;
   https: AddressInfo;
@@ -66,6 +76,7 @@ export class DataPlane {
   readonly #https: HttpsServer;
   #runtime: Runtime | null = null;
   #httpPort = 0;
+  readonly #stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
 
   constructor(options: DataPlaneOptions) {
     this.#options = options;
@@ -81,6 +92,12 @@ export class DataPlane {
       [this.#http, false],
       [this.#https, true],
     ] as const) {
+      // HTTPS counts TCP connections too ('connection'), before the handshake, as NGINX does
+      server.on('connection', (socket: Duplex) => {
+        this.#stats.accepted++;
+        this.#stats.active++;
+        socket.once('close', () => this.#stats.active--);
+      });
       server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
         this.#upgrade(req, socket, head, https),
       );
@@ -93,6 +110,11 @@ export class DataPlane {
         socket.destroy();
       });
     }
+  }
+
+  /** Connection and request counters, live (read them, do not keep a copy). */
+  get stats(): Readonly<DataPlaneStats> {
+    return this.#stats;
   }
 
   /** The runtime requests are served from now; null before the first swap. */
@@ -202,6 +224,7 @@ export class DataPlane {
   }
 
   #handle(req: IncomingMessage, res: ServerResponse, https: boolean): void {
+    this.#stats.requests++;
     const decision = this.#route(req, https);
     if (decision.kind === 'error') sendErrorPage(res, decision.status);
     else if (decision.kind === 'redirect') redirectToHttps(req, res, decision.code);
@@ -209,6 +232,7 @@ export class DataPlane {
   }
 
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, https: boolean): void {
+    this.#stats.requests++;
     socket.on('error', (error) => dataplaneError.publish({ message: `client socket: ${error.message}` }));
     const decision = this.#route(req, https);
     if (decision.kind === 'error') sendSocketErrorPage(socket, decision.status);

@@ -8,6 +8,7 @@
 
 import { readFileSync } from 'node:fs';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { DataPlaneStats } from '../dataplane/dataplane.ts';
 import type { Diagnostic } from '../model/index.ts';
 
 const PREFIX = 'nginx_ingress_controller_';
@@ -19,6 +20,8 @@ export interface ControllerMetricsOptions {
   podNamespace: string;
   podName: string;
   version: string;
+  /** the data plane's live counters, for the nginx_process_* connection and request series */
+  dataPlaneStats?: () => Readonly<DataPlaneStats>;
 }
 
 export interface AppliedModel {
@@ -143,6 +146,42 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
       this.set(started);
     },
   });
+
+  const stats = options.dataPlaneStats;
+  if (stats !== undefined) {
+    // NGINX's stub_status: accepted = handled (nothing is dropped for lack of resources); only the
+    // `active` state is known (reading / writing / waiting are not tracked)
+    new Gauge({
+      name: `${PREFIX}nginx_process_connections`,
+      help: 'current number of client connections with state {active, reading, writing, waiting}',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        this.set({ state: 'active' }, stats().active);
+      },
+    });
+    new Counter({
+      name: `${PREFIX}nginx_process_connections_total`,
+      help: 'total number of connections with state {accepted, handled}',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const { accepted } = stats();
+        this.reset();
+        this.inc({ state: 'accepted' }, accepted);
+        this.inc({ state: 'handled' }, accepted);
+      },
+    });
+    new Counter({
+      name: `${PREFIX}nginx_process_requests_total`,
+      help: 'total number of client requests',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(stats().requests);
+      },
+    });
+  }
 
   // ingress-ts's own
   const buildSeconds = new Histogram({

@@ -107,6 +107,24 @@ t.test('controller metrics follow the swaps', async (t) => {
   );
   t.ok(first.names.has('process_cpu_user_seconds_total'), "Node's default metrics");
 
+  // requests and connections of the data plane (the scrapes go to the healthz port: not counted)
+  t.equal(v.get(series('nginx_ingress_controller_nginx_process_requests_total')), 0);
+  for (let i = 0; i < 3; i++) await get(controller.http.port, 'site.example.test', '/');
+  const traffic = (await scrape()).values;
+  t.equal(traffic.get(series('nginx_ingress_controller_nginx_process_requests_total')), 3);
+  const accepted = traffic.get(
+    series('nginx_ingress_controller_nginx_process_connections_total', 'state="accepted"'),
+  );
+  t.ok(accepted !== undefined && accepted >= 1 && accepted <= 3, 'connections accepted');
+  t.equal(
+    traffic.get(series('nginx_ingress_controller_nginx_process_connections_total', 'state="handled"')),
+    accepted,
+  );
+  t.ok(
+    (traffic.get(series('nginx_ingress_controller_nginx_process_connections', 'state="active"')) ?? -1) >= 0,
+    'active connections',
+  );
+
   // a route change: a reload in ingress-nginx's sense, with a new hash
   let swapped = nextSwap();
   await writeFile(join(dir, 'ingress.yaml'), ingress(['/', '/api']));
