@@ -39,6 +39,7 @@ import {
   log,
   makeTempDir,
   median,
+  percentile,
   pinned,
   probe,
   processTree,
@@ -578,12 +579,6 @@ function watchLog(started: Started) {
 }
 
 /** Nearest-rank percentile (p in 0..100). */
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
 /**
  * Configuration changes under load. ingress-ts (a fresh instance at --log-level info, so that every
  * swap is logged): wrk -c64 10 s without edits (baseline), then wrk -c64 while the manifests are
@@ -713,8 +708,10 @@ function reloadSection(results: ReloadResults): string {
         `| ${r.contender} | ${r.changes} | ${fixed(r.wrk.seconds, 1)} | ${int(r.wrk.requests)} | ${int(r.wrk.rps)} | ${fixed(r.wrk.p99, 2)} | ${r.wrk.cpuUsPerReq === null ? '–' : fixed(r.wrk.cpuUsPerReq, 1)} | ${errorsOf(r.wrk) === 0 ? '0' : errorText(r.wrk)} | ${int(r.wrk.non2xx)} | ${r.applied} |`,
     ),
   ];
-  const ms = (values: number[]) =>
-    `median ${fixed(median(values), 0)} ms, p99 ${fixed(percentile(values, 99), 0)} ms, max ${fixed(percentile(values, 100), 0)} ms`;
+  const ms = (values: number[]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return `median ${fixed(median(values), 0)} ms, p99 ${fixed(percentile(sorted, 0.99), 0)} ms, max ${fixed(percentile(sorted, 1), 0)} ms`;
+  };
   const mib = (kib: number | null) => (kib === null ? 'n/a' : `${(kib / 1024).toFixed(1)} MiB`);
   const details = [
     `- swaps applied: ${int(swaps.full + swaps.endpoints)} (${int(swaps.full)} full, ${int(swaps.endpoints)} endpoints-only)${swaps.otherKind > 0 ? `; **${swaps.otherKind} of another kind than their edit asked for**` : ''}`,

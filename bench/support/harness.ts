@@ -288,6 +288,12 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
+/** Nearest-rank percentile (q from 0 to 1) of values already sorted ascending; NaN when empty. */
+export function percentile(sorted: ArrayLike<number>, q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
 export const int = (n: number) => (Number.isNaN(n) ? 'n/a' : Math.round(n).toLocaleString('en-US'));
 export const fixed = (n: number, digits: number) => (Number.isNaN(n) ? 'n/a' : n.toFixed(digits));
 

@@ -18,6 +18,7 @@
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
+import { percentile } from './harness.ts';
 
 export interface LoadResult {
   messages: number;
@@ -55,11 +56,6 @@ export function echoOnce(url: string, host: string | undefined): Promise<string>
 }
 
 /** Nearest-rank percentile (0 < q <= 1) of an ascending array. */
-function percentile(sorted: Float64Array, q: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
-}
-
 function usage(message: string): never {
   process.stderr.write(`ws-load: ${message}\n`);
   process.exit(2);
