@@ -53,7 +53,7 @@ import {
   version,
   waitFor,
 } from './support/harness.ts';
-import { startIngressTs as launchIngressTs } from './support/ingress-ts.ts';
+import { type LogLine, startIngressTs as launchIngressTs, parseLogLine } from './support/ingress-ts.ts';
 import {
   httpCommon,
   nginxCommon,
@@ -538,14 +538,8 @@ const SWAP_WRK_MAX_SECONDS = 600;
 const RELOAD_SECONDS = 10;
 const NGINX_RELOADS = 20;
 
-interface LogEntry {
-  msg?: string;
-  level?: number;
-  time?: number;
-  swap?: string;
-  buildMs?: number;
-  swapMs?: number;
-}
+/** A `configuration applied` line's fields. */
+type LogEntry = LogLine & { swap?: string; buildMs?: number; swapMs?: number };
 
 /** ingress-ts's JSON log lines from now on, read as they arrive (`poll`). */
 function watchLog(started: Started) {
@@ -564,10 +558,8 @@ function watchLog(started: Started) {
     poll(): void {
       for (; next < started.output.length; next++) {
         const line = started.output[next]!;
-        let entry: LogEntry;
-        try {
-          entry = JSON.parse(line) as LogEntry;
-        } catch {
+        const entry = parseLogLine(line) as LogEntry | null;
+        if (entry === null) {
           warning(line); // not pino: a crash or a runtime warning
           continue;
         }

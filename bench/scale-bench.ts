@@ -36,7 +36,7 @@ import {
   version,
   waitFor,
 } from './support/harness.ts';
-import { startIngressTs } from './support/ingress-ts.ts';
+import { type LogLine, parseLogLine, startIngressTs } from './support/ingress-ts.ts';
 import { startNginx, upstreamConf } from './support/nginx.ts';
 import { type ManifestFormat, type ScaleManifests, writeScaleManifests } from './support/scale-manifests.ts';
 import { errorsOf, type WrkResult, wrk, wrkCommands } from './support/wrk.ts';
@@ -147,24 +147,9 @@ function watchdogMs(options: Options): number {
 
 // --- ingress-ts's log ---------------------------------------------------------------------------------
 
-interface LogLine {
-  level?: number;
-  time?: number;
-  msg?: string;
-  [field: string]: unknown;
-}
-
+/** ingress-ts's log entries so far (the inspector's banner and other non-JSON lines skipped). */
 function logLines(started: Started): LogLine[] {
-  const lines: LogLine[] = [];
-  for (const text of started.output) {
-    if (!text.startsWith('{')) continue; // the inspector's banner (stderr)
-    try {
-      lines.push(JSON.parse(text) as LogLine);
-    } catch {
-      // not pino's
-    }
-  }
-  return lines;
+  return started.output.map(parseLogLine).filter((line) => line !== null);
 }
 
 const numberField = (line: LogLine, field: string): number => {

@@ -65,3 +65,21 @@ export async function startIngressTs(
   );
   return { started, command: argv.join(' ') };
 }
+
+/** One of ingress-ts's pino log lines; the fields a benchmark reads are typed, the rest is open. */
+export interface LogLine {
+  level?: number;
+  time?: number;
+  msg?: string;
+  [field: string]: unknown;
+}
+
+/** A line of ingress-ts's output as a log entry, or null when it is not pino's JSON. */
+export function parseLogLine(text: string): LogLine | null {
+  if (!text.startsWith('{')) return null;
+  try {
+    return JSON.parse(text) as LogLine;
+  } catch {
+    return null;
+  }
+}
