@@ -12,7 +12,10 @@
 //   nothing else (no routing, no forwarded headers, no retries): the floor of a Node.js proxy (plain
 //   HTTP scenarios only);
 // - ingress-ts: `bin/ingress-ts.ts` in standalone mode over a generated manifests folder (one Ingress
-//   for host bench.test, `--log-level warn`).
+//   for host bench.test, `--log-level warn`) with its default features on: per-request metrics, and
+//   the access log (one JSON line per request) to a file (ConfigMap `access-log-path`);
+// - ingress-ts off: the same with `--enable-metrics=false` and ConfigMap `disable-access-log: "true"`:
+//   what those features cost.
 // Scenarios: plain HTTP at 8 and 64 connections (1 KiB responses), TLS termination at 64 connections,
 // 1 MiB responses at 64 connections; then configuration changes under load, all with wrk -c64:
 // ingress-ts (a fresh instance at --log-level info) 10 s without edits as a baseline, then 1,000 model
@@ -82,15 +85,17 @@ interface Options {
   duration: number;
   rounds: number;
   reloadOnly: boolean;
+  skipReloads: boolean;
   cpuProf: string | null;
   out: string | null;
 }
 
-const USAGE = `Usage: node bench/proxy-bench.ts [--duration S] [--rounds N] [--reload-only] [--cpu-prof DIR] [--no-write]
+const USAGE = `Usage: node bench/proxy-bench.ts [--duration S] [--rounds N] [--reload-only | --skip-reloads] [--cpu-prof DIR] [--no-write]
   --duration S     seconds per wrk run (1-60) [8; 10 makes the whole run ~6.5 min]
   --rounds N       interleaved rounds per scenario (1-10) [3]
   --reload-only    only the configuration changes under load (1,000 ingress-ts swaps, 20 NGINX
                    reloads): ~4 min
+  --skip-reloads   only the throughput scenarios (implies --no-write)
   --cpu-prof DIR   only profile ingress-ts (node --cpu-prof into DIR) under one plain -c64 run and
                    print the top self-time functions
   --no-write       print the report only, do not write bench/results/proxy-YYYY-MM-DD.md
@@ -101,6 +106,7 @@ function parseOptions(args: readonly string[]): Options {
     duration: 8,
     rounds: 3,
     reloadOnly: false,
+    skipReloads: false,
     cpuProf: null,
     out: join(REPO, 'bench', 'results', `proxy-${new Date().toISOString().slice(0, 10)}.md`),
   };
@@ -115,6 +121,7 @@ function parseOptions(args: readonly string[]): Options {
     if (arg === '--duration') options.duration = bounded(arg, args[++i], 1, 60);
     else if (arg === '--rounds') options.rounds = bounded(arg, args[++i], 1, 10);
     else if (arg === '--reload-only') options.reloadOnly = true;
+    else if (arg === '--skip-reloads') options.skipReloads = true;
     else if (arg === '--cpu-prof') {
       const dir = args[++i];
       if (dir === undefined || dir === '') fail(2, '--cpu-prof expects a directory');
@@ -140,6 +147,9 @@ interface Ports {
   tsHttp: number;
   tsHttps: number;
   tsHealthz: number;
+  offHttp: number;
+  offHttps: number;
+  offHealthz: number;
   bare: number;
 }
 
@@ -196,8 +206,11 @@ interface ManifestState {
   secondEndpoint: boolean;
 }
 
+/** Where the access log goes: a file (the default features), or null: off (with metrics off). */
+type AccessLogFile = string | null;
+
 /** The manifests ingress-ts serves: one Ingress for bench.test, its Service, slices, TLS, ConfigMap. */
-function manifests(dir: string, ports: Ports, state: ManifestState): string {
+function manifests(dir: string, ports: Ports, state: ManifestState, accessLog: AccessLogFile): string {
   const crt = readFileSync(join(dir, 'tls.crt'), 'utf8');
   const key = readFileSync(join(dir, 'tls.key'), 'utf8');
   const path = (p: string) => `          - path: ${p}
@@ -240,6 +253,7 @@ metadata:
   namespace: bench
 data:
   ssl-redirect: "false"
+  ${accessLog === null ? 'disable-access-log: "true"' : `access-log-path: "${accessLog}"`}
 ---
 apiVersion: v1
 kind: Secret
@@ -286,13 +300,22 @@ ${path('/')}${state.extraPath ? `\n${path('/extra')}` : ''}
  * Replaces the manifests file in one rename, so each write is one complete change; returns
  * `Date.now()` just before the rename.
  */
-function writeManifests(dir: string, ports: Ports, manifestsDir: string, state: ManifestState): number {
+function writeManifests(
+  dir: string,
+  ports: Ports,
+  manifestsDir: string,
+  state: ManifestState,
+  accessLog: AccessLogFile = accessLogFile(dir),
+): number {
   const staging = join(dir, 'staging.yaml');
-  writeFileSync(staging, manifests(dir, ports, state));
+  writeFileSync(staging, manifests(dir, ports, state, accessLog));
   const at = Date.now();
   renameSync(staging, join(manifestsDir, 'bench.yaml'));
   return at;
 }
+
+/** The default contender's access log. */
+const accessLogFile = (dir: string) => join(dir, 'access.log');
 
 /** One wrk run against bench.test; the CPU of `cpuPids` (the proxy) is sampled around it. */
 const wrk = (url: string, connections: number, seconds: number, cpuPids: () => number[]) =>
@@ -307,17 +330,37 @@ interface Env {
   nginx: Started;
   bare: Started;
   ingressTs: Started;
+  /** ingress-ts with metrics and the access log off */
+  ingressTsOff: Started;
   manifestsDir: string;
+  manifestsDirOff: string;
 }
 
-/** ingress-ts over the bench manifests, pinned to core 0, ready once bench.test answers. */
-async function startIngressTs(env: Omit<Env, 'ingressTs'>, logLevel: string, nodeFlags: string[] = []) {
+/**
+ * ingress-ts over the bench manifests, pinned to core 0, ready once bench.test answers; `off`: the
+ * instance with metrics and the access log off.
+ */
+async function startIngressTs(
+  env: Omit<Env, 'ingressTs' | 'ingressTsOff'>,
+  logLevel: string,
+  nodeFlags: string[] = [],
+  off = false,
+) {
+  const { ports } = env;
   return launchIngressTs({
-    manifestsDir: env.manifestsDir,
-    ports: { http: env.ports.tsHttp, https: env.ports.tsHttps, healthz: env.ports.tsHealthz },
+    manifestsDir: off ? env.manifestsDirOff : env.manifestsDir,
+    ports: off
+      ? { http: ports.offHttp, https: ports.offHttps, healthz: ports.offHealthz }
+      : { http: ports.tsHttp, https: ports.tsHttps, healthz: ports.tsHealthz },
     logLevel,
     nodeFlags,
-    args: ['--configmap', 'bench/ingress-ts', '--default-ssl-certificate', 'bench/bench-tls'],
+    args: [
+      '--configmap',
+      'bench/ingress-ts',
+      '--default-ssl-certificate',
+      'bench/bench-tls',
+      ...(off ? ['--enable-metrics=false'] : []),
+    ],
     readyHost: HOST,
   });
 }
@@ -327,6 +370,8 @@ async function setup(): Promise<{ env: Env; commandLines: Record<string, string>
   chmodSync(dir, 0o755); // NGINX workers run as nobody/www-data and read 1m.bin
   const manifestsDir = join(dir, 'manifests');
   mkdirSync(manifestsDir);
+  const manifestsDirOff = join(dir, 'manifests-off');
+  mkdirSync(manifestsDirOff);
   writeOneMiB(dir);
   await selfSignedCertificate(dir, HOST);
 
@@ -338,6 +383,9 @@ async function setup(): Promise<{ env: Env; commandLines: Record<string, string>
     tsHttp: await freePort(),
     tsHttps: await freePort(),
     tsHealthz: await freePort(),
+    offHttp: await freePort(),
+    offHttps: await freePort(),
+    offHealthz: await freePort(),
     bare: await freePort(),
   };
   const upstream = await startNginx(
@@ -360,9 +408,11 @@ async function setup(): Promise<{ env: Env; commandLines: Record<string, string>
   const bare = startProcess(bareArgv);
   await waitFor('bare undici proxy', async () => (await probe(ports.bare, false, '/', HOST))?.status === 200);
   writeManifests(dir, ports, manifestsDir, { extraPath: false, secondEndpoint: false });
-  const partial = { dir, ports, upstream, nginx, bare, manifestsDir };
+  writeManifests(dir, ports, manifestsDirOff, { extraPath: false, secondEndpoint: false }, null);
+  const partial = { dir, ports, upstream, nginx, bare, manifestsDir, manifestsDirOff };
   const ts = await startIngressTs(partial, 'warn');
-  const env: Env = { ...partial, ingressTs: ts.started };
+  const off = await startIngressTs(partial, 'warn', [], true);
+  const env: Env = { ...partial, ingressTs: ts.started, ingressTsOff: off.started };
 
   // every contender answers 200 with the expected body sizes
   const checks: Array<[string, number, boolean, string, number]> = [
@@ -375,6 +425,8 @@ async function setup(): Promise<{ env: Env; commandLines: Record<string, string>
     ['ingress-ts', ports.tsHttp, false, '/', 1024],
     ['ingress-ts TLS', ports.tsHttps, true, '/', 1024],
     ['ingress-ts 1 MiB', ports.tsHttp, false, '/1m', ONE_MIB],
+    ['ingress-ts off', ports.offHttp, false, '/', 1024],
+    ['ingress-ts off TLS', ports.offHttps, true, '/', 1024],
   ];
   for (const [name, port, tls, path, bytes] of checks) {
     const answer = await probe(port, tls, path, HOST);
@@ -390,13 +442,14 @@ async function setup(): Promise<{ env: Env; commandLines: Record<string, string>
       nginx: `${pinned(0, ['nginx']).join(' ')} -p ${prefixOf('nginx')} -c ${prefixOf('nginx')}/nginx.conf -e …/error.log`,
       bare: bareArgv.join(' '),
       ingressTs: ts.command,
+      ingressTsOff: off.command,
     },
   };
 }
 
 // --- scenarios ---------------------------------------------------------------------------------------
 
-type Contender = 'direct' | 'nginx' | 'undici floor' | 'ingress-ts';
+type Contender = 'direct' | 'nginx' | 'undici floor' | 'ingress-ts' | 'ingress-ts off';
 
 interface Scenario {
   name: string;
@@ -412,28 +465,28 @@ const SCENARIOS: Scenario[] = [
     connections: 8,
     tls: false,
     path: '/',
-    contenders: ['direct', 'nginx', 'undici floor', 'ingress-ts'],
+    contenders: ['direct', 'nginx', 'undici floor', 'ingress-ts', 'ingress-ts off'],
   },
   {
     name: 'plain HTTP, 1 KiB, 64 connections',
     connections: 64,
     tls: false,
     path: '/',
-    contenders: ['direct', 'nginx', 'undici floor', 'ingress-ts'],
+    contenders: ['direct', 'nginx', 'undici floor', 'ingress-ts', 'ingress-ts off'],
   },
   {
     name: 'TLS termination, 1 KiB, 64 connections',
     connections: 64,
     tls: true,
     path: '/',
-    contenders: ['nginx', 'ingress-ts'],
+    contenders: ['nginx', 'ingress-ts', 'ingress-ts off'],
   },
   {
     name: 'plain HTTP, 1 MiB, 64 connections',
     connections: 64,
     tls: false,
     path: '/1m',
-    contenders: ['direct', 'nginx', 'undici floor', 'ingress-ts'],
+    contenders: ['direct', 'nginx', 'undici floor', 'ingress-ts', 'ingress-ts off'],
   },
 ];
 
@@ -448,6 +501,10 @@ function target(env: Env, contender: Contender, scenario: Scenario): { url: stri
   }
   if (contender === 'undici floor')
     return { url: `http://127.0.0.1:${ports.bare}${scenario.path}`, cpu: () => [env.bare.pid] };
+  if (contender === 'ingress-ts off') {
+    const port = scenario.tls ? ports.offHttps : ports.offHttp;
+    return { url: `${scheme}://127.0.0.1:${port}${scenario.path}`, cpu: () => [env.ingressTsOff.pid] };
+  }
   const port = scenario.tls ? ports.tsHttps : ports.tsHttp;
   return { url: `${scheme}://127.0.0.1:${port}${scenario.path}`, cpu: () => [env.ingressTs.pid] };
 }
@@ -456,6 +513,8 @@ interface ScenarioResult {
   scenario: Scenario;
   runs: Map<Contender, WrkResult[]>;
   ratios: Map<Contender, number[]>;
+  /** per round: ingress-ts (metrics + access log) ÷ ingress-ts off */
+  featureRatios: number[];
   rssKiB: number | null;
   nginxRssKiB: number | null;
 }
@@ -463,6 +522,7 @@ interface ScenarioResult {
 async function runScenario(env: Env, scenario: Scenario, options: Options): Promise<ScenarioResult> {
   const runs = new Map<Contender, WrkResult[]>(scenario.contenders.map((c) => [c, []]));
   const ratios = new Map<Contender, number[]>(scenario.contenders.map((c) => [c, []]));
+  const featureRatios: number[] = [];
   for (const contender of scenario.contenders) {
     const { url, cpu } = target(env, contender, scenario);
     await wrk(url, scenario.connections, 2, cpu); // warm-up (JIT, pools, TLS sessions), not recorded
@@ -478,6 +538,9 @@ async function runScenario(env: Env, scenario: Scenario, options: Options): Prom
     }
     const nginx = thisRound.get('nginx');
     for (const [contender, rps] of thisRound) if (nginx) ratios.get(contender)!.push(rps / nginx);
+    const on = thisRound.get('ingress-ts');
+    const off = thisRound.get('ingress-ts off');
+    if (on !== undefined && off !== undefined && off > 0) featureRatios.push(on / off);
   }
   const workers = processTree(env.nginx.pid).slice(1);
   const nginxRss = workers.reduce((sum, pid) => sum + (rssKiB(pid) ?? 0), 0);
@@ -485,6 +548,7 @@ async function runScenario(env: Env, scenario: Scenario, options: Options): Prom
     scenario,
     runs,
     ratios,
+    featureRatios,
     rssKiB: rssKiB(env.ingressTs.pid),
     nginxRssKiB: workers.length > 0 ? nginxRss : null,
   };
@@ -789,6 +853,18 @@ async function runProfile(env: Env, dir: string, options: Options): Promise<stri
 
 // --- report ---------------------------------------------------------------------------------------------
 
+/** The default contender's access log after the scenarios: one line per request wrk sent it? */
+function accessLogSection(env: Env, results: ScenarioResult[]): string {
+  const file = accessLogFile(env.dir);
+  const counted = spawnSync('wc', ['-l', file], { encoding: 'utf8' }).stdout.trim().split(/\s+/)[0];
+  const lines = Number(counted);
+  const sent = results.reduce(
+    (sum, r) => sum + (r.runs.get('ingress-ts') ?? []).reduce((s, w) => s + w.requests, 0),
+    0,
+  );
+  return `## Access log\n\nThe default contender wrote ${Number.isFinite(lines) ? int(lines) : 'n/a'} access log lines to \`${file}\` (ConfigMap \`access-log-path\`); wrk counted ${int(sent)} requests to it in the recorded runs (the warm-ups and the readiness probes are logged too, so the log holds a few more).\n`;
+}
+
 function scenarioTable(result: ScenarioResult): string {
   const lines = [
     '| contender | req/s (median) | × NGINX | p50 ms | p99 ms | proxy CPU µs/req | socket errors (sum) | non-2xx/3xx (sum) | req/s per round |',
@@ -799,6 +875,12 @@ function scenarioTable(result: ScenarioResult): string {
     const cpu = runs.map((r) => r.cpuUsPerReq).filter((v): v is number => v !== null);
     lines.push(
       `| ${contender} | ${int(median(runs.map((r) => r.rps)))} | ${fixed(ratio, 2)} | ${fixed(median(runs.map((r) => r.p50)), 2)} | ${fixed(median(runs.map((r) => r.p99)), 2)} | ${cpu.length > 0 ? fixed(median(cpu), 1) : '–'} | ${int(runs.reduce((s, r) => s + errorsOf(r), 0))} | ${int(runs.reduce((s, r) => s + r.non2xx, 0))} | ${runs.map((r) => int(r.rps)).join(' / ')} |`,
+    );
+  }
+  if (result.featureRatios.length > 0) {
+    lines.push(
+      '',
+      `ingress-ts with metrics and access log ÷ ingress-ts off: **${fixed(median(result.featureRatios), 2)}** (median of the rounds: ${result.featureRatios.map((r) => fixed(r, 2)).join(' / ')})`,
     );
   }
   return lines.join('\n');
@@ -812,7 +894,8 @@ function header(options: Options, commandLines: Record<string, string>): string 
 - machine: ${cpu[0]?.model ?? 'unknown'} × ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB
 - node: ${process.version}; ${version(['nginx', '-v'])}; ${version(['wrk', '-v'])}; ${version(['openssl', 'version'])}
 - pinning: ${isPinned() ? 'proxies on core 0 (`taskset -c 0`), wrk and the upstream NGINX on core 1' : '**taskset missing: nothing pinned**'}
-- method: each scenario starts with a 2 s unrecorded warm-up per contender, then ${options.rounds} interleaved rounds (direct, nginx, undici floor, ingress-ts, direct, ...; the undici floor only in plain HTTP) of ${options.duration} s each; medians over rounds. × NGINX is the median of the per-round ratios. Proxy CPU is utime+stime of the proxy process (NGINX: master + worker) over the run, divided by the requests.
+- contenders: ingress-ts runs with its default features (per-request metrics, and the access log as JSON lines to a file); ingress-ts off is the same with \`--enable-metrics=false\` and \`disable-access-log: "true"\`
+- method: each scenario starts with a 2 s unrecorded warm-up per contender, then ${options.rounds} interleaved rounds (direct, nginx, undici floor, ingress-ts, ingress-ts off, direct, ...; the undici floor only in plain HTTP) of ${options.duration} s each; medians over rounds. × NGINX is the median of the per-round ratios. Proxy CPU is utime+stime of the proxy process (NGINX: master + worker) over the run, divided by the requests.
 - upstream: NGINX, 1 worker, \`return 200\` with a 1,024-byte body (\`/\`) or a 1 MiB file (\`/1m\`, sendfile), keep-alive
 - TLS: one self-signed RSA-2048 certificate from \`openssl req -x509\` for both proxies. wrk sends no SNI, so each proxy answers with its default certificate: for NGINX its only server, for ingress-ts \`--default-ssl-certificate bench/bench-tls\` (the same Secret the Ingress names for bench.test), so both serve the same certificate.
 
@@ -823,6 +906,7 @@ ${commandLines.upstream}
 ${commandLines.nginx}
 ${commandLines.bare}
 ${commandLines.ingressTs}
+${commandLines.ingressTsOff}
 ${commands.join('\n')}
 \`\`\`
 `;
@@ -854,19 +938,23 @@ async function main(): Promise<void> {
       ];
       for (const r of results) sections.push(`## ${r.scenario.name}\n\n${scenarioTable(r)}\n`);
       sections.push(`## Memory\n\n${rss.join('\n')}\n`);
+      sections.push(accessLogSection(env, results));
     }
-    log('configuration changes under load');
-    sections.push(reloadSection(await runReloads(env)));
+    if (!options.skipReloads) {
+      log('configuration changes under load');
+      sections.push(reloadSection(await runReloads(env)));
+    }
   }
 
   await stopProcess(env.ingressTs, 'SIGINT');
+  await stopProcess(env.ingressTsOff, 'SIGINT');
   await stopProcess(env.nginx, 'SIGQUIT');
   await stopProcess(env.bare, 'SIGTERM');
   await stopProcess(env.upstream, 'SIGQUIT');
   const minutes = ((Date.now() - startedAt) / 60000).toFixed(1);
   const report = `${header(options, commandLines)}\nTotal run time: ${minutes} min.\n\n${sections.join('\n')}`;
   process.stdout.write(report);
-  if (options.out !== null && options.cpuProf === null && !options.reloadOnly) {
+  if (options.out !== null && options.cpuProf === null && !options.reloadOnly && !options.skipReloads) {
     mkdirSync(join(REPO, 'bench', 'results'), { recursive: true });
     writeFileSync(options.out, report);
     log(`written to ${options.out}`);

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { argv, exit, stderr, stdout } from 'node:process';
 import { ConfigError, helpText, parseFlags } from '../lib/config/flags.ts';
-import { createLogger } from '../lib/log.ts';
+import { createLogger, wantsPrettyLogs } from '../lib/log.ts';
 import { start } from '../lib/main.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
@@ -29,9 +29,10 @@ if (parsed.kind === 'version') {
 }
 
 const { config } = parsed;
-const log = createLogger(config.logLevel);
+const prettyLogs = wantsPrettyLogs();
+const log = createLogger(config.logLevel, undefined, prettyLogs);
 try {
-  const controller = await start(config, log, { version });
+  const controller = await start(config, log, { version, prettyLogs });
   log.info(
     {
       http: controller.http.port,

@@ -3,7 +3,7 @@
 
 import { argv, exit, stdout } from 'node:process';
 import { ConfigError, parseFlags } from '../lib/config/flags.ts';
-import { createLogger } from '../lib/log.ts';
+import { createLogger, wantsPrettyLogs } from '../lib/log.ts';
 import { start } from '../lib/main.ts';
 import { startDemoBackends } from './demo-backends.ts';
 
@@ -29,8 +29,9 @@ try {
 if (parsed.kind !== 'run') exit(0);
 
 const backends = await startDemoBackends();
-const log = createLogger(parsed.config.logLevel);
-const controller = await start(parsed.config, log);
+const prettyLogs = wantsPrettyLogs();
+const log = createLogger(parsed.config.logLevel, undefined, prettyLogs);
+const controller = await start(parsed.config, log, { prettyLogs });
 const http = controller.http.port;
 const https = controller.https.port;
 stdout.write(`

@@ -1,6 +1,7 @@
 // The health listener (--healthz-port): GET /healthz answers 200 while serving, 500 once shutting
 // down (ingress-nginx: load balancers stop sending before the listeners close); GET /metrics answers
-// the Prometheus exposition when metrics are enabled.
+// the Prometheus exposition when metrics are enabled; GET /debug/model answers the live
+// configuration as JSON (debug-model.ts) when a source is given.
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,10 +17,42 @@ export interface Healthz {
 /** Produces the /metrics answer. */
 export type MetricsSource = () => Promise<{ contentType: string; body: string }>;
 
-export function createHealthz(ready: () => boolean, metrics: MetricsSource | null = null): Healthz {
+/** Produces the /debug/model answer: a JSON-serializable value, or null before the first model. */
+export type DebugModelSource = () => unknown;
+
+export interface HealthzOptions {
+  debugModel?: DebugModelSource | null;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export function createHealthz(
+  ready: () => boolean,
+  metrics: MetricsSource | null = null,
+  options: HealthzOptions = {},
+): Healthz {
+  const debugModel = options.debugModel ?? null;
   let stopping = false;
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
+    if (path === '/debug/model' && debugModel !== null) {
+      let status = 200;
+      let body: string;
+      try {
+        const model = debugModel();
+        if (model === null || model === undefined) {
+          status = 503;
+          body = JSON.stringify({ error: 'no configuration has been applied yet' });
+        } else {
+          body = JSON.stringify(model, null, 2);
+        }
+      } catch (error) {
+        status = 500;
+        body = JSON.stringify({ error: `describing the model failed: ${String(error)}` });
+      }
+      res.writeHead(status, { 'Content-Type': JSON_TYPE, 'Cache-Control': 'no-store' }).end(`${body}\n`);
+      return;
+    }
     if (path === '/metrics' && metrics !== null) {
       metrics().then(
         ({ contentType, body }) => res.writeHead(200, { 'Content-Type': contentType }).end(body),

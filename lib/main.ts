@@ -3,13 +3,18 @@
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { AddressInfo } from 'node:net';
+import type { DestinationStream } from 'pino';
+import { type AccessLog, createAccessLog } from './access-log.ts';
 import type { Config } from './config/flags.ts';
 import { DataPlane } from './dataplane/dataplane.ts';
-import { dataplaneError } from './dataplane/events.ts';
+import { dataplaneError, requestLogged } from './dataplane/events.ts';
+import type { RequestRecord } from './dataplane/request-record.ts';
 import { generateDefaultCertificate } from './dataplane/sni.ts';
+import { type CertificateCache, describeRuntime } from './debug-model.ts';
 import { createHealthz } from './healthz.ts';
 import type { Logger } from './log.ts';
 import { type ControllerMetrics, createControllerMetrics } from './metrics/controller.ts';
+import { excludedSocketMetrics } from './metrics/requests.ts';
 import { buildModel, type Diagnostic } from './model/index.ts';
 import { createManifestSource } from './source/manifests.ts';
 import { createScheduler } from './store/scheduler.ts';
@@ -30,6 +35,10 @@ export interface StartOptions {
   version?: string;
   /** POD_NAMESPACE / POD_NAME (default: process.env) */
   env?: NodeJS.ProcessEnv;
+  /** where access log lines go when the ConfigMap says stdout (tests); default: fd 1, asynchronously */
+  accessLogStdout?: DestinationStream;
+  /** pretty-print access log lines (a terminal) */
+  prettyLogs?: boolean;
 }
 
 export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Controller> {
@@ -52,10 +61,41 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         podName: env.POD_NAME ?? '',
         version: options.version ?? 'unknown',
         dataPlaneStats: () => dataPlane.stats,
+        requests: config.requestMetrics,
       })
     : null;
+  const unknownExcluded = excludedSocketMetrics(config.requestMetrics.exclude).unknown;
+  if (unknownExcluded.length > 0) {
+    log.warn(
+      { names: unknownExcluded },
+      '--exclude-socket-metrics names metrics ingress-ts does not have; ignored',
+    );
+  }
+
+  // one subscriber for every finished request: metrics, then the access log line
+  const accessLog: AccessLog = createAccessLog({
+    log,
+    stdout: options.accessLogStdout,
+    pretty: options.prettyLogs,
+  });
+  let accessLogOn = false;
+  const onRequest = (message: unknown) => {
+    const record = message as RequestRecord;
+    metrics?.observe(record);
+    if (accessLogOn) accessLog.write(record);
+  };
+  let subscribed = false;
+  /** Records are built only while somebody reads them. */
+  const subscribeRequests = (wanted: boolean) => {
+    if (wanted === subscribed) return;
+    subscribed = wanted;
+    if (wanted) subscribe(requestLogged.name, onRequest);
+    else unsubscribe(requestLogged.name, onRequest);
+  };
 
   let reported = new Set<string>();
+  /** diagnostics of the last applied build, for /debug/model */
+  let appliedDiagnostics: readonly Diagnostic[] = [];
   const source = createManifestSource({
     dir: config.manifests,
     onChange: () => scheduler.trigger(),
@@ -67,6 +107,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       const { model, diagnostics } = buildModel(source.snapshot(), config.model);
       const built = performance.now();
       const kind = dataPlane.swap(model);
+      appliedDiagnostics = diagnostics;
       const swapped = performance.now();
       metrics?.applied({
         routesHash: model.routesHash,
@@ -74,7 +115,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         buildSeconds: (built - started) / 1000,
         swapSeconds: (swapped - built) / 1000,
         diagnostics,
+        model,
       });
+      accessLog.configure(model.config.accessLog);
+      accessLogOn = !model.config.accessLog.disabled;
+      subscribeRequests(metrics !== null || accessLogOn);
       const current = new Set<string>();
       for (const diagnostic of diagnostics) {
         const key = diagnosticKey(diagnostic);
@@ -124,7 +169,14 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   scheduler.trigger();
   await scheduler.idle();
   const addresses = await dataPlane.listen();
-  const healthz = createHealthz(() => dataPlane.current !== null, metrics === null ? null : metrics.scrape);
+  const certificateCache: CertificateCache = new Map();
+  const debugModel = () => {
+    const runtime = dataPlane.current;
+    return runtime === null ? null : describeRuntime(runtime, appliedDiagnostics, certificateCache);
+  };
+  const healthz = createHealthz(() => dataPlane.current !== null, metrics === null ? null : metrics.scrape, {
+    debugModel,
+  });
   const healthzAddress = await healthz.listen(config.healthzPort, config.bindAddress);
 
   let stopping: Promise<void> | null = null;
@@ -139,6 +191,8 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         scheduler.stop();
         await dataPlane.close(gracePeriodMs);
         await healthz.close();
+        subscribeRequests(false);
+        await accessLog.close();
         unsubscribe(dataplaneError.name, onDataplaneError);
       })();
       return stopping;

@@ -15,6 +15,15 @@ t.test('defaults follow ingress-nginx where the flag exists', async (t) => {
   t.equal(config.model.ingressClass, 'ingress-ts');
   t.equal(config.model.defaultBackendService, null);
   t.equal(config.enableMetrics, true);
+  t.strictSame(config.requestMetrics, {
+    perHost: true,
+    perUndefinedHost: false,
+    statusClasses: false,
+    exclude: [],
+    timeBuckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    lengthBuckets: [10, 20, 30, 40, 50, 60, 70, 80, 90, 100],
+    sizeBuckets: [10, 100, 1000, 10000, 100000, 1000000, 10000000],
+  });
   t.ok(Object.isFrozen(config) && Object.isFrozen(config.model));
 });
 
@@ -62,6 +71,31 @@ t.test('booleans as ingress-nginx writes them: --flag=true, --flag=false, and --
   t.equal(run('--controller-class=true').model.controllerClass, 'true', 'string flags keep the text');
 });
 
+t.test('request metrics flags, as ingress-nginx writes them', async (t) => {
+  const parsed = parseFlags([
+    '--manifests',
+    'dir',
+    '--metrics-per-host=false',
+    '--metrics-per-undefined-host',
+    '--report-status-classes=true',
+    '--exclude-socket-metrics=bytes_sent,nginx_ingress_controller_request_size',
+    '--time-buckets=0.1,1,10',
+    '--length-buckets',
+    '100, 1000',
+    '--size-buckets=1e3,1e6',
+  ]);
+  if (parsed.kind !== 'run') throw new Error('expected run');
+  t.strictSame(parsed.config.requestMetrics, {
+    perHost: false,
+    perUndefinedHost: true,
+    statusClasses: true,
+    exclude: ['bytes_sent', 'nginx_ingress_controller_request_size'],
+    timeBuckets: [0.1, 1, 10],
+    lengthBuckets: [100, 1000],
+    sizeBuckets: [1000, 1000000],
+  });
+});
+
 t.test('bad input is refused with a clear message', async (t) => {
   const bad: Array<[string[], RegExp]> = [
     [['--manifests', 'd', '--nope'], /Unknown option '--nope'/],
@@ -73,6 +107,9 @@ t.test('bad input is refused with a clear message', async (t) => {
     [['--manifests', 'd', '--shutdown-grace-period=-1'], /must be a number of seconds/],
     [['--http-port', '8080'], /--manifests DIR is required/],
     [['--manifests', 'd', 'extra'], /Unexpected argument 'extra'/],
+    [['--manifests', 'd', '--time-buckets', '1,0.5'], /--time-buckets must be increasing numbers/],
+    [['--manifests', 'd', '--length-buckets=10,,20'], /--length-buckets must be increasing numbers/],
+    [['--manifests', 'd', '--size-buckets=ten'], /--size-buckets must be increasing numbers/],
   ];
   for (const [argv, message] of bad)
     t.throws(() => parseFlags(argv), { name: 'Error', message }, argv.join(' '));

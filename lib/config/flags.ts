@@ -2,6 +2,12 @@
 // Parsing never exits: bad input throws ConfigError with a message fit for the user.
 
 import { parseArgs } from 'node:util';
+import {
+  DEFAULT_LENGTH_BUCKETS,
+  DEFAULT_SIZE_BUCKETS,
+  DEFAULT_TIME_BUCKETS,
+  type RequestMetricsOptions,
+} from '../metrics/requests.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from '../model/index.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -19,6 +25,8 @@ export interface Config {
   shutdownGracePeriod: number;
   /** serve /metrics on the healthz port */
   enableMetrics: boolean;
+  /** the per-request metrics' labels, buckets and exclusions */
+  requestMetrics: RequestMetricsOptions;
   logLevel: LogLevel;
   model: ModelOptions;
 }
@@ -42,6 +50,41 @@ export const FLAGS = {
     type: 'boolean',
     default: true,
     help: 'serve Prometheus metrics at /metrics on the healthz port (--enable-metrics=false turns them off)',
+  },
+  'metrics-per-host': {
+    type: 'boolean',
+    default: true,
+    help: 'label request metrics with the host, and drop the samples of hosts no Ingress names',
+  },
+  'metrics-per-undefined-host': {
+    type: 'boolean',
+    default: false,
+    help: 'with --metrics-per-host, keep the samples of hosts no Ingress names',
+  },
+  'report-status-classes': {
+    type: 'boolean',
+    default: false,
+    help: 'label request metrics with the status class (2xx, 4xx...) instead of the code',
+  },
+  'exclude-socket-metrics': {
+    type: 'string',
+    default: '',
+    help: 'comma-separated request metrics not to record or export, e.g. bytes_sent,connect_duration_seconds',
+  },
+  'time-buckets': {
+    type: 'string',
+    default: DEFAULT_TIME_BUCKETS.join(','),
+    help: 'buckets (seconds) of the request, response, header and connect duration histograms',
+  },
+  'length-buckets': {
+    type: 'string',
+    default: DEFAULT_LENGTH_BUCKETS.join(','),
+    help: 'buckets (bytes) of the request_size and response_size histograms',
+  },
+  'size-buckets': {
+    type: 'string',
+    default: DEFAULT_SIZE_BUCKETS.join(','),
+    help: 'buckets (bytes) of the bytes_sent histogram',
   },
   'bind-address': { type: 'string', default: '', help: 'address to listen on; empty means every interface' },
   manifests: {
@@ -159,6 +202,27 @@ function booleanValue(arg: string): string {
   return match[2] === 'true' ? `--${name}` : `--no-${name}`;
 }
 
+/** A bucket list: comma-separated finite numbers, strictly increasing. */
+function buckets(name: string, value: string): number[] {
+  const parts = value.split(',').map((part) => part.trim());
+  const numbers = parts.map(Number);
+  const valid =
+    parts.every((part) => part !== '') &&
+    numbers.every((n, i) => Number.isFinite(n) && (i === 0 || n > (numbers[i - 1] as number)));
+  if (!valid) {
+    throw new ConfigError(`--${name} must be increasing numbers separated by commas, got "${value}"`);
+  }
+  return numbers;
+}
+
+/** Names as given; unknown ones are kept and warned about at start (ingress-nginx ignores them). */
+function excludedMetrics(value: string): string[] {
+  return value
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+}
+
 export type ParsedArgs = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; config: Config };
 
 /** Parse argv (without node and the script). Port 0 is accepted (tests: pick a free port). */
@@ -204,6 +268,15 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
     manifests,
     shutdownGracePeriod: grace,
     enableMetrics: values['enable-metrics'],
+    requestMetrics: {
+      perHost: values['metrics-per-host'],
+      perUndefinedHost: values['metrics-per-undefined-host'],
+      statusClasses: values['report-status-classes'],
+      exclude: excludedMetrics(values['exclude-socket-metrics']),
+      timeBuckets: buckets('time-buckets', values['time-buckets']),
+      lengthBuckets: buckets('length-buckets', values['length-buckets']),
+      sizeBuckets: buckets('size-buckets', values['size-buckets']),
+    },
     logLevel: logLevel as LogLevel,
     model: {
       controllerClass: values['controller-class'],

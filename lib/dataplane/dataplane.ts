@@ -16,10 +16,11 @@ import type { BalancerEnv } from './balancer.ts';
 import { createEwmaStore } from './balancers/ewma.ts';
 import { defaultBalancerEnv } from './balancers/index.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
-import { dataplaneError, runtimeSwapped } from './events.ts';
+import { dataplaneError, requestLogged, runtimeSwapped } from './events.ts';
 import { generateRequestId, type ProxyTarget, type RequestContext, Proxy as UpstreamProxy } from './proxy.ts';
-import { normalizeHost, normalizePath } from './router.ts';
-import { compileRuntime, type Runtime, type TlsPolicy } from './runtime.ts';
+import { finishOnClose, type RequestRecord, startRecord } from './request-record.ts';
+import { normalizeHost, normalizePath, type PathMatch } from './router.ts';
+import { type Action, compileRuntime, type Runtime, type TlsPolicy } from './runtime.ts';
 import { applyDefaultCertificate, type CertificatePair, compileSniStore, httpsServerOptions } from './sni.ts';
 
 export interface DataPlaneOptions {
@@ -46,10 +47,22 @@ export interface ListenAddresses {
   https: AddressInfo;
 }
 
-type Decision =
-  | { kind: 'error'; status: number }
-  | { kind: 'redirect'; code: number }
-  | { kind: 'proxy'; target: ProxyTarget; context: RequestContext };
+/** Where the router placed a request: for the request record (logs, metrics). */
+interface Placement {
+  /** normalized Host ('' when none) */
+  host: string;
+  /** null: not routed (no runtime yet, or a malformed path) */
+  match: PathMatch<Action> | null;
+  /** the incoming X-Request-ID, or the generated one for proxied requests */
+  requestId: string | undefined;
+}
+
+type Decision = Placement &
+  (
+    | { kind: 'error'; status: number }
+    | { kind: 'redirect'; code: number }
+    | { kind: 'proxy'; target: ProxyTarget; context: RequestContext }
+  );
 
 const REDIRECT_REASONS: Record<number, string> = {
   301: 'Moved Permanently',
@@ -186,9 +199,9 @@ export class DataPlane {
    */
   #route(req: IncomingMessage, https: boolean): Decision {
     const runtime = this.#runtime;
-    if (runtime === null) return { kind: 'error', status: 503 };
+    if (runtime === null) return { kind: 'error', status: 503, host: '', match: null, requestId: undefined };
     const path = normalizePath(req.url ?? '/');
-    if (path === null) return { kind: 'error', status: 400 };
+    if (path === null) return { kind: 'error', status: 400, host: '', match: null, requestId: undefined };
     // the two headers routing needs, read from rawHeaders: `req.headers` would build an object per request
     let host: string | undefined;
     let incomingId: string | undefined;
@@ -201,15 +214,22 @@ export class DataPlane {
         if (incomingId === undefined && name.toLowerCase() === 'x-request-id') incomingId = raw[i + 1];
       }
     }
-    const server = runtime.hosts.lookup(normalizeHost(host));
+    const hostname = normalizeHost(host);
+    const server = runtime.hosts.lookup(hostname);
     const match = server.paths.match(path);
     const policy = runtime.tlsPolicy;
+    if (incomingId === '') incomingId = undefined;
     if (!https && mustRedirect(policy, server.tls, match.locationPath)) {
-      return { kind: 'redirect', code: policy.redirectCode };
+      return { kind: 'redirect', code: policy.redirectCode, host: hostname, match, requestId: incomingId };
     }
     const action = match.value;
-    if (action.type === 'status') return { kind: 'error', status: action.status };
-    if (action.target.balancer.peers.length === 0) return { kind: 'error', status: action.whenEmpty };
+    if (action.type === 'status') {
+      return { kind: 'error', status: action.status, host: hostname, match, requestId: incomingId };
+    }
+    if (action.target.balancer.peers.length === 0) {
+      return { kind: 'error', status: action.whenEmpty, host: hostname, match, requestId: incomingId };
+    }
+    const requestId = incomingId ?? generateRequestId();
     return {
       kind: 'proxy',
       target: action.target,
@@ -217,34 +237,68 @@ export class DataPlane {
         https,
         listenPort: https ? 443 : this.#httpPort,
         remoteAddress: req.socket.remoteAddress ?? '',
-        requestId: incomingId !== undefined && incomingId !== '' ? incomingId : generateRequestId(),
+        requestId,
         hsts: https && server.tls ? policy.hsts : null,
       },
+      host: hostname,
+      match,
+      requestId,
     };
   }
 
   #handle(req: IncomingMessage, res: ServerResponse, https: boolean): void {
     this.#stats.requests++;
     const decision = this.#route(req, https);
+    let record: RequestRecord | null = null;
+    if (requestLogged.hasSubscribers) {
+      record = recordOf(req, decision, https);
+      finishOnClose(record, res, req.socket, () => (res.headersSent ? res.statusCode : 499));
+    }
     if (decision.kind === 'error') sendErrorPage(res, decision.status);
     else if (decision.kind === 'redirect') redirectToHttps(req, res, decision.code);
-    else this.#proxy.web(req, res, decision.target, decision.context);
+    else this.#proxy.web(req, res, decision.target, decision.context, record);
   }
 
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, https: boolean): void {
     this.#stats.requests++;
     socket.on('error', (error) => dataplaneError.publish({ message: `client socket: ${error.message}` }));
     const decision = this.#route(req, https);
-    if (decision.kind === 'error') sendSocketErrorPage(socket, decision.status);
-    else if (decision.kind === 'redirect') {
+    let record: RequestRecord | null = null;
+    if (requestLogged.hasSubscribers) {
+      const started = recordOf(req, decision, https);
+      // the status is what went out on the socket: set below, or by the exchange
+      finishOnClose(started, socket, socket, () => (started.status === 0 ? 499 : started.status));
+      record = started;
+    }
+    if (decision.kind === 'error') {
+      if (record !== null) record.status = decision.status;
+      sendSocketErrorPage(socket, decision.status);
+    } else if (decision.kind === 'redirect') {
       const code = decision.code;
+      if (record !== null) record.status = code;
       socket.end(
         `HTTP/1.1 ${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}\r\nLocation: ${httpsLocation(req)}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
       );
     } else {
-      this.#proxy.upgrade(req, socket, head, decision.target, decision.context);
+      this.#proxy.upgrade(req, socket, head, decision.target, decision.context, record);
     }
   }
+}
+
+/** The record of a routed request: who it belongs to, and whether the route wants it logged. */
+function recordOf(req: IncomingMessage, decision: Decision, https: boolean): RequestRecord {
+  const match = decision.match;
+  const action = match?.value;
+  return startRecord(req, {
+    host: decision.host,
+    path: match === null ? '' : match.locationPath,
+    route: action?.route ?? null,
+    upstream: decision.kind === 'proxy' ? decision.target.upstream : '',
+    requestId: decision.requestId ?? generateRequestId(),
+    https,
+    // requests nothing routed (not ready, malformed) are logged
+    accessLog: action?.accessLog ?? true,
+  });
 }
 
 /** ingress-nginx ssl-redirect: `https://<host without port><request URI minus one trailing slash>`. */

@@ -7,3 +7,8 @@ import { channel } from 'node:diagnostics_channel';
 export const dataplaneError = channel('ingress-ts:dataplane:error');
 /** A runtime swap: `{ kind: 'full' | 'endpoints', hash }`. */
 export const runtimeSwapped = channel('ingress-ts:dataplane:swap');
+/**
+ * A request (or WebSocket session) is over: one `RequestRecord` (request-record.ts). Published only
+ * while somebody subscribes (metrics, the access log).
+ */
+export const requestLogged = channel('ingress-ts:dataplane:request');

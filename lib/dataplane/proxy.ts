@@ -14,6 +14,7 @@ import { type Dispatcher, Pool } from 'undici';
 import type { Balancer, Peer } from './balancer.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError } from './events.ts';
+import { type RequestRecord, recordRetry } from './request-record.ts';
 
 export interface ProxyTarget {
   /** upstream name, for error events */
@@ -357,13 +358,27 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   protected gone = false;
   protected lastKind: FailureKind = ERROR;
   private t0 = 0;
+  /** the request's log record (upstream address, status and timings per try), when kept */
+  protected readonly record: RequestRecord | null;
 
-  constructor(proxy: Proxy, target: ProxyTarget, opts: Dispatcher.DispatchOptions, hasBody: boolean) {
+  constructor(
+    proxy: Proxy,
+    target: ProxyTarget,
+    opts: Dispatcher.DispatchOptions,
+    hasBody: boolean,
+    record: RequestRecord | null,
+  ) {
     this.proxy = proxy;
     this.target = target;
     this.opts = opts;
     this.hasBody = hasBody;
     this.idempotent = !NON_IDEMPOTENT.has(opts.method);
+    this.record = record;
+  }
+
+  /** Seconds since the current try was dispatched. */
+  protected elapsed(): number {
+    return (performance.now() - this.t0) / 1000;
   }
 
   /** The client is gone: stop the upstream side. */
@@ -393,6 +408,11 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
     this.started = false;
     this.controller = null;
     this.t0 = performance.now();
+    const record = this.record;
+    if (record !== null) {
+      if (record.upstreamAddr !== '') recordRetry(record);
+      record.upstreamAddr = peer.key;
+    }
     // a dispatch error (closed pool, invalid argument) comes back through onResponseError
     this.proxy.pool(peer.key, this.target.connectTimeoutMs).dispatch(this.opts, this);
   };
@@ -405,6 +425,8 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
     this.started = true;
+    // connected (or a kept-alive connection taken): NGINX's $upstream_connect_time
+    if (this.record !== null) this.record.connectTime = this.elapsed();
     if (this.gone) controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
   }
 
@@ -412,6 +434,11 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
     this.requestSettled();
     if (this.gone) return;
     const code = errorCode(err);
+    const record = this.record;
+    if (record !== null && !this.responded) {
+      record.responseTime = this.elapsed();
+      record.upstreamStatus = classify(code) === TIMEOUT ? 504 : 502;
+    }
     const peer = this.peer;
     if (dataplaneError.hasSubscribers) {
       dataplaneError.publish({
@@ -451,6 +478,15 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
 
   /** Hook: the current try has ended (error or end). */
   protected requestSettled(): void {}
+
+  /** A response head came from the upstream: $upstream_header_time and $upstream_status. */
+  protected noteHead(statusCode: number): void {
+    const record = this.record;
+    if (record === null) return;
+    record.headerTime = this.elapsed();
+    record.upstreamStatus = statusCode;
+    record.upstreamResponseLength = 0;
+  }
 }
 
 /** A plain HTTP request: response to a ServerResponse. */
@@ -468,8 +504,9 @@ class WebExchange extends Exchange {
     opts: Dispatcher.DispatchOptions,
     hasBody: boolean,
     hsts: string | null,
+    record: RequestRecord | null,
   ) {
-    super(proxy, target, opts, hasBody);
+    super(proxy, target, opts, hasBody, record);
     this.res = res;
     this.hsts = hsts;
     res.on('close', () => {
@@ -525,6 +562,7 @@ class WebExchange extends Exchange {
     if (statusCode < 200) return; // 1xx (103 Early Hints...) are not forwarded, like NGINX
     this.responded = true;
     this.observe();
+    this.noteHead(statusCode);
     if (this.done) {
       controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
       return;
@@ -541,6 +579,7 @@ class WebExchange extends Exchange {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.done) return;
+    if (this.record !== null) this.record.upstreamResponseLength += chunk.length;
     if (!this.res.write(chunk)) {
       controller.pause();
       if (!this.drainHooked) {
@@ -552,6 +591,7 @@ class WebExchange extends Exchange {
 
   onResponseEnd(): void {
     this.clearSendTimer();
+    if (this.record !== null) this.record.responseTime = this.elapsed();
     if (this.done) return;
     this.done = true;
     this.res.end();
@@ -570,8 +610,9 @@ class UpgradeExchange extends Exchange {
     head: Buffer,
     target: ProxyTarget,
     opts: Dispatcher.DispatchOptions,
+    record: RequestRecord | null,
   ) {
-    super(proxy, target, opts, false);
+    super(proxy, target, opts, false, record);
     this.socket = socket;
     this.head = head;
     socket.on('error', noop);
@@ -579,6 +620,7 @@ class UpgradeExchange extends Exchange {
   }
 
   protected fail(status: number): void {
+    if (this.record !== null) this.record.status = status;
     sendSocketErrorPage(this.socket, status);
   }
 
@@ -593,6 +635,8 @@ class UpgradeExchange extends Exchange {
     upstream: Duplex,
   ): void {
     this.observe();
+    this.noteHead(statusCode);
+    if (this.record !== null) this.record.status = statusCode;
     if (this.done) {
       upstream.destroy();
       return;
@@ -620,10 +664,12 @@ class UpgradeExchange extends Exchange {
     if (statusCode < 200) return;
     this.responded = true;
     this.observe();
+    this.noteHead(statusCode);
     if (this.done) {
       controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
       return;
     }
+    if (this.record !== null) this.record.status = statusCode;
     const out = responseHeaders(headers);
     out.push('connection', 'close');
     this.socket.write(rawHead(statusCode, statusText || 'Unknown', out));
@@ -631,6 +677,7 @@ class UpgradeExchange extends Exchange {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.done) return;
+    if (this.record !== null) this.record.upstreamResponseLength += chunk.length;
     if (!this.socket.write(chunk) && !this.paused) {
       this.paused = true;
       controller.pause();
@@ -642,6 +689,7 @@ class UpgradeExchange extends Exchange {
   }
 
   onResponseEnd(): void {
+    if (this.record !== null) this.record.responseTime = this.elapsed();
     if (this.done) return;
     this.done = true;
     this.socket.end();
@@ -670,7 +718,13 @@ export class Proxy {
   }
 
   /** Proxies one HTTP request; always answers (response, error page or cut connection), never throws. */
-  web(req: IncomingMessage, res: ServerResponse, target: ProxyTarget, ctx: RequestContext): void {
+  web(
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: ProxyTarget,
+    ctx: RequestContext,
+    record: RequestRecord | null = null,
+  ): void {
     const { headers, hasBody } = forwardHeaders(req, ctx);
     const method = req.method ?? 'GET';
     const opts: Dispatcher.DispatchOptions = {
@@ -681,7 +735,7 @@ export class Proxy {
       headersTimeout: target.readTimeoutMs,
       bodyTimeout: target.readTimeoutMs,
     };
-    new WebExchange(this, req, res, target, opts, hasBody, ctx.hsts).next();
+    new WebExchange(this, req, res, target, opts, hasBody, ctx.hsts, record).next();
   }
 
   /** Proxies an HTTP/1.1 Upgrade request (WebSocket) from the server's 'upgrade' event. */
@@ -691,6 +745,7 @@ export class Proxy {
     head: Buffer,
     target: ProxyTarget,
     ctx: RequestContext,
+    record: RequestRecord | null = null,
   ): void {
     const { headers } = forwardHeaders(req, ctx);
     const opts: Dispatcher.DispatchOptions = {
@@ -702,7 +757,7 @@ export class Proxy {
       headersTimeout: target.readTimeoutMs,
       bodyTimeout: target.readTimeoutMs,
     };
-    new UpgradeExchange(this, socket, head, target, opts).next();
+    new UpgradeExchange(this, socket, head, target, opts, record).next();
   }
 
   /** The pool for a peer (created on first use, kept across runtime swaps until retired). */

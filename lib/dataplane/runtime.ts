@@ -2,7 +2,7 @@
 // runtime is immutable once built except for balancer endpoint sets, which an endpoints-only change
 // updates in place (the same Balancer objects serve the old and the new runtime).
 
-import type { Model, Route, Server, Upstream } from '../model/index.ts';
+import type { DefaultRoute, LocationAnnotations, Model, Route, Server, Upstream } from '../model/index.ts';
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
 import { balancerKindFor, createBalancer } from './balancers/index.ts';
@@ -19,11 +19,15 @@ export interface RouteInfo {
   servicePort: string;
 }
 
+/**
+ * What a matched path does. `accessLog`: requests here get an access log line (enable-access-log,
+ * disable-access-log, enable-access-log-for-default-backend).
+ */
 export type Action =
   /** `whenEmpty`: the answer while the balancer has no peers (503; 404 for the default backend) */
-  | { type: 'proxy'; target: ProxyTarget; route: RouteInfo | null; whenEmpty: 404 | 503 }
+  | { type: 'proxy'; target: ProxyTarget; route: RouteInfo | null; whenEmpty: 404 | 503; accessLog: boolean }
   /** the built-in default backend (404), or an upstream the model does not know (503) */
-  | { type: 'status'; status: number; route: RouteInfo | null };
+  | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean };
 
 export interface CompiledServer {
   hostname: string;
@@ -72,8 +76,6 @@ const TIMEOUTS = {
   retryOn: { error: true, timeout: true, nonIdempotent: false },
 } as const;
 
-const NOT_FOUND: Action = { type: 'status', status: 404, route: null };
-
 function peersOf(upstream: Upstream): Peer[] {
   return upstream.endpoints.map((e) => ({
     address: e.address,
@@ -113,15 +115,26 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     return balancer;
   };
 
-  const proxyTo = (upstreamName: string, route: RouteInfo | null, whenEmpty: 404 | 503 = 503): Action => {
+  const logs = model.config.accessLog;
+  const proxyTo = (
+    upstreamName: string,
+    route: RouteInfo | null,
+    accessLog: boolean,
+    whenEmpty: 404 | 503 = 503,
+  ): Action => {
     const balancer = balancerFor(upstreamName);
-    if (balancer === null) return { type: 'status', status: 503, route };
-    return { type: 'proxy', target: { upstream: upstreamName, balancer, ...TIMEOUTS }, route, whenEmpty };
+    if (balancer === null) return { type: 'status', status: 503, route, accessLog };
+    const target = { upstream: upstreamName, balancer, ...TIMEOUTS };
+    return { type: 'proxy', target, route, whenEmpty, accessLog };
   };
 
   // The controller's default backend: its Service, answering 404 itself while it has no endpoints.
+  const defaultBackendLogs = !logs.disabled && logs.forDefaultBackend;
   const defaultBackend: Action =
-    model.defaultBackend === null ? NOT_FOUND : proxyTo(model.defaultBackend, null, 404);
+    model.defaultBackend === null
+      ? { type: 'status', status: 404, route: null, accessLog: defaultBackendLogs }
+      : proxyTo(model.defaultBackend, null, defaultBackendLogs, 404);
+  const routeLogs = (annotations: LocationAnnotations) => !logs.disabled && annotations.accessLog.enabled;
 
   const routeInfo = (ingress: { namespace: string; name: string } | null, upstream: string | null) => {
     if (ingress === null) return null;
@@ -134,9 +147,10 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     };
   };
 
-  const actionFor = (route: Pick<Route, 'backend' | 'ingress'>): Action => {
+  const actionFor = (route: Route | DefaultRoute): Action => {
     if (route.backend.type === 'default') return defaultBackend;
-    return proxyTo(route.backend.upstream, routeInfo(route.ingress, route.backend.upstream));
+    const upstream = route.backend.upstream;
+    return proxyTo(upstream, routeInfo(route.ingress, upstream), routeLogs(route.annotations));
   };
 
   const compileServer = (server: Server): CompiledServer => {
@@ -145,14 +159,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       pathType: route.pathType,
       value: actionFor(route),
     }));
-    const { defaultRoute } = server;
-    const fallback =
-      defaultRoute.backend.type === 'default'
-        ? defaultBackend
-        : proxyTo(
-            defaultRoute.backend.upstream,
-            routeInfo(defaultRoute.ingress, defaultRoute.backend.upstream),
-          );
+    const fallback = actionFor(server.defaultRoute);
     return {
       hostname: server.hostname,
       tls: server.tls !== null,

@@ -4,12 +4,19 @@
 //
 // A "reload" in ingress-nginx's sense is a full swap here (a change of routes, TLS or settings);
 // an endpoints-only swap is what ingress-nginx applies without reloading, so it does not count as one.
-// Per-request metrics (requests, durations, sizes) are not here yet.
+// The per-request series live in requests.ts and share this registry and its const labels.
 
 import { readFileSync } from 'node:fs';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { DataPlaneStats } from '../dataplane/dataplane.ts';
-import type { Diagnostic } from '../model/index.ts';
+import type { RequestRecord } from '../dataplane/request-record.ts';
+import type { Diagnostic, Model } from '../model/index.ts';
+import { createModelMetrics } from './model-metrics.ts';
+import {
+  createRequestMetrics,
+  DEFAULT_REQUEST_METRICS_OPTIONS,
+  type RequestMetricsOptions,
+} from './requests.ts';
 
 const PREFIX = 'nginx_ingress_controller_';
 
@@ -22,6 +29,8 @@ export interface ControllerMetricsOptions {
   version: string;
   /** the data plane's live counters, for the nginx_process_* connection and request series */
   dataPlaneStats?: () => Readonly<DataPlaneStats>;
+  /** the per-request metrics' flags (default: ingress-nginx's) */
+  requests?: RequestMetricsOptions;
 }
 
 export interface AppliedModel {
@@ -31,6 +40,8 @@ export interface AppliedModel {
   buildSeconds: number;
   swapSeconds: number;
   diagnostics: readonly Diagnostic[];
+  /** the model now live: per-request series of Ingresses no longer in it are removed */
+  model?: Model;
 }
 
 export interface ControllerMetrics {
@@ -39,6 +50,10 @@ export interface ControllerMetrics {
   applied(model: AppliedModel): void;
   /** a build or swap threw: the previous configuration keeps serving */
   failed(): void;
+  /** one finished request (subscribe this to the data plane's `requestLogged` channel) */
+  observe(record: RequestRecord): void;
+  /** leader election (#5): only the leader exports ssl_expire_time_seconds; standalone is always leader */
+  setLeader(leader: boolean): void;
   /** the exposition text and its Content-Type */
   scrape(): Promise<{ contentType: string; body: string }>;
 }
@@ -209,6 +224,9 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
     registers,
   });
   collectDefaultMetrics({ register: registry });
+  const requests = createRequestMetrics(registry, options.requests ?? DEFAULT_REQUEST_METRICS_OPTIONS);
+  // ssl_expire_time_seconds, ssl_certificate_info, orphan_ingress
+  const modelMetrics = createModelMetrics(registry, { controllerClass: options.controllerClass });
 
   // no configuration yet: not a failure
   lastReloadOk.set(0);
@@ -216,7 +234,12 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
 
   return {
     registry,
+    observe: requests.observe,
     applied(model) {
+      if (model.model !== undefined && model.kind !== 'unchanged') {
+        requests.setModel(model.model);
+        modelMetrics.setModel(model.model, model.diagnostics);
+      }
       buildSeconds.observe(model.buildSeconds);
       if (model.kind === 'unchanged') {
         lastReloadOk.set(1);
@@ -240,6 +263,7 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
       diagnostics.reset();
       for (const { code, severity, n } of counts.values()) diagnostics.set({ code, severity }, n);
     },
+    setLeader: modelMetrics.setLeader,
     failed() {
       errors.inc();
       lastReloadOk.set(0);

@@ -29,6 +29,11 @@ export interface GlobalConfig {
   noTlsRedirectLocations: string[];
   /** `hsts`, `hsts-max-age`, `hsts-include-subdomains`, `hsts-preload` */
   hsts: { enabled: boolean; maxAge: number; includeSubdomains: boolean; preload: boolean };
+  /**
+   * `disable-access-log`, `enable-access-log-for-default-backend`, `skip-access-log-urls` (request
+   * URIs never logged), `access-log-path` ('' or /dev/stdout: standard output)
+   */
+  accessLog: { disabled: boolean; forDefaultBackend: boolean; skipUrls: string[]; path: string };
 }
 
 export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
@@ -38,6 +43,7 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   httpRedirectCode: 308,
   noTlsRedirectLocations: ['/.well-known/acme-challenge'],
   hsts: { enabled: true, maxAge: 31536000, includeSubdomains: true, preload: false },
+  accessLog: { disabled: false, forDefaultBackend: false, skipUrls: [], path: '/var/log/nginx/access.log' },
 });
 
 type KeyParser = (value: string, config: GlobalConfig) => string | null;
@@ -92,6 +98,24 @@ const KEYS: Record<string, KeyParser> = {
   'hsts-preload': bool((config, value) => {
     config.hsts.preload = value;
   }),
+  'disable-access-log': bool((config, value) => {
+    config.accessLog.disabled = value;
+  }),
+  'enable-access-log-for-default-backend': bool((config, value) => {
+    config.accessLog.forDefaultBackend = value;
+  }),
+  'skip-access-log-urls': (value, config) => {
+    config.accessLog.skipUrls = value
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== '');
+    return null;
+  },
+  'access-log-path': (value, config) => {
+    if (!value.startsWith('/')) return 'expected an absolute path';
+    config.accessLog.path = value;
+    return null;
+  },
 };
 
 export const SUPPORTED_CONFIG_KEYS: readonly string[] = Object.keys(KEYS).sort();

@@ -1,5 +1,6 @@
 // The routing model: pure functions from Kubernetes objects to routes. Imports nothing else of lib/.
 
+export type { LocationAnnotations } from './annotations/index.ts';
 export { SUPPORTED_ANNOTATIONS } from './annotations/index.ts';
 export type { BuildResult, ModelReferences } from './build.ts';
 export { buildModel } from './build.ts';

@@ -9,6 +9,27 @@ const site = (name: string, nginx: Record<string, string>, host = 'a.com', creat
 
 runCases(t, [
   {
+    name: 'annotations: enable-access-log is read per route; an invalid value keeps the log on (warning)',
+    ingresses: [
+      site('quiet', { 'enable-access-log': 'false' }),
+      site('loud', { 'enable-access-log': 'true' }, 'b.com'),
+      site('typo', { 'enable-access-log': 'nope' }, 'c.com'),
+    ],
+    routes: [
+      'a.com Prefix /app -> default-web-80 (quiet)',
+      'b.com Prefix /app -> default-web-80 (loud)',
+      'c.com Prefix /app -> default-web-80 (typo)',
+    ],
+    diagnostics: ['ANNOTATION_INVALID typo'],
+    messages: ['enable-access-log="nope" is invalid', 'the default is used'],
+    check: (t, { model }) => {
+      const logs = Object.fromEntries(
+        model.servers.map((s) => [s.hostname, s.routes.map((r) => r.annotations.accessLog.enabled)]),
+      );
+      t.strictSame(logs, { 'a.com': [false], 'b.com': [true], 'c.com': [true] });
+    },
+  },
+  {
     name: 'annotations: configuration-snippet drops the Ingress; others are untouched',
     ingresses: [
       site('evil', { 'configuration-snippet': 'more_set_headers "X: y";' }),
@@ -315,7 +336,7 @@ runCases(t, [
 t.test('annotations: every supported annotation is documented', async (t) => {
   t.strictSame(
     SUPPORTED_ANNOTATIONS.map((a) => a.name),
-    ['canary', 'load-balance', 'rewrite-target', 'server-alias', 'use-regex'],
+    ['canary', 'enable-access-log', 'load-balance', 'rewrite-target', 'server-alias', 'use-regex'],
   );
   for (const annotation of SUPPORTED_ANNOTATIONS)
     t.ok(annotation.doc.length > 20, `${annotation.name} has a doc`);

@@ -5,6 +5,7 @@
 
 import type { DiagnosticsCollector } from '../diagnostics.ts';
 import type { ObjectRef } from '../types.ts';
+import { accessLog } from './access-log.ts';
 import { canary } from './canary.ts';
 import {
   type AnnotationDoc,
@@ -17,7 +18,7 @@ import { loadBalance } from './load-balance.ts';
 import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
 
-const locationGroups = { rewrite } as const;
+const locationGroups = { rewrite, accessLog } as const;
 const serverGroups = { alias: serverAlias } as const;
 const ingressGroups = { canary, loadBalance } as const;
 

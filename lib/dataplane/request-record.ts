@@ -1,0 +1,173 @@
+// One request as the data plane saw it: NGINX's log variables ($remote_addr, $request_time,
+// $upstream_addr, $location_path, ...) gathered while serving, then published once on the
+// `requestLogged` channel when the response is over. Metrics and the access log read the same
+// record. Plain data (numbers and strings), so a batch of them could cross a thread boundary.
+//
+// Built only while somebody subscribes; otherwise the hot path does none of this.
+
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { requestLogged } from './events.ts';
+import type { RouteInfo } from './runtime.ts';
+
+export interface RequestRecord {
+  /** when the request started, ms since the epoch ($time_iso8601) */
+  time: number;
+  /** performance.now() at the start */
+  start: number;
+  remoteAddress: string;
+  method: string;
+  /** the request target as received ($request_uri) */
+  uri: string;
+  /** HTTP/1.1 ($server_protocol) */
+  protocol: string;
+  /** the Host header, lower-case, without port ($host); '' when absent */
+  host: string;
+  /** the rule path that matched ($location_path); '' when no Ingress path did */
+  path: string;
+  https: boolean;
+  userAgent: string;
+  referer: string;
+  requestId: string;
+  /** request line + headers + body, bytes ($request_length) */
+  requestLength: number;
+  /** the status sent to the client; 499 when the client left before a response head went out */
+  status: number;
+  /** bytes sent to the client, head included ($bytes_sent) */
+  bytesSent: number;
+  /** seconds from the first byte read to the last byte sent ($request_time) */
+  requestTime: number;
+  /** the Ingress route ($namespace, $ingress_name, $service_name, $service_port); '' when none */
+  namespace: string;
+  ingress: string;
+  service: string;
+  servicePort: string;
+  /** $proxy_upstream_name; '' when nothing was proxied */
+  upstream: string;
+  /** $proxy_alternative_upstream_name: the canary upstream when the canary served it, else '' */
+  canary: string;
+  /** the last try: peer, status (0 = none), seconds (-1 = not observed), body bytes (-1) */
+  upstreamAddr: string;
+  upstreamStatus: number;
+  connectTime: number;
+  headerTime: number;
+  responseTime: number;
+  upstreamResponseLength: number;
+  /** earlier tries, NGINX-style lists with a trailing ", " ('' with a single try) */
+  previousAddrs: string;
+  previousStatuses: string;
+  previousTimes: string;
+  /** the route wants an access log line (enable-access-log, the default backend's setting) */
+  accessLog: boolean;
+}
+
+/** What the router knows when a request starts. */
+export interface RecordStart {
+  host: string;
+  path: string;
+  route: RouteInfo | null;
+  upstream: string;
+  requestId: string;
+  https: boolean;
+  accessLog: boolean;
+}
+
+/**
+ * Starts the record of a request: reads the head once more for the log-only headers and the
+ * request length. Call only when `requestLogged.hasSubscribers`.
+ */
+export function startRecord(req: IncomingMessage, at: RecordStart): RequestRecord {
+  const raw = req.rawHeaders;
+  const method = req.method ?? 'GET';
+  const uri = req.url ?? '/';
+  // "GET /uri HTTP/1.1\r\n", then "name: value\r\n" per header, then "\r\n"
+  let length = method.length + uri.length + 14;
+  let userAgent = '';
+  let referer = '';
+  let contentLength = -1;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const value = raw[i + 1] as string;
+    length += name.length + value.length + 4;
+    if (name.length === 10) {
+      if (userAgent === '' && name.toLowerCase() === 'user-agent') userAgent = value;
+    } else if (name.length === 7) {
+      if (referer === '' && name.toLowerCase() === 'referer') referer = value;
+    } else if (name.length === 14) {
+      if (contentLength === -1 && name.toLowerCase() === 'content-length') {
+        const n = Number(value);
+        if (Number.isSafeInteger(n) && n >= 0) contentLength = n;
+      }
+    }
+  }
+  const route = at.route;
+  return {
+    time: Date.now(),
+    start: performance.now(),
+    remoteAddress: req.socket.remoteAddress ?? '',
+    method,
+    uri,
+    protocol: `HTTP/${req.httpVersion}`,
+    host: at.host,
+    path: at.path,
+    https: at.https,
+    userAgent,
+    referer,
+    requestId: at.requestId,
+    requestLength: length + (contentLength > 0 ? contentLength : 0),
+    status: 0,
+    bytesSent: 0,
+    requestTime: 0,
+    namespace: route?.namespace ?? '',
+    ingress: route?.ingress ?? '',
+    service: route?.service ?? '',
+    servicePort: route?.servicePort ?? '',
+    upstream: at.upstream,
+    canary: '',
+    upstreamAddr: '',
+    upstreamStatus: 0,
+    connectTime: -1,
+    headerTime: -1,
+    responseTime: -1,
+    upstreamResponseLength: -1,
+    previousAddrs: '',
+    previousStatuses: '',
+    previousTimes: '',
+    accessLog: at.accessLog,
+  };
+}
+
+/**
+ * Publishes the record once the exchange is over (the client stream closed): status, bytes and time
+ * are read from the socket then. `bytesWritten` counts what was handed to the socket for this
+ * request (keep-alive: the difference from the start).
+ */
+export function finishOnClose(
+  record: RequestRecord,
+  emitter: { once(event: 'close', listener: () => void): unknown },
+  socket: Duplex,
+  status: () => number,
+): void {
+  const sock = socket as Duplex & { bytesWritten?: number };
+  const written = sock.bytesWritten ?? 0;
+  emitter.once('close', () => {
+    record.status = status();
+    record.bytesSent = (sock.bytesWritten ?? 0) - written;
+    record.requestTime = (performance.now() - record.start) / 1000;
+    requestLogged.publish(record);
+  });
+}
+
+/** The exchange moves to another peer: the try that failed goes to the NGINX-style lists. */
+export function recordRetry(record: RequestRecord): void {
+  if (record.upstreamAddr === '') return;
+  record.previousAddrs += `${record.upstreamAddr}, `;
+  record.previousStatuses += `${record.upstreamStatus === 0 ? '-' : record.upstreamStatus}, `;
+  record.previousTimes += `${record.responseTime < 0 ? '-' : record.responseTime.toFixed(3)}, `;
+  record.upstreamAddr = '';
+  record.upstreamStatus = 0;
+  record.connectTime = -1;
+  record.headerTime = -1;
+  record.responseTime = -1;
+  record.upstreamResponseLength = -1;
+}

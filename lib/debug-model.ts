@@ -1,0 +1,246 @@
+// /debug/model on the healthz port: the live configuration as plain JSON — hosts → routes →
+// backends with their endpoints and balancer, the certificate each host is served with, and the
+// diagnostics of the last build grouped per object (what `kubectl ingress-nginx backends` shows,
+// for everything). Built from the runtime the data plane serves, so it is what requests get.
+// Never includes private keys.
+
+import { X509Certificate } from 'node:crypto';
+import { peerKey } from './dataplane/balancer.ts';
+import type { Runtime } from './dataplane/runtime.ts';
+import type {
+  Backend,
+  Diagnostic,
+  GlobalConfig,
+  ObjectRef,
+  Server,
+  Severity,
+  Upstream,
+} from './model/index.ts';
+
+/** What a route or a default route sends requests to: an upstream name, or the controller's default. */
+export const DEFAULT_BACKEND = 'default-backend';
+
+/** A parsed certificate, or why it could not be parsed. */
+export type CertificateInfo =
+  | {
+      subject: string;
+      issuer: string;
+      /** ISO 8601 */
+      notBefore: string;
+      /** ISO 8601 */
+      notAfter: string;
+      /** DNS names of the subjectAltName extension */
+      dnsNames: string[];
+      /** sha256 fingerprint of the certificate (colon-separated hex, as openssl prints it) */
+      fingerprint256: string;
+    }
+  | { error: string };
+
+export interface HostTLS {
+  /** `namespace/name` of the Secret, or `default`: the default certificate is served */
+  secret: string;
+  /** the Ingress whose `spec.tls` decided it */
+  ingress: string;
+  certificate: CertificateInfo;
+}
+
+export interface RouteDescription {
+  path: string;
+  pathType: string;
+  /** when it differs from `pathType` (ImplementationSpecific is matched as Prefix) */
+  pathTypeAsWritten?: string;
+  ingress: string;
+  /** an upstream name of `backends`, or `default-backend` */
+  backend: string;
+  /** canary routing is not implemented yet (issue #6): always null */
+  canary: null;
+}
+
+export interface HostDescription {
+  /** `_` is the catch-all server: hosts no rule names, and rules without a host */
+  host: string;
+  aliases?: string[];
+  /** the oldest Ingress naming the host; null for the catch-all server without one */
+  ingress: string | null;
+  /** paths are case-insensitive regexes anchored at the start (use-regex, rewrite-target) */
+  regex: boolean;
+  /** null: no `spec.tls` for this host; HTTPS answers with the default certificate */
+  tls: HostTLS | null;
+  routes: RouteDescription[];
+  /** where requests matching no route go */
+  defaultRoute: { ingress: string | null; backend: string };
+}
+
+export interface BackendDescription {
+  name: string;
+  /** `namespace/name:port` */
+  service: string;
+  /** the endpoints are DNS names (ExternalName Service) */
+  externalName: boolean;
+  /** the load-balance setting as configured */
+  loadBalance: string;
+  /**
+   * the kind of balancer serving it (load-balance values without a balancer of their own get
+   * round_robin); null: none
+   */
+  balancer: string | null;
+  /** `ip:port`; empty: requests get 503 */
+  endpoints: string[];
+}
+
+export interface ModelDescription {
+  hash: string;
+  routesHash: string;
+  hosts: HostDescription[];
+  backends: BackendDescription[];
+  /** the --default-backend-service upstream; null: the built-in 404 */
+  defaultBackend: string | null;
+  /** the default certificate: --default-ssl-certificate's Secret, or `generated` */
+  defaultCertificate: { secret: string; certificate: CertificateInfo };
+  /** diagnostics of the last build by `Kind namespace/name` */
+  diagnostics: Record<string, Array<{ severity: Severity; code: string; message: string }>>;
+  config: GlobalConfig;
+}
+
+/** Parsed certificates by sha256; `describeRuntime` keeps only the ones still in use. */
+export type CertificateCache = Map<string, CertificateInfo>;
+
+const refOf = (ref: ObjectRef | null): string | null =>
+  ref === null ? null : `${ref.namespace}/${ref.name}`;
+
+const backendOf = (backend: Backend): string =>
+  backend.type === 'upstream' ? backend.upstream : DEFAULT_BACKEND;
+
+/** `DNS:a.example.com, DNS:b.example.com, IP Address:…` → the DNS names. */
+function dnsNamesOf(x509: X509Certificate): string[] {
+  const san = x509.subjectAltName;
+  if (san === undefined) return [];
+  return san
+    .split(', ')
+    .filter((entry) => entry.startsWith('DNS:'))
+    .map((entry) => entry.slice(4));
+}
+
+export function parseCertificate(certPem: string): CertificateInfo {
+  try {
+    const x509 = new X509Certificate(certPem);
+    return {
+      subject: x509.subject.split('\n').join(', '),
+      issuer: x509.issuer.split('\n').join(', '),
+      notBefore: new Date(x509.validFrom).toISOString(),
+      notAfter: new Date(x509.validTo).toISOString(),
+      dnsNames: dnsNamesOf(x509),
+      fingerprint256: x509.fingerprint256,
+    };
+  } catch (error) {
+    return {
+      error: `the certificate does not parse: ${error instanceof Error ? error.message : String(error)}`,
+    };
+  }
+}
+
+function groupDiagnostics(diagnostics: readonly Diagnostic[]): ModelDescription['diagnostics'] {
+  const grouped: ModelDescription['diagnostics'] = {};
+  for (const d of diagnostics) {
+    const key = `${d.kind} ${d.namespace === '' ? d.name : `${d.namespace}/${d.name}`}`;
+    const entry = { severity: d.severity, code: d.code, message: d.message };
+    const list = grouped[key];
+    if (list === undefined) grouped[key] = [entry];
+    else list.push(entry);
+  }
+  return grouped;
+}
+
+/**
+ * The JSON answer of /debug/model for the runtime being served. `cache` (optional, kept by the
+ * caller across calls) saves parsing the same certificates on every request.
+ */
+export function describeRuntime(
+  runtime: Runtime,
+  diagnostics: readonly Diagnostic[],
+  cache: CertificateCache = new Map(),
+): ModelDescription {
+  const { model } = runtime;
+  const used = new Set<string>();
+  const certificateInfo = (sha256: string, certPem: string): CertificateInfo => {
+    used.add(sha256);
+    let info = cache.get(sha256);
+    if (info === undefined) {
+      info = parseCertificate(certPem);
+      cache.set(sha256, info);
+    }
+    return info;
+  };
+
+  const configuredDefault =
+    model.defaultCertificate === null ? undefined : model.certificates[model.defaultCertificate];
+  const defaultCertificate = {
+    // the data plane falls back to the generated one when the configured one is refused
+    secret:
+      configuredDefault !== undefined && configuredDefault.sha256 === runtime.sni.defaultSha256
+        ? configuredDefault.id
+        : 'generated',
+    certificate: certificateInfo(runtime.sni.defaultSha256, runtime.sni.defaultCertificate.certPem),
+  };
+
+  const describeServer = (server: Server): HostDescription => {
+    let tls: HostTLS | null = null;
+    if (server.tls !== null) {
+      const certificate =
+        server.tls.certificate === null ? undefined : model.certificates[server.tls.certificate];
+      tls = {
+        secret: certificate === undefined ? 'default' : certificate.id,
+        ingress: refOf(server.tls.ingress) ?? '',
+        certificate:
+          certificate === undefined
+            ? defaultCertificate.certificate
+            : certificateInfo(certificate.sha256, certificate.certPem),
+      };
+    }
+    const aliases = server.annotations.alias.aliases;
+    return {
+      host: server.hostname,
+      ...(aliases.length > 0 ? { aliases: [...aliases] } : {}),
+      ingress: refOf(server.ingress),
+      regex: server.regex,
+      tls,
+      routes: server.routes.map((route) => ({
+        path: route.path,
+        pathType: route.pathType,
+        ...(route.pathTypeAsWritten !== route.pathType ? { pathTypeAsWritten: route.pathTypeAsWritten } : {}),
+        ingress: `${route.ingress.namespace}/${route.ingress.name}`,
+        backend: backendOf(route.backend),
+        canary: null,
+      })),
+      defaultRoute: {
+        ingress: refOf(server.defaultRoute.ingress),
+        backend: backendOf(server.defaultRoute.backend),
+      },
+    };
+  };
+
+  const describeUpstream = (upstream: Upstream): BackendDescription => ({
+    name: upstream.name,
+    service: `${upstream.service.namespace}/${upstream.service.name}:${upstream.service.port}`,
+    externalName: upstream.externalName,
+    loadBalance: upstream.loadBalance,
+    balancer: runtime.balancers.get(upstream.name)?.kind ?? null,
+    endpoints: upstream.endpoints.map((e) => peerKey(e.address, e.port)),
+  });
+
+  const description: ModelDescription = {
+    hash: model.hash,
+    routesHash: model.routesHash,
+    hosts: [...model.servers.map(describeServer), describeServer(model.catchAll)],
+    backends: Object.values(model.upstreams)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map(describeUpstream),
+    defaultBackend: model.defaultBackend,
+    defaultCertificate,
+    diagnostics: groupDiagnostics(diagnostics),
+    config: model.config,
+  };
+  // only the certificates still served stay cached
+  for (const sha256 of cache.keys()) if (!used.has(sha256)) cache.delete(sha256);
+  return description;
+}

@@ -1,0 +1,314 @@
+// Per-request metrics under ingress-nginx's names, labels and buckets (reference surface §1.2):
+// nginx_ingress_controller_requests and the duration and size histograms, labelled status, method,
+// path (the Ingress rule path), namespace, ingress, service, canary and, with --metrics-per-host,
+// host.
+//
+// Recording is the hot path's cost, so it does not go through prom-client's label hashing: each
+// request record adds to plain numbers in one series entry, found by one Map lookup on a joined
+// key. prom-client only formats them at scrape time (the objects below implement its metric
+// interface: name, help, type, get(), reset()).
+
+import type { Registry } from 'prom-client';
+import type { RequestRecord } from '../dataplane/request-record.ts';
+import type { Model } from '../model/index.ts';
+
+const PREFIX = 'nginx_ingress_controller_';
+
+/** prometheus.DefBuckets */
+export const DEFAULT_TIME_BUCKETS: readonly number[] = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
+/** prometheus.LinearBuckets(10, 10, 10) */
+export const DEFAULT_LENGTH_BUCKETS: readonly number[] = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100];
+/** prometheus.ExponentialBuckets(10, 10, 7) */
+export const DEFAULT_SIZE_BUCKETS: readonly number[] = [10, 100, 1e3, 1e4, 1e5, 1e6, 1e7];
+
+export interface RequestMetricsOptions {
+  /** --metrics-per-host (default true): a `host` label, and samples of hosts no Ingress names dropped */
+  perHost: boolean;
+  /** --metrics-per-undefined-host: keep the samples of hosts no Ingress names */
+  perUndefinedHost: boolean;
+  /** --report-status-classes: status `2xx`, `4xx`... instead of the code */
+  statusClasses: boolean;
+  /** --exclude-socket-metrics: names with or without the nginx_ingress_controller_ prefix */
+  exclude: readonly string[];
+  timeBuckets: readonly number[];
+  lengthBuckets: readonly number[];
+  sizeBuckets: readonly number[];
+}
+
+export const DEFAULT_REQUEST_METRICS_OPTIONS: Readonly<RequestMetricsOptions> = Object.freeze({
+  perHost: true,
+  perUndefinedHost: false,
+  statusClasses: false,
+  exclude: [],
+  timeBuckets: DEFAULT_TIME_BUCKETS,
+  lengthBuckets: DEFAULT_LENGTH_BUCKETS,
+  sizeBuckets: DEFAULT_SIZE_BUCKETS,
+});
+
+/** The socket metrics' short names, as --exclude-socket-metrics takes them. */
+export const SOCKET_METRIC_NAMES = [
+  'requests',
+  'request_duration_seconds',
+  'response_duration_seconds',
+  'header_duration_seconds',
+  'connect_duration_seconds',
+  'request_size',
+  'response_size',
+  'bytes_sent',
+] as const;
+
+interface HistogramSpec {
+  name: string;
+  help: string;
+  buckets: readonly number[];
+  /** the observed value; negative = not observed (skipped, as ingress-nginx skips -1) */
+  value: (record: RequestRecord) => number;
+}
+
+/** One label set: the request count and, per histogram, [bucket counts..., sum, count]. */
+interface Series {
+  labels: Record<string, string>;
+  requests: number;
+  histograms: Float64Array[];
+}
+
+export interface RequestMetrics {
+  /** Adds one finished request (the `requestLogged` channel's message). */
+  observe(record: RequestRecord): void;
+  /** A new model is live: which hosts count as defined, and which Ingresses still exist. */
+  setModel(model: Model): void;
+  /** label sets held now */
+  readonly seriesCount: number;
+}
+
+function histogramSpecs(options: RequestMetricsOptions): HistogramSpec[] {
+  const time = options.timeBuckets;
+  const length = options.lengthBuckets;
+  return [
+    {
+      name: 'request_duration_seconds',
+      help: 'The request processing time in milliseconds',
+      buckets: time,
+      value: (r) => r.requestTime,
+    },
+    {
+      name: 'response_duration_seconds',
+      help: 'The time spent on receiving the response from the upstream server',
+      buckets: time,
+      value: (r) => r.responseTime,
+    },
+    {
+      name: 'header_duration_seconds',
+      help: 'The time spent on receiving first header from the upstream server',
+      buckets: time,
+      value: (r) => r.headerTime,
+    },
+    {
+      name: 'connect_duration_seconds',
+      help: 'The time spent on establishing a connection with the upstream server',
+      buckets: time,
+      value: (r) => r.connectTime,
+    },
+    {
+      name: 'request_size',
+      help: 'The request length (including request line, header, and request body)',
+      buckets: length,
+      value: (r) => r.requestLength,
+    },
+    {
+      name: 'response_size',
+      help: 'The response length (including request line, header, and request body)',
+      buckets: length,
+      value: (r) => r.bytesSent,
+    },
+    {
+      name: 'bytes_sent',
+      help: 'DEPRECATED The number of bytes sent to a client',
+      buckets: options.sizeBuckets,
+      value: (r) => r.bytesSent,
+    },
+  ];
+}
+
+/** Normalizes --exclude-socket-metrics names and says which are unknown. */
+export function excludedSocketMetrics(names: readonly string[]): { names: Set<string>; unknown: string[] } {
+  const out = new Set<string>();
+  const unknown: string[] = [];
+  for (const raw of names) {
+    const name = raw.startsWith(PREFIX) ? raw.slice(PREFIX.length) : raw;
+    if ((SOCKET_METRIC_NAMES as readonly string[]).includes(name)) out.add(name);
+    else unknown.push(raw);
+  }
+  return { names: out, unknown };
+}
+
+type Sample = { metricName?: string; labels: Record<string, string | number>; value: number };
+
+/** A metric prom-client's Registry can format: its values come from `samples()` at scrape time. */
+class RecordedMetric {
+  readonly name: string;
+  readonly help: string;
+  readonly type: 'counter' | 'histogram';
+  readonly aggregator = 'sum';
+  readonly #samples: () => Sample[];
+  readonly #reset: () => void;
+
+  constructor(
+    name: string,
+    help: string,
+    type: 'counter' | 'histogram',
+    samples: () => Sample[],
+    reset: () => void,
+  ) {
+    this.name = name;
+    this.help = help;
+    this.type = type;
+    this.#samples = samples;
+    this.#reset = reset;
+  }
+
+  get() {
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values: this.#samples(),
+    };
+  }
+
+  reset(): void {
+    this.#reset();
+  }
+}
+
+/** ingress-nginx's per-request metrics, registered in `registry`. */
+export function createRequestMetrics(registry: Registry, options: RequestMetricsOptions): RequestMetrics {
+  const excluded = excludedSocketMetrics(options.exclude).names;
+  const specs = histogramSpecs(options);
+  const active = specs.map((spec) => !excluded.has(spec.name));
+  const countRequests = !excluded.has('requests');
+  const series = new Map<string, Series>();
+  let definedHosts = new Set<string>();
+  const filterHosts = options.perHost && !options.perUndefinedHost;
+  const reset = () => series.clear();
+
+  const register = (metric: RecordedMetric) =>
+    registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);
+
+  if (countRequests) {
+    register(
+      new RecordedMetric(
+        `${PREFIX}requests`,
+        'The total number of client requests',
+        'counter',
+        () => [...series.values()].map((s) => ({ labels: s.labels, value: s.requests })),
+        reset,
+      ),
+    );
+  }
+  specs.forEach((spec, index) => {
+    if (!active[index]) return;
+    const name = `${PREFIX}${spec.name}`;
+    const bounds = spec.buckets;
+    register(
+      new RecordedMetric(
+        name,
+        spec.help,
+        'histogram',
+        () => {
+          const out: Sample[] = [];
+          for (const s of series.values()) {
+            const h = s.histograms[index] as Float64Array;
+            const count = h[bounds.length + 1] as number;
+            if (count === 0) continue;
+            let cumulative = 0;
+            for (let b = 0; b < bounds.length; b++) {
+              cumulative += h[b] as number;
+              out.push({
+                metricName: `${name}_bucket`,
+                labels: { ...s.labels, le: bounds[b] as number },
+                value: cumulative,
+              });
+            }
+            out.push({ metricName: `${name}_bucket`, labels: { ...s.labels, le: '+Inf' }, value: count });
+            out.push({ metricName: `${name}_sum`, labels: s.labels, value: h[bounds.length] as number });
+            out.push({ metricName: `${name}_count`, labels: s.labels, value: count });
+          }
+          return out;
+        },
+        reset,
+      ),
+    );
+  });
+
+  const newSeries = (record: RequestRecord, status: string): Series => {
+    const labels: Record<string, string> = {
+      status,
+      method: record.method,
+      path: record.path,
+      namespace: record.namespace,
+      ingress: record.ingress,
+      service: record.service,
+      canary: record.canary,
+    };
+    if (options.perHost) labels.host = record.host;
+    return {
+      labels,
+      requests: 0,
+      histograms: specs.map((spec) => new Float64Array(spec.buckets.length + 2)),
+    };
+  };
+
+  return {
+    observe(record) {
+      if (filterHosts && !definedHosts.has(record.host)) return;
+      const status = options.statusClasses ? `${Math.trunc(record.status / 100)}xx` : String(record.status);
+      const host = options.perHost ? record.host : '';
+      const key = `${status}\u0001${record.method}\u0001${host}\u0001${record.path}\u0001${record.namespace}\u0001${record.ingress}\u0001${record.service}\u0001${record.canary}`;
+      let entry = series.get(key);
+      if (entry === undefined) {
+        entry = newSeries(record, status);
+        series.set(key, entry);
+      }
+      entry.requests++;
+      for (let i = 0; i < specs.length; i++) {
+        if (!active[i]) continue;
+        const spec = specs[i] as HistogramSpec;
+        const value = spec.value(record);
+        if (value < 0) continue;
+        const h = entry.histograms[i] as Float64Array;
+        const bounds = spec.buckets;
+        let b = 0;
+        while (b < bounds.length && value > (bounds[b] as number)) b++;
+        if (b < bounds.length) h[b] = (h[b] as number) + 1;
+        h[bounds.length] = (h[bounds.length] as number) + value;
+        h[bounds.length + 1] = (h[bounds.length + 1] as number) + 1;
+      }
+    },
+    setModel(model) {
+      const hosts = new Set<string>();
+      const ingresses = new Set<string>();
+      const note = (ref: { namespace: string; name: string } | null) => {
+        if (ref !== null) ingresses.add(`${ref.namespace}/${ref.name}`);
+      };
+      for (const server of [model.catchAll, ...model.servers]) {
+        if (server !== model.catchAll) hosts.add(server.hostname);
+        for (const route of server.routes) note(route.ingress);
+        note(server.defaultRoute.ingress);
+      }
+      definedHosts = hosts;
+      // ingress-nginx RemoveMetrics: the series of an Ingress that is gone go with it
+      for (const [key, s] of series) {
+        if (s.labels.ingress !== '' && !ingresses.has(`${s.labels.namespace}/${s.labels.ingress}`)) {
+          series.delete(key);
+        }
+      }
+    },
+    get seriesCount() {
+      return series.size;
+    },
+  };
+}

@@ -1,0 +1,230 @@
+// /debug/model on the healthz port: the live configuration as JSON (hosts → routes → backends with
+// endpoints, balancers, certificates, diagnostics per object), following real swaps of a standalone
+// controller.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import type { ModelDescription } from '../../lib/debug-model.ts';
+import { createLogger } from '../../lib/log.ts';
+import { start } from '../../lib/main.ts';
+import { pem } from '../model/helpers.ts';
+import { get, testConfig } from '../support/http.ts';
+import { nextSwap } from '../support/swaps.ts';
+
+const A = pem('a-example');
+
+const OBJECTS = `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: { name: ingress-ts }
+spec: { controller: ingress-ts.dev/controller }
+---
+apiVersion: v1
+kind: Service
+metadata: { name: web, namespace: d }
+spec: { ports: [{ name: http, port: 80, targetPort: 8080 }] }
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: { name: web-1, namespace: d, labels: { kubernetes.io/service-name: web } }
+addressType: IPv4
+ports: [{ name: http, port: 8080, protocol: TCP }]
+endpoints: [{ addresses: [10.1.0.2] }, { addresses: [10.1.0.1] }]
+---
+apiVersion: v1
+kind: Service
+metadata: { name: api, namespace: d }
+spec: { ports: [{ name: http, port: 80, targetPort: 9090 }] }
+---
+apiVersion: v1
+kind: Secret
+metadata: { name: a-tls, namespace: d }
+type: kubernetes.io/tls
+data:
+  tls.crt: ${Buffer.from(A.crt).toString('base64')}
+  tls.key: ${Buffer.from(A.key).toString('base64')}
+`;
+
+function site(paths: Array<[string, string]>): string {
+  return `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: site, namespace: d, annotations: { nginx.ingress.kubernetes.io/load-balance: ewma } }
+spec:
+  ingressClassName: ingress-ts
+  rules:
+    - host: site.example.test
+      http:
+        paths:
+${paths.map(([p, svc]) => `          - { path: ${p}, pathType: Prefix, backend: { service: { name: ${svc}, port: { number: 80 } } } }`).join('\n')}
+`;
+}
+
+const SECURE = `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: secure, namespace: d }
+spec:
+  ingressClassName: ingress-ts
+  tls: [{ hosts: [a.example.com], secretName: a-tls }]
+  rules:
+    - host: a.example.com
+      http:
+        paths:
+          - { path: /, pathType: ImplementationSpecific, backend: { service: { name: web, port: { number: 80 } } } }
+`;
+
+const BAD = `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: bad, namespace: d }
+spec:
+  ingressClassName: ingress-ts
+  rules:
+    - host: bad.example.test
+      http:
+        paths:
+          - { path: /x, pathType: Sometimes, backend: { service: { name: web, port: { number: 80 } } } }
+          - { path: /y, pathType: Prefix, backend: { service: { name: missing, port: { number: 80 } } } }
+`;
+
+t.test('/debug/model describes the live configuration and follows swaps', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-debug-model-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(join(dir, 'objects.yaml'), OBJECTS);
+  await writeFile(join(dir, 'site.yaml'), site([['/', 'web']]));
+  await writeFile(join(dir, 'secure.yaml'), SECURE);
+  await writeFile(join(dir, 'bad.yaml'), BAD);
+  const controller = await start(testConfig(dir), createLogger('silent'));
+  t.teardown(() => controller.stop(0));
+  const fetchModel = async (): Promise<ModelDescription> => {
+    const reply = await get(controller.healthz.port, 'localhost', '/debug/model');
+    t.equal(reply.status, 200);
+    t.match(reply.headers['content-type'], /^application\/json/);
+    return JSON.parse(reply.body) as ModelDescription;
+  };
+
+  const first = await fetchModel();
+  t.equal(first.hash, controller.dataPlane.current?.hash, 'the hash of the runtime being served');
+  t.strictSame(
+    first.hosts.map((h) => h.host),
+    ['a.example.com', 'bad.example.test', 'site.example.test', '_'],
+    'named hosts sorted, then the catch-all server',
+  );
+  const host = (model: ModelDescription, name: string) => model.hosts.find((h) => h.host === name);
+
+  t.strictSame(host(first, 'site.example.test'), {
+    host: 'site.example.test',
+    ingress: 'd/site',
+    regex: false,
+    tls: null,
+    routes: [{ path: '/', pathType: 'Prefix', ingress: 'd/site', backend: 'd-web-80', canary: null }],
+    defaultRoute: { ingress: 'd/site', backend: 'default-backend' },
+  });
+
+  const secure = host(first, 'a.example.com');
+  t.strictSame(secure?.routes, [
+    {
+      path: '/',
+      pathType: 'Prefix',
+      pathTypeAsWritten: 'ImplementationSpecific',
+      ingress: 'd/secure',
+      backend: 'd-web-80',
+      canary: null,
+    },
+  ]);
+  t.match(secure?.tls, {
+    secret: 'd/a-tls',
+    ingress: 'd/secure',
+    certificate: {
+      subject: 'CN=a.example.com',
+      issuer: 'CN=a.example.com',
+      notAfter: '2126-10-29T04:05:09.000Z',
+      dnsNames: ['a.example.com', 'www.a.example.com'],
+    },
+  });
+
+  t.strictSame(first.backends, [
+    // sorted by name; a Service no route names (api) is no backend
+    {
+      name: 'd-missing-80',
+      service: 'd/missing:80',
+      externalName: false,
+      loadBalance: 'round_robin',
+      balancer: 'round_robin',
+      endpoints: [],
+    },
+    {
+      name: 'd-web-80',
+      service: 'd/web:80',
+      externalName: false,
+      loadBalance: 'ewma',
+      balancer: 'ewma',
+      endpoints: ['10.1.0.1:8080', '10.1.0.2:8080'],
+    },
+  ]);
+  t.equal(first.defaultBackend, null, 'the built-in 404');
+  t.match(first.defaultCertificate, {
+    secret: 'generated',
+    certificate: { subject: /CN=Ingress-TS Fake Certificate/ },
+  });
+  t.equal(first.config.loadBalance, 'round_robin');
+
+  // diagnostics of the bad Ingress, under the Ingress
+  const bad = first.diagnostics['Ingress d/bad'];
+  t.ok(Array.isArray(bad), 'the bad Ingress has diagnostics');
+  t.strictSame(
+    bad?.map((d) => [d.severity, d.code]),
+    [
+      ['error', 'PATH_TYPE_INVALID'],
+      ['warning', 'SERVICE_NOT_FOUND'],
+    ],
+  );
+  t.match(bad?.[0]?.message, /Sometimes/);
+  t.notOk('Ingress d/site' in first.diagnostics, 'a clean Ingress has none');
+  t.notOk(/PRIVATE KEY/.test(JSON.stringify(first)), 'no private key');
+
+  // a new path: the next answer shows the route and its backend
+  const swapped = nextSwap();
+  await writeFile(
+    join(dir, 'site.yaml'),
+    site([
+      ['/', 'web'],
+      ['/api', 'api'],
+    ]),
+  );
+  await swapped;
+  const second = await fetchModel();
+  t.not(second.hash, first.hash);
+  t.strictSame(
+    host(second, 'site.example.test')?.routes.map((r) => [r.path, r.backend]),
+    [
+      ['/api', 'd-api-80'],
+      ['/', 'd-web-80'],
+    ],
+  );
+  t.strictSame(
+    second.backends.map((b) => b.name),
+    ['d-api-80', 'd-missing-80', 'd-web-80'],
+  );
+  t.strictSame(
+    second.backends[0],
+    {
+      name: 'd-api-80',
+      service: 'd/api:80',
+      externalName: false,
+      loadBalance: 'ewma',
+      balancer: 'ewma',
+      endpoints: [],
+    },
+    'the Service a route names now is a backend',
+  );
+  t.match(second.diagnostics['Ingress d/site'], [{ code: 'ENDPOINTS_NONE' }]);
+});
+
+t.test('/debug/model is not served elsewhere than on the healthz port', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-debug-model-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(join(dir, 'site.yaml'), `${OBJECTS}---\n${site([['/', 'web']])}`);
+  const controller = await start(testConfig(dir), createLogger('silent'));
+  t.teardown(() => controller.stop(0));
+  t.equal((await get(controller.http.port, 'localhost', '/debug/model')).status, 404, 'the proxy port');
+  t.equal((await get(controller.healthz.port, 'localhost', '/debug/model')).status, 200);
+});

@@ -1,0 +1,416 @@
+// Per-request metrics and the access log after real traffic through a standalone controller: the
+// series the two ingress-nginx Grafana dashboards query, with values that match the requests sent,
+// and one access log line per logged request.
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, request } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import t, { type Test } from 'tap';
+import { requestLogged } from '../../lib/dataplane/events.ts';
+import type { RequestRecord } from '../../lib/dataplane/request-record.ts';
+import { createLogger } from '../../lib/log.ts';
+import { start } from '../../lib/main.ts';
+import { get, testConfig } from '../support/http.ts';
+import { parseExposition, samplesOf, sampleValue } from '../support/prometheus.ts';
+import { nextSwap } from '../support/swaps.ts';
+
+const fixture = (name: string) => readFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url), 'utf8');
+const b64 = (text: string) => Buffer.from(text).toString('base64');
+
+function manifests(backendPort: number, configData: string): Record<string, string> {
+  const ingress = (name: string, host: string, paths: string, annotations = '{}', tls = '') => `
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: ${name}, namespace: m, annotations: ${annotations} }
+spec:
+  ingressClassName: ingress-ts
+${tls}  rules:
+    - host: ${host}
+      http:
+        paths:
+${paths}
+`;
+  const path = (p: string, type = 'Prefix') =>
+    `          - { path: ${p}, pathType: ${type}, backend: { service: { name: web, port: { number: 80 } } } }`;
+  return {
+    'base.yaml': `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: { name: ingress-ts }
+spec: { controller: ingress-ts.dev/controller }
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: { name: config, namespace: m }
+data: ${configData}
+---
+apiVersion: v1
+kind: Service
+metadata: { name: web, namespace: m }
+spec: { ports: [{ name: http, port: 80, targetPort: ${backendPort} }] }
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: { name: web-1, namespace: m, labels: { kubernetes.io/service-name: web } }
+addressType: IPv4
+ports: [{ name: http, port: ${backendPort}, protocol: TCP }]
+endpoints: [{ addresses: [127.0.0.1] }]
+---
+apiVersion: v1
+kind: Secret
+metadata: { name: site-tls, namespace: m }
+type: kubernetes.io/tls
+data: { tls.crt: ${b64(fixture('a-example.crt'))}, tls.key: ${b64(fixture('a-example.key'))} }
+`,
+    'site.yaml': ingress(
+      'site',
+      'a.example.com',
+      `${path('/app')}\n${path('/api', 'Exact')}`,
+      '{}',
+      '  tls: [{ hosts: [a.example.com], secretName: site-tls }]\n',
+    ),
+    'quiet.yaml': ingress(
+      'quiet',
+      'quiet.example.test',
+      path('/'),
+      '{ nginx.ingress.kubernetes.io/enable-access-log: "false" }',
+    ),
+  };
+}
+
+interface Backend {
+  port: number;
+  requestIds: string[];
+  close(): Promise<void>;
+}
+
+async function startBackend(): Promise<Backend> {
+  const requestIds: string[] = [];
+  const server = createServer((req, res) => {
+    requestIds.push(String(req.headers['x-request-id']));
+    let body = '';
+    req.on('data', (chunk: Buffer) => {
+      body += chunk.toString();
+    });
+    req.on('end', () => {
+      if (req.url === '/app/fail') res.writeHead(500).end('broken');
+      else if (req.method === 'POST') res.writeHead(201, { 'content-type': 'text/plain' }).end(`got ${body}`);
+      else res.writeHead(200, { 'content-type': 'text/plain' }).end('hello');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    requestIds,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Resolves with the next `n` request records the data plane publishes. */
+function nextRecords(n: number): Promise<RequestRecord[]> {
+  return new Promise((resolve) => {
+    const seen: RequestRecord[] = [];
+    const on = (message: unknown) => {
+      seen.push(message as RequestRecord);
+      if (seen.length === n) {
+        unsubscribe(requestLogged.name, on);
+        resolve(seen);
+      }
+    };
+    subscribe(requestLogged.name, on);
+  });
+}
+
+function post(port: number, host: string, path: string, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ port, host: '127.0.0.1', path, method: 'POST', headers: { host } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Sends exact bytes on a fresh connection; resolves with every byte received until the server closes. */
+function rawExchange(port: number, bytes: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks)));
+  });
+}
+
+async function setUp(t: Test, configData = '{ skip-access-log-urls: "/api" }', ...flags: string[]) {
+  const backend = await startBackend();
+  t.teardown(() => backend.close());
+  const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-request-metrics-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  for (const [file, text] of Object.entries(manifests(backend.port, configData))) {
+    await writeFile(join(dir, file), text);
+  }
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const controller = await start(
+    testConfig(dir, '--configmap', 'm/config', ...flags),
+    createLogger('silent'),
+    { env: { POD_NAMESPACE: 'ns1', POD_NAME: 'pod-1' }, accessLogStdout: sink },
+  );
+  t.teardown(() => controller.stop(0));
+  const scrape = async () => {
+    const reply = await get(controller.healthz.port, 'localhost', '/metrics');
+    t.equal(reply.status, 200);
+    return parseExposition(reply.body);
+  };
+  return { backend, controller, dir, lines, scrape };
+}
+
+t.test('the dashboards series, with values that match the traffic', async (t) => {
+  const { backend, controller, lines, scrape } = await setUp(t);
+  const http = controller.http.port;
+
+  const done = nextRecords(7 + 1 + 2 + 1 + 1 + 3);
+  // a.example.com has TLS: plain HTTP requests are redirected (308), and logged
+  for (let i = 0; i < 7; i++) t.equal((await get(http, 'a.example.com', `/app/${i}`)).status, 308);
+  t.equal((await get(http, 'a.example.com', '/api')).status, 308, 'a URL skip-access-log-urls names');
+  // the quiet Ingress (enable-access-log: false) proxies to the backend
+  t.equal(await post(http, 'quiet.example.test', '/api', 'abcd'), 201);
+  t.equal(await post(http, 'quiet.example.test', '/api', 'efgh'), 201);
+  t.equal((await get(http, 'quiet.example.test', '/app/fail')).status, 500);
+  t.equal((await get(http, 'quiet.example.test', '/hello')).status, 200);
+  // the default backend (no Ingress names the host): counted nowhere, logged only with
+  // enable-access-log-for-default-backend
+  for (let i = 0; i < 3; i++) t.equal((await get(http, 'nobody.example.test', '/')).status, 404);
+  const records = await done;
+  t.equal(records.length, 15);
+
+  const metrics = await scrape();
+  const base = { namespace: 'm', ingress: 'site', service: 'web', canary: '', host: 'a.example.com' };
+  const redirects = { ...base, status: '308', method: 'GET', path: '/app' };
+  t.equal(sampleValue(metrics, 'nginx_ingress_controller_requests', redirects), 7, '7 requests → 7');
+  t.equal(sampleValue(metrics, 'nginx_ingress_controller_request_duration_seconds_count', redirects), 7);
+  t.equal(
+    sampleValue(metrics, 'nginx_ingress_controller_request_duration_seconds_bucket', {
+      ...redirects,
+      le: '+Inf',
+    }),
+    7,
+  );
+  t.equal(
+    sampleValue(metrics, 'nginx_ingress_controller_response_duration_seconds_count', redirects),
+    undefined,
+    'a redirect has no upstream time',
+  );
+  const quiet = {
+    namespace: 'm',
+    ingress: 'quiet',
+    service: 'web',
+    canary: '',
+    host: 'quiet.example.test',
+    path: '/',
+  };
+  const posts = { ...quiet, status: '201', method: 'POST' };
+  t.equal(sampleValue(metrics, 'nginx_ingress_controller_requests', posts), 2);
+  for (const name of ['response', 'header', 'connect']) {
+    t.equal(sampleValue(metrics, `nginx_ingress_controller_${name}_duration_seconds_count`, posts), 2, name);
+  }
+  const postRecords = records.filter((r) => r.method === 'POST');
+  t.equal(
+    sampleValue(metrics, 'nginx_ingress_controller_request_size_sum', posts),
+    postRecords.reduce((sum, r) => sum + r.requestLength, 0),
+  );
+  t.equal(
+    sampleValue(metrics, 'nginx_ingress_controller_response_size_sum', posts),
+    postRecords.reduce((sum, r) => sum + r.bytesSent, 0),
+  );
+  t.equal(sampleValue(metrics, 'nginx_ingress_controller_response_size_count', posts), 2);
+  t.equal(sampleValue(metrics, 'nginx_ingress_controller_bytes_sent_count', posts), 2);
+  t.equal(
+    sampleValue(metrics, 'nginx_ingress_controller_requests', { ...quiet, status: '500', method: 'GET' }),
+    1,
+    'upstream status',
+  );
+  t.equal(
+    sampleValue(metrics, 'nginx_ingress_controller_requests', { ...quiet, status: '200', method: 'GET' }),
+    1,
+    'an Ingress without access log is still counted',
+  );
+  t.equal(
+    sampleValue(metrics, 'nginx_ingress_controller_requests', {
+      ...base,
+      status: '308',
+      method: 'GET',
+      path: '/api',
+    }),
+    1,
+    'a URL the access log skips is still counted',
+  );
+  t.notOk(
+    samplesOf(metrics, 'nginx_ingress_controller_requests').some(
+      (s) => s.labels.host === 'nobody.example.test',
+    ),
+    'hosts no Ingress names are dropped (--metrics-per-host)',
+  );
+  for (const s of samplesOf(metrics, 'nginx_ingress_controller_requests')) {
+    t.strictSame(
+      Object.keys(s.labels),
+      [
+        'status',
+        'method',
+        'path',
+        'namespace',
+        'ingress',
+        'service',
+        'canary',
+        'host',
+        'controller_namespace',
+        'controller_class',
+        'controller_pod',
+      ],
+      'ingress-nginx labels, in its order',
+    );
+  }
+
+  // the 13 series the two official dashboards query
+  const dashboard = [
+    'nginx_ingress_controller_requests',
+    'nginx_ingress_controller_request_duration_seconds_bucket',
+    'nginx_ingress_controller_request_duration_seconds_count',
+    'nginx_ingress_controller_response_duration_seconds_bucket',
+    'nginx_ingress_controller_response_duration_seconds_sum',
+    'nginx_ingress_controller_request_size_sum',
+    'nginx_ingress_controller_response_size_bucket',
+    'nginx_ingress_controller_response_size_sum',
+    'nginx_ingress_controller_response_size_count',
+    'nginx_ingress_controller_config_hash',
+    'nginx_ingress_controller_config_last_reload_successful',
+    'nginx_ingress_controller_config_last_reload_successful_timestamp_seconds',
+    'nginx_ingress_controller_success',
+    'nginx_ingress_controller_ssl_expire_time_seconds',
+    'nginx_ingress_controller_nginx_process_connections',
+    'nginx_ingress_controller_nginx_process_cpu_seconds_total',
+    'nginx_ingress_controller_nginx_process_resident_memory_bytes',
+  ];
+  for (const name of dashboard) t.ok(samplesOf(metrics, name).length > 0, `${name} is exported`);
+  t.equal(
+    sampleValue(metrics, 'nginx_ingress_controller_ssl_expire_time_seconds', { host: 'a.example.com' }),
+    Math.floor(Date.parse('2126-10-29T04:05:09Z') / 1000),
+    'certificate expiry',
+  );
+
+  // the access log: one line per logged request, with log-format-upstream's fields
+  t.equal(lines.length, 7, 'the redirects; not the skipped URL, the quiet Ingress or the default backend');
+  const redirect = lines[0] as Record<string, unknown>;
+  t.match(redirect, {
+    request_method: 'GET',
+    request_uri: '/app/0',
+    status: 308,
+    host: 'a.example.com',
+    namespace: 'm',
+    ingress: 'site',
+    service: 'web',
+    location_path: '/app',
+    upstream_addr: '',
+  });
+  t.match(String(redirect.time), /^\d{4}-\d\d-\d\dT/);
+  t.equal(backend.requestIds.length, 4, 'the backend saw the quiet host requests');
+});
+
+t.test('upstream fields, exact lengths and the deletion of an Ingress', async (t) => {
+  const { backend, controller, dir, lines, scrape } = await setUp(t, '{}');
+  const http = controller.http.port;
+  // the quiet Ingress logs nothing: switch its log on
+  await writeFile(
+    join(dir, 'quiet.yaml'),
+    (await readFile(join(dir, 'quiet.yaml'), 'utf8')).replace('"false"', '"true"'),
+  );
+  await nextSwap();
+
+  const request =
+    'GET /exact HTTP/1.1\r\nHost: quiet.example.test\r\nUser-Agent: raw/1\r\nConnection: close\r\n\r\n';
+  const done = nextRecords(1);
+  const received = await rawExchange(http, request);
+  const [record] = await done;
+  t.equal(record?.requestLength, Buffer.byteLength(request), '$request_length: request line + headers');
+  t.equal(record?.bytesSent, received.length, '$bytes_sent: every byte the client received');
+  t.equal(record?.upstreamStatus, 200);
+  t.equal(record?.upstreamResponseLength, 5, 'the body of "hello"');
+  const line = lines[lines.length - 1] as Record<string, unknown>;
+  t.match(line, {
+    request_uri: '/exact',
+    http_user_agent: 'raw/1',
+    status: 200,
+    upstream_addr: `127.0.0.1:${backend.port}`,
+    upstream_status: '200',
+    upstream_response_length: 5,
+    proxy_upstream_name: 'm-web-80',
+    req_id: backend.requestIds[backend.requestIds.length - 1],
+    request_length: Buffer.byteLength(request),
+    bytes_sent: received.length,
+  });
+  t.match(String(line.upstream_response_time), /^\d+\.\d+$/);
+
+  // an Ingress that goes away takes its series with it
+  const before = await scrape();
+  t.ok(samplesOf(before, 'nginx_ingress_controller_requests').some((s) => s.labels.ingress === 'quiet'));
+  const swapped = nextSwap();
+  await rm(join(dir, 'quiet.yaml'));
+  await swapped;
+  const after = await scrape();
+  for (const name of [
+    'nginx_ingress_controller_requests',
+    'nginx_ingress_controller_request_duration_seconds_count',
+  ]) {
+    t.notOk(
+      samplesOf(after, name).some((s) => s.labels.ingress === 'quiet'),
+      `${name}: the deleted Ingress's series are gone`,
+    );
+  }
+});
+
+t.test('access log settings from the ConfigMap: disable-access-log, access-log-path', async (t) => {
+  const { controller, dir, lines } = await setUp(t, '{ disable-access-log: "true" }');
+  const http = controller.http.port;
+  let done = nextRecords(1);
+  await get(http, 'a.example.com', '/app');
+  await done;
+  t.equal(lines.length, 0, 'disable-access-log: no line');
+
+  const file = join(dir, 'logs', 'access.log');
+  const swapped = nextSwap();
+  const base = await readFile(join(dir, 'base.yaml'), 'utf8');
+  await writeFile(
+    join(dir, 'base.yaml'),
+    base.replace('{ disable-access-log: "true" }', `{ access-log-path: "${file}" }`),
+  );
+  await swapped;
+  done = nextRecords(2);
+  await get(http, 'a.example.com', '/app/one');
+  await get(http, 'a.example.com', '/app/two');
+  await done;
+  await controller.stop(0);
+  const written = (await readFile(file, 'utf8'))
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  t.strictSame(
+    written.map((l) => l.request_uri),
+    ['/app/one', '/app/two'],
+    'lines go to the file the ConfigMap names',
+  );
+  t.equal(lines.length, 0);
+});
