@@ -1,7 +1,11 @@
-// The health listener (--healthz-port): GET /healthz answers 200 while serving, 500 once shutting
-// down (ingress-nginx: load balancers stop sending before the listeners close); GET /metrics answers
-// the Prometheus exposition when metrics are enabled; GET /debug/model answers the live
-// configuration as JSON (debug-model.ts) when a source is given.
+// The health listener (--healthz-port):
+// - GET /healthz (readiness): 200 while serving, 500 once shutting down (ingress-nginx: load
+//   balancers stop sending before the listeners close).
+// - GET /livez (liveness): 200 whenever the event loop runs, also while draining after SIGTERM. It is
+//   answered by the same event loop as the proxy, so a stuck loop (a runaway computation, a
+//   synchronous stall) leaves it unanswered and the kubelet's probe times out: the only failure.
+// - GET /metrics: the Prometheus exposition when metrics are enabled.
+// - GET /debug/model: the live configuration as JSON (debug-model.ts) when a source is given.
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -59,6 +63,10 @@ export function createHealthz(
         (error: unknown) =>
           res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`metrics failed: ${String(error)}\n`),
       );
+      return;
+    }
+    if (path === '/livez') {
+      res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok\n');
       return;
     }
     if (path !== '/healthz') {

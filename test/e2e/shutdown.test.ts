@@ -73,6 +73,7 @@ spec:
   await new Promise((resolve) => setImmediate(resolve));
   t.equal(stopDone, false, 'stop waits for the in-flight request');
   t.equal((await get(controller.healthz.port, 'x', '/healthz')).status, 500, '/healthz fails while draining');
+  t.equal((await get(controller.healthz.port, 'x', '/livez')).status, 200, '/livez: alive while draining');
   releaseSlow();
   const reply = await slow;
   t.equal(reply.status, 200);
