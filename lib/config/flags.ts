@@ -45,7 +45,11 @@ interface FlagSpec {
 export const FLAGS = {
   'http-port': { type: 'string', default: '80', help: 'port of the HTTP listener' },
   'https-port': { type: 'string', default: '443', help: 'port of the HTTPS listener' },
-  'healthz-port': { type: 'string', default: '10254', help: 'port of /healthz and /metrics' },
+  'healthz-port': {
+    type: 'string',
+    default: '10254',
+    help: 'port of /healthz, /livez, /metrics and /debug/model',
+  },
   'enable-metrics': {
     type: 'boolean',
     default: true,

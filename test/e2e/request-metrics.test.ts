@@ -2,6 +2,7 @@
 // series the two ingress-nginx Grafana dashboards query, with values that match the requests sent,
 // and one access log line per logged request.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, request } from 'node:http';
@@ -162,6 +163,7 @@ async function setUp(t: Test, configData = '{ skip-access-log-urls: "/api" }', .
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
       for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line));
+      sink.emit('lines');
       done();
     },
   });
@@ -176,11 +178,16 @@ async function setUp(t: Test, configData = '{ skip-access-log-urls: "/api" }', .
     t.equal(reply.status, 200);
     return parseExposition(reply.body);
   };
-  return { backend, controller, dir, lines, scrape };
+  /** The access log's lines once there are `n` (they are written in batches, within 100 ms). */
+  const linesAt = async (n: number) => {
+    while (lines.length < n) await once(sink, 'lines');
+    return lines;
+  };
+  return { backend, controller, dir, lines, linesAt, scrape };
 }
 
 t.test('the dashboards series, with values that match the traffic', async (t) => {
-  const { backend, controller, lines, scrape } = await setUp(t);
+  const { backend, controller, lines, linesAt, scrape } = await setUp(t);
   const http = controller.http.port;
 
   const done = nextRecords(7 + 1 + 2 + 1 + 1 + 3);
@@ -313,6 +320,7 @@ t.test('the dashboards series, with values that match the traffic', async (t) =>
   );
 
   // the access log: one line per logged request, with log-format-upstream's fields
+  await linesAt(7);
   t.equal(lines.length, 7, 'the redirects; not the skipped URL, the quiet Ingress or the default backend');
   const redirect = lines[0] as Record<string, unknown>;
   t.match(redirect, {
@@ -331,7 +339,7 @@ t.test('the dashboards series, with values that match the traffic', async (t) =>
 });
 
 t.test('upstream fields, exact lengths and the deletion of an Ingress', async (t) => {
-  const { backend, controller, dir, lines, scrape } = await setUp(t, '{}');
+  const { backend, controller, dir, lines, linesAt, scrape } = await setUp(t, '{}');
   const http = controller.http.port;
   // the quiet Ingress logs nothing: switch its log on
   await writeFile(
@@ -342,6 +350,7 @@ t.test('upstream fields, exact lengths and the deletion of an Ingress', async (t
 
   const request =
     'GET /exact HTTP/1.1\r\nHost: quiet.example.test\r\nUser-Agent: raw/1\r\nConnection: close\r\n\r\n';
+  const logged = lines.length;
   const done = nextRecords(1);
   const received = await rawExchange(http, request);
   const [record] = await done;
@@ -349,6 +358,7 @@ t.test('upstream fields, exact lengths and the deletion of an Ingress', async (t
   t.equal(record?.bytesSent, received.length, '$bytes_sent: every byte the client received');
   t.equal(record?.upstreamStatus, 200);
   t.equal(record?.upstreamResponseLength, 5, 'the body of "hello"');
+  await linesAt(logged + 1);
   const line = lines[lines.length - 1] as Record<string, unknown>;
   t.match(line, {
     request_uri: '/exact',

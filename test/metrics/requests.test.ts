@@ -11,44 +11,7 @@ import {
 } from '../../lib/metrics/requests.ts';
 import { build, ingress, path, rule } from '../model/helpers.ts';
 import { type Family, parseExposition, samplesOf, sampleValue } from '../support/prometheus.ts';
-
-function record(overrides: Partial<RequestRecord> = {}): RequestRecord {
-  return {
-    time: 0,
-    start: 0,
-    remoteAddress: '127.0.0.1',
-    method: 'GET',
-    uri: '/app/x',
-    protocol: 'HTTP/1.1',
-    host: 'a.test',
-    path: '/app',
-    https: false,
-    userAgent: '',
-    referer: '',
-    requestId: 'id',
-    requestLength: 50,
-    status: 200,
-    bytesSent: 120,
-    requestTime: 0.004,
-    namespace: 'ns',
-    ingress: 'site',
-    service: 'web',
-    servicePort: '80',
-    upstream: 'ns-web-80',
-    canary: '',
-    upstreamAddr: '10.0.0.1:8080',
-    upstreamStatus: 200,
-    connectTime: 0.001,
-    headerTime: 0.003,
-    responseTime: 0.0035,
-    upstreamResponseLength: 100,
-    previousAddrs: '',
-    previousStatuses: '',
-    previousTimes: '',
-    accessLog: true,
-    ...overrides,
-  };
-}
+import { record } from '../support/request-record.ts';
 
 /** A model whose only host is a.test, served by Ingress ns/site (and ns/other when asked). */
 function model(withOther = true) {

@@ -1,0 +1,200 @@
+// The access log's own parts: the line (any string a client sends survives JSON), the clock, and
+// the batching (lines wait for a full batch or 100 ms, close() writes what waits).
+import { once } from 'node:events';
+import { Writable } from 'node:stream';
+import fc from 'fast-check';
+import t from 'tap';
+import { accessLogLine, BATCH_CHARS, createAccessLog, isoClock } from '../lib/access-log.ts';
+import { createLogger } from '../lib/log.ts';
+import { record } from './support/request-record.ts';
+
+t.test('accessLogLine: pino line format, NGINX field names, in this order', async (t) => {
+  const line = accessLogLine(
+    record({
+      uri: '/app/x?q=1',
+      userAgent: 'curl/8',
+      requestId: 'abc',
+      previousAddrs: '10.0.0.2:8080, ',
+      previousStatuses: '502, ',
+      previousTimes: '0.001, ',
+    }),
+    '2026-11-23T10:00:00.123Z',
+  );
+  const parsed = JSON.parse(line) as Record<string, unknown>;
+  t.strictSame(Object.keys(parsed), [
+    'level',
+    'time',
+    'remote_addr',
+    'request_method',
+    'request_uri',
+    'server_protocol',
+    'host',
+    'status',
+    'bytes_sent',
+    'http_referer',
+    'http_user_agent',
+    'request_length',
+    'request_time',
+    'proxy_upstream_name',
+    'proxy_alternative_upstream_name',
+    'upstream_addr',
+    'upstream_response_length',
+    'upstream_response_time',
+    'upstream_status',
+    'req_id',
+    'namespace',
+    'ingress',
+    'service',
+    'service_port',
+    'location_path',
+  ]);
+  t.match(parsed, {
+    level: 30,
+    time: '2026-11-23T10:00:00.123Z',
+    request_uri: '/app/x?q=1',
+    status: 200,
+    request_time: 0.004,
+    upstream_addr: '10.0.0.2:8080, 10.0.0.1:8080',
+    upstream_status: '502, 200',
+    upstream_response_time: '0.001, 0.004',
+    upstream_response_length: 100,
+    req_id: 'abc',
+  });
+});
+
+t.test('accessLogLine: a request that reached no upstream', async (t) => {
+  const parsed = JSON.parse(
+    accessLogLine(
+      record({ upstreamAddr: '', upstreamStatus: 0, responseTime: -1, upstreamResponseLength: -1 }),
+      'T',
+    ),
+  ) as Record<string, unknown>;
+  t.match(parsed, {
+    upstream_addr: '',
+    upstream_status: '',
+    upstream_response_time: '',
+    upstream_response_length: '-',
+  });
+  // a try that got no answer
+  const failed = JSON.parse(
+    accessLogLine(record({ upstreamStatus: 0, responseTime: -1, upstreamResponseLength: -1 }), 'T'),
+  ) as Record<string, unknown>;
+  t.match(failed, { upstream_status: '-', upstream_response_time: '-' });
+});
+
+t.test('accessLogLine: any string the client controls comes back intact from JSON', async (t) => {
+  const anyString = fc.string({ unit: 'binary', maxLength: 40 });
+  const text = fc.oneof(anyString, fc.string({ unit: 'grapheme-ascii', maxLength: 40 }));
+  fc.assert(
+    fc.property(text, text, text, text, text, text, (uri, userAgent, referer, host, requestId, method) => {
+      const parsed = JSON.parse(
+        accessLogLine(record({ uri, userAgent, referer, host, requestId, method }), 'T'),
+      ) as Record<string, unknown>;
+      return (
+        parsed.request_uri === uri &&
+        parsed.http_user_agent === userAgent &&
+        parsed.http_referer === referer &&
+        parsed.host === host &&
+        parsed.req_id === requestId &&
+        parsed.request_method === method
+      );
+    }),
+  );
+  t.pass('every generated line parsed back to its values');
+});
+
+t.test('isoClock: what Date#toISOString says, across seconds and milliseconds', async (t) => {
+  for (const now of [0, 5, 99, 999, 1000, 1001, 59_999, 1_795_432_768_861, 253_402_300_799_999]) {
+    t.equal(isoClock(() => now)(), new Date(now).toISOString(), String(now));
+  }
+  // one clock through a sequence: the cached second prefix follows
+  let now = 1_795_432_768_000;
+  const clock = isoClock(() => now);
+  fc.assert(
+    fc.property(fc.array(fc.integer({ min: 0, max: 3000 }), { maxLength: 50 }), (steps) => {
+      for (const step of steps) {
+        now += step;
+        if (clock() !== new Date(now).toISOString()) return false;
+      }
+      return true;
+    }),
+  );
+});
+
+/** A stand-in for standard output that remembers each write. */
+function sink() {
+  const writes: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      writes.push(chunk.toString());
+      stream.emit('wrote');
+      done();
+    },
+  });
+  return {
+    stream,
+    writes,
+    lines: () =>
+      writes
+        .join('')
+        .split('\n')
+        .filter((l) => l !== ''),
+  };
+}
+
+const SETTINGS = { disabled: false, skipUrls: [], path: '' };
+
+t.test('lines wait to be written together; close() writes what waits', async (t) => {
+  const out = sink();
+  const log = createAccessLog({ log: createLogger('silent'), stdout: out.stream });
+  log.configure(SETTINGS);
+  log.write(record({ uri: '/one' }));
+  log.write(record({ uri: '/two' }));
+  t.equal(out.writes.length, 0, 'nothing written per line');
+  await log.close();
+  t.equal(out.writes.length, 1, 'one write for both');
+  t.strictSame(
+    out.lines().map((l) => (JSON.parse(l) as { request_uri: string }).request_uri),
+    ['/one', '/two'],
+  );
+});
+
+t.test('a quiet log is written out by the timer', async (t) => {
+  const out = sink();
+  const log = createAccessLog({ log: createLogger('silent'), stdout: out.stream });
+  t.teardown(() => log.close());
+  log.configure(SETTINGS);
+  log.write(record({ uri: '/alone' }));
+  await once(out.stream, 'wrote');
+  t.equal(out.lines().length, 1);
+});
+
+t.test('a full batch is written at once, the rest waits', async (t) => {
+  const out = sink();
+  const log = createAccessLog({ log: createLogger('silent'), stdout: out.stream });
+  t.teardown(() => log.close());
+  log.configure(SETTINGS);
+  const lineLength = accessLogLine(record(), 'x'.repeat(24)).length + 1;
+  const perBatch = Math.ceil(BATCH_CHARS / lineLength);
+  for (let i = 0; i < perBatch + 1; i++) log.write(record());
+  t.equal(out.writes.length, 1, 'one write, synchronously, once a batch is full');
+  t.equal(out.lines().length, perBatch);
+  await once(out.stream, 'wrote');
+  t.equal(out.lines().length, perBatch + 1, 'the last line came with the timer');
+});
+
+t.test('what is not logged: disabled, skipped URLs, routes without a log', async (t) => {
+  const out = sink();
+  const log = createAccessLog({ log: createLogger('silent'), stdout: out.stream });
+  log.configure({ ...SETTINGS, skipUrls: ['/healthz'] });
+  log.write(record({ uri: '/healthz' }));
+  log.write(record({ uri: '/quiet', accessLog: false }));
+  log.write(record({ uri: '/kept' }));
+  log.configure({ ...SETTINGS, disabled: true });
+  log.write(record({ uri: '/while-disabled' }));
+  await log.close();
+  t.strictSame(
+    out.lines().map((l) => (JSON.parse(l) as { request_uri: string }).request_uri),
+    ['/kept'],
+  );
+});
