@@ -144,13 +144,15 @@ export function startRecord(req: IncomingMessage, at: RecordStart): RequestRecor
  */
 export function finishOnClose(
   record: RequestRecord,
-  emitter: { once(event: 'close', listener: () => void): unknown },
+  emitter: { on(event: 'close', listener: () => void): unknown },
   socket: Duplex,
   status: () => number,
 ): void {
   const sock = socket as Duplex & { bytesWritten?: number };
   const written = sock.bytesWritten ?? 0;
-  emitter.once('close', () => {
+  // `on`, not `once`: 'close' comes once, and the emitter is dropped after it (no wrapper to make,
+  // no listener to remove, per request)
+  emitter.on('close', () => {
     record.status = status();
     record.bytesSent = (sock.bytesWritten ?? 0) - written;
     record.requestTime = (performance.now() - record.start) / 1000;
