@@ -74,6 +74,26 @@ interface Series {
   histograms: Float64Array[];
 }
 
+/**
+ * The series of a request, found without building its key: one Map level per label, keyed by the
+ * strings the runtime holds for the route (their hashes are computed once), then the status. A cache
+ * in front of the flat map of series, which stays the source of truth.
+ */
+type SeriesTree = Map<string, SeriesTree | Series>;
+
+function child(node: SeriesTree, key: string): SeriesTree {
+  let next = node.get(key) as SeriesTree | undefined;
+  if (next === undefined) {
+    next = new Map();
+    node.set(key, next);
+  }
+  return next;
+}
+
+/** Status labels as strings made once (a status code is at most 599). */
+const STATUS_LABELS = Array.from({ length: 600 }, (_, code) => String(code));
+const STATUS_CLASS_LABELS = Array.from({ length: 6 }, (_, c) => `${c}xx`);
+
 export interface RequestMetrics {
   /** Adds one finished request (the `requestLogged` channel's message). */
   observe(record: RequestRecord): void;
@@ -193,7 +213,11 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
   const series = new Map<string, Series>();
   let definedHosts = new Set<string>();
   const filterHosts = options.perHost && !options.perUndefinedHost;
-  const reset = () => series.clear();
+  let tree: SeriesTree = new Map();
+  const reset = () => {
+    series.clear();
+    tree = new Map();
+  };
 
   const register = (metric: RecordedMetric) =>
     registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);
@@ -265,13 +289,27 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
   return {
     observe(record) {
       if (filterHosts && !definedHosts.has(record.host)) return;
-      const status = options.statusClasses ? `${Math.trunc(record.status / 100)}xx` : String(record.status);
+      const code = record.status;
+      const status = options.statusClasses
+        ? (STATUS_CLASS_LABELS[Math.trunc(code / 100)] ?? `${Math.trunc(code / 100)}xx`)
+        : (STATUS_LABELS[code] ?? String(code));
       const host = options.perHost ? record.host : '';
-      const key = `${status}\u0001${record.method}\u0001${host}\u0001${record.path}\u0001${record.namespace}\u0001${record.ingress}\u0001${record.service}\u0001${record.canary}`;
-      let entry = series.get(key);
+      let node = child(tree, record.namespace);
+      node = child(node, record.ingress);
+      node = child(node, record.service);
+      node = child(node, record.path);
+      node = child(node, record.canary);
+      node = child(node, host);
+      node = child(node, record.method);
+      let entry = node.get(status) as Series | undefined;
       if (entry === undefined) {
-        entry = newSeries(record, status);
-        series.set(key, entry);
+        const key = `${status}\u0001${record.method}\u0001${host}\u0001${record.path}\u0001${record.namespace}\u0001${record.ingress}\u0001${record.service}\u0001${record.canary}`;
+        entry = series.get(key);
+        if (entry === undefined) {
+          entry = newSeries(record, status);
+          series.set(key, entry);
+        }
+        node.set(status, entry);
       }
       entry.requests++;
       for (let i = 0; i < specs.length; i++) {
@@ -301,11 +339,15 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
       }
       definedHosts = hosts;
       // ingress-nginx RemoveMetrics: the series of an Ingress that is gone go with it
+      let removed = false;
       for (const [key, s] of series) {
         if (s.labels.ingress !== '' && !ingresses.has(`${s.labels.namespace}/${s.labels.ingress}`)) {
           series.delete(key);
+          removed = true;
         }
       }
+      // the lookup cache still holds the removed series: start it again
+      if (removed) tree = new Map();
     },
     get seriesCount() {
       return series.size;

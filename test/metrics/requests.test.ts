@@ -192,6 +192,20 @@ t.test('the series of an Ingress that left the model are removed', async (t) => 
   t.notOk(samplesOf(m, 'nginx_ingress_controller_requests').some((s) => s.labels.ingress === 'other'));
   metrics.observe(record({ host: 'b.test', ingress: 'other', path: '/' }));
   t.equal(metrics.seriesCount, 2, 'b.test is no longer a defined host');
+
+  // the Ingress comes back: its requests count from zero in a series that is exported again
+  metrics.setModel(model(true));
+  metrics.observe(record({ host: 'b.test', ingress: 'other', path: '/' }));
+  const back = parseExposition(await registry.metrics());
+  t.equal(
+    sampleValue(back, 'nginx_ingress_controller_requests', { ingress: 'other', host: 'b.test' }),
+    1,
+    'a new series, not the removed one',
+  );
+  // the site's series was kept and is still the one counted
+  metrics.observe(record());
+  const site = parseExposition(await registry.metrics());
+  t.equal(sampleValue(site, 'nginx_ingress_controller_requests', { ingress: 'site' }), 2);
 });
 
 t.test('excludedSocketMetrics', async (t) => {
