@@ -487,6 +487,16 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
     record.upstreamStatus = statusCode;
     record.upstreamResponseLength = 0;
   }
+
+  /** Body bytes came from the upstream: $upstream_response_length. */
+  protected noteData(bytes: number): void {
+    if (this.record !== null) this.record.upstreamResponseLength += bytes;
+  }
+
+  /** The upstream's response is complete: $upstream_response_time. */
+  protected noteEnd(): void {
+    if (this.record !== null) this.record.responseTime = this.elapsed();
+  }
 }
 
 /** A plain HTTP request: response to a ServerResponse. */
@@ -579,7 +589,7 @@ class WebExchange extends Exchange {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.done) return;
-    if (this.record !== null) this.record.upstreamResponseLength += chunk.length;
+    this.noteData(chunk.length);
     if (!this.res.write(chunk)) {
       controller.pause();
       if (!this.drainHooked) {
@@ -591,7 +601,7 @@ class WebExchange extends Exchange {
 
   onResponseEnd(): void {
     this.clearSendTimer();
-    if (this.record !== null) this.record.responseTime = this.elapsed();
+    this.noteEnd();
     if (this.done) return;
     this.done = true;
     this.res.end();
@@ -677,7 +687,7 @@ class UpgradeExchange extends Exchange {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.done) return;
-    if (this.record !== null) this.record.upstreamResponseLength += chunk.length;
+    this.noteData(chunk.length);
     if (!this.socket.write(chunk) && !this.paused) {
       this.paused = true;
       controller.pause();
@@ -689,7 +699,7 @@ class UpgradeExchange extends Exchange {
   }
 
   onResponseEnd(): void {
-    if (this.record !== null) this.record.responseTime = this.elapsed();
+    this.noteEnd();
     if (this.done) return;
     this.done = true;
     this.socket.end();
