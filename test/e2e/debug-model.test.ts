@@ -10,15 +10,12 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { pem } from '../model/helpers.ts';
 import { get, testConfig } from '../support/http.ts';
+import { INGRESS_CLASS, tlsSecret } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
 
 const A = pem('a-example');
 
-const OBJECTS = `apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: { name: ingress-ts }
-spec: { controller: ingress-ts.dev/controller }
----
+const OBJECTS = `${INGRESS_CLASS}---
 apiVersion: v1
 kind: Service
 metadata: { name: web, namespace: d }
@@ -36,14 +33,7 @@ kind: Service
 metadata: { name: api, namespace: d }
 spec: { ports: [{ name: http, port: 80, targetPort: 9090 }] }
 ---
-apiVersion: v1
-kind: Secret
-metadata: { name: a-tls, namespace: d }
-type: kubernetes.io/tls
-data:
-  tls.crt: ${Buffer.from(A.crt).toString('base64')}
-  tls.key: ${Buffer.from(A.key).toString('base64')}
-`;
+${tlsSecret('d', 'a-tls', A)}`;
 
 function site(paths: Array<[string, string]>): string {
   return `apiVersion: networking.k8s.io/v1

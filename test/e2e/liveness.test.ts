@@ -7,12 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import t from 'tap';
+import { INGRESS_CLASS } from '../support/manifests.ts';
 
-const MANIFESTS = `apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: { name: ingress-ts }
-spec: { controller: ingress-ts.dev/controller }
-`;
+const MANIFESTS = INGRESS_CLASS;
 
 /** GET /livez: the status, or 'no answer' when none came within `ms`. */
 function probe(port: number, ms: number): Promise<number | 'no answer'> {

@@ -7,13 +7,10 @@ import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { get, testConfig } from '../support/http.ts';
+import { INGRESS_CLASS } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
 
-const CLASS = `apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: { name: ingress-ts }
-spec: { controller: ingress-ts.dev/controller }
----
+const CLASS = `${INGRESS_CLASS}---
 apiVersion: v1
 kind: Service
 metadata: { name: web, namespace: m }

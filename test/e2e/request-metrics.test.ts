@@ -16,6 +16,7 @@ import type { RequestRecord } from '../../lib/dataplane/request-record.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { get, testConfig } from '../support/http.ts';
+import { INGRESS_CLASS } from '../support/manifests.ts';
 import { parseExposition, samplesOf, sampleValue } from '../support/prometheus.ts';
 import { nextSwap } from '../support/swaps.ts';
 
@@ -38,11 +39,7 @@ ${paths}
   const path = (p: string, type = 'Prefix') =>
     `          - { path: ${p}, pathType: ${type}, backend: { service: { name: web, port: { number: 80 } } } }`;
   return {
-    'base.yaml': `apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: { name: ingress-ts }
-spec: { controller: ingress-ts.dev/controller }
----
+    'base.yaml': `${INGRESS_CLASS}---
 apiVersion: v1
 kind: ConfigMap
 metadata: { name: config, namespace: m }

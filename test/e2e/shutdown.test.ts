@@ -9,6 +9,7 @@ import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { get, testConfig } from '../support/http.ts';
+import { INGRESS_CLASS } from '../support/manifests.ts';
 
 t.test('stop: health fails first, in-flight requests finish, then listeners close', async (t) => {
   let releaseSlow: () => void = () => {};
@@ -34,11 +35,7 @@ t.test('stop: health fails first, in-flight requests finish, then listeners clos
   });
   await writeFile(
     join(dir, 'all.yaml'),
-    `apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: { name: ingress-ts }
-spec: { controller: ingress-ts.dev/controller }
----
+    `${INGRESS_CLASS}---
 apiVersion: v1
 kind: Service
 metadata: { name: web, namespace: default }

@@ -15,6 +15,7 @@ import { createLogger } from '../../lib/log.ts';
 import { type Controller, start } from '../../lib/main.ts';
 import { pem } from '../model/helpers.ts';
 import { get, type Reply, testConfig } from '../support/http.ts';
+import { INGRESS_CLASS, tlsSecret } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
 
 const backendOf = (reply: Reply): string => (JSON.parse(reply.body) as { backend: string }).backend;
@@ -65,22 +66,11 @@ ${items}
 `;
 }
 
-const CLASS = `apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: { name: ingress-ts }
-spec: { controller: ingress-ts.dev/controller }
-`;
+const CLASS = INGRESS_CLASS;
 
 const A = pem('a-example');
 const TLS_SECRET = `---
-apiVersion: v1
-kind: Secret
-metadata: { name: a-tls, namespace: e2e }
-type: kubernetes.io/tls
-data:
-  tls.crt: ${Buffer.from(A.crt).toString('base64')}
-  tls.key: ${Buffer.from(A.key).toString('base64')}
-`;
+${tlsSecret('e2e', 'a-tls', A)}`;
 
 t.test('standalone mode end to end', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-e2e-'));
