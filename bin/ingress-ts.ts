@@ -1,60 +1,13 @@
 #!/usr/bin/env node
-// ingress-ts command line: flags → config, logger, start, graceful stop on SIGTERM/SIGINT.
+// ingress-ts: turns on Node's on-disk compile cache, then runs the command line (lib/cli.ts).
+//
+// The cache holds V8 code and the type-stripped source of every module; with it, start-up (module
+// loading, before any manifest is read) drops from ~0.6 s to ~0.25 s on the bench machine. It lives in
+// $NODE_COMPILE_CACHE, else <tmpdir>/node-compile-cache; a read-only or missing directory only means
+// no cache (enableCompileCache reports it and never throws), and NODE_DISABLE_COMPILE_CACHE=1 turns
+// it off. Static imports would load before this line runs, hence the dynamic import.
 
-import { readFileSync } from 'node:fs';
-import { argv, exit, stderr, stdout } from 'node:process';
-import { ConfigError, helpText, parseFlags } from '../lib/config/flags.ts';
-import { createLogger, wantsPrettyLogs } from '../lib/log.ts';
-import { start } from '../lib/main.ts';
+import { enableCompileCache } from 'node:module';
 
-const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-  version: string;
-};
-
-let parsed: ReturnType<typeof parseFlags>;
-try {
-  parsed = parseFlags(argv.slice(2));
-} catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
-  stderr.write(`ingress-ts: ${error.message}\nRun ingress-ts --help for the flags.\n`);
-  exit(2);
-}
-if (parsed.kind === 'help') {
-  stdout.write(helpText(version));
-  exit(0);
-}
-if (parsed.kind === 'version') {
-  stdout.write(`${version}\n`);
-  exit(0);
-}
-
-const { config } = parsed;
-const prettyLogs = wantsPrettyLogs();
-const log = createLogger(config.logLevel, undefined, prettyLogs);
-try {
-  const controller = await start(config, log, { version, prettyLogs });
-  log.info(
-    {
-      http: controller.http.port,
-      https: controller.https.port,
-      healthz: controller.healthz.port,
-      manifests: config.manifests,
-    },
-    `ingress-ts ${version} serving`,
-  );
-  const shutdown = (signal: string) => {
-    log.info({ signal, gracePeriodSeconds: config.shutdownGracePeriod }, 'shutting down');
-    controller.stop().then(
-      () => exit(0),
-      (error: unknown) => {
-        log.error({ err: error }, 'shutdown failed');
-        exit(1);
-      },
-    );
-  };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
-} catch (error) {
-  log.fatal({ err: error }, 'ingress-ts could not start');
-  exit(1);
-}
+enableCompileCache();
+await import('../lib/cli.ts');

@@ -9,7 +9,7 @@ import type { Config } from './config/flags.ts';
 import { DataPlane } from './dataplane/dataplane.ts';
 import { dataplaneError, requestLogged } from './dataplane/events.ts';
 import type { RequestRecord } from './dataplane/request-record.ts';
-import { generateDefaultCertificate } from './dataplane/sni.ts';
+import { type CertificatePair, generateDefaultCertificate } from './dataplane/sni.ts';
 import { type CertificateCache, describeRuntime } from './debug-model.ts';
 import { createHealthz } from './healthz.ts';
 import type { Logger } from './log.ts';
@@ -46,11 +46,40 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const onDataplaneError = (message: unknown) => log.warn(message as object, 'data plane');
   subscribe(dataplaneError.name, onDataplaneError);
 
+  // The first read of the manifests overlaps the default certificate's key generation (libuv's pool).
+  // A change the source sees before the scheduler exists needs nothing: the first build reads all.
+  let onSourceChange = () => {};
+  const source = createManifestSource({
+    dir: config.manifests,
+    onChange: () => onSourceChange(),
+    onProblem: (problem) => log.error({ file: problem.file, line: problem.line }, problem.message),
+  });
+  const reading = performance.now();
+  let generatedDefaultCertificate: CertificatePair;
+  try {
+    [generatedDefaultCertificate] = await Promise.all([generateDefaultCertificate(), source.start()]);
+  } catch (error) {
+    await source.stop();
+    throw error;
+  }
+  const first = source.snapshot();
+  log.info(
+    {
+      dir: config.manifests,
+      ingresses: first.ingresses.length,
+      services: first.services.length,
+      endpointSlices: first.endpointSlices.length,
+      secrets: first.secrets.length,
+      readMs: Math.round(performance.now() - reading),
+    },
+    'manifests read',
+  );
+
   const dataPlane = new DataPlane({
     httpPort: config.httpPort,
     httpsPort: config.httpsPort,
     bindAddress: config.bindAddress,
-    generatedDefaultCertificate: await generateDefaultCertificate(),
+    generatedDefaultCertificate,
   });
 
   const env = options.env ?? process.env;
@@ -96,11 +125,6 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   let reported = new Set<string>();
   /** diagnostics of the last applied build, for /debug/model */
   let appliedDiagnostics: readonly Diagnostic[] = [];
-  const source = createManifestSource({
-    dir: config.manifests,
-    onChange: () => scheduler.trigger(),
-    onProblem: (problem) => log.error({ file: problem.file, line: problem.line }, problem.message),
-  });
   const scheduler = createScheduler({
     run: () => {
       const started = performance.now();
@@ -152,20 +176,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     },
   });
 
-  const reading = performance.now();
-  await source.start();
-  const first = source.snapshot();
-  log.info(
-    {
-      dir: config.manifests,
-      ingresses: first.ingresses.length,
-      services: first.services.length,
-      endpointSlices: first.endpointSlices.length,
-      secrets: first.secrets.length,
-      readMs: Math.round(performance.now() - reading),
-    },
-    'manifests read',
-  );
+  onSourceChange = () => scheduler.trigger();
   scheduler.trigger();
   await scheduler.idle();
   const addresses = await dataPlane.listen();

@@ -9,9 +9,10 @@
 //   are kept (by apiVersion + kind); other kinds are ignored. A kept kind with another apiVersion (an
 //   old extensions/v1beta1 Ingress) is ignored with a problem, since it is certainly a mistake.
 // - Namespaced objects without a namespace get "default"; IngressClass is cluster-scoped.
-// - An object without metadata.creationTimestamp gets the time its kind/namespace/name was first seen,
-//   kept while such an object exists (also across edits and moves between files), so oldest-wins is
-//   stable; an object removed and added later is new.
+// - An Ingress without metadata.creationTimestamp gets the time its namespace/name was first seen,
+//   kept while such an Ingress exists (also across edits and moves between files), so oldest-wins is
+//   stable; one removed and added later is new. (Only Ingresses are ordered by age; other kinds are
+//   left as written, which spares 10,000s of object copies.)
 // - The same kind/namespace/name twice: the first in path order (then document order) wins, the other
 //   is a problem.
 // - A file that cannot be read or parsed is one problem, and the objects it held before stay in the
@@ -25,7 +26,7 @@
 // after an atomic rename, size, mtime, ctime), which stays cheap for thousands of files. The snapshot
 // is rebuilt from per-file results and onChange fires only when its content changed.
 
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { type BigIntStats, type Dirent, type FSWatcher, watch } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -351,7 +352,7 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
   /** One watcher per directory, with the inode it watches (a directory replaced by another one of
    * the same name needs a new watcher). */
   const watchers = new Map<string, { watcher: FSWatcher; ino: number }>();
-  /** kind/namespace/name → creationTimestamp given when first seen. */
+  /** Ingress key → creationTimestamp given when first seen. */
   let firstSeen = new Map<string, string>();
   /** The filled-in object per key, reused while its source object and timestamp stay. */
   let filled = new Map<string, { source: KubeObject; timestamp: string; out: KubeObject }>();
@@ -482,9 +483,10 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
 
   async function read(rel: string, stamp: Stamp): Promise<void> {
     const previous = files.get(rel);
-    let text: string;
+    let bytes: Buffer;
     try {
-      text = await readFile(display(rel), 'utf8');
+      // bytes, then one decode: readFile's own 'utf8' decodes chunk by chunk and concatenates
+      bytes = await readFile(display(rel));
     } catch (error) {
       if (errorCode(error) === 'ENOENT') {
         files.delete(rel);
@@ -498,15 +500,15 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
       });
       return;
     }
-    if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-    const digest = createHash('sha256').update(text).digest('base64');
+    if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3); // a BOM
+    const digest = hash('sha256', bytes, 'base64');
     if (previous && previous.digest === digest) {
       previous.stamp = stamp;
       return;
     }
     let parsed: ParseResult;
     try {
-      parsed = parseFile(rel, text);
+      parsed = parseFile(rel, bytes.toString('utf8'));
     } catch (error) {
       const line = error instanceof FileError ? error.line : null;
       files.set(rel, {
@@ -623,10 +625,15 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
       configMaps: [],
     };
     for (const [key, { entry }] of winners) {
-      const timestamp = firstSeen.get(key) ?? stamp;
-      nextFirstSeen.set(key, timestamp);
       const source = entry.object;
       let out = source;
+      if (entry.list !== 'ingresses') {
+        next.set(key, out);
+        lists[entry.list].push(out);
+        continue;
+      }
+      const timestamp = firstSeen.get(key) ?? stamp;
+      nextFirstSeen.set(key, timestamp);
       if (typeof source.metadata?.creationTimestamp !== 'string') {
         const cached = filled.get(key);
         if (cached && cached.source === source && cached.timestamp === timestamp) out = cached.out;
