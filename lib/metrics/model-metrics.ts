@@ -131,7 +131,8 @@ class SeriesSet<N extends string> {
   replace(wanted: Iterable<{ labels: Labels<N>; value: number }>): void {
     const next = new Map<string, { labels: Labels<N>; value: number }>();
     for (const series of wanted) {
-      const key = this.#names.map((name) => series.labels[name]).join('\u0000');
+      let key = '';
+      for (const name of this.#names) key += `${series.labels[name]}\u0000`;
       next.set(key, series);
       const old = this.#current.get(key);
       if (old === undefined || old.value !== series.value) this.#gauge.set(series.labels, series.value);

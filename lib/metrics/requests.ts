@@ -328,16 +328,17 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
     },
     setModel(model) {
       const hosts = new Set<string>();
+      for (const server of model.servers) hosts.add(server.hostname);
+      definedHosts = hosts;
+      if (series.size === 0) return; // nothing to remove (the first build, at any size)
       const ingresses = new Set<string>();
       const note = (ref: { namespace: string; name: string } | null) => {
         if (ref !== null) ingresses.add(`${ref.namespace}/${ref.name}`);
       };
       for (const server of [model.catchAll, ...model.servers]) {
-        if (server !== model.catchAll) hosts.add(server.hostname);
         for (const route of server.routes) note(route.ingress);
         note(server.defaultRoute.ingress);
       }
-      definedHosts = hosts;
       // ingress-nginx RemoveMetrics: the series of an Ingress that is gone go with it
       let removed = false;
       for (const [key, s] of series) {
