@@ -1,5 +1,6 @@
 // Wiring for one process: source → scheduler → buildModel → data plane swap, plus health and logs.
-// Standalone mode only for now (--manifests); the Kubernetes source plugs into the same scheduler.
+// The source is a manifests folder (--manifests, standalone) or the Kubernetes API; both feed the
+// same scheduler.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { AddressInfo } from 'node:net';
@@ -15,7 +16,9 @@ import { createHealthz } from './healthz.ts';
 import type { Logger } from './log.ts';
 import { type ControllerMetrics, createControllerMetrics } from './metrics/controller.ts';
 import { excludedSocketMetrics } from './metrics/requests.ts';
-import { buildModel, type Diagnostic } from './model/index.ts';
+import { buildModel, type Diagnostic, type ModelReferences, type Snapshot } from './model/index.ts';
+import { loadKubeConfig } from './source/kube/kubeconfig.ts';
+import { createKubeSource } from './source/kube/source.ts';
 import { createManifestSource } from './source/manifests.ts';
 import { createScheduler } from './store/scheduler.ts';
 
@@ -41,19 +44,48 @@ export interface StartOptions {
   prettyLogs?: boolean;
 }
 
+/** Where objects come from: a manifests folder or the Kubernetes API. */
+interface Source {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  snapshot(): Snapshot;
+  setReferences?(references: ModelReferences): void;
+  /** log fields saying where from, and the message once the first read is complete */
+  where: Record<string, unknown>;
+  readMessage: string;
+}
+
+function createSource(config: Config, log: Logger, onChange: () => void): Source {
+  if (config.manifests !== null) {
+    const manifests = createManifestSource({
+      dir: config.manifests,
+      onChange,
+      onProblem: (problem) => log.error({ file: problem.file, line: problem.line }, problem.message),
+    });
+    return { ...manifests, where: { dir: config.manifests }, readMessage: 'manifests read' };
+  }
+  const kubeConfig = loadKubeConfig(config.kube.kubeconfig);
+  const server = kubeConfig.getCurrentCluster()?.server;
+  const kube = createKubeSource({
+    kubeConfig,
+    watchNamespace: config.kube.watchNamespace,
+    namespaceSelector: config.kube.namespaceSelector,
+    model: config.model,
+    onChange,
+    onWatchError: (kind, error, retryInMs) =>
+      log.warn({ kind, err: error, retryInMs }, `watching ${kind} objects failed; retrying`),
+  });
+  return { ...kube, where: { server }, readMessage: 'cluster objects listed' };
+}
+
 export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Controller> {
-  if (config.manifests === null) throw new Error('only standalone mode (--manifests) is available');
   const onDataplaneError = (message: unknown) => log.warn(message as object, 'data plane');
   subscribe(dataplaneError.name, onDataplaneError);
 
-  // The first read of the manifests overlaps the default certificate's key generation (libuv's pool).
+  // The first read (or list) overlaps the default certificate's key generation (libuv's pool).
   // A change the source sees before the scheduler exists needs nothing: the first build reads all.
   let onSourceChange = () => {};
-  const source = createManifestSource({
-    dir: config.manifests,
-    onChange: () => onSourceChange(),
-    onProblem: (problem) => log.error({ file: problem.file, line: problem.line }, problem.message),
-  });
+  const source = createSource(config, log, () => onSourceChange());
   const reading = performance.now();
   let generatedDefaultCertificate: CertificatePair;
   try {
@@ -65,14 +97,14 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const first = source.snapshot();
   log.info(
     {
-      dir: config.manifests,
+      ...source.where,
       ingresses: first.ingresses.length,
       services: first.services.length,
       endpointSlices: first.endpointSlices.length,
       secrets: first.secrets.length,
       readMs: Math.round(performance.now() - reading),
     },
-    'manifests read',
+    source.readMessage,
   );
 
   const dataPlane = new DataPlane({
@@ -128,7 +160,8 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const scheduler = createScheduler({
     run: () => {
       const started = performance.now();
-      const { model, diagnostics } = buildModel(source.snapshot(), config.model);
+      const { model, diagnostics, references } = buildModel(source.snapshot(), config.model);
+      source.setReferences?.(references);
       const built = performance.now();
       const kind = dataPlane.swap(model);
       appliedDiagnostics = diagnostics;

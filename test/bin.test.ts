@@ -40,8 +40,13 @@ t.test('an unknown flag or a bad value exits 2 with a message', async (t) => {
     (e: unknown) => e,
   );
   t.match(badPort, { code: 2, stderr: /--http-port must be a port number/ });
-  const noSource = await run(process.execPath, [bin]).catch((e: unknown) => e);
-  t.match(noSource, { code: 2, stderr: /--manifests DIR is required/ });
+});
+
+t.test('no --manifests and no way to reach a cluster: exits 1 saying what to pass', async (t) => {
+  const home = t.testdir({}); // no ~/.kube/config there
+  const env = { ...process.env, HOME: home, KUBECONFIG: '', KUBERNETES_SERVICE_HOST: '' };
+  const noSource = await run(process.execPath, [bin, ...LOOPBACK_PORT_0], { env }).catch((e: unknown) => e);
+  t.match(noSource, { code: 1, stdout: /no Kubernetes API to watch.*--kubeconfig FILE.*--manifests DIR/ });
 });
 
 t.test('starts on the example manifests, logs JSON, and exits 0 on SIGTERM', async (t) => {

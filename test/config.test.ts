@@ -27,6 +27,26 @@ t.test('defaults follow ingress-nginx where the flag exists', async (t) => {
   t.ok(Object.isFrozen(config) && Object.isFrozen(config.model));
 });
 
+t.test('without --manifests, the Kubernetes API: --kubeconfig and the namespace scope', async (t) => {
+  const kube = (...args: string[]) => {
+    const parsed = parseFlags(args);
+    if (parsed.kind !== 'run') throw new Error('expected run');
+    return parsed.config;
+  };
+  t.strictSame(kube().kube, { kubeconfig: null, watchNamespace: null, namespaceSelector: null });
+  t.equal(kube().manifests, null);
+  t.strictSame(kube('--kubeconfig', '/k/config', '--watch-namespace=web').kube, {
+    kubeconfig: '/k/config',
+    watchNamespace: 'web',
+    namespaceSelector: null,
+  });
+  t.equal(
+    kube('--watch-namespace-selector', 'team=web,env!=dev').kube.namespaceSelector,
+    'team=web,env!=dev',
+  );
+  t.ok(Object.isFrozen(kube().kube));
+});
+
 t.test('flags are read, with --flag value and --flag=value', async (t) => {
   const parsed = parseFlags([
     '--manifests=dir',
@@ -105,7 +125,9 @@ t.test('bad input is refused with a clear message', async (t) => {
     [['--manifests', 'd', '--log-level', 'loud'], /--log-level must be one of/],
     [['--manifests', 'd', '--shutdown-grace-period', '-1'], /argument is ambiguous/],
     [['--manifests', 'd', '--shutdown-grace-period=-1'], /must be a number of seconds/],
-    [['--http-port', '8080'], /--manifests DIR is required/],
+    [['--manifests', 'd', '--kubeconfig', 'k'], /--kubeconfig has no meaning with --manifests/],
+    [['--manifests', 'd', '--watch-namespace', 'web'], /--watch-namespace has no meaning with --manifests/],
+    [['--watch-namespace', 'a', '--watch-namespace-selector', 'b=c'], /cannot be combined/],
     [['--manifests', 'd', 'extra'], /Unexpected argument 'extra'/],
     [['--manifests', 'd', '--time-buckets', '1,0.5'], /--time-buckets must be increasing numbers/],
     [['--manifests', 'd', '--length-buckets=10,,20'], /--length-buckets must be increasing numbers/],

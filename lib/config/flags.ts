@@ -19,8 +19,10 @@ export interface Config {
   healthzPort: number;
   /** '' listens on every interface */
   bindAddress: string;
-  /** standalone mode: a folder of manifests; null → the Kubernetes API (not available yet) */
+  /** standalone mode: a folder of manifests; null → the Kubernetes API */
   manifests: string | null;
+  /** how to reach the Kubernetes API when manifests is null */
+  kube: KubeFlags;
   /** seconds to keep serving after SIGTERM before stopping (ingress-nginx --shutdown-grace-period) */
   shutdownGracePeriod: number;
   /** serve /metrics on the healthz port */
@@ -29,6 +31,15 @@ export interface Config {
   requestMetrics: RequestMetricsOptions;
   logLevel: LogLevel;
   model: ModelOptions;
+}
+
+export interface KubeFlags {
+  /** --kubeconfig FILE; null → in-cluster, else $KUBECONFIG or ~/.kube/config */
+  kubeconfig: string | null;
+  /** --watch-namespace: one namespace, or null for all */
+  watchNamespace: string | null;
+  /** --watch-namespace-selector: a label selector on Namespaces, or null */
+  namespaceSelector: string | null;
 }
 
 export class ConfigError extends Error {
@@ -96,6 +107,21 @@ export const FLAGS = {
     default: '',
     help: 'standalone mode: serve the Kubernetes manifests (YAML/JSON) in this folder, watched for changes',
   },
+  kubeconfig: {
+    type: 'string',
+    default: '',
+    help: "kubeconfig file to reach the API server; default: the Pod's service account in a cluster, else $KUBECONFIG or ~/.kube/config",
+  },
+  'watch-namespace': {
+    type: 'string',
+    default: '',
+    help: 'watch Ingresses, Services, EndpointSlices and Secrets in this namespace only; default: all',
+  },
+  'watch-namespace-selector': {
+    type: 'string',
+    default: '',
+    help: 'serve only the namespaces whose labels match this selector, e.g. team=web,env!=dev',
+  },
   'ingress-class': {
     type: 'string',
     default: DEFAULT_MODEL_OPTIONS.ingressClass,
@@ -158,22 +184,20 @@ export function helpText(version: string): string {
   const lines = [
     `ingress-ts ${version}: a Kubernetes Ingress controller and reverse proxy in one Node.js process.`,
     '',
-    'Usage: ingress-ts --manifests DIR [flags]',
+    'Usage: ingress-ts [--kubeconfig FILE] [flags]     watch the Kubernetes API (in a Pod: its service account)',
+    '       ingress-ts --manifests DIR [flags]         standalone: serve a folder of manifests, no cluster',
     '',
     'Flags (default in brackets):',
   ];
   for (const [name, spec] of Object.entries(FLAGS)) {
     const shown =
-      spec.type === 'boolean' ? `--${name}` : `--${name} ${name === 'manifests' ? 'DIR' : 'VALUE'}`;
+      spec.type === 'boolean'
+        ? `--${name}`
+        : `--${name} ${name === 'manifests' ? 'DIR' : name === 'kubeconfig' ? 'FILE' : 'VALUE'}`;
     const fallback = spec.type === 'boolean' || spec.default === '' ? '' : ` [${spec.default}]`;
     lines.push(`  ${shown.padEnd(40)} ${spec.help}${fallback}`);
   }
-  lines.push(
-    '',
-    'Without --manifests ingress-ts would watch the Kubernetes API, which is not available yet:',
-    'for now --manifests is required.',
-    '',
-  );
+  lines.push('');
   return lines.join('\n');
 }
 
@@ -261,8 +285,20 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
     );
   }
   const manifests = values.manifests === '' ? null : values.manifests;
-  if (manifests === null) {
-    throw new ConfigError('--manifests DIR is required: watching the Kubernetes API is not available yet');
+  const orNull = (value: string): string | null => (value === '' ? null : value);
+  const kube: KubeFlags = {
+    kubeconfig: orNull(values.kubeconfig),
+    watchNamespace: orNull(values['watch-namespace']),
+    namespaceSelector: orNull(values['watch-namespace-selector']),
+  };
+  if (manifests !== null) {
+    for (const name of ['kubeconfig', 'watch-namespace', 'watch-namespace-selector'] as const) {
+      if (values[name] !== '')
+        throw new ConfigError(`--${name} has no meaning with --manifests (standalone mode)`);
+    }
+  }
+  if (kube.watchNamespace !== null && kube.namespaceSelector !== null) {
+    throw new ConfigError('--watch-namespace and --watch-namespace-selector cannot be combined');
   }
   const config: Config = {
     httpPort: port('http-port', values['http-port'], true),
@@ -270,6 +306,7 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
     healthzPort: port('healthz-port', values['healthz-port'], true),
     bindAddress: values['bind-address'],
     manifests,
+    kube,
     shutdownGracePeriod: grace,
     enableMetrics: values['enable-metrics'],
     requestMetrics: {
@@ -295,5 +332,8 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
       configMap: objectRef('configmap', values.configmap),
     },
   };
-  return { kind: 'run', config: Object.freeze({ ...config, model: Object.freeze(config.model) }) };
+  return {
+    kind: 'run',
+    config: Object.freeze({ ...config, kube: Object.freeze(kube), model: Object.freeze(config.model) }),
+  };
 }

@@ -1,0 +1,163 @@
+// The Kubernetes source: one resilient informer per kind feeding the object store, and a synced gate.
+//
+// Watched: IngressClasses (cluster-scoped), Ingresses, Services, EndpointSlices and Secrets (every
+// namespace, or --watch-namespace), the --configmap ConfigMap alone (a field selector on its name),
+// and with --watch-namespace-selector the Namespaces it selects (the API server evaluates the
+// selector; the store keeps only those namespaces' objects in the snapshot). Helm release Secrets
+// (type helm.sh/release.v1, large and never TLS material) are filtered out by the server.
+//
+// start() resolves when every informer has delivered its first list: nothing is built from a partial
+// cluster. After that, a change the store calls relevant triggers onChange; the rest is only stored.
+// While the API server is unreachable the informers retry with backoff and the snapshot, and so the
+// last build, stays as it was.
+
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeObject, ModelOptions, ModelReferences, Snapshot } from '../../model/index.ts';
+import { ObjectStore, type StoreKind } from '../../store/store.ts';
+import { type Backoff, createInformer, type ResilientInformer, type WatchTarget } from './informer.ts';
+
+export interface KubeSourceOptions {
+  kubeConfig: KubeConfig;
+  /** --watch-namespace: one namespace, or null for all */
+  watchNamespace: string | null;
+  /** --watch-namespace-selector: a label selector on Namespaces, or null */
+  namespaceSelector: string | null;
+  model: Pick<
+    ModelOptions,
+    'controllerClass' | 'ingressClass' | 'ingressClassByName' | 'watchIngressWithoutClass' | 'configMap'
+  >;
+  /** a relevant change after the first sync */
+  onChange(): void;
+  /** a watch failed and is retried in retryInMs */
+  onWatchError?(kind: string, error: unknown, retryInMs: number): void;
+  backoff?: Backoff;
+}
+
+export interface KubeSource {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  snapshot(): Snapshot;
+  /** the last build's references: changes to anything else are only stored */
+  setReferences(references: ModelReferences): void;
+  /** per kind: synced yet, restarts after errors */
+  informers(): Array<{ kind: string; synced: boolean; restarts: number }>;
+}
+
+/** Lists and watch events both arrive as plain JSON here (informer.ts), with string timestamps,
+ * whatever client-node's types say. */
+const plain = (object: KubernetesObject): KubeObject => object as unknown as KubeObject;
+
+const HELM_RELEASE_SECRETS = 'type!=helm.sh/release.v1';
+
+/** The collection path of a kind, cluster-wide or in one namespace. */
+export function collectionPath(prefix: string, plural: string, namespace: string | null): string {
+  return namespace === null
+    ? `${prefix}/${plural}`
+    : `${prefix}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
+}
+
+function splitRef(ref: string): { namespace: string; name: string } {
+  const slash = ref.indexOf('/');
+  return { namespace: ref.slice(0, slash), name: ref.slice(slash + 1) };
+}
+
+export function watchTargets(
+  options: Pick<KubeSourceOptions, 'watchNamespace' | 'namespaceSelector' | 'model'>,
+): Array<WatchTarget & { store: StoreKind | 'Namespace' }> {
+  const ns = options.watchNamespace;
+  const targets: Array<WatchTarget & { store: StoreKind | 'Namespace' }> = [
+    {
+      kind: 'IngressClass',
+      store: 'IngressClass',
+      path: collectionPath('/apis/networking.k8s.io/v1', 'ingressclasses', null),
+    },
+    {
+      kind: 'Ingress',
+      store: 'Ingress',
+      path: collectionPath('/apis/networking.k8s.io/v1', 'ingresses', ns),
+    },
+    { kind: 'Service', store: 'Service', path: collectionPath('/api/v1', 'services', ns) },
+    {
+      kind: 'EndpointSlice',
+      store: 'EndpointSlice',
+      path: collectionPath('/apis/discovery.k8s.io/v1', 'endpointslices', ns),
+    },
+    {
+      kind: 'Secret',
+      store: 'Secret',
+      path: collectionPath('/api/v1', 'secrets', ns),
+      fieldSelector: HELM_RELEASE_SECRETS,
+    },
+  ];
+  if (options.model.configMap !== null) {
+    const { namespace, name } = splitRef(options.model.configMap);
+    targets.push({
+      kind: 'ConfigMap',
+      store: 'ConfigMap',
+      path: collectionPath('/api/v1', 'configmaps', namespace),
+      fieldSelector: `metadata.name=${name}`,
+    });
+  }
+  if (options.namespaceSelector !== null) {
+    targets.push({
+      kind: 'Namespace',
+      store: 'Namespace',
+      path: '/api/v1/namespaces',
+      labelSelector: options.namespaceSelector,
+    });
+  }
+  return targets;
+}
+
+export function createKubeSource(options: KubeSourceOptions): KubeSource {
+  const store = new ObjectStore({
+    classes: options.model,
+    configMap: options.model.configMap,
+    selectNamespaces: options.namespaceSelector !== null,
+  });
+  let synced = false;
+  const namespaces = new Set<string>();
+  const changed = (relevant: boolean): void => {
+    if (relevant && synced) options.onChange();
+  };
+
+  const informers: ResilientInformer[] = watchTargets(options).map((target) => {
+    const kind = target.store;
+    const handlers =
+      kind === 'Namespace'
+        ? {
+            onUpsert: (object: KubernetesObject) => {
+              namespaces.add(object.metadata?.name ?? '');
+              changed(store.setNamespaces(namespaces));
+            },
+            onDelete: (object: KubernetesObject) => {
+              namespaces.delete(object.metadata?.name ?? '');
+              changed(store.setNamespaces(namespaces));
+            },
+          }
+        : {
+            onUpsert: (object: KubernetesObject) => changed(store.upsert(kind, plain(object))),
+            onDelete: (object: KubernetesObject) => changed(store.remove(kind, plain(object))),
+          };
+    return createInformer({
+      ...target,
+      ...handlers,
+      kubeConfig: options.kubeConfig,
+      backoff: options.backoff,
+      onError: (error, retryInMs) => options.onWatchError?.(target.kind, error, retryInMs),
+    });
+  });
+
+  return {
+    async start() {
+      await Promise.all(informers.map((informer) => informer.start()));
+      synced = true;
+    },
+    async stop() {
+      await Promise.all(informers.map((informer) => informer.stop()));
+    },
+    snapshot: () => store.snapshot(),
+    setReferences: (references) => store.setReferences(references),
+    informers: () => informers.map(({ kind, synced, restarts }) => ({ kind, synced, restarts })),
+  };
+}

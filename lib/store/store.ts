@@ -1,0 +1,248 @@
+// The object store the Kubernetes source feeds: one map per kind, keyed by `namespace/name`, and the
+// "does this change matter?" filter in front of the scheduler.
+//
+// Every object is kept at its latest state, relevant or not (a Secret nobody uses today may be named
+// by tomorrow's Ingress, and the build then needs its current content). What an upsert or a removal
+// returns decides only whether a build is triggered. It is false for:
+// - the same resourceVersion again (a relist after a 410, a replayed watch event);
+// - an Ingress of another class, before and after the change;
+// - an IngressClass this controller does not own, before and after;
+// - a Service or Secret the last build did not look up (ModelReferences), and the EndpointSlices of
+//   such a Service;
+// - an EndpointSlice whose address type, ports, addresses and conditions did not change (kube-proxy
+//   style churn: labels, annotations, targetRef, zone hints);
+// - any ConfigMap but --configmap;
+// - anything in a namespace outside --watch-namespace-selector's current set (but IngressClasses and
+//   the --configmap ConfigMap, which are no user's objects).
+// Until the first build reports its references every Service and Secret counts (nothing is built
+// before the source is synced anyway).
+
+import type {
+  EndpointSlice,
+  Ingress,
+  IngressClass,
+  KubeObject,
+  ModelOptions,
+  ModelReferences,
+  Snapshot,
+} from '../model/index.ts';
+import { isOurIngress } from '../model/ingress-class.ts';
+
+export const STORE_KINDS = {
+  Ingress: 'ingresses',
+  IngressClass: 'ingressClasses',
+  Service: 'services',
+  EndpointSlice: 'endpointSlices',
+  Secret: 'secrets',
+  ConfigMap: 'configMaps',
+} as const satisfies Record<string, keyof Snapshot>;
+
+export type StoreKind = keyof typeof STORE_KINDS;
+type ListName = (typeof STORE_KINDS)[StoreKind];
+
+const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+/** Not subject to --watch-namespace-selector: cluster-scoped, or the controller's own (--configmap). */
+const UNSCOPED: ReadonlySet<ListName> = new Set(['ingressClasses', 'configMaps']);
+
+export type ClassOptions = Pick<
+  ModelOptions,
+  'controllerClass' | 'ingressClass' | 'ingressClassByName' | 'watchIngressWithoutClass'
+>;
+
+export interface StoreOptions {
+  classes: ClassOptions;
+  /** --configmap `namespace/name`, or null */
+  configMap: string | null;
+  /** true: objects count only in the namespaces given to setNamespaces (--watch-namespace-selector) */
+  selectNamespaces?: boolean;
+}
+
+const keyOf = (object: KubeObject): string =>
+  `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
+
+/** What the data plane sees of an EndpointSlice; anything else may change without a build. */
+function sliceFingerprint(slice: EndpointSlice): string {
+  return JSON.stringify([
+    slice.metadata?.labels?.[SERVICE_NAME_LABEL] ?? '',
+    slice.addressType ?? '',
+    (slice.ports ?? []).map((p) => [p.name ?? '', p.port ?? 0, p.protocol ?? '']),
+    (slice.endpoints ?? []).map((e) => [
+      e.addresses ?? [],
+      e.conditions?.ready ?? null,
+      e.conditions?.serving ?? null,
+      e.conditions?.terminating ?? null,
+    ]),
+  ]);
+}
+
+export class ObjectStore {
+  readonly #options: StoreOptions;
+  readonly #maps: Record<ListName, Map<string, KubeObject>> = {
+    ingresses: new Map(),
+    ingressClasses: new Map(),
+    services: new Map(),
+    endpointSlices: new Map(),
+    secrets: new Map(),
+    configMaps: new Map(),
+  };
+  /** the arrays of the last snapshot per list; null once that list changed */
+  readonly #arrays: Record<ListName, KubeObject[] | null> = {
+    ingresses: null,
+    ingressClasses: null,
+    services: null,
+    endpointSlices: null,
+    secrets: null,
+    configMaps: null,
+  };
+  #snapshot: Snapshot | null = null;
+  /** names of the IngressClasses this controller owns */
+  readonly #owned = new Set<string>();
+  readonly #fingerprints = new Map<string, string>();
+  #services: ReadonlySet<string> | null = null;
+  #secrets: ReadonlySet<string> | null = null;
+  /** the selected namespaces; null: all */
+  #namespaces: ReadonlySet<string> | null;
+
+  constructor(options: StoreOptions) {
+    this.#options = options;
+    this.#namespaces = options.selectNamespaces ? new Set() : null;
+  }
+
+  /** An object was added or changed; true when the model may change. */
+  upsert(kind: StoreKind, object: KubeObject): boolean {
+    const list = STORE_KINDS[kind];
+    const map = this.#maps[list];
+    const key = keyOf(object);
+    const previous = map.get(key);
+    const version = object.metadata?.resourceVersion;
+    if (previous !== undefined && version !== undefined && previous.metadata?.resourceVersion === version) {
+      return false;
+    }
+    map.set(key, object);
+    this.#changed(list);
+    return this.#matters(kind, key, previous, object);
+  }
+
+  /** An object was deleted; true when the model may change. */
+  remove(kind: StoreKind, object: KubeObject): boolean {
+    const list = STORE_KINDS[kind];
+    const map = this.#maps[list];
+    const key = keyOf(object);
+    const previous = map.get(key);
+    if (previous === undefined) return false;
+    map.delete(key);
+    this.#changed(list);
+    return this.#matters(kind, key, previous, undefined);
+  }
+
+  /** The namespaces --watch-namespace-selector currently selects; true when the set changed. */
+  setNamespaces(names: Iterable<string>): boolean {
+    const next = new Set(names);
+    const current = this.#namespaces;
+    if (current !== null && current.size === next.size && [...next].every((n) => current.has(n))) {
+      return false;
+    }
+    this.#namespaces = next;
+    for (const list of Object.values(STORE_KINDS)) if (!UNSCOPED.has(list)) this.#changed(list);
+    return true;
+  }
+
+  /** What the last build looked up: changes to other Services and Secrets no longer matter. */
+  setReferences(references: ModelReferences): void {
+    this.#services = new Set(references.services);
+    this.#secrets = new Set(references.secrets);
+  }
+
+  /** Every stored object in scope, as the model reads them; the same object until something changes. */
+  snapshot(): Snapshot {
+    if (this.#snapshot !== null) return this.#snapshot;
+    const arrays = {} as Record<ListName, KubeObject[]>;
+    for (const list of Object.values(STORE_KINDS)) {
+      let array = this.#arrays[list];
+      if (array === null) {
+        array = [];
+        for (const object of this.#maps[list].values()) {
+          if (UNSCOPED.has(list) || this.#inScope(object.metadata?.namespace)) array.push(object);
+        }
+        this.#arrays[list] = array;
+      }
+      arrays[list] = array;
+    }
+    this.#snapshot = Object.freeze(arrays) as unknown as Snapshot;
+    return this.#snapshot;
+  }
+
+  get size(): number {
+    let size = 0;
+    for (const map of Object.values(this.#maps)) size += map.size;
+    return size;
+  }
+
+  #changed(list: ListName): void {
+    this.#arrays[list] = null;
+    this.#snapshot = null;
+  }
+
+  #inScope(namespace: string | undefined): boolean {
+    return this.#namespaces === null || (namespace !== undefined && this.#namespaces.has(namespace));
+  }
+
+  #matters(
+    kind: StoreKind,
+    key: string,
+    before: KubeObject | undefined,
+    after: KubeObject | undefined,
+  ): boolean {
+    if (kind === 'IngressClass') return this.#classChanged(before as IngressClass, after as IngressClass);
+    if (kind === 'ConfigMap') return key === this.#options.configMap;
+    // fingerprints follow every slice, in scope or not, so that the next comparison is against the last
+    const sliceChanged =
+      kind === 'EndpointSlice' &&
+      this.#sliceChanged(key, before as EndpointSlice | undefined, after as EndpointSlice | undefined);
+    const namespace = (after ?? before)?.metadata?.namespace;
+    if (!this.#inScope(namespace)) return false;
+    switch (kind) {
+      case 'Ingress':
+        return this.#ours(before as Ingress | undefined) || this.#ours(after as Ingress | undefined);
+      case 'Service':
+        return this.#services === null || this.#services.has(key);
+      case 'Secret':
+        return this.#secrets === null || this.#secrets.has(key);
+      case 'EndpointSlice':
+        return sliceChanged;
+    }
+  }
+
+  #ours(ingress: Ingress | undefined): boolean {
+    return ingress !== undefined && isOurIngress(ingress, this.#owned, this.#options.classes);
+  }
+
+  #classChanged(before: IngressClass | undefined, after: IngressClass | undefined): boolean {
+    const name = (after ?? before)?.metadata?.name ?? '';
+    const wasOwned = this.#owned.delete(name);
+    const { controllerClass, ingressClassByName, ingressClass } = this.#options.classes;
+    const owned =
+      after !== undefined &&
+      (after.spec?.controller === controllerClass || (ingressClassByName && name === ingressClass));
+    if (owned) this.#owned.add(name);
+    return wasOwned || owned;
+  }
+
+  #sliceChanged(key: string, before: EndpointSlice | undefined, after: EndpointSlice | undefined): boolean {
+    const namespace = (after ?? before)?.metadata?.namespace ?? '';
+    const referenced = (slice: EndpointSlice | undefined): boolean => {
+      if (slice === undefined) return false;
+      if (this.#services === null) return true;
+      return this.#services.has(`${namespace}/${slice.metadata?.labels?.[SERVICE_NAME_LABEL] ?? ''}`);
+    };
+    const previous = this.#fingerprints.get(key);
+    if (after === undefined) {
+      this.#fingerprints.delete(key);
+      return referenced(before);
+    }
+    const fingerprint = sliceFingerprint(after);
+    this.#fingerprints.set(key, fingerprint);
+    if (!referenced(before) && !referenced(after)) return false;
+    return previous !== fingerprint;
+  }
+}
