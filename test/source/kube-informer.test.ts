@@ -21,6 +21,8 @@ type Event = { type: 'upsert' | 'delete'; name: string; port: number | undefined
 /** An informer on Services recording its events; next(...) awaits one matching event. */
 function watchServices(api: FakeApiServer, t: { teardown(fn: () => unknown): void }) {
   const events: Event[] = [];
+  let connects = 0;
+  let onConnect: () => void = () => {};
   const errors: unknown[] = [];
   let waiters: Array<{ match: (e: Event) => boolean; resolve: (e: Event) => void }> = [];
   const record = (type: Event['type']) => (object: KubernetesObject) => {
@@ -37,17 +39,27 @@ function watchServices(api: FakeApiServer, t: { teardown(fn: () => unknown): voi
     onUpsert: record('upsert'),
     onDelete: record('delete'),
     onError: (error) => errors.push(error),
+    onConnect: () => {
+      connects++;
+      onConnect();
+    },
     backoff: FAST,
   });
   t.teardown(() => informer.stop());
   const next = (type: Event['type'], name: string, port?: number) =>
     new Promise<Event>((resolve) => {
-      const match = (e: Event) => e.type === type && e.name === name && (port === undefined || e.port === port);
+      const match = (e: Event) =>
+        e.type === type && e.name === name && (port === undefined || e.port === port);
       const seen = events.find(match);
       if (seen) resolve(seen);
       else waiters.push({ match, resolve });
     });
-  return { informer, events, errors, next };
+  /** resolves at the client's next (re)connect cycle */
+  const nextConnect = () =>
+    new Promise<number>((resolve) => {
+      onConnect = () => resolve(connects);
+    });
+  return { informer, events, errors, next, nextConnect };
 }
 
 async function fakeApi(t: { teardown(fn: () => unknown): void }): Promise<FakeApiServer> {
@@ -86,7 +98,11 @@ t.test('a reset watch stream (the client informer stops for good) is restarted',
   await next('upsert', 'after-cut');
   t.equal(informer.restarts, 1);
   t.equal(errors.length, 1, 'the error was reported');
-  t.equal(api.count({ verb: 'list', resource: 'services' }), 1, 'resumed from its resourceVersion, no relist');
+  t.equal(
+    api.count({ verb: 'list', resource: 'services' }),
+    1,
+    'resumed from its resourceVersion, no relist',
+  );
 });
 
 t.test('a 500 and a 429 on the watch, then a refused connection: retried until it works', async (t) => {
@@ -165,11 +181,44 @@ t.test('stop(): no restart, no more requests, and start() of a never-synced info
   t.notOk(blocked.informer.synced);
 });
 
+t.test("stop() during the client's own re-watch sleep: no watch afterwards", async (t) => {
+  const api = await fakeApi(t);
+  const { informer, nextConnect } = watchServices(api, t);
+  await informer.start();
+  // two clean ends without an event in between: the client sleeps 1 s before re-watching
+  const rewatch = api.waitForRequest({ verb: 'watch', resource: 'services' });
+  await api.endWatches();
+  await rewatch;
+  const sleeping = nextConnect(); // the connect event comes right before that sleep
+  await api.endWatches();
+  await sleeping;
+  await informer.stop();
+  // absence can only be shown by waiting past the client's 1 s sleep
+  await t.rejects(api.waitForRequest({ verb: 'watch', resource: 'services' }, 1500), /no request matching/);
+  t.equal(api.openWatches(), 0);
+});
+
 t.test('backoff: exponential, capped, with jitter in [half, full]', async (t) => {
   const backoff = { initialMs: 500, maxMs: 30_000 };
-  t.equal(backoffDelay(0, backoff, () => 0), 250);
-  t.equal(backoffDelay(0, backoff, () => 0.999999), 500);
-  t.equal(backoffDelay(3, backoff, () => 0), 2000);
-  t.equal(backoffDelay(10, backoff, () => 0), 15_000, 'capped at maxMs');
-  t.equal(backoffDelay(1000, backoff, () => 0.999999), 30_000);
+  t.equal(
+    backoffDelay(0, backoff, () => 0),
+    250,
+  );
+  t.equal(
+    backoffDelay(0, backoff, () => 0.999999),
+    500,
+  );
+  t.equal(
+    backoffDelay(3, backoff, () => 0),
+    2000,
+  );
+  t.equal(
+    backoffDelay(10, backoff, () => 0),
+    15_000,
+    'capped at maxMs',
+  );
+  t.equal(
+    backoffDelay(1000, backoff, () => 0.999999),
+    30_000,
+  );
 });

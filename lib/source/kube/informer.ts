@@ -47,6 +47,8 @@ export interface InformerOptions extends WatchTarget {
   onDelete(object: KubernetesObject): void;
   /** an error that stopped the watch, and when it is retried */
   onError?(error: unknown, retryInMs: number): void;
+  /** each (re)connect cycle of the client, just before its list (if any), sleep (if any) and watch */
+  onConnect?(): void;
   backoff?: Backoff;
   /** [0, 1): jitter (tests) */
   random?: () => number;
@@ -116,6 +118,19 @@ export function createInformer(options: InformerOptions): ResilientInformer {
     listed = true; // the informer hands the items to onUpsert right after this resolves
     return list;
   };
+  // The client sleeps between re-watches (1 s, 2 s ... 30 s after empty streams) and does not look
+  // at its stopped flag afterwards: a stop() during that sleep would be followed by a new watch.
+  // Its sleeps are ours, so after stop() they never end.
+  const sleeps = new Set<ReturnType<typeof setTimeout>>();
+  const delayFn = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (stopping) return;
+      const sleep = setTimeout(() => {
+        sleeps.delete(sleep);
+        resolve();
+      }, ms);
+      sleeps.add(sleep);
+    });
   const informer = new ListWatch<KubernetesObject>(
     options.path,
     new Watch(options.kubeConfig),
@@ -123,6 +138,7 @@ export function createInformer(options: InformerOptions): ResilientInformer {
     false,
     options.labelSelector,
     options.fieldSelector,
+    { delayFn },
   );
 
   const retryLater = (error: unknown): void => {
@@ -154,6 +170,7 @@ export function createInformer(options: InformerOptions): ResilientInformer {
   informer.on('update', options.onUpsert);
   informer.on('delete', options.onDelete);
   informer.on('error', retryLater);
+  if (options.onConnect) informer.on('connect', options.onConnect);
 
   return {
     kind: options.kind,
@@ -171,6 +188,8 @@ export function createInformer(options: InformerOptions): ResilientInformer {
       stopping = true;
       if (timer !== null) clearTimeout(timer);
       timer = null;
+      for (const sleep of sleeps) clearTimeout(sleep);
+      sleeps.clear();
       settle();
       await informer.stop();
     },

@@ -1,0 +1,203 @@
+// End to end in Kubernetes mode: a controller watching the fake API server (test/support/
+// fake-apiserver.ts) through --kubeconfig, real echo backends, real HTTP. Objects are created,
+// changed and deleted on the API server; the traffic follows. The API server then misbehaves (cut
+// watches, 500s, gone for a while) and traffic keeps being served by the last good configuration
+// until it converges. Last, the real CLI process starts and stops the same way.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import { echoServer } from '../../examples/demo-backends.ts';
+import { parseFlags } from '../../lib/config/flags.ts';
+import { createLogger } from '../../lib/log.ts';
+import { start } from '../../lib/main.ts';
+import { type FakeApiServer, type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
+import { get, LOOPBACK_PORT_0, type Reply } from '../support/http.ts';
+import { nextSwap } from '../support/swaps.ts';
+
+const backendOf = (reply: Reply): string => (JSON.parse(reply.body) as { backend: string }).backend;
+
+async function listen(server: Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+const ingressClass: KubeObject = {
+  apiVersion: 'networking.k8s.io/v1',
+  kind: 'IngressClass',
+  metadata: { name: 'ingress-ts' },
+  spec: { controller: 'ingress-ts.dev/controller' },
+};
+
+function service(name: string, namespace = 'e2e'): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name, namespace },
+    spec: { ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
+  };
+}
+
+function slice(serviceName: string, ports: number[], namespace = 'e2e'): KubeObject {
+  return {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: { name: `${serviceName}-1`, namespace, labels: { 'kubernetes.io/service-name': serviceName } },
+    addressType: 'IPv4',
+    // one port per slice in Kubernetes; several backends on different ports need several slices,
+    // so this slice lists one endpoint and the port of the first backend
+    ports: [{ name: 'http', port: ports[0], protocol: 'TCP' }],
+    endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
+  };
+}
+
+function ingress(
+  name: string,
+  host: string,
+  paths: Array<[path: string, service: string]>,
+  options: { namespace?: string; className?: string } = {},
+): KubeObject {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: { name, namespace: options.namespace ?? 'e2e' },
+    spec: {
+      ingressClassName: options.className ?? 'ingress-ts',
+      rules: [
+        {
+          host,
+          http: {
+            paths: paths.map(([path, svc]) => ({
+              path,
+              pathType: 'Prefix',
+              backend: { service: { name: svc, port: { number: 80 } } },
+            })),
+          },
+        },
+      ],
+    },
+  };
+}
+
+/** Polls until `check` passes (a request is an event the test cannot subscribe to any other way). */
+async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+t.test('Kubernetes mode end to end, in process', async (t) => {
+  const backends: Record<string, number> = {};
+  for (const name of ['web', 'api', 'web2']) {
+    const server = echoServer(name);
+    backends[name] = await listen(server);
+    t.teardown(() => new Promise((resolve) => server.close(resolve)));
+  }
+  const api = await startFakeApiServer({
+    objects: [
+      ingressClass,
+      service('web'),
+      slice('web', [backends.web as number]),
+      service('api'),
+      slice('api', [backends.api as number]),
+      ingress('site', 'site.test', [['/', 'web']]),
+      ingress('theirs', 'theirs.test', [['/', 'web']], { className: 'nginx' }),
+    ],
+  });
+  t.teardown(() => api.close());
+  const kubeconfig = await api.writeKubeconfig();
+  const parsed = parseFlags(['--kubeconfig', kubeconfig, ...LOOPBACK_PORT_0, '--log-level', 'silent']);
+  if (parsed.kind !== 'run') throw new Error('expected run');
+  const controller = await start(parsed.config, createLogger('silent'));
+  t.teardown(() => controller.stop(0));
+  const port = controller.http.port;
+
+  t.test('the first build serves what the API server lists', async (t) => {
+    const reply = await get(port, 'site.test', '/');
+    t.equal(reply.status, 200);
+    t.equal(backendOf(reply), 'web');
+    t.equal((await get(port, 'theirs.test', '/')).status, 404, 'another class is not served');
+    t.equal(
+      api.openWatches(),
+      5,
+      'one watch per kind: IngressClass, Ingress, Service, EndpointSlice, Secret',
+    );
+  });
+
+  t.test('create, update, delete an Ingress: traffic follows', async (t) => {
+    let swapped = nextSwap();
+    api.apply(ingress('site2', 'two.test', [['/', 'api']]));
+    await swapped;
+    t.equal(backendOf(await get(port, 'two.test', '/')), 'api', 'created');
+
+    swapped = nextSwap();
+    api.apply(ingress('site2', 'two.test', [['/v2', 'api']]));
+    await swapped;
+    t.equal((await get(port, 'two.test', '/')).status, 404, 'the old path is gone');
+    t.equal(backendOf(await get(port, 'two.test', '/v2/x')), 'api', 'the new path routes');
+
+    swapped = nextSwap();
+    api.remove({ kind: 'Ingress', namespace: 'e2e', name: 'site2' });
+    await swapped;
+    t.equal((await get(port, 'two.test', '/v2/x')).status, 404, 'deleted');
+  });
+
+  t.test('an EndpointSlice change swaps endpoints in place', async (t) => {
+    const swapped = nextSwap();
+    api.apply(slice('web', [backends.web2 as number]));
+    t.match(await swapped, { kind: 'endpoints' }, 'no full rebuild');
+    t.equal(backendOf(await get(port, 'site.test', '/')), 'web2');
+  });
+
+  t.test('the API server misbehaves: the last configuration keeps serving, then converges', async (t) => {
+    api.failNext({ verb: 'watch' }, { status: 500, count: 3 });
+    api.cutWatches();
+    t.equal(backendOf(await get(port, 'site.test', '/')), 'web2', 'served while the watches are down');
+    await api.stop();
+    for (let i = 0; i < 20; i++) t.equal((await get(port, 'site.test', '/')).status, 200);
+    const healthz = await get(controller.healthz.port, 'localhost', '/healthz');
+    t.equal(healthz.status, 200, '/healthz stays 200 while the API server is unreachable');
+    api.apply(ingress('later', 'later.test', [['/', 'api']]));
+    await api.restart();
+    await eventually(async () => (await get(port, 'later.test', '/')).status === 200, 'converged');
+    t.equal(backendOf(await get(port, 'later.test', '/')), 'api');
+  });
+});
+
+t.test('the CLI process: --kubeconfig, serving, SIGTERM exits 0', async (t) => {
+  const server = echoServer('cli');
+  const backend = await listen(server);
+  t.teardown(() => new Promise((resolve) => server.close(resolve)));
+  const api = await startFakeApiServer({
+    objects: [
+      ingressClass,
+      service('cli'),
+      slice('cli', [backend]),
+      ingress('cli', 'cli.test', [['/', 'cli']]),
+    ],
+  });
+  t.teardown(() => api.close());
+  const kubeconfig = await api.writeKubeconfig();
+  const bin = new URL('../../bin/ingress-ts.ts', import.meta.url).pathname;
+  const child = spawn(process.execPath, [bin, '--kubeconfig', kubeconfig, ...LOOPBACK_PORT_0], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.teardown(() => child.kill('SIGKILL'));
+  let output = '';
+  const serving = await new Promise<{ http: number }>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const line = output.split('\n').find((l) => l.includes('serving'));
+      if (line) resolve(JSON.parse(line) as { http: number });
+    });
+    child.once('exit', (code) => reject(new Error(`exited ${code}: ${output}`)));
+  });
+  t.match(output, /"msg":"cluster objects listed"/);
+  t.equal(backendOf(await get(serving.http, 'cli.test', '/')), 'cli');
+  child.kill('SIGTERM');
+  const [code] = await once(child, 'exit');
+  t.equal(code, 0);
+});
