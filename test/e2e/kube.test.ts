@@ -12,7 +12,7 @@ import { echoServer } from '../../examples/demo-backends.ts';
 import { parseFlags } from '../../lib/config/flags.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-import { type FakeApiServer, type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
+import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
 import { get, LOOPBACK_PORT_0, type Reply } from '../support/http.ts';
 import { nextSwap } from '../support/swaps.ts';
 
