@@ -4,6 +4,8 @@
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { DestinationStream } from 'pino';
 import { type AccessLog, createAccessLog } from './access-log.ts';
 import type { Config } from './config/flags.ts';
@@ -17,8 +19,6 @@ import type { Logger } from './log.ts';
 import { type ControllerMetrics, createControllerMetrics } from './metrics/controller.ts';
 import { excludedSocketMetrics } from './metrics/requests.ts';
 import { buildModel, type Diagnostic, type ModelReferences, type Snapshot } from './model/index.ts';
-import { loadKubeConfig } from './source/kube/kubeconfig.ts';
-import { createKubeSource } from './source/kube/source.ts';
 import { createManifestSource } from './source/manifests.ts';
 import { createScheduler } from './store/scheduler.ts';
 
@@ -53,9 +53,13 @@ interface Source {
   /** log fields saying where from, and the message once the first read is complete */
   where: Record<string, unknown>;
   readMessage: string;
+  /** Kubernetes mode: how to reach the API server, and the (lazily loaded) modules */
+  kube?: { kubeConfig: KubeConfig; modules: KubeModules };
 }
 
-function createSource(config: Config, log: Logger, onChange: () => void): Source {
+type KubeModules = typeof import('./source/kube/index.ts');
+
+async function createSource(config: Config, log: Logger, onChange: () => void): Promise<Source> {
   if (config.manifests !== null) {
     const manifests = createManifestSource({
       dir: config.manifests,
@@ -64,6 +68,8 @@ function createSource(config: Config, log: Logger, onChange: () => void): Source
     });
     return { ...manifests, where: { dir: config.manifests }, readMessage: 'manifests read' };
   }
+  const modules: KubeModules = await import('./source/kube/index.ts');
+  const { loadKubeConfig, createKubeSource } = modules;
   const kubeConfig = loadKubeConfig(config.kube.kubeconfig);
   const server = kubeConfig.getCurrentCluster()?.server;
   const kube = createKubeSource({
@@ -75,7 +81,7 @@ function createSource(config: Config, log: Logger, onChange: () => void): Source
     onWatchError: (kind, error, retryInMs) =>
       log.warn({ kind, err: error, retryInMs }, `watching ${kind} objects failed; retrying`),
   });
-  return { ...kube, where: { server }, readMessage: 'cluster objects listed' };
+  return { ...kube, where: { server }, readMessage: 'cluster objects listed', kube: { kubeConfig, modules } };
 }
 
 export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Controller> {
@@ -85,7 +91,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   // The first read (or list) overlaps the default certificate's key generation (libuv's pool).
   // A change the source sees before the scheduler exists needs nothing: the first build reads all.
   let onSourceChange = () => {};
-  const source = createSource(config, log, () => onSourceChange());
+  const source = await createSource(config, log, () => onSourceChange());
   const reading = performance.now();
   let generatedDefaultCertificate: CertificatePair;
   try {
@@ -160,8 +166,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const scheduler = createScheduler({
     run: () => {
       const started = performance.now();
-      const { model, diagnostics, references } = buildModel(source.snapshot(), config.model);
+      const snapshot = source.snapshot();
+      const { model, diagnostics, references } = buildModel(snapshot, config.model);
       source.setReferences?.(references);
+      // also when the model is unchanged: the --publish-service address may have moved
+      if (leader) void status?.update(snapshot);
       const built = performance.now();
       const kind = dataPlane.swap(model);
       appliedDiagnostics = diagnostics;
@@ -209,9 +218,51 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     },
   });
 
+  // Kubernetes mode: only the elected leader writes Ingress status (and exports certificate expiry)
+  const kube = source.kube;
+  const status =
+    kube !== undefined && config.kube.updateStatus
+      ? kube.modules.createStatusWriter({
+          kubeConfig: kube.kubeConfig,
+          publishService: config.kube.publishService,
+          publishStatusAddress: config.kube.publishStatusAddress,
+          classes: config.model,
+          onError: (ingress, error) => log.warn({ ingress, err: error }, 'writing the Ingress status failed'),
+          onWritten: (ingress, loadBalancer) => log.info({ ingress, loadBalancer }, 'Ingress status updated'),
+        })
+      : null;
+  if (status !== null && config.kube.publishService === null && config.kube.publishStatusAddress === null) {
+    log.warn('neither --publish-service nor --publish-status-address: Ingress status is not written');
+  }
+  let leader = kube === undefined || !config.kube.leaderElection;
+  const identity = env.POD_NAME || hostname();
+  const election =
+    kube === undefined || !config.kube.leaderElection
+      ? null
+      : kube.modules.createLeaderElection({
+          kubeConfig: kube.kubeConfig,
+          namespace: env.POD_NAMESPACE || 'default',
+          name: config.kube.electionId,
+          identity,
+          ttlMs: config.kube.electionTtlMs,
+          onChange: (next) => {
+            leader = next;
+            metrics?.setLeader(next);
+            log.info(
+              { identity, lease: config.kube.electionId },
+              next ? 'elected leader' : 'no longer the leader',
+            );
+            if (next) void status?.update(source.snapshot());
+          },
+          onError: (error) =>
+            log.warn({ err: error }, 'leader election: the Lease could not be read or written'),
+        });
+  if (election !== null) metrics?.setLeader(false);
+
   onSourceChange = () => scheduler.trigger();
   scheduler.trigger();
   await scheduler.idle();
+  election?.start();
   const addresses = await dataPlane.listen();
   const certificateCache: CertificateCache = new Map();
   const debugModel = () => {
@@ -231,6 +282,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     stop(gracePeriodMs = config.shutdownGracePeriod * 1000) {
       stopping ??= (async () => {
         healthz.shuttingDown();
+        await election?.stop(); // releases the Lease: a successor need not wait for the TTL
         await source.stop();
         scheduler.stop();
         await dataPlane.close(gracePeriodMs);

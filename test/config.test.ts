@@ -33,9 +33,9 @@ t.test('without --manifests, the Kubernetes API: --kubeconfig and the namespace 
     if (parsed.kind !== 'run') throw new Error('expected run');
     return parsed.config;
   };
-  t.strictSame(kube().kube, { kubeconfig: null, watchNamespace: null, namespaceSelector: null });
+  t.match(kube().kube, { kubeconfig: null, watchNamespace: null, namespaceSelector: null });
   t.equal(kube().manifests, null);
-  t.strictSame(kube('--kubeconfig', '/k/config', '--watch-namespace=web').kube, {
+  t.match(kube('--kubeconfig', '/k/config', '--watch-namespace=web').kube, {
     kubeconfig: '/k/config',
     watchNamespace: 'web',
     namespaceSelector: null,
@@ -45,6 +45,31 @@ t.test('without --manifests, the Kubernetes API: --kubeconfig and the namespace 
     'team=web,env!=dev',
   );
   t.ok(Object.isFrozen(kube().kube));
+  t.match(kube().kube, {
+    leaderElection: true,
+    electionId: 'ingress-ts-leader',
+    electionTtlMs: 30_000,
+    updateStatus: true,
+    publishService: null,
+    publishStatusAddress: null,
+  });
+  const status = kube(
+    '--election-ttl=1m30s',
+    '--disable-leader-election',
+    '--update-status=false',
+    '--publish-service',
+    'ingress/ingress-ts',
+    '--publish-status-address',
+    '192.0.2.1, lb.example.com',
+  ).kube;
+  t.match(status, {
+    leaderElection: false,
+    electionTtlMs: 90_000,
+    updateStatus: false,
+    publishService: 'ingress/ingress-ts',
+    publishStatusAddress: ['192.0.2.1', 'lb.example.com'],
+  });
+  t.equal(kube('--election-ttl', '500ms').kube.electionTtlMs, 500);
 });
 
 t.test('flags are read, with --flag value and --flag=value', async (t) => {
@@ -128,6 +153,11 @@ t.test('bad input is refused with a clear message', async (t) => {
     [['--manifests', 'd', '--kubeconfig', 'k'], /--kubeconfig has no meaning with --manifests/],
     [['--manifests', 'd', '--watch-namespace', 'web'], /--watch-namespace has no meaning with --manifests/],
     [['--watch-namespace', 'a', '--watch-namespace-selector', 'b=c'], /cannot be combined/],
+    [['--election-ttl', '30'], /--election-ttl must be a duration such as 30s/],
+    [['--election-ttl', '0s'], /--election-ttl must be longer than 0/],
+    [['--election-id', 'Not_A_Name'], /--election-id must be a Kubernetes object name/],
+    [['--publish-service', 'noslash'], /--publish-service must be namespace\/name/],
+    [['--manifests', 'd', '--publish-status-address', '1.2.3.4'], /has no meaning with --manifests/],
     [['--manifests', 'd', 'extra'], /Unexpected argument 'extra'/],
     [['--manifests', 'd', '--time-buckets', '1,0.5'], /--time-buckets must be increasing numbers/],
     [['--manifests', 'd', '--length-buckets=10,,20'], /--length-buckets must be increasing numbers/],

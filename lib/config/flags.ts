@@ -40,6 +40,18 @@ export interface KubeFlags {
   watchNamespace: string | null;
   /** --watch-namespace-selector: a label selector on Namespaces, or null */
   namespaceSelector: string | null;
+  /** --disable-leader-election inverted */
+  leaderElection: boolean;
+  /** --election-id: the Lease name */
+  electionId: string;
+  /** --election-ttl in milliseconds */
+  electionTtlMs: number;
+  /** --update-status */
+  updateStatus: boolean;
+  /** --publish-service namespace/name, or null */
+  publishService: string | null;
+  /** --publish-status-address entries, or null */
+  publishStatusAddress: string[] | null;
 }
 
 export class ConfigError extends Error {
@@ -121,6 +133,36 @@ export const FLAGS = {
     type: 'string',
     default: '',
     help: 'serve only the namespaces whose labels match this selector, e.g. team=web,env!=dev',
+  },
+  'election-id': {
+    type: 'string',
+    default: 'ingress-ts-leader',
+    help: 'name of the Lease (in POD_NAMESPACE) the replicas elect the leader with; only the leader writes status',
+  },
+  'election-ttl': {
+    type: 'string',
+    default: '30s',
+    help: 'how long a leader keeps the Lease without renewing it; a successor takes over after this',
+  },
+  'disable-leader-election': {
+    type: 'boolean',
+    default: false,
+    help: 'act as the leader without electing one (a single replica)',
+  },
+  'update-status': {
+    type: 'boolean',
+    default: true,
+    help: 'write the published address into the status of the Ingresses served (leader only)',
+  },
+  'publish-service': {
+    type: 'string',
+    default: '',
+    help: 'namespace/name of the Service whose address goes into Ingress status (its load balancer, else IPs)',
+  },
+  'publish-status-address': {
+    type: 'string',
+    default: '',
+    help: 'comma-separated addresses (IPs or host names) to write into Ingress status; overrides --publish-service',
   },
   'ingress-class': {
     type: 'string',
@@ -217,6 +259,30 @@ function objectRef(name: string, value: string): string | null {
   return value;
 }
 
+/** A Go duration as ingress-nginx's flags take it (`30s`, `1m30s`, `500ms`), in milliseconds. */
+function duration(name: string, value: string): number {
+  const units: Record<string, number> = {
+    h: 3_600_000,
+    m: 60_000,
+    s: 1000,
+    ms: 1,
+    us: 0.001,
+    µs: 0.001,
+    ns: 1e-6,
+  };
+  let total = 0;
+  let rest = value.trim();
+  if (rest === '') throw new ConfigError(`--${name} must be a duration such as 30s, got "${value}"`);
+  while (rest !== '') {
+    const match = /^(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/.exec(rest);
+    if (match === null) throw new ConfigError(`--${name} must be a duration such as 30s, got "${value}"`);
+    total += Number(match[1]) * (units[match[2] as string] as number);
+    rest = rest.slice(match[0].length);
+  }
+  if (total <= 0) throw new ConfigError(`--${name} must be longer than 0, got "${value}"`);
+  return total;
+}
+
 /**
  * ingress-nginx's Go flags take `--flag=true` / `--flag=false` for booleans (charts and manifests are
  * full of them): those become `--flag` / `--no-flag`.
@@ -286,13 +352,32 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
   }
   const manifests = values.manifests === '' ? null : values.manifests;
   const orNull = (value: string): string | null => (value === '' ? null : value);
+  const addresses = values['publish-status-address']
+    .split(',')
+    .map((address) => address.trim())
+    .filter((address) => address !== '');
   const kube: KubeFlags = {
     kubeconfig: orNull(values.kubeconfig),
     watchNamespace: orNull(values['watch-namespace']),
     namespaceSelector: orNull(values['watch-namespace-selector']),
+    leaderElection: !values['disable-leader-election'],
+    electionId: values['election-id'],
+    electionTtlMs: duration('election-ttl', values['election-ttl']),
+    updateStatus: values['update-status'],
+    publishService: objectRef('publish-service', values['publish-service']),
+    publishStatusAddress: addresses.length > 0 ? addresses : null,
   };
+  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(kube.electionId)) {
+    throw new ConfigError(`--election-id must be a Kubernetes object name, got "${kube.electionId}"`);
+  }
   if (manifests !== null) {
-    for (const name of ['kubeconfig', 'watch-namespace', 'watch-namespace-selector'] as const) {
+    for (const name of [
+      'kubeconfig',
+      'watch-namespace',
+      'watch-namespace-selector',
+      'publish-service',
+      'publish-status-address',
+    ] as const) {
       if (values[name] !== '')
         throw new ConfigError(`--${name} has no meaning with --manifests (standalone mode)`);
     }

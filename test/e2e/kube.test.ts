@@ -201,3 +201,81 @@ t.test('the CLI process: --kubeconfig, serving, SIGTERM exits 0', async (t) => {
   const [code] = await once(child, 'exit');
   t.equal(code, 0);
 });
+
+/** A controller process, its JSON log lines, and a way to await one. */
+function controllerProcess(kubeconfig: string, podName: string, extra: string[]) {
+  const bin = new URL('../../bin/ingress-ts.ts', import.meta.url).pathname;
+  const child = spawn(process.execPath, [bin, '--kubeconfig', kubeconfig, ...LOOPBACK_PORT_0, ...extra], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, POD_NAME: podName, POD_NAMESPACE: 'ingress' },
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  let waiters: Array<{ match: (line: Record<string, unknown>) => boolean; resolve: () => void }> = [];
+  let buffered = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    const complete = buffered.split('\n');
+    buffered = complete.pop() ?? '';
+    for (const text of complete) {
+      if (!text.startsWith('{')) continue;
+      const line = JSON.parse(text) as Record<string, unknown>;
+      lines.push(line);
+      for (const w of waiters.filter((w) => w.match(line))) w.resolve();
+      waiters = waiters.filter((w) => !w.match(line));
+    }
+  });
+  const logged = (match: (line: Record<string, unknown>) => boolean, what: string, timeoutMs = 10_000) =>
+    new Promise<void>((resolve, reject) => {
+      if (lines.some(match)) return resolve();
+      const timer = setTimeout(() => reject(new Error(`${podName}: no log line ${what}`)), timeoutMs);
+      waiters.push({
+        match,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+    });
+  return { child, lines, logged };
+}
+
+t.test('two controller processes: one leader writes status; kill it, the other takes over', async (t) => {
+  const api = await startFakeApiServer({
+    objects: [ingressClass, service('web'), slice('web', [1]), ingress('site', 'site.test', [['/', 'web']])],
+  });
+  t.teardown(() => api.close());
+  const kubeconfig = await api.writeKubeconfig();
+  const flags = ['--election-ttl=2s', '--publish-status-address', '192.0.2.10', '--log-level', 'info'];
+  const statusWritten = (ingress: string) => (line: Record<string, unknown>) =>
+    line.msg === 'Ingress status updated' && line.ingress === ingress;
+  const elected = (line: Record<string, unknown>) => line.msg === 'elected leader';
+
+  const a = controllerProcess(kubeconfig, 'pod-a', flags);
+  t.teardown(() => a.child.kill('SIGKILL'));
+  await a.logged(elected, 'elected leader');
+  await a.logged(statusWritten('e2e/site'), 'status of e2e/site');
+  const lbStatus = (name: string) =>
+    (api.get({ kind: 'Ingress', namespace: 'e2e', name })?.status as { loadBalancer?: unknown }).loadBalancer;
+  t.same(lbStatus('site'), { ingress: [{ ip: '192.0.2.10' }] });
+
+  const b = controllerProcess(kubeconfig, 'pod-b', flags);
+  t.teardown(() => b.child.kill('SIGKILL'));
+  await b.logged((line) => String(line.msg).includes('serving'), 'serving');
+  api.apply(ingress('site2', 'two.test', [['/', 'web']]));
+  await a.logged(statusWritten('e2e/site2'), 'status of e2e/site2');
+  t.same(lbStatus('site2'), { ingress: [{ ip: '192.0.2.10' }] });
+  t.notOk(b.lines.some(elected), 'the second replica is not the leader');
+  t.notOk(
+    b.lines.some((line) => line.msg === 'Ingress status updated'),
+    'and writes no status',
+  );
+
+  const killed = performance.now();
+  a.child.kill('SIGKILL'); // no release: the Lease must expire
+  await b.logged(elected, 'elected leader after the kill', 10_000);
+  const takeover = performance.now() - killed;
+  t.ok(takeover < 2000 * 2, `took over within the TTL plus a retry (${Math.round(takeover)} ms)`);
+  api.apply(ingress('site3', 'three.test', [['/', 'web']]));
+  await b.logged(statusWritten('e2e/site3'), 'status of e2e/site3 by the new leader');
+  t.same(lbStatus('site3'), { ingress: [{ ip: '192.0.2.10' }] });
+});
