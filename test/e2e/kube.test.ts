@@ -255,7 +255,8 @@ t.test('two controller processes: one leader writes status; kill it, the other t
   await a.logged(elected, 'elected leader');
   await a.logged(statusWritten('e2e/site'), 'status of e2e/site');
   const lbStatus = (name: string) =>
-    (api.get({ kind: 'Ingress', namespace: 'e2e', name })?.status as { loadBalancer?: unknown }).loadBalancer;
+    (api.get({ kind: 'Ingress', namespace: 'e2e', name })?.status as { loadBalancer?: unknown } | undefined)
+      ?.loadBalancer;
   t.same(lbStatus('site'), { ingress: [{ ip: '192.0.2.10' }] });
 
   const b = controllerProcess(kubeconfig, 'pod-b', flags);

@@ -76,10 +76,10 @@ t.test('one leader; stop() releases the Lease and the other takes over at once',
   t.equal(holder(api), 'pod-b');
   t.ok(performance.now() - started < TTL_MS, 'well within the TTL');
   const transitions = (
-    api.get({ kind: 'Lease', namespace: 'ingress', name: 'ingress-ts-leader' })?.spec as {
-      leaseTransitions: number;
-    }
-  ).leaseTransitions;
+    api.get({ kind: 'Lease', namespace: 'ingress', name: 'ingress-ts-leader' })?.spec as
+      | { leaseTransitions: number }
+      | undefined
+  )?.leaseTransitions;
   t.equal(transitions, 0, 'taking a released Lease is no transition (no previous holder)');
 });
 

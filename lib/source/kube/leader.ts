@@ -58,7 +58,6 @@ const microNow = (): V1MicroTime => new V1MicroTime(Date.now());
 export function createLeaderElection(options: LeaderElectionOptions): LeaderElection {
   const api = options.kubeConfig.makeApiClient(CoordinationV1Api);
   const now = options.now ?? (() => performance.now());
-  const leaseDurationMs = options.ttlMs;
   const renewDeadlineMs = options.ttlMs / 2;
   const retryPeriodMs = options.ttlMs / 4;
   const durationSeconds = Math.max(1, Math.round(options.ttlMs / 1000));
