@@ -18,7 +18,13 @@ import { createHealthz } from './healthz.ts';
 import type { Logger } from './log.ts';
 import { type ControllerMetrics, createControllerMetrics } from './metrics/controller.ts';
 import { excludedSocketMetrics } from './metrics/requests.ts';
-import { buildModel, type Diagnostic, type ModelReferences, type Snapshot } from './model/index.ts';
+import {
+  buildModel,
+  type Diagnostic,
+  type KubeObject,
+  type ModelReferences,
+  type Snapshot,
+} from './model/index.ts';
 import { createManifestSource } from './source/manifests.ts';
 import { createScheduler } from './store/scheduler.ts';
 
@@ -82,6 +88,31 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
       log.warn({ kind, err: error, retryInMs }, `watching ${kind} objects failed; retrying`),
   });
   return { ...kube, where: { server }, readMessage: 'cluster objects listed', kube: { kubeConfig, modules } };
+}
+
+/** kind/namespace/name → uid over the current snapshot, indexed once per snapshot when first asked. */
+function uidLookup(
+  snapshot: () => Snapshot,
+): (kind: string, namespace: string, name: string) => string | undefined {
+  let indexed: { of: Snapshot; uids: Map<string, string> } | null = null;
+  return (kind, namespace, name) => {
+    const current = snapshot();
+    if (indexed?.of !== current) {
+      const uids = new Map<string, string>();
+      const add = (kind: string, objects: readonly KubeObject[]) => {
+        for (const { metadata } of objects) {
+          if (metadata?.uid) uids.set(`${kind}/${metadata.namespace ?? ''}/${metadata.name}`, metadata.uid);
+        }
+      };
+      add('Ingress', current.ingresses);
+      add('IngressClass', current.ingressClasses);
+      add('Service', current.services);
+      add('Secret', current.secrets);
+      add('ConfigMap', current.configMaps);
+      indexed = { of: current, uids };
+    }
+    return indexed.uids.get(`${kind}/${namespace}/${name}`);
+  };
 }
 
 export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Controller> {
@@ -174,6 +205,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       const built = performance.now();
       const kind = dataPlane.swap(model);
       appliedDiagnostics = diagnostics;
+      if (leader) events?.report(diagnostics);
       const swapped = performance.now();
       metrics?.applied({
         routesHash: model.routesHash,
@@ -236,6 +268,15 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   }
   let leader = kube === undefined || !config.kube.leaderElection;
   const identity = env.POD_NAME || hostname();
+  const events =
+    kube === undefined
+      ? null
+      : kube.modules.createEventRecorder({
+          kubeConfig: kube.kubeConfig,
+          identity,
+          uidOf: uidLookup(() => source.snapshot()),
+          onError: (error) => log.warn({ err: error }, 'writing a Kubernetes Event failed'),
+        });
   const election =
     kube === undefined || !config.kube.leaderElection
       ? null
@@ -252,7 +293,10 @@ export async function start(config: Config, log: Logger, options: StartOptions =
               { identity, lease: config.kube.electionId },
               next ? 'elected leader' : 'no longer the leader',
             );
-            if (next) void status?.update(source.snapshot());
+            if (next) {
+              void status?.update(source.snapshot());
+              events?.report(appliedDiagnostics);
+            }
           },
           onError: (error) =>
             log.warn({ err: error }, 'leader election: the Lease could not be read or written'),

@@ -152,6 +152,30 @@ t.test('Kubernetes mode end to end, in process', async (t) => {
     t.equal(backendOf(await get(port, 'site.test', '/')), 'web2');
   });
 
+  t.test('diagnostics become Events on the object concerned, once each', async (t) => {
+    const conflictEvents = () =>
+      (
+        api.list('Event', 'e2e') as Array<{
+          reason?: string;
+          involvedObject?: { name?: string; uid?: string };
+        }>
+      ).filter((e) => e.reason === 'PATH_CONFLICT' && e.involvedObject?.name === 'dup');
+    const created = api.waitForRequest({ verb: 'create', resource: 'events' });
+    api.apply(ingress('dup', 'site.test', [['/', 'api']])); // newer than site: loses site.test /
+    await created;
+    const [event] = conflictEvents();
+    t.ok(event, 'a PATH_CONFLICT Event on e2e/dup');
+    t.equal(
+      event?.involvedObject?.uid,
+      api.get({ kind: 'Ingress', namespace: 'e2e', name: 'dup' })?.metadata?.uid,
+    );
+    const swapped = nextSwap();
+    api.apply(ingress('other', 'other.test', [['/', 'api']])); // another build, dup's conflict unchanged
+    await swapped;
+    t.equal(conflictEvents().length, 1, 'not repeated at the next build');
+    api.remove({ kind: 'Ingress', namespace: 'e2e', name: 'dup' });
+  });
+
   t.test('the API server misbehaves: the last configuration keeps serving, then converges', async (t) => {
     api.failNext({ verb: 'watch' }, { status: 500, count: 3 });
     api.cutWatches();
