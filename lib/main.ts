@@ -56,6 +56,8 @@ interface Source {
   stop(): Promise<void>;
   snapshot(): Snapshot;
   setReferences?(references: ModelReferences): void;
+  /** Kubernetes mode: each watched kind's restarts after errors */
+  informers?(): ReadonlyArray<{ kind: string; restarts: number }>;
   /** log fields saying where from, and the message once the first read is complete */
   where: Record<string, unknown>;
   readMessage: string;
@@ -160,6 +162,8 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         version: options.version ?? 'unknown',
         dataPlaneStats: () => dataPlane.stats,
         requests: config.requestMetrics,
+        electionId: source.kube !== undefined && config.kube.leaderElection ? config.kube.electionId : null,
+        informers: source.informers,
       })
     : null;
   const unknownExcluded = excludedSocketMetrics(config.requestMetrics.exclude).unknown;

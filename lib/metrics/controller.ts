@@ -31,6 +31,10 @@ export interface ControllerMetricsOptions {
   dataPlaneStats?: () => Readonly<DataPlaneStats>;
   /** the per-request metrics' flags (default: ingress-nginx's) */
   requests?: RequestMetricsOptions;
+  /** Kubernetes mode with leader election: the Lease name, for leader_election_status */
+  electionId?: string | null;
+  /** Kubernetes mode: each watched kind's restarts after errors so far */
+  informers?: () => ReadonlyArray<{ kind: string; restarts: number }>;
 }
 
 export interface AppliedModel {
@@ -52,7 +56,8 @@ export interface ControllerMetrics {
   failed(): void;
   /** one finished request (subscribe this to the data plane's `requestLogged` channel) */
   observe(record: RequestRecord): void;
-  /** leader election (#5): only the leader exports ssl_expire_time_seconds; standalone is always leader */
+  /** leader election: only the leader exports ssl_expire_time_seconds (standalone is always leader);
+   * leader_election_status follows */
   setLeader(leader: boolean): void;
   /** the exposition text and its Content-Type */
   scrape(): Promise<{ contentType: string; body: string }>;
@@ -223,6 +228,30 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
     labelNames: ['code', 'severity'],
     registers,
   });
+  const electionId = options.electionId ?? null;
+  const leaderStatus =
+    electionId === null
+      ? null
+      : new Gauge({
+          name: `${PREFIX}leader_election_status`,
+          help: "Gauge reporting status of the leader election, 0 indicates follower, 1 indicates leader. 'name' is the string used to identify the lease",
+          labelNames: ['name'],
+          registers,
+        });
+  leaderStatus?.set({ name: electionId ?? '' }, 0);
+  const informers = options.informers;
+  if (informers !== undefined) {
+    new Counter({
+      name: 'ingress_ts_informer_restarts_total',
+      help: 'Watches of a kind restarted after an error (a reset stream, a 5xx or 429, an unreachable API server)',
+      labelNames: ['kind'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { kind, restarts } of informers()) this.inc({ kind }, restarts);
+      },
+    });
+  }
   collectDefaultMetrics({ register: registry });
   const requests = createRequestMetrics(registry, options.requests ?? DEFAULT_REQUEST_METRICS_OPTIONS);
   // ssl_expire_time_seconds, ssl_certificate_info, orphan_ingress
@@ -263,7 +292,10 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
       diagnostics.reset();
       for (const { code, severity, n } of counts.values()) diagnostics.set({ code, severity }, n);
     },
-    setLeader: modelMetrics.setLeader,
+    setLeader(leader) {
+      modelMetrics.setLeader(leader);
+      leaderStatus?.set({ name: electionId ?? '' }, leader ? 1 : 0);
+    },
     failed() {
       errors.inc();
       lastReloadOk.set(0);

@@ -14,6 +14,7 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
 import { get, LOOPBACK_PORT_0, type Reply } from '../support/http.ts';
+import { parseExposition, sampleValue } from '../support/prometheus.ts';
 import { nextSwap } from '../support/swaps.ts';
 
 const backendOf = (reply: Reply): string => (JSON.parse(reply.body) as { backend: string }).backend;
@@ -188,6 +189,17 @@ t.test('Kubernetes mode end to end, in process', async (t) => {
     await api.restart();
     await eventually(async () => (await get(port, 'later.test', '/')).status === 200, 'converged');
     t.equal(backendOf(await get(port, 'later.test', '/')), 'api');
+
+    const metrics = parseExposition((await get(controller.healthz.port, 'localhost', '/metrics')).body);
+    for (const kind of ['Ingress', 'Service', 'EndpointSlice', 'Secret', 'IngressClass']) {
+      const restarts = sampleValue(metrics, 'ingress_ts_informer_restarts_total', { kind }) ?? 0;
+      t.ok(restarts >= 1, `${kind} watch restarts counted (${restarts})`);
+    }
+    t.equal(
+      sampleValue(metrics, 'nginx_ingress_controller_leader_election_status', { name: 'ingress-ts-leader' }),
+      1,
+      'leader_election_status: the only replica leads',
+    );
   });
 });
 
