@@ -24,7 +24,9 @@ const TYPES = new Set(['counter', 'gauge', 'histogram', 'summary', 'untyped']);
 function parseValue(text: string, line: number): number {
   if (text === '+Inf') return Number.POSITIVE_INFINITY;
   if (text === '-Inf') return Number.NEGATIVE_INFINITY;
-  if (text === 'NaN') return Number.NaN;
+  // Prometheus parses values with Go's strconv.ParseFloat, which takes NaN in any case; prom-client
+  // writes "Nan" (its default event-loop-lag gauges before their first sample)
+  if (text.toLowerCase() === 'nan') return Number.NaN;
   if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text)) {
     throw new Error(`line ${line}: invalid value "${text}"`);
   }
