@@ -85,6 +85,8 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
     watchNamespace: config.kube.watchNamespace,
     namespaceSelector: config.kube.namespaceSelector,
     model: config.model,
+    // its address goes into Ingress status: a change must reach the status writer
+    watchedServices: config.kube.publishService === null ? [] : [config.kube.publishService],
     onChange,
     onWatchError: (kind, error, retryInMs) =>
       log.warn({ kind, err: error, retryInMs }, `watching ${kind} objects failed; retrying`),

@@ -5,7 +5,8 @@
 // by tomorrow's Ingress, and the build then needs its current content). What an upsert or a removal
 // returns decides only whether a build is triggered. It is false for:
 // - the same resourceVersion again (a relist after a 410, a replayed watch event);
-// - an Ingress of another class, before and after the change;
+// - an Ingress of another class, before and after the change, and an Ingress change outside what
+//   the model reads (its status: the leader's own writes come back as updates);
 // - an IngressClass this controller does not own, before and after;
 // - a Service or Secret the last build did not look up (ModelReferences), and the EndpointSlices of
 //   such a Service;
@@ -73,6 +74,19 @@ function sliceFingerprint(slice: EndpointSlice): string {
       e.conditions?.terminating ?? null,
     ]),
   ]);
+}
+
+/** What the model reads of an Ingress: a change elsewhere (status, managedFields) builds nothing.
+ * Status matters: the leader's own status writes come back as updates of every Ingress. */
+function sameIngressInput(a: KubeObject, b: KubeObject): boolean {
+  const input = (o: KubeObject) =>
+    JSON.stringify([
+      o.metadata?.labels,
+      o.metadata?.annotations,
+      o.metadata?.creationTimestamp,
+      (o as Ingress).spec,
+    ]);
+  return input(a) === input(b);
 }
 
 export class ObjectStore {
@@ -203,6 +217,7 @@ export class ObjectStore {
     if (!this.#inScope(namespace)) return false;
     switch (kind) {
       case 'Ingress':
+        if (before !== undefined && after !== undefined && sameIngressInput(before, after)) return false;
         return this.#ours(before as Ingress | undefined) || this.#ours(after as Ingress | undefined);
       case 'Service':
         return this.#services === null || this.#services.has(key);

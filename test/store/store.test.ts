@@ -59,6 +59,20 @@ const bumped = (object: KubeObject): KubeObject => {
   return copy;
 };
 
+const withSpec = (object: KubeObject, spec: unknown): KubeObject =>
+  ({ ...bumped(object), spec }) as KubeObject;
+let statusCount = 0;
+const withStatus = (object: KubeObject): KubeObject =>
+  ({
+    ...bumped(object),
+    status: { loadBalancer: { ingress: [{ ip: `192.0.2.${++statusCount}` }] } },
+  }) as KubeObject;
+const withAnnotation = (object: KubeObject): KubeObject => {
+  const copy = bumped(object);
+  (copy.metadata as { annotations?: Record<string, string> }).annotations = { a: 'b' };
+  return copy;
+};
+
 type Step =
   | [op: 'upsert' | 'remove', kind: StoreKind, object: KubeObject, relevant: boolean, why: string]
   | [op: 'references', references: ModelReferences]
@@ -92,12 +106,16 @@ t.test('Ingresses: ours before or after matters; other classes and repeats do no
     'kubernetes.io/ingress.class': 'ingress-ts',
   };
   const moved = ingress('b', 'ingress-ts'); // b switches to our class
+  const specChanged = withSpec(ours, { ingressClassName: 'ingress-ts', rules: [] });
+  const statusChanged = withStatus(specChanged);
   const store = run(t, [
     ['upsert', 'IngressClass', owned, true, 'an IngressClass we own'],
     ['upsert', 'IngressClass', ingressClass('nginx', 'k8s.io/ingress-nginx'), false, 'another controller'],
     ['upsert', 'Ingress', ours, true, 'an Ingress of our class'],
     ['upsert', 'Ingress', again(ours), false, 'the same resourceVersion again'],
-    ['upsert', 'Ingress', bumped(ours), true, 'a new resourceVersion (content is the build’s business)'],
+    ['upsert', 'Ingress', specChanged, true, 'a spec change'],
+    ['upsert', 'Ingress', statusChanged, false, 'a status-only change (our own status write)'],
+    ['upsert', 'Ingress', withAnnotation(statusChanged), true, 'an annotation change'],
     ['upsert', 'Ingress', theirs, false, 'an Ingress of another class'],
     ['upsert', 'Ingress', bumped(theirs), false, 'still another class'],
     ['upsert', 'Ingress', moved, true, 'moved to our class'],

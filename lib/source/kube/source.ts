@@ -26,6 +26,8 @@ export interface KubeSourceOptions {
     ModelOptions,
     'controllerClass' | 'ingressClass' | 'ingressClassByName' | 'watchIngressWithoutClass' | 'configMap'
   >;
+  /** `namespace/name` of Services that matter although no route uses them (--publish-service) */
+  watchedServices?: readonly string[];
   /** a relevant change after the first sync */
   onChange(): void;
   /** a watch failed and is retried in retryInMs */
@@ -157,7 +159,11 @@ export function createKubeSource(options: KubeSourceOptions): KubeSource {
       await Promise.all(informers.map((informer) => informer.stop()));
     },
     snapshot: () => store.snapshot(),
-    setReferences: (references) => store.setReferences(references),
+    setReferences: (references) =>
+      store.setReferences({
+        ...references,
+        services: [...references.services, ...(options.watchedServices ?? [])],
+      }),
     informers: () => informers.map(({ kind, synced, restarts }) => ({ kind, synced, restarts })),
   };
 }
