@@ -151,6 +151,31 @@ t.test('synced gate, then onChange only for relevant changes', async (t) => {
   t.same(names(source.snapshot().services), ['api', 'unused'], 'irrelevant objects are stored all the same');
 });
 
+t.test('a slow API server: start() waits for the slowest first list', async (t) => {
+  const api = await startFakeApiServer({
+    objects: [ingressClass, ingress('site', 'ingress-ts'), secret('tls', 'a')],
+  });
+  t.teardown(() => api.close());
+  api.delayNext({ verb: 'list', resource: 'secrets' }, 300);
+  const source = createKubeSource({
+    kubeConfig: api.kubeConfig(),
+    watchNamespace: null,
+    namespaceSelector: null,
+    model: DEFAULT_MODEL_OPTIONS,
+    onChange: () => {},
+  });
+  t.teardown(() => source.stop());
+  let started = false;
+  const starting = source.start().then(() => {
+    started = true;
+  });
+  const ingresses = await api.waitForRequest({ verb: 'watch', resource: 'ingresses' });
+  t.ok(ingresses, 'the other kinds are listed and watched meanwhile');
+  t.notOk(started, 'not synced while the Secret list is pending: no build from a partial cluster');
+  await starting;
+  t.same(names(source.snapshot().secrets), ['tls'], 'synced with the Secrets in');
+});
+
 t.test('--watch-namespace-selector: the namespaces the server selects, as they come and go', async (t) => {
   const api = await startFakeApiServer({
     objects: [

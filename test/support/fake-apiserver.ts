@@ -598,6 +598,7 @@ export class FakeApiServer {
   #watchers = new Set<Watcher>();
   #sockets = new Set<Socket>();
   #faults: Array<{ matcher: RequestMatcher; fault: Fault; left: number }> = [];
+  #delays: Array<{ matcher: RequestMatcher; ms: number; left: number }> = [];
   #waiters: Array<{ matcher: RequestMatcher; resolve: (r: RequestRecord) => void }> = [];
   #tempDirs: string[] = [];
 
@@ -718,6 +719,12 @@ current-context: fake
   /** The next `fault.count` (default 1) requests matching `matcher` fail with `fault.status`. */
   failNext(matcher: RequestMatcher, fault: Fault): void {
     this.#faults.push({ matcher, fault, left: fault.count ?? 1 });
+  }
+
+  /** The next `count` (default 1) requests matching `matcher` are answered `ms` later (a slow or
+   * overloaded API server); a delayed watch sends its header late. */
+  delayNext(matcher: RequestMatcher, ms: number, count = 1): void {
+    this.#delays.push({ matcher, ms, left: count });
   }
 
   /** How many requests so far matched. */
@@ -985,6 +992,12 @@ current-context: fake
       }
     }
     this.requests.push(record);
+    const delay = this.#delays.find((d) => requestMatches(d.matcher, record));
+    if (delay !== undefined) {
+      delay.left -= 1;
+      if (delay.left <= 0) this.#delays = this.#delays.filter((d) => d !== delay);
+      await new Promise((resolve) => setTimeout(resolve, delay.ms)); // a slow API server
+    }
     try {
       this.#checkAuth(req);
       this.#injectFault(record);
