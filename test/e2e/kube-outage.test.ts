@@ -1,0 +1,127 @@
+// The API server goes away for 30 s (after watch streams cut, 500s and 429s) while a client sends
+// requests in a loop: every request is served by the last good configuration, and once the API
+// server is back the controller converges on what changed meanwhile. Slow by nature (the outage is
+// the point); it runs beside the other test files.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+import t from 'tap';
+import { echoServer } from '../../examples/demo-backends.ts';
+import { parseFlags } from '../../lib/config/flags.ts';
+import { createLogger } from '../../lib/log.ts';
+import { start } from '../../lib/main.ts';
+import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
+import { get, LOOPBACK_PORT_0 } from '../support/http.ts';
+
+const OUTAGE_MS = 30_000;
+t.setTimeout(120_000); // tap's 30 s default is shorter than the outage
+
+async function listen(server: Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+const objects = (port: number): KubeObject[] => [
+  {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'IngressClass',
+    metadata: { name: 'ingress-ts' },
+    spec: { controller: 'ingress-ts.dev/controller' },
+  },
+  {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'web', namespace: 'e2e' },
+    spec: { ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
+  },
+  {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: { name: 'web-1', namespace: 'e2e', labels: { 'kubernetes.io/service-name': 'web' } },
+    addressType: 'IPv4',
+    ports: [{ name: 'http', port, protocol: 'TCP' }],
+    endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
+  },
+  ingress('site', 'site.test'),
+];
+
+function ingress(name: string, host: string): KubeObject {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: { name, namespace: 'e2e' },
+    spec: {
+      ingressClassName: 'ingress-ts',
+      rules: [
+        {
+          host,
+          http: {
+            paths: [
+              { path: '/', pathType: 'Prefix', backend: { service: { name: 'web', port: { number: 80 } } } },
+            ],
+          },
+        },
+      ],
+    },
+  };
+}
+
+t.test(`API server faults, then gone for ${OUTAGE_MS / 1000} s, under a request loop`, async (t) => {
+  const backend = echoServer('web');
+  const port = await listen(backend);
+  t.teardown(() => new Promise((resolve) => backend.close(resolve)));
+  const api = await startFakeApiServer({ objects: objects(port) });
+  t.teardown(() => api.close());
+  const kubeconfig = await api.writeKubeconfig();
+  const parsed = parseFlags(['--kubeconfig', kubeconfig, ...LOOPBACK_PORT_0, '--disable-leader-election']);
+  if (parsed.kind !== 'run') throw new Error('expected run');
+  const controller = await start(parsed.config, createLogger('silent'));
+  t.teardown(() => controller.stop(0));
+
+  // the request loop: sequential requests, paced (a few hundred per second, so that the other test
+  // files running beside this one keep their CPU), until told to stop; every answer recorded
+  let looping = true;
+  const statuses = new Map<number, number>();
+  const loop = (async () => {
+    while (looping) {
+      const status = await get(controller.http.port, 'site.test', '/').then(
+        (reply) => reply.status,
+        () => 0, // a failed connection counts as status 0
+      );
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      await delay(3);
+    }
+  })();
+
+  // faults first, all of them consumed before the outage (a fault left over would hit after it)
+  api.failNext({ verb: 'watch' }, { status: 500, count: 4 });
+  api.failNext({ verb: 'watch' }, { status: 429, count: 2 });
+  api.cutWatches();
+  const failed = () => api.requests.filter((r) => r.verb === 'watch' && (r.status ?? 0) >= 429).length;
+  while (failed() < 6) await api.waitForRequest({ verb: 'watch' }, 30_000);
+  await api.stop();
+  const back = delay(OUTAGE_MS);
+  api.apply(ingress('during', 'during.test')); // changed while the controller cannot see it
+  await back;
+  t.equal(
+    (await get(controller.healthz.port, 'localhost', '/healthz')).status,
+    200,
+    '/healthz 200 throughout',
+  );
+  await api.restart();
+
+  // converged: the Ingress created during the outage is served (polled: requests are the only signal)
+  const deadline = Date.now() + 40_000; // the informers' backoff may be at up to 30 s
+  while ((await get(controller.http.port, 'during.test', '/')).status !== 200) {
+    if (Date.now() > deadline) {
+      looping = false;
+      throw new Error('did not converge after the API server came back');
+    }
+    await delay(50);
+  }
+  looping = false;
+  await loop;
+  const served = statuses.get(200) ?? 0;
+  t.ok(served > 100, `${served} requests served during the faults and the outage`);
+  t.same([...statuses.keys()], [200], 'every one of them a 200');
+});
