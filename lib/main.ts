@@ -18,13 +18,7 @@ import { createHealthz } from './healthz.ts';
 import type { Logger } from './log.ts';
 import { type ControllerMetrics, createControllerMetrics } from './metrics/controller.ts';
 import { excludedSocketMetrics } from './metrics/requests.ts';
-import {
-  buildModel,
-  type Diagnostic,
-  type KubeObject,
-  type ModelReferences,
-  type Snapshot,
-} from './model/index.ts';
+import { buildModel, type Diagnostic, type ModelReferences, type Snapshot } from './model/index.ts';
 import { createManifestSource } from './source/manifests.ts';
 import { createScheduler } from './store/scheduler.ts';
 
@@ -92,31 +86,6 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
       log.warn({ kind, err: error, retryInMs }, `watching ${kind} objects failed; retrying`),
   });
   return { ...kube, where: { server }, readMessage: 'cluster objects listed', kube: { kubeConfig, modules } };
-}
-
-/** kind/namespace/name → uid over the current snapshot, indexed once per snapshot when first asked. */
-function uidLookup(
-  snapshot: () => Snapshot,
-): (kind: string, namespace: string, name: string) => string | undefined {
-  let indexed: { of: Snapshot; uids: Map<string, string> } | null = null;
-  return (kind, namespace, name) => {
-    const current = snapshot();
-    if (indexed?.of !== current) {
-      const uids = new Map<string, string>();
-      const add = (kind: string, objects: readonly KubeObject[]) => {
-        for (const { metadata } of objects) {
-          if (metadata?.uid) uids.set(`${kind}/${metadata.namespace ?? ''}/${metadata.name}`, metadata.uid);
-        }
-      };
-      add('Ingress', current.ingresses);
-      add('IngressClass', current.ingressClasses);
-      add('Service', current.services);
-      add('Secret', current.secrets);
-      add('ConfigMap', current.configMaps);
-      indexed = { of: current, uids };
-    }
-    return indexed.uids.get(`${kind}/${namespace}/${name}`);
-  };
 }
 
 export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Controller> {
@@ -200,19 +169,20 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   let reported = new Set<string>();
   /** diagnostics of the last applied build, for /debug/model */
   let appliedDiagnostics: readonly Diagnostic[] = [];
+  /** the objects of the last build */
+  let latestSnapshot = source.snapshot();
   const scheduler = createScheduler({
     run: () => {
       const started = performance.now();
       const snapshot = source.snapshot();
       const { model, diagnostics, references } = buildModel(snapshot, config.model);
       source.setReferences?.(references);
-      // also when the model is unchanged: the --publish-service address may have moved
-      if (leader) void status?.update(snapshot);
       const built = performance.now();
       const kind = dataPlane.swap(model);
-      appliedDiagnostics = diagnostics;
-      if (leader) events?.report(diagnostics);
       const swapped = performance.now();
+      appliedDiagnostics = diagnostics;
+      latestSnapshot = snapshot;
+      reporting?.afterBuild(snapshot, diagnostics);
       metrics?.applied({
         routesHash: model.routesHash,
         kind,
@@ -256,63 +226,26 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     },
   });
 
-  // Kubernetes mode: only the elected leader writes Ingress status (and exports certificate expiry)
-  const kube = source.kube;
-  const status =
-    kube !== undefined && config.kube.updateStatus
-      ? kube.modules.createStatusWriter({
-          kubeConfig: kube.kubeConfig,
-          publishService: config.kube.publishService,
-          publishStatusAddress: config.kube.publishStatusAddress,
+  // Kubernetes mode: the elected leader writes Ingress status and Events
+  const reporting =
+    source.kube === undefined
+      ? null
+      : source.kube.modules.createReporting({
+          kubeConfig: source.kube.kubeConfig,
+          flags: config.kube,
           classes: config.model,
-          onError: (ingress, error) => log.warn({ ingress, err: error }, 'writing the Ingress status failed'),
-          onWritten: (ingress, loadBalancer) => log.info({ ingress, loadBalancer }, 'Ingress status updated'),
-        })
-      : null;
-  if (status !== null && config.kube.publishService === null && config.kube.publishStatusAddress === null) {
-    log.warn('neither --publish-service nor --publish-status-address: Ingress status is not written');
-  }
-  let leader = kube === undefined || !config.kube.leaderElection;
-  const identity = env.POD_NAME || hostname();
-  const events =
-    kube === undefined
-      ? null
-      : kube.modules.createEventRecorder({
-          kubeConfig: kube.kubeConfig,
-          identity,
-          uidOf: uidLookup(() => source.snapshot()),
-          onError: (error) => log.warn({ err: error }, 'writing a Kubernetes Event failed'),
-        });
-  const election =
-    kube === undefined || !config.kube.leaderElection
-      ? null
-      : kube.modules.createLeaderElection({
-          kubeConfig: kube.kubeConfig,
+          identity: env.POD_NAME || hostname(),
           namespace: env.POD_NAMESPACE || 'default',
-          name: config.kube.electionId,
-          identity,
-          ttlMs: config.kube.electionTtlMs,
-          onChange: (next) => {
-            leader = next;
-            metrics?.setLeader(next);
-            log.info(
-              { identity, lease: config.kube.electionId },
-              next ? 'elected leader' : 'no longer the leader',
-            );
-            if (next) {
-              void status?.update(source.snapshot());
-              events?.report(appliedDiagnostics);
-            }
-          },
-          onError: (error) =>
-            log.warn({ err: error }, 'leader election: the Lease could not be read or written'),
+          log,
+          onLeader: (leader) => metrics?.setLeader(leader),
+          latest: () => ({ snapshot: latestSnapshot, diagnostics: appliedDiagnostics }),
         });
-  if (election !== null) metrics?.setLeader(false);
+  if (reporting !== null && !reporting.leader) metrics?.setLeader(false);
 
   onSourceChange = () => scheduler.trigger();
   scheduler.trigger();
   await scheduler.idle();
-  election?.start();
+  reporting?.start();
   const addresses = await dataPlane.listen();
   const certificateCache: CertificateCache = new Map();
   const debugModel = () => {
@@ -332,7 +265,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     stop(gracePeriodMs = config.shutdownGracePeriod * 1000) {
       stopping ??= (async () => {
         healthz.shuttingDown();
-        await election?.stop(); // releases the Lease: a successor need not wait for the TTL
+        await reporting?.stop(); // releases the Lease: a successor need not wait for the TTL
         await source.stop();
         scheduler.stop();
         await dataPlane.close(gracePeriodMs);

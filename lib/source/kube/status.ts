@@ -146,7 +146,11 @@ export function createStatusWriter(options: StatusOptions): StatusWriter {
     while (pending !== null) {
       const snapshot = pending;
       pending = null;
-      await run(snapshot);
+      try {
+        await run(snapshot);
+      } catch (error) {
+        options.onError?.('', error); // never a rejection: callers fire and forget
+      }
     }
   };
 
