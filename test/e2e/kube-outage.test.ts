@@ -2,8 +2,6 @@
 // requests in a loop: every request is served by the last good configuration, and once the API
 // server is back the controller converges on what changed meanwhile. Slow by nature (the outage is
 // the point); it runs beside the other test files.
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import t from 'tap';
 import { echoServer } from '../../examples/demo-backends.ts';
@@ -11,15 +9,10 @@ import { parseFlags } from '../../lib/config/flags.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
-import { get, LOOPBACK_PORT_0 } from '../support/http.ts';
+import { get, LOOPBACK_PORT_0, listen } from '../support/http.ts';
 
 const OUTAGE_MS = 30_000;
 t.setTimeout(120_000); // tap's 30 s default is shorter than the outage
-
-async function listen(server: Server): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return (server.address() as AddressInfo).port;
-}
 
 const objects = (port: number): KubeObject[] => [
   {

@@ -5,24 +5,17 @@
 // until it converges. Last, the real CLI process starts and stops the same way.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { echoServer } from '../../examples/demo-backends.ts';
 import { parseFlags } from '../../lib/config/flags.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
-import { get, LOOPBACK_PORT_0, type Reply } from '../support/http.ts';
+import { get, LOOPBACK_PORT_0, listen, type Reply } from '../support/http.ts';
 import { parseExposition, sampleValue } from '../support/prometheus.ts';
 import { nextSwap } from '../support/swaps.ts';
 
 const backendOf = (reply: Reply): string => (JSON.parse(reply.body) as { backend: string }).backend;
-
-async function listen(server: Server): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return (server.address() as AddressInfo).port;
-}
 
 const ingressClass: KubeObject = {
   apiVersion: 'networking.k8s.io/v1',

@@ -2,19 +2,16 @@
 // writer against the fake API server: only our Ingresses, nothing rewritten when already right, a
 // 409 retried.
 import t from 'tap';
-import { DEFAULT_MODEL_OPTIONS, type KubeObject, type Snapshot } from '../../lib/model/index.ts';
+import {
+  DEFAULT_MODEL_OPTIONS,
+  EMPTY_SNAPSHOT,
+  type KubeObject,
+  type Snapshot,
+} from '../../lib/model/index.ts';
 import { createStatusWriter, publishedAddresses } from '../../lib/source/kube/status.ts';
 import { startFakeApiServer } from '../support/fake-apiserver.ts';
 
-const snapshotWith = (objects: Partial<Snapshot>): Snapshot => ({
-  ingresses: [],
-  ingressClasses: [],
-  services: [],
-  endpointSlices: [],
-  secrets: [],
-  configMaps: [],
-  ...objects,
-});
+const snapshotWith = (objects: Partial<Snapshot>): Snapshot => ({ ...EMPTY_SNAPSHOT, ...objects });
 
 const publishService = (spec: Record<string, unknown>, status?: Record<string, unknown>): KubeObject =>
   ({ metadata: { namespace: 'ingress', name: 'lb' }, spec, ...(status ? { status } : {}) }) as KubeObject;

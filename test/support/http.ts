@@ -1,6 +1,7 @@
 // Shared by the end-to-end tests: a plain HTTP GET with a Host header, and the flags that start a
 // controller on free loopback ports.
-import { type Agent, type IncomingHttpHeaders, request } from 'node:http';
+import { type Agent, type IncomingHttpHeaders, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { type Config, parseFlags } from '../../lib/config/flags.ts';
 
 export interface Reply {
@@ -40,4 +41,10 @@ export function testConfig(manifests: string, ...extra: string[]): Config {
   const parsed = parseFlags(['--manifests', manifests, ...LOOPBACK_PORT_0, ...extra]);
   if (parsed.kind !== 'run') throw new Error('expected flags that run');
   return parsed.config;
+}
+
+/** Listens on a free loopback port; resolves with the port. */
+export async function listen(server: Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
 }

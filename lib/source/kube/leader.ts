@@ -96,6 +96,21 @@ export function createLeaderElection(options: LeaderElectionOptions): LeaderElec
     leaseTransitions: (previous?.leaseTransitions ?? 0) + (acquiring && previous?.holderIdentity ? 1 : 0),
   });
 
+  /** Replaces the Lease as read (its resourceVersion guards the write) with `next`. */
+  const replaceLease = (lease: LeaseObject, next: V1LeaseSpec) =>
+    api.replaceNamespacedLease({
+      name: options.name,
+      namespace: options.namespace,
+      body: {
+        metadata: {
+          name: options.name,
+          namespace: options.namespace,
+          resourceVersion: lease.metadata?.resourceVersion,
+        },
+        spec: next,
+      },
+    });
+
   /** One attempt to acquire or renew; true when this replica holds the Lease afterwards. */
   const tryAcquireOrRenew = async (): Promise<boolean> => {
     let lease: LeaseObject;
@@ -118,18 +133,7 @@ export function createLeaderElection(options: LeaderElectionOptions): LeaderElec
     const duration = (lease.spec?.leaseDurationSeconds ?? durationSeconds) * 1000;
     if (!mine && holder !== '' && now() < observedAt + duration) return false; // held by a live leader
     try {
-      await api.replaceNamespacedLease({
-        name: options.name,
-        namespace: options.namespace,
-        body: {
-          metadata: {
-            name: options.name,
-            namespace: options.namespace,
-            resourceVersion: lease.metadata?.resourceVersion,
-          },
-          spec: spec(lease.spec, !mine),
-        },
-      });
+      await replaceLease(lease, spec(lease.spec, !mine));
     } catch (error) {
       if (statusCode(error) === 409) return false; // somebody else wrote first
       throw error;
@@ -179,24 +183,13 @@ export function createLeaderElection(options: LeaderElectionOptions): LeaderElec
           namespace: options.namespace,
         })) as LeaseObject;
         if (lease.spec?.holderIdentity !== options.identity) return;
-        await api.replaceNamespacedLease({
-          name: options.name,
-          namespace: options.namespace,
-          body: {
-            metadata: {
-              name: options.name,
-              namespace: options.namespace,
-              resourceVersion: lease.metadata?.resourceVersion,
-            },
-            spec: {
-              ...lease.spec,
-              holderIdentity: '',
-              leaseDurationSeconds: 1,
-              renewTime: microNow(),
-              acquireTime: (lease.spec?.acquireTime ?? microNow()) as V1MicroTime,
-            } as V1LeaseSpec,
-          },
-        });
+        await replaceLease(lease, {
+          ...lease.spec,
+          holderIdentity: '',
+          leaseDurationSeconds: 1,
+          renewTime: microNow(),
+          acquireTime: (lease.spec?.acquireTime ?? microNow()) as V1MicroTime,
+        } as V1LeaseSpec);
       } catch (error) {
         options.onError?.(error); // the Lease then simply expires after the TTL
       }
