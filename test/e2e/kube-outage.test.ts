@@ -1,6 +1,7 @@
-// The API server goes away for 30 s (after watch streams cut, 500s and 429s) while a client sends
-// requests in a loop: every request is served by the last good configuration, and once the API
-// server is back the controller converges on what changed meanwhile. Slow by nature (the outage is
+// The API server goes away for 30 s (after watch streams cut, 500s and 429s; its watch history
+// compacted meanwhile, so the controller's resourceVersions get 410) while a client sends requests in
+// a loop: every request is served by the last good configuration, and once the API server is back the
+// controller relists and converges on what changed meanwhile. Slow by nature (the outage is
 // the point); it runs beside the other test files.
 import { setTimeout as delay } from 'node:timers/promises';
 import t from 'tap';
@@ -36,6 +37,7 @@ const objects = (port: number): KubeObject[] => [
     endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
   },
   ingress('site', 'site.test'),
+  ingress('gone', 'gone.test'),
 ];
 
 function ingress(name: string, host: string): KubeObject {
@@ -95,6 +97,8 @@ t.test(`API server faults, then gone for ${OUTAGE_MS / 1000} s, under a request 
   await api.stop();
   const back = delay(OUTAGE_MS);
   api.apply(ingress('during', 'during.test')); // changed while the controller cannot see it
+  api.remove({ kind: 'Ingress', namespace: 'e2e', name: 'gone' }); // deleted meanwhile
+  api.compact(); // and the watch history is gone: the informers' resourceVersions get 410 → relist
   await back;
   t.equal(
     (await get(controller.healthz.port, 'localhost', '/healthz')).status,
@@ -114,6 +118,12 @@ t.test(`API server faults, then gone for ${OUTAGE_MS / 1000} s, under a request 
   }
   looping = false;
   await loop;
+  t.equal(
+    (await get(controller.http.port, 'gone.test', '/')).status,
+    404,
+    'the deletion came with the relist',
+  );
+  t.ok(api.count({ verb: 'list', resource: 'ingresses' }) >= 2, 'the Ingresses were listed again (410)');
   const served = statuses.get(200) ?? 0;
   t.ok(served > 100, `${served} requests served during the faults and the outage`);
   t.same([...statuses.keys()], [200], 'every one of them a 200');
