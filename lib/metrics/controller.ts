@@ -167,17 +167,26 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
     },
   });
 
+  /** requests (and WebSocket sessions) finished, counted where their records arrive anyway */
+  let finished = 0;
   const stats = options.dataPlaneStats;
   if (stats !== undefined) {
-    // NGINX's stub_status: accepted = handled (nothing is dropped for lack of resources); only the
-    // `active` state is known (reading / writing / waiting are not tracked)
+    // NGINX's stub_status: accepted = handled (nothing is dropped for lack of resources). writing =
+    // requests in progress (started − finished; a WebSocket until it closes), waiting = the other open
+    // connections (idle keep-alive), reading = 0: Node's parser does not say which connections are
+    // in the middle of a request head, and counting that would cost every request.
     new Gauge({
       name: `${PREFIX}nginx_process_connections`,
       help: 'current number of client connections with state {active, reading, writing, waiting}',
       labelNames: ['state'],
       registers,
       collect() {
-        this.set({ state: 'active' }, stats().active);
+        const { active, requests } = stats();
+        const writing = Math.min(active, Math.max(0, requests - finished));
+        this.set({ state: 'active' }, active);
+        this.set({ state: 'reading' }, 0);
+        this.set({ state: 'writing' }, writing);
+        this.set({ state: 'waiting' }, active - writing);
       },
     });
     new Counter({
@@ -263,7 +272,10 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
 
   return {
     registry,
-    observe: requests.observe,
+    observe(record) {
+      finished++;
+      requests.observe(record);
+    },
     applied(model) {
       if (model.model !== undefined && model.kind !== 'unchanged') {
         requests.setModel(model.model);

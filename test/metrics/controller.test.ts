@@ -1,6 +1,7 @@
 // Controller metrics: what a failed build does, and the hash gauge's value.
 import t from 'tap';
 import { createControllerMetrics, hashValue } from '../../lib/metrics/controller.ts';
+import { record } from '../support/request-record.ts';
 
 const sample = (text: string, name: string): number | undefined => {
   const line = text.split('\n').find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
@@ -36,4 +37,34 @@ t.test('hashValue: the first 52 bits, exact', async (t) => {
   t.equal(hashValue('ffffffffffffffff'), 2 ** 52 - 1);
   t.ok(Number.isSafeInteger(hashValue('ffffffffffffffff')));
   t.equal(hashValue('not hex'), 0);
+});
+
+t.test('connections by state: writing = requests in progress, waiting = the other open ones', async (t) => {
+  const stats = { accepted: 6, active: 4, requests: 10 };
+  const metrics = createControllerMetrics({
+    controllerClass: 'k8s.io/ingress-nginx',
+    podNamespace: 'default',
+    podName: 'p',
+    version: '1',
+    dataPlaneStats: () => stats,
+  });
+  for (let i = 0; i < 7; i++) metrics.observe(record());
+  const state = async (name: string) =>
+    sample(
+      (await metrics.scrape()).body
+        .split('\n')
+        .filter((l) => l.includes(`state="${name}"`))
+        .join('\n'),
+      'nginx_ingress_controller_nginx_process_connections',
+    );
+  t.equal(await state('active'), 4);
+  t.equal(await state('writing'), 3, '10 requests started, 7 finished');
+  t.equal(await state('waiting'), 1, 'the fourth connection is idle');
+  t.equal(await state('reading'), 0);
+  for (let i = 0; i < 3; i++) metrics.observe(record());
+  t.equal(await state('writing'), 0);
+  t.equal(await state('waiting'), 4, 'all idle keep-alive connections');
+  stats.requests = 20; // more in flight than connections (never in HTTP/1.1): capped
+  t.equal(await state('writing'), 4);
+  t.equal(await state('waiting'), 0);
 });
