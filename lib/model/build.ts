@@ -3,6 +3,7 @@
 //   select (class) → order (oldest first) → check (validate, annotations) → servers (hosts, catch-all)
 //   → host settings (server annotations, TLS) → routes (oldest wins) → finish (regex mode, aliases, sort)
 
+import { RE2JS } from 're2js';
 import {
   catchAllAnnotations,
   DEFAULT_LOCATION_ANNOTATIONS,
@@ -24,7 +25,7 @@ import { sortIngresses } from './order.ts';
 import { prefixMatchKey } from './paths.ts';
 import { sortSmall } from './sort.ts';
 import { type CertificateResult, certificateCovers, readCertificate, tlsSecretNameFor } from './tls.ts';
-import type { Backend, Certificate, Model, ObjectRef, Route, Server } from './types.ts';
+import type { Backend, Canary, Certificate, Model, ObjectRef, Route, Server } from './types.ts';
 
 export interface ModelReferences {
   /** `namespace/name` of every Service the model resolved, in first-use order */
@@ -117,10 +118,14 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   // 1-3. select, order, check
   const owned = ownedClassNames(snapshot.ingressClasses, options);
   const ours = snapshot.ingresses.filter((ingress) => isOurIngress(ingress, owned, options));
+  // canaries never create a host, a path or host settings: they attach to main routes (6b)
   const ingresses: CheckedIngress[] = [];
+  const canaries: CheckedIngress[] = [];
   for (const ingress of sortIngresses(ours)) {
     const checked = checkIngress(ingress, options, diagnostics);
-    if (checked !== null) ingresses.push(checked);
+    if (checked === null) continue;
+    if (checked.annotations.ingress.canary.enabled) canaries.push(checked);
+    else ingresses.push(checked);
   }
 
   const useUpstream = (ingress: CheckedIngress, ref: ServiceBackendRef): Backend => {
@@ -222,9 +227,54 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
           ingress: ingress.ref,
           backend: useUpstream(ingress, path.backend),
           annotations: ingress.annotations.location,
+          canary: null,
         };
         draft.routeKeys.set(key, route);
         draft.server.routes.push(route);
+      }
+    }
+  }
+
+  // 6b. canaries, oldest first: each path joins the main route of the same namespace, host, path
+  // and pathType as written; the first canary to claim a route keeps it.
+  for (const ingress of canaries) {
+    for (const rule of ingress.rules) {
+      const draft = rule.host === '' ? catchAll : drafts.get(rule.host);
+      for (const path of rule.paths) {
+        const where = `${path.pathTypeAsWritten} ${path.path} on host ${rule.host === '' ? '(any host)' : rule.host}`;
+        const route = draft?.server.routes.find(
+          (r) =>
+            r.path === path.path &&
+            r.pathTypeAsWritten === path.pathTypeAsWritten &&
+            r.ingress.namespace === ingress.ref.namespace,
+        );
+        if (route === undefined) {
+          diagnostics.report(
+            'Ingress',
+            ingress.ref,
+            'CANARY_NO_MAIN',
+            `canary ${where}: no main Ingress in namespace ${ingress.ref.namespace} serves it, so it gets no traffic`,
+          );
+          continue;
+        }
+        if (route.canary !== null) {
+          diagnostics.report(
+            'Ingress',
+            ingress.ref,
+            'CANARY_CONFLICT',
+            `canary ${where}: the older canary ${refName(route.canary.ingress)} already shares it; this one gets no traffic there`,
+          );
+          continue;
+        }
+        const backend = useUpstream(ingress, path.backend);
+        // the same Service and port as the main route: nothing to split (ingress-nginx: a no-op)
+        if (
+          backend.type !== 'upstream' ||
+          (route.backend.type === 'upstream' && route.backend.upstream === backend.upstream)
+        ) {
+          continue;
+        }
+        route.canary = canaryOf(ingress, backend.upstream, diagnostics);
       }
     }
   }
@@ -264,6 +314,24 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     diagnostics: diagnostics.list(),
     references: { services: resolver.referencedServices(), secrets: [...referencedSecrets] },
   };
+}
+
+function canaryOf(ingress: CheckedIngress, upstream: string, diagnostics: DiagnosticsCollector): Canary {
+  const { weight, weightTotal, header, headerValue, headerPattern, cookie } =
+    ingress.annotations.ingress.canary;
+  if (headerPattern !== null && header !== null && headerValue === null) {
+    try {
+      RE2JS.compile(headerPattern);
+    } catch (error) {
+      diagnostics.report(
+        'Ingress',
+        ingress.ref,
+        'CANARY_PATTERN_INVALID',
+        `canary-by-header-pattern ${JSON.stringify(headerPattern)} is not a valid regular expression (${(error as Error).message}); requests carrying ${header} go to the main backend`,
+      );
+    }
+  }
+  return { ingress: ingress.ref, upstream, weight, weightTotal, header, headerValue, headerPattern, cookie };
 }
 
 function newDraft(

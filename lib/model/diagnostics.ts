@@ -101,9 +101,21 @@ export const DIAGNOSTIC_CODES = {
   ],
   CONFIG_KEY_UNSUPPORTED: ['info', 'ingress-ts does not implement this ConfigMap key yet; it has no effect.'],
   CONFIG_VALUE_INVALID: ['warning', 'A ConfigMap value fails its validator; the default is used.'],
-  CANARY_UNSUPPORTED: [
+  CANARY_NOT_ENABLED: [
     'warning',
-    'Canary Ingresses are not routed yet; this Ingress gets no traffic and its main route is unaffected.',
+    'canary-* annotations without canary: "true"; they are ignored and the Ingress is an ordinary one.',
+  ],
+  CANARY_NO_MAIN: [
+    'warning',
+    'A canary path matches no main route (same namespace, host, path and pathType); it gets no traffic.',
+  ],
+  CANARY_CONFLICT: [
+    'warning',
+    'An older canary already shares this route; this canary gets no traffic there (one canary per route).',
+  ],
+  CANARY_PATTERN_INVALID: [
+    'warning',
+    'canary-by-header-pattern does not compile; requests carrying the header go to the main backend.',
   ],
 } as const satisfies Record<string, readonly [Severity, string]>;
 

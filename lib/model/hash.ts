@@ -76,7 +76,7 @@ class Fingerprint {
     );
     for (const route of server.routes) {
       this.line(
-        `R\t${JSON.stringify(route.path)}\t${route.pathType}\t${route.pathTypeAsWritten}\t${this.ref(route.ingress)}\t${this.backend(route.backend)}\t${this.shared(route.annotations)}`,
+        `R\t${JSON.stringify(route.path)}\t${route.pathType}\t${route.pathTypeAsWritten}\t${this.ref(route.ingress)}\t${this.backend(route.backend)}\t${this.shared(route.annotations)}\t${route.canary === null ? '' : JSON.stringify(route.canary)}`,
       );
     }
   }

@@ -94,14 +94,13 @@ export function checkIngress(
 
   const parsed = parseAnnotations(annotations ?? undefined, options.annotationsPrefix, ref, diagnostics);
   if (parsed.dropped) return null;
-  if (parsed.ingress.canary.enabled) {
+  if (parsed.ingress.canary.configuredButNotEnabled) {
     diagnostics.report(
       'Ingress',
       ref,
-      'CANARY_UNSUPPORTED',
-      'canary Ingresses are not routed yet: this Ingress receives no traffic and the main Ingress serves all of it',
+      'CANARY_NOT_ENABLED',
+      `canary-* annotations are set but ${options.annotationsPrefix}/canary is not "true": they are ignored and this is an ordinary Ingress`,
     );
-    return null;
   }
 
   let defaultBackend: ServiceBackendRef | null = null;

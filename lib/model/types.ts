@@ -20,6 +20,26 @@ export type Backend =
   /** the controller's default backend: `Model.defaultBackend`, else the built-in 404 */
   | { type: 'default' };
 
+/**
+ * A canary Ingress attached to a route: how the data plane splits the route's traffic (ingress-nginx's
+ * TrafficShapingPolicy). Decided once per request: header, then cookie, then weight.
+ */
+export interface Canary {
+  /** the canary Ingress (the oldest, when several name the route) */
+  ingress: ObjectRef;
+  /** an upstream of `Model.upstreams` */
+  upstream: string;
+  weight: number;
+  /** as written; the draw is in [1, max(100, weightTotal)] */
+  weightTotal: number;
+  /** lower-cased header name, or null */
+  header: string | null;
+  headerValue: string | null;
+  /** RE2 syntax; a pattern that does not compile sends requests carrying the header to the main backend */
+  headerPattern: string | null;
+  cookie: string | null;
+}
+
 export interface Route {
   /** the path as written in the Ingress ('' becomes '/') */
   path: string;
@@ -29,6 +49,8 @@ export interface Route {
   ingress: ObjectRef;
   backend: Backend;
   annotations: LocationAnnotations;
+  /** the canary sharing this route's traffic, or null */
+  canary: Canary | null;
 }
 
 /** Where requests for a host go when no route matches. */

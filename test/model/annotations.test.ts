@@ -240,19 +240,6 @@ runCases(t, [
     check: (t, { diagnostics }) => t.equal(diagnostics[0]?.severity, 'error'),
   },
   {
-    name: 'annotations: a canary Ingress never becomes a route of its own',
-    ingresses: [
-      site('main', {}, 'a.com', 1),
-      ingress('canary', {
-        created: 0,
-        nginx: { canary: 'true', 'canary-weight': '10' },
-        rules: [rule('a.com', path('/app', 'web-v2:80')), rule('new.com', path('/', 'web-v2:80'))],
-      }),
-    ],
-    routes: ['a.com Prefix /app -> default-web-80 (main)'],
-    diagnostics: ['CANARY_UNSUPPORTED canary', 'ANNOTATION_UNSUPPORTED canary'],
-  },
-  {
     name: 'annotations: canary "false" is an ordinary Ingress',
     ingresses: [site('a', { canary: 'false' })],
     routes: ['a.com Prefix /app -> default-web-80 (a)'],
@@ -336,7 +323,20 @@ runCases(t, [
 t.test('annotations: every supported annotation is documented', async (t) => {
   t.strictSame(
     SUPPORTED_ANNOTATIONS.map((a) => a.name),
-    ['canary', 'enable-access-log', 'load-balance', 'rewrite-target', 'server-alias', 'use-regex'],
+    [
+      'canary',
+      'canary-by-cookie',
+      'canary-by-header',
+      'canary-by-header-pattern',
+      'canary-by-header-value',
+      'canary-weight',
+      'canary-weight-total',
+      'enable-access-log',
+      'load-balance',
+      'rewrite-target',
+      'server-alias',
+      'use-regex',
+    ],
   );
   for (const annotation of SUPPORTED_ANNOTATIONS)
     t.ok(annotation.doc.length > 20, `${annotation.name} has a doc`);

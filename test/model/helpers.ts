@@ -14,6 +14,7 @@ import {
   type IngressTLS,
   type Model,
   type ModelOptions,
+  type Route,
   type Secret,
   type Server,
   type Service,
@@ -264,11 +265,29 @@ function targetOf(backend: Server['defaultRoute']['backend']): string {
   return backend.type === 'default' ? 'default' : backend.upstream;
 }
 
-/** `host Type path -> upstream (ingress)`, every server, catch-all (`_`) last. */
+/** `~> upstream (ingress) w=weight/total h=header[=value|~pattern] c=cookie`, the set parts only */
+function canaryText(canary: Route['canary']): string {
+  if (canary === null) return '';
+  const parts = [` ~> ${canary.upstream} (${who(canary.ingress)}) w=${canary.weight}/${canary.weightTotal}`];
+  if (canary.header !== null) {
+    const match =
+      canary.headerValue !== null
+        ? `=${canary.headerValue}`
+        : canary.headerPattern !== null
+          ? `~${canary.headerPattern}`
+          : '';
+    parts.push(`h=${canary.header}${match}`);
+  }
+  if (canary.cookie !== null) parts.push(`c=${canary.cookie}`);
+  return parts.join(' ');
+}
+
+/** `host Type path -> upstream (ingress)[ ~> canary...]`, every server, catch-all (`_`) last. */
 export function routeLines(model: Model): string[] {
   return [...model.servers, model.catchAll].flatMap((server) =>
     server.routes.map(
-      (r) => `${server.hostname} ${r.pathType} ${r.path} -> ${targetOf(r.backend)} (${who(r.ingress)})`,
+      (r) =>
+        `${server.hostname} ${r.pathType} ${r.path} -> ${targetOf(r.backend)} (${who(r.ingress)})${canaryText(r.canary)}`,
     ),
   );
 }
