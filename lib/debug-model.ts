@@ -52,8 +52,20 @@ export interface RouteDescription {
   ingress: string;
   /** an upstream name of `backends`, or `default-backend` */
   backend: string;
-  /** canary routing is not implemented yet (issue #6): always null */
-  canary: null;
+  /** the canary sharing the route (its Ingress, upstream of `backends` and policy), or null */
+  canary: CanaryDescription | null;
+}
+
+export interface CanaryDescription {
+  ingress: string;
+  backend: string;
+  weight: number;
+  /** as written (the draw uses max(100, it)) */
+  weightTotal: number;
+  header: string | null;
+  headerValue: string | null;
+  headerPattern: string | null;
+  cookie: string | null;
 }
 
 export interface HostDescription {
@@ -210,7 +222,19 @@ export function describeRuntime(
         ...(route.pathTypeAsWritten !== route.pathType ? { pathTypeAsWritten: route.pathTypeAsWritten } : {}),
         ingress: `${route.ingress.namespace}/${route.ingress.name}`,
         backend: backendOf(route.backend),
-        canary: null,
+        canary:
+          route.canary === null
+            ? null
+            : {
+                ingress: `${route.canary.ingress.namespace}/${route.canary.ingress.name}`,
+                backend: route.canary.upstream,
+                weight: route.canary.weight,
+                weightTotal: route.canary.weightTotal,
+                header: route.canary.header,
+                headerValue: route.canary.headerValue,
+                headerPattern: route.canary.headerPattern,
+                cookie: route.canary.cookie,
+              },
       })),
       defaultRoute: {
         ingress: refOf(server.defaultRoute.ingress),

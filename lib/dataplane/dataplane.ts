@@ -15,6 +15,7 @@ import { buildModel, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
 import type { BalancerEnv } from './balancer.ts';
 import { createEwmaStore } from './balancers/ewma.ts';
 import { defaultBalancerEnv } from './balancers/index.ts';
+import { routeToCanary } from './canary.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError, requestLogged, runtimeSwapped } from './events.ts';
 import { generateRequestId, type ProxyTarget, type RequestContext, Proxy as UpstreamProxy } from './proxy.ts';
@@ -61,7 +62,8 @@ type Decision = Placement &
   (
     | { kind: 'error'; status: number }
     | { kind: 'redirect'; code: number }
-    | { kind: 'proxy'; target: ProxyTarget; context: RequestContext }
+    /** `canary`: the canary upstream when the canary serves this request ($proxy_alternative_upstream_name), else '' */
+    | { kind: 'proxy'; target: ProxyTarget; context: RequestContext; canary: string }
   );
 
 const REDIRECT_REASONS: Record<number, string> = {
@@ -83,6 +85,8 @@ function mustRedirect(policy: TlsPolicy, hostHasTls: boolean, locationPath: stri
 
 export class DataPlane {
   readonly #options: DataPlaneOptions;
+  /** the canary weight draw: the balancers' random source (tests seed it) */
+  readonly #random: () => number;
   readonly #proxy = new UpstreamProxy();
   readonly #ewmaStore = createEwmaStore();
   readonly #http: Server;
@@ -93,6 +97,8 @@ export class DataPlane {
 
   constructor(options: DataPlaneOptions) {
     this.#options = options;
+    const env = options.balancerEnv ?? defaultBalancerEnv;
+    this.#random = () => env.random();
     this.#http = createHttpServer((req, res) => this.#handle(req, res, false));
     // until the first swap, every handshake gets the generated default certificate
     const empty = buildModel(EMPTY_SNAPSHOT);
@@ -230,9 +236,23 @@ export class DataPlane {
       return { kind: 'error', status: action.whenEmpty, host: hostname, match, requestId: incomingId };
     }
     const requestId = incomingId ?? generateRequestId();
+    // the canary decision, once per request (retries stay where it sent them); a canary without
+    // endpoints never gets the request
+    let target = action.target;
+    let canary = '';
+    const alternative = action.canary;
+    if (
+      alternative !== null &&
+      alternative.target.balancer.peers.length > 0 &&
+      routeToCanary(req, alternative, this.#random)
+    ) {
+      target = alternative.target;
+      canary = target.upstream;
+    }
     return {
       kind: 'proxy',
-      target: action.target,
+      target,
+      canary,
       context: {
         https,
         listenPort: https ? 443 : this.#httpPort,
@@ -293,7 +313,9 @@ function recordOf(req: IncomingMessage, decision: Decision, https: boolean): Req
     host: decision.host,
     path: match === null ? '' : match.locationPath,
     route: action?.route ?? null,
-    upstream: decision.kind === 'proxy' ? decision.target.upstream : '',
+    // $proxy_upstream_name is the route's own upstream even when its canary serves the request
+    upstream: action?.type === 'proxy' ? action.target.upstream : '',
+    canary: decision.kind === 'proxy' ? decision.canary : '',
     requestId: decision.requestId ?? generateRequestId(),
     https,
     // requests nothing routed (not ready, malformed) are logged

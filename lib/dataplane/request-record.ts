@@ -67,6 +67,8 @@ export interface RecordStart {
   path: string;
   route: RouteInfo | null;
   upstream: string;
+  /** the canary upstream when the canary serves the request, else '' */
+  canary: string;
   requestId: string;
   https: boolean;
   accessLog: boolean;
@@ -123,7 +125,7 @@ export function startRecord(req: IncomingMessage, at: RecordStart): RequestRecor
     service: route?.service ?? '',
     servicePort: route?.servicePort ?? '',
     upstream: at.upstream,
-    canary: '',
+    canary: at.canary,
     upstreamAddr: '',
     upstreamStatus: 0,
     connectTime: -1,

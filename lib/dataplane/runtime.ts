@@ -6,6 +6,7 @@ import type { DefaultRoute, LocationAnnotations, Model, Route, Server, Upstream 
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
 import { balancerKindFor, createBalancer } from './balancers/index.ts';
+import { type CanaryAction, compileCanary } from './canary.ts';
 import { dataplaneError } from './events.ts';
 import type { ProxyTarget } from './proxy.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
@@ -24,8 +25,16 @@ export interface RouteInfo {
  * disable-access-log, enable-access-log-for-default-backend).
  */
 export type Action =
-  /** `whenEmpty`: the answer while the balancer has no peers (503; 404 for the default backend) */
-  | { type: 'proxy'; target: ProxyTarget; route: RouteInfo | null; whenEmpty: 404 | 503; accessLog: boolean }
+  /** `whenEmpty`: the answer while the balancer has no peers (503; 404 for the default backend);
+   * `canary`: the canary sharing the route's traffic (canary.ts), or null */
+  | {
+      type: 'proxy';
+      target: ProxyTarget;
+      route: RouteInfo | null;
+      whenEmpty: 404 | 503;
+      accessLog: boolean;
+      canary: CanaryAction | null;
+    }
   /** the built-in default backend (404), or an upstream the model does not know (503) */
   | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean };
 
@@ -125,7 +134,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     const balancer = balancerFor(upstreamName);
     if (balancer === null) return { type: 'status', status: 503, route, accessLog };
     const target = { upstream: upstreamName, balancer, ...TIMEOUTS };
-    return { type: 'proxy', target, route, whenEmpty, accessLog };
+    return { type: 'proxy', target, route, whenEmpty, accessLog, canary: null };
   };
 
   // The controller's default backend: its Service, answering 404 itself while it has no endpoints.
@@ -150,7 +159,13 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   const actionFor = (route: Route | DefaultRoute): Action => {
     if (route.backend.type === 'default') return defaultBackend;
     const upstream = route.backend.upstream;
-    return proxyTo(upstream, routeInfo(route.ingress, upstream), routeLogs(route.annotations));
+    const action = proxyTo(upstream, routeInfo(route.ingress, upstream), routeLogs(route.annotations));
+    const canary = 'canary' in route ? route.canary : null;
+    if (action.type !== 'proxy' || canary === null) return action;
+    const canaryBalancer = balancerFor(canary.upstream);
+    if (canaryBalancer === null) return action;
+    const target = { upstream: canary.upstream, balancer: canaryBalancer, ...TIMEOUTS };
+    return { ...action, canary: compileCanary(canary, target) };
   };
 
   const compileServer = (server: Server): CompiledServer => {

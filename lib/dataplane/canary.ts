@@ -1,0 +1,95 @@
+// The per-request canary decision, as ingress-nginx's balancer.lua route_to_alternative_balancer
+// makes it (../shared/reference/ingress-nginx-behavior.md §2.3). Made once per request, in the
+// routing step, so retries stay on the backend it chose:
+//   header  (canary-by-header): with -value, that exact value → canary, else fall through; with
+//           -pattern, a match → canary, no match falls through, a pattern that does not compile →
+//           main (and stop); without either, "always" → canary, "never" → main, else fall through;
+//   cookie  (canary-by-cookie): "always" → canary, "never" → main, else fall through;
+//   weight  a uniform integer in [1, max(100, weight-total)] ≤ weight → canary.
+// A canary without endpoints never gets the request (the caller checks before asking).
+
+import type { IncomingMessage } from 'node:http';
+import { RE2JS } from 're2js';
+import type { Canary } from '../model/index.ts';
+import type { ProxyTarget } from './proxy.ts';
+
+export interface CanaryAction {
+  target: ProxyTarget;
+  weight: number;
+  /** max(100, canary-weight-total) */
+  weightTotal: number;
+  header: string | null;
+  headerValue: string | null;
+  /** compiled once; 'invalid' when RE2 refused it */
+  headerPattern: RE2JS | 'invalid' | null;
+  cookie: string | null;
+}
+
+export function compileCanary(canary: Canary, target: ProxyTarget): CanaryAction {
+  let headerPattern: CanaryAction['headerPattern'] = null;
+  if (canary.header !== null && canary.headerValue === null && canary.headerPattern !== null) {
+    try {
+      headerPattern = RE2JS.compile(canary.headerPattern);
+    } catch {
+      headerPattern = 'invalid'; // the model reported it (CANARY_PATTERN_INVALID)
+    }
+  }
+  return {
+    target,
+    weight: canary.weight,
+    weightTotal: Math.max(100, canary.weightTotal),
+    header: canary.header,
+    headerValue: canary.headerValue,
+    headerPattern,
+    cookie: canary.cookie,
+  };
+}
+
+/** The first value of a request header (name lower-cased), from rawHeaders. */
+function headerValue(req: IncomingMessage, name: string): string | undefined {
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const candidate = raw[i] as string;
+    if (candidate.length === name.length && candidate.toLowerCase() === name) return raw[i + 1];
+  }
+  return undefined;
+}
+
+/** The value of a cookie in the Cookie header(s), as NGINX's $cookie_<name> finds it. */
+function cookieValue(req: IncomingMessage, name: string): string | undefined {
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const header = raw[i] as string;
+    if (header.length !== 6 || header.toLowerCase() !== 'cookie') continue;
+    for (const pair of (raw[i + 1] as string).split(';')) {
+      const eq = pair.indexOf('=');
+      if (eq !== -1 && pair.slice(0, eq).trim() === name) return pair.slice(eq + 1).trim();
+    }
+  }
+  return undefined;
+}
+
+/** Whether this request goes to the canary. `random` is uniform in [0, 1). */
+export function routeToCanary(req: IncomingMessage, canary: CanaryAction, random: () => number): boolean {
+  if (canary.header !== null) {
+    const value = headerValue(req, canary.header);
+    if (value !== undefined) {
+      if (canary.headerValue !== null) {
+        if (value === canary.headerValue) return true;
+      } else if (canary.headerPattern !== null) {
+        if (canary.headerPattern === 'invalid') return false;
+        if (canary.headerPattern.matcher(value).find()) return true;
+      } else if (value === 'always') {
+        return true;
+      } else if (value === 'never') {
+        return false;
+      }
+    }
+  }
+  if (canary.cookie !== null) {
+    const value = cookieValue(req, canary.cookie);
+    if (value === 'always') return true;
+    if (value === 'never') return false;
+  }
+  return Math.floor(random() * canary.weightTotal) + 1 <= canary.weight;
+}
