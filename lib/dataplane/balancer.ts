@@ -9,16 +9,17 @@ export interface Peer {
   key: string;
 }
 
-export type BalancerKind = 'round_robin' | 'ewma';
+export type BalancerKind = 'round_robin' | 'ewma' | 'chash' | 'chashsubset';
 
 export interface Balancer {
   readonly kind: BalancerKind;
   readonly peers: readonly Peer[];
   /**
    * The peer for the next try, or undefined when there are no peers. `tried` holds the keys already
-   * tried by this request: implementations avoid them while untried peers remain.
+   * tried by this request: implementations avoid them while untried peers remain. `hashKey`: the
+   * request's upstream-hash-by key (chash ignores `tried`, as ingress-nginx's does).
    */
-  pick(tried?: ReadonlySet<string>): Peer | undefined;
+  pick(tried?: ReadonlySet<string>, hashKey?: string): Peer | undefined;
   /** The outcome of a try: connect + header time in seconds (ewma learns from it; others ignore it). */
   observe(peer: Peer, seconds: number): void;
   /** Replace the endpoint set in place (an endpoints-only change); state of kept peers survives. */

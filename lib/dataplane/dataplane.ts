@@ -259,6 +259,7 @@ export class DataPlane {
         remoteAddress: req.socket.remoteAddress ?? '',
         requestId,
         hsts: https && server.tls ? policy.hsts : null,
+        hashKey: target.hashKey === null ? '' : target.hashKey({ req, uri: path, host: hostname, https }),
       },
       host: hostname,
       match,

@@ -30,6 +30,8 @@ export interface ProxyTarget {
   tries: number;
   /** proxy-next-upstream, default "error timeout" (+ non_idempotent) */
   retryOn: { error: boolean; timeout: boolean; nonIdempotent: boolean };
+  /** upstream-hash-by: computes a request's key (hash-key.ts), or null */
+  hashKey: ((input: { req: IncomingMessage; uri: string; host: string; https: boolean }) => string) | null;
 }
 
 export interface RequestContext {
@@ -43,6 +45,8 @@ export interface RequestContext {
   requestId: string;
   /** Strict-Transport-Security for the response (HTTPS, host with TLS, hsts on), or null */
   hsts: string | null;
+  /** upstream-hash-by: this request's key (the same for every try), else '' */
+  hashKey: string;
 }
 
 export interface ProxyOptions {
@@ -345,6 +349,8 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   protected readonly hasBody: boolean;
   protected readonly idempotent: boolean;
   protected tried: Set<string> | undefined = undefined;
+  /** upstream-hash-by key (RequestContext.hashKey) */
+  hashKey = '';
   protected attempts = 0;
   protected peer: Peer | undefined = undefined;
   protected controller: Dispatcher.DispatchController | null = null;
@@ -397,7 +403,7 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   /** Starts the next try, or answers when there is no peer to try. */
   readonly next = (): void => {
     if (this.done) return;
-    const peer = this.target.balancer.pick(this.tried);
+    const peer = this.target.balancer.pick(this.tried, this.hashKey);
     if (peer === undefined) {
       this.done = true;
       this.fail(this.attempts === 0 ? 503 : this.lastKind === TIMEOUT ? 504 : 502);
@@ -745,7 +751,9 @@ export class Proxy {
       headersTimeout: target.readTimeoutMs,
       bodyTimeout: target.readTimeoutMs,
     };
-    new WebExchange(this, req, res, target, opts, hasBody, ctx.hsts, record).next();
+    const exchange = new WebExchange(this, req, res, target, opts, hasBody, ctx.hsts, record);
+    exchange.hashKey = ctx.hashKey;
+    exchange.next();
   }
 
   /** Proxies an HTTP/1.1 Upgrade request (WebSocket) from the server's 'upgrade' event. */
@@ -767,7 +775,9 @@ export class Proxy {
       headersTimeout: target.readTimeoutMs,
       bodyTimeout: target.readTimeoutMs,
     };
-    new UpgradeExchange(this, socket, head, target, opts, record).next();
+    const exchange = new UpgradeExchange(this, socket, head, target, opts, record);
+    exchange.hashKey = ctx.hashKey;
+    exchange.next();
   }
 
   /** The pool for a peer (created on first use, kept across runtime swaps until retired). */

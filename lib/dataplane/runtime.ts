@@ -4,10 +4,12 @@
 
 import type { DefaultRoute, LocationAnnotations, Model, Route, Server, Upstream } from '../model/index.ts';
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
+import type { ChashBalancer } from './balancers/chash.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
 import { balancerKindFor, createBalancer } from './balancers/index.ts';
 import { type CanaryAction, compileCanary } from './canary.ts';
 import { dataplaneError } from './events.ts';
+import { compileHashKey, type HashKey } from './hash-key.ts';
 import type { ProxyTarget } from './proxy.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
 import { type CertificatePair, compileSniStore, type SniStore } from './sni.ts';
@@ -109,19 +111,34 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     if (upstream === undefined) return null;
     let balancer = balancers.get(name);
     if (balancer === undefined) {
-      const kind = balancerKindFor(upstream.loadBalance);
+      const kind = balancerKindFor(upstream.loadBalance, upstream.hashBy);
       const peers = peersOf(upstream);
       const reused = previous?.balancers.get(name);
-      if (reused !== undefined && reused.kind === kind) {
+      const subsetSize = upstream.hashBy?.subsetSize ?? 3;
+      const sameSubsets =
+        kind !== 'chashsubset' || (reused as ChashBalancer | undefined)?.subsetSize === subsetSize;
+      if (reused !== undefined && reused.kind === kind && sameSubsets) {
         if (!samePeers(reused.peers, peers)) reused.update(peers);
         balancer = reused;
       } else {
-        balancer = createBalancer(kind, peers, deps.balancerEnv, deps.ewmaStore);
+        balancer = createBalancer(kind, peers, deps.balancerEnv, deps.ewmaStore, subsetSize);
       }
       balancers.set(name, balancer);
       for (const peer of peers) peerKeys.add(peer.key);
     }
     return balancer;
+  };
+
+  /** upstream-hash-by keys, compiled once per upstream */
+  const hashKeys = new Map<string, HashKey | null>();
+  const hashKeyOf = (name: string): HashKey | null => {
+    let key = hashKeys.get(name);
+    if (key === undefined) {
+      const template = model.upstreams[name]?.hashBy?.key;
+      key = template === undefined ? null : compileHashKey(template);
+      hashKeys.set(name, key);
+    }
+    return key;
   };
 
   const logs = model.config.accessLog;
@@ -133,7 +150,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   ): Action => {
     const balancer = balancerFor(upstreamName);
     if (balancer === null) return { type: 'status', status: 503, route, accessLog };
-    const target = { upstream: upstreamName, balancer, ...TIMEOUTS };
+    const target = { upstream: upstreamName, balancer, hashKey: hashKeyOf(upstreamName), ...TIMEOUTS };
     return { type: 'proxy', target, route, whenEmpty, accessLog, canary: null };
   };
 
@@ -164,7 +181,12 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     if (action.type !== 'proxy' || canary === null) return action;
     const canaryBalancer = balancerFor(canary.upstream);
     if (canaryBalancer === null) return action;
-    const target = { upstream: canary.upstream, balancer: canaryBalancer, ...TIMEOUTS };
+    const target = {
+      upstream: canary.upstream,
+      balancer: canaryBalancer,
+      hashKey: hashKeyOf(canary.upstream),
+      ...TIMEOUTS,
+    };
     return { ...action, canary: compileCanary(canary, target) };
   };
 

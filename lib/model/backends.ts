@@ -6,7 +6,7 @@ import { BlockList, isIP } from 'node:net';
 import { isDNS1123Subdomain } from './hosts.ts';
 import { type EndpointSlice, objectKey, SERVICE_NAME_LABEL, type Service, type ServicePort } from './k8s.ts';
 import { sortSmall } from './sort.ts';
-import type { Endpoint, Upstream } from './types.ts';
+import type { Endpoint, HashBy, Upstream } from './types.ts';
 
 export interface ServiceBackendRef {
   namespace: string;
@@ -108,7 +108,7 @@ export class UpstreamResolver {
    * The upstream of a backend, resolved once per build and shared by every route naming it;
    * `loadBalance` applies when this call creates it (the first Ingress to use an upstream decides).
    */
-  resolve(ref: ServiceBackendRef, loadBalance: string): ResolvedUpstream {
+  resolve(ref: ServiceBackendRef, loadBalance: string, hashBy: HashBy | null = null): ResolvedUpstream {
     let known = this.#byService.get(ref.namespace, ref.service);
     if (known === undefined) {
       known = [];
@@ -116,7 +116,7 @@ export class UpstreamResolver {
       this.#referencedServices.push(objectKey(ref.namespace, ref.service));
     }
     for (const resolved of known) if (resolved.upstream.service.port === ref.port) return resolved;
-    const resolved = this.#compute(ref, upstreamName(ref), loadBalance);
+    const resolved = this.#compute(ref, upstreamName(ref), loadBalance, hashBy);
     known.push(resolved);
     this.#resolved.push(resolved);
     return resolved;
@@ -125,7 +125,7 @@ export class UpstreamResolver {
   /** An upstream with a name of its own (the controller's default backend); not shared with routes. */
   resolveAs(ref: ServiceBackendRef, name: string, loadBalance: string): ResolvedUpstream {
     this.#referencedServices.push(objectKey(ref.namespace, ref.service));
-    const resolved = this.#compute(ref, name, loadBalance);
+    const resolved = this.#compute(ref, name, loadBalance, null);
     this.#resolved.push(resolved);
     return resolved;
   }
@@ -141,12 +141,18 @@ export class UpstreamResolver {
     return [...new Set(this.#referencedServices)];
   }
 
-  #compute(ref: ServiceBackendRef, name: string, loadBalance: string): ResolvedUpstream {
+  #compute(
+    ref: ServiceBackendRef,
+    name: string,
+    loadBalance: string,
+    hashBy: HashBy | null,
+  ): ResolvedUpstream {
     const upstream: Upstream = {
       name,
       service: { namespace: ref.namespace, name: ref.service, port: ref.port },
       externalName: false,
       loadBalance,
+      hashBy,
       endpoints: [],
     };
     const serviceId = (): string => objectKey(ref.namespace, ref.service);

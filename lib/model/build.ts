@@ -132,6 +132,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     const { backend, problem } = resolver.resolve(
       ref,
       ingress.annotations.ingress.loadBalance.algorithm ?? config.loadBalance,
+      ingress.annotations.ingress.upstreamHash.hashBy,
     );
     if (problem !== null) diagnostics.report('Ingress', ingress.ref, problem.code, problem.message);
     return backend;

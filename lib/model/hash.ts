@@ -84,7 +84,7 @@ class Fingerprint {
   upstream(upstream: Upstream): void {
     const { service } = upstream;
     this.line(
-      `U\t${upstream.name}\t${service.namespace}/${service.name}:${service.port}\t${upstream.externalName}\t${upstream.loadBalance}`,
+      `U\t${upstream.name}\t${service.namespace}/${service.name}:${service.port}\t${upstream.externalName}\t${upstream.loadBalance}\t${upstream.hashBy === null ? '' : JSON.stringify(upstream.hashBy)}`,
     );
   }
 }

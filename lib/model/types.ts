@@ -99,6 +99,15 @@ export interface Endpoint {
   port: number;
 }
 
+/** upstream-hash-by: consistent hashing on an NGINX variable template */
+export interface HashBy {
+  /** e.g. `$request_uri`, `${host}-x` */
+  key: string;
+  /** upstream-hash-by-subset: hash to a subset, then a random endpoint of it */
+  subset: boolean;
+  subsetSize: number;
+}
+
 export interface Upstream {
   /** `<namespace>-<service>-<port number or name>` (ingress-nginx's upstream name) */
   name: string;
@@ -107,6 +116,8 @@ export interface Upstream {
   externalName: boolean;
   /** load-balance of the first Ingress that uses the upstream, else the ConfigMap's (round_robin) */
   loadBalance: string;
+  /** upstream-hash-by of the first Ingress that uses the upstream (wins over loadBalance), or null */
+  hashBy: HashBy | null;
   /** sorted by address then port; empty means requests get 503 */
   endpoints: Endpoint[];
 }

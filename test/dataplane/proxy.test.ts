@@ -58,6 +58,7 @@ function target(ports: number[], extra: Partial<ProxyTarget> = {}): ProxyTarget 
     readTimeoutMs: 60000,
     tries: 3,
     retryOn: { error: true, timeout: true, nonIdempotent: false },
+    hashKey: null,
     ...extra,
   } as ProxyTarget & { balancer: SpyBalancer };
 }
@@ -145,6 +146,7 @@ async function front(
     remoteAddress: req.socket.remoteAddress ?? '',
     requestId: (req.headers['x-request-id'] as string | undefined) ?? generateRequestId(),
     hsts,
+    hashKey: '',
   });
   const server = http.createServer((req, res) => proxy.web(req, res, tgt, ctx(req)));
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>

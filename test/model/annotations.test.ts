@@ -335,6 +335,9 @@ t.test('annotations: every supported annotation is documented', async (t) => {
       'load-balance',
       'rewrite-target',
       'server-alias',
+      'upstream-hash-by',
+      'upstream-hash-by-subset',
+      'upstream-hash-by-subset-size',
       'use-regex',
     ],
   );

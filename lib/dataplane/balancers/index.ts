@@ -1,10 +1,14 @@
 // Balancer construction and the choice of implementation (ingress-nginx balancer.lua
-// `get_implementation`). Session affinity and upstream-hash-by (sticky, chash, chashsubset) take
-// precedence over `load-balance` there; they are not implemented yet and fall back to round_robin.
+// `get_implementation`). Session affinity and upstream-hash-by take precedence over `load-balance`
+// there; upstream-hash-by is here (chash, chashsubset), session affinity is not yet.
+
+import type { HashBy } from '../../model/index.ts';
 import type { Balancer, BalancerEnv, BalancerKind, Peer } from '../balancer.ts';
+import { ChashBalancer } from './chash.ts';
 import { EwmaBalancer, type EwmaStore } from './ewma.ts';
 import { RoundRobinBalancer } from './round-robin.ts';
 
+export { buildRing, ChashBalancer, findOnRing } from './chash.ts';
 export type { EwmaState, EwmaStore } from './ewma.ts';
 export { createEwmaStore, DECAY_TIME, decayEwma, EwmaBalancer, ewmaScore } from './ewma.ts';
 export { RoundRobinBalancer } from './round-robin.ts';
@@ -16,11 +20,13 @@ export const defaultBalancerEnv: BalancerEnv = {
 };
 
 /**
- * The implementation for a `load-balance` value (annotation, else ConfigMap): `ewma` → ewma;
- * `round_robin`, empty, absent or unknown → round_robin (names match exactly, as the Lua table lookup
- * does). `chash`, `chashsubset`, `sticky_*` are not implemented yet: round_robin.
+ * The implementation for an upstream (ingress-nginx `get_implementation`): upstream-hash-by → chash,
+ * or chashsubset with -subset; else `load-balance`: `ewma` → ewma; `round_robin`, empty, absent or
+ * unknown → round_robin (names match exactly, as the Lua table lookup does). Session affinity
+ * (sticky_*) is not implemented yet.
  */
-export function balancerKindFor(loadBalance: string | undefined): BalancerKind {
+export function balancerKindFor(loadBalance: string | undefined, hashBy: HashBy | null = null): BalancerKind {
+  if (hashBy !== null) return hashBy.subset ? 'chashsubset' : 'chash';
   return loadBalance === 'ewma' ? 'ewma' : 'round_robin';
 }
 
@@ -30,6 +36,16 @@ export function createBalancer(
   peers: readonly Peer[],
   env: BalancerEnv,
   ewmaStore: EwmaStore,
+  subsetSize = 3,
 ): Balancer {
-  return kind === 'ewma' ? new EwmaBalancer(peers, env, ewmaStore) : new RoundRobinBalancer(peers, env);
+  switch (kind) {
+    case 'ewma':
+      return new EwmaBalancer(peers, env, ewmaStore);
+    case 'chash':
+      return new ChashBalancer(peers, env, null);
+    case 'chashsubset':
+      return new ChashBalancer(peers, env, subsetSize);
+    default:
+      return new RoundRobinBalancer(peers, env);
+  }
 }

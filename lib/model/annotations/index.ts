@@ -17,10 +17,11 @@ import {
 import { loadBalance } from './load-balance.ts';
 import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
+import { upstreamHash } from './upstream-hash.ts';
 
 const locationGroups = { rewrite, accessLog } as const;
 const serverGroups = { alias: serverAlias } as const;
-const ingressGroups = { canary, loadBalance } as const;
+const ingressGroups = { canary, loadBalance, upstreamHash } as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
 export type LocationAnnotations = { [K in keyof typeof locationGroups]: ValueOf<(typeof locationGroups)[K]> };

@@ -1,0 +1,92 @@
+// upstream-hash-by through the real proxy: six echo backends behind one Service (one EndpointSlice
+// each, since every backend listens on its own port); $request_uri sends identical requests to one
+// backend and spreads different ones; the subset mode spreads one key over exactly 3 backends.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { echoServer } from '../../examples/demo-backends.ts';
+import { createLogger } from '../../lib/log.ts';
+import { start } from '../../lib/main.ts';
+import { get, listen, testConfig } from '../support/http.ts';
+import { INGRESS_CLASS } from '../support/manifests.ts';
+
+const backendOf = async (port: number, host: string, path: string): Promise<string> =>
+  (JSON.parse((await get(port, host, path)).body) as { backend: string }).backend;
+
+function site(name: string, annotations: Record<string, string>): string {
+  const notes = Object.entries(annotations)
+    .map(([k, v]) => `nginx.ingress.kubernetes.io/${k}: ${JSON.stringify(v)}`)
+    .join(', ');
+  return `---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: ${name}, namespace: e2e, annotations: { ${notes} } }
+spec:
+  ingressClassName: ingress-ts
+  rules:
+    - host: ${name}.test
+      http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: ${name}, port: { number: 80 } } } }] }
+`;
+}
+
+function service(name: string, ports: number[]): string {
+  const slices = ports
+    .map(
+      (port, i) => `---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: { name: ${name}-${i}, namespace: e2e, labels: { kubernetes.io/service-name: ${name} } }
+addressType: IPv4
+ports: [{ name: http, port: ${port}, protocol: TCP }]
+endpoints: [{ addresses: [127.0.0.1] }]
+`,
+    )
+    .join('');
+  return `---
+apiVersion: v1
+kind: Service
+metadata: { name: ${name}, namespace: e2e }
+spec: { ports: [{ name: http, port: 80, targetPort: http }] }
+${slices}`;
+}
+
+t.test('consistent hashing through the proxy', async (t) => {
+  const ports: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    const server = echoServer(`pod-${i}`);
+    ports.push(await listen(server));
+    t.teardown(() => new Promise((resolve) => server.close(resolve)));
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-hash-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(
+    join(dir, 'all.yaml'),
+    [
+      INGRESS_CLASS,
+      service('hashed', ports),
+      service('subset', ports),
+      service('plain', ports),
+      site('hashed', { 'upstream-hash-by': '$request_uri' }),
+      site('subset', { 'upstream-hash-by': '$request_uri', 'upstream-hash-by-subset': 'true' }),
+      site('plain', {}),
+    ].join(''),
+  );
+  const controller = await start(testConfig(dir), createLogger('silent'), {
+    accessLogStdout: { write() {} },
+  });
+  t.teardown(() => controller.stop(0));
+  const port = controller.http.port;
+
+  const seen = async (host: string, paths: string[]) => {
+    const backends = new Set<string>();
+    for (const path of paths) backends.add(await backendOf(port, host, path));
+    return backends;
+  };
+  const same = Array.from({ length: 100 }, () => '/products/42?color=red');
+  const different = Array.from({ length: 100 }, (_, i) => `/products/${i}`);
+  t.equal((await seen('hashed.test', same)).size, 1, '$request_uri: 100 identical requests, one backend');
+  t.ok((await seen('hashed.test', different)).size >= 4, 'different URIs spread over the backends');
+  t.equal((await seen('subset.test', same)).size, 3, 'subset of 3: one URI, exactly 3 backends');
+  t.equal((await seen('plain.test', same)).size, 6, 'without upstream-hash-by: round robin over all 6');
+});
