@@ -12,6 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import { RE2JS } from 're2js';
 import type { Canary } from '../model/index.ts';
 import type { ProxyTarget } from './proxy.ts';
+import { cookieValue, headerValue } from './request-values.ts';
 
 export interface CanaryAction {
   target: ProxyTarget;
@@ -43,30 +44,6 @@ export function compileCanary(canary: Canary, target: ProxyTarget): CanaryAction
     headerPattern,
     cookie: canary.cookie,
   };
-}
-
-/** The first value of a request header (name lower-cased), from rawHeaders. */
-function headerValue(req: IncomingMessage, name: string): string | undefined {
-  const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) {
-    const candidate = raw[i] as string;
-    if (candidate.length === name.length && candidate.toLowerCase() === name) return raw[i + 1];
-  }
-  return undefined;
-}
-
-/** The value of a cookie in the Cookie header(s), as NGINX's $cookie_<name> finds it. */
-function cookieValue(req: IncomingMessage, name: string): string | undefined {
-  const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) {
-    const header = raw[i] as string;
-    if (header.length !== 6 || header.toLowerCase() !== 'cookie') continue;
-    for (const pair of (raw[i + 1] as string).split(';')) {
-      const eq = pair.indexOf('=');
-      if (eq !== -1 && pair.slice(0, eq).trim() === name) return pair.slice(eq + 1).trim();
-    }
-  }
-  return undefined;
 }
 
 /** Whether this request goes to the canary. `random` is uniform in [0, 1). */

@@ -5,6 +5,7 @@
 
 import type { IncomingMessage } from 'node:http';
 import { isIPv4 } from 'node:net';
+import { argValue, cookieValue, headerValue, queryString } from './request-values.ts';
 
 export interface KeyInput {
   req: IncomingMessage;
@@ -17,37 +18,6 @@ export interface KeyInput {
 
 type Part = string | ((input: KeyInput) => string);
 export type HashKey = (input: KeyInput) => string;
-
-function header(req: IncomingMessage, name: string): string {
-  const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) {
-    const candidate = (raw[i] as string).toLowerCase().replaceAll('-', '_');
-    if (candidate === name) return raw[i + 1] as string;
-  }
-  return '';
-}
-
-function cookie(req: IncomingMessage, name: string): string {
-  for (const pair of header(req, 'cookie').split(';')) {
-    const eq = pair.indexOf('=');
-    if (eq !== -1 && pair.slice(0, eq).trim() === name) return pair.slice(eq + 1).trim();
-  }
-  return '';
-}
-
-function query(req: IncomingMessage): string {
-  const url = req.url ?? '';
-  const q = url.indexOf('?');
-  return q === -1 ? '' : url.slice(q + 1);
-}
-
-function arg(req: IncomingMessage, name: string): string {
-  for (const pair of query(req).split('&')) {
-    const eq = pair.indexOf('=');
-    if ((eq === -1 ? pair : pair.slice(0, eq)) === name) return eq === -1 ? '' : pair.slice(eq + 1);
-  }
-  return '';
-}
 
 /** NGINX's $binary_remote_addr: the address's 4 or 16 bytes (here as a latin1 string). */
 function binaryAddress(address: string): string {
@@ -74,7 +44,7 @@ function variable(name: string): Part {
     case 'uri':
       return ({ uri }) => uri;
     case 'args':
-      return ({ req }) => query(req);
+      return ({ req }) => queryString(req);
     case 'host':
       return ({ host }) => host;
     case 'remote_addr':
@@ -88,15 +58,15 @@ function variable(name: string): Part {
   }
   if (name.startsWith('http_')) {
     const headerName = name.slice(5).toLowerCase();
-    return ({ req }) => header(req, headerName);
+    return ({ req }) => headerValue(req, headerName, true) ?? '';
   }
   if (name.startsWith('cookie_')) {
     const cookieName = name.slice(7);
-    return ({ req }) => cookie(req, cookieName);
+    return ({ req }) => cookieValue(req, cookieName) ?? '';
   }
   if (name.startsWith('arg_')) {
     const argName = name.slice(4);
-    return ({ req }) => arg(req, argName);
+    return ({ req }) => argValue(req, argName);
   }
   return '';
 }
