@@ -9,7 +9,13 @@ export interface Peer {
   key: string;
 }
 
-export type BalancerKind = 'round_robin' | 'ewma' | 'chash' | 'chashsubset';
+export type BalancerKind =
+  | 'round_robin'
+  | 'ewma'
+  | 'chash'
+  | 'chashsubset'
+  | 'sticky_balanced'
+  | 'sticky_persistent';
 
 export interface Balancer {
   readonly kind: BalancerKind;

@@ -12,14 +12,23 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { buildModel, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
+import { affinityCookie } from './affinity-cookie.ts';
 import type { BalancerEnv } from './balancer.ts';
 import { createEwmaStore } from './balancers/ewma.ts';
 import { defaultBalancerEnv } from './balancers/index.ts';
+import { StickyBalancer } from './balancers/sticky.ts';
 import { routeToCanary } from './canary.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError, requestLogged, runtimeSwapped } from './events.ts';
-import { generateRequestId, type ProxyTarget, type RequestContext, Proxy as UpstreamProxy } from './proxy.ts';
+import {
+  generateRequestId,
+  type ProxyTarget,
+  type RequestContext,
+  type SessionContext,
+  Proxy as UpstreamProxy,
+} from './proxy.ts';
 import { finishOnClose, type RequestRecord, startRecord } from './request-record.ts';
+import { cookieValue } from './request-values.ts';
 import { normalizeHost, normalizePath, type PathMatch } from './router.ts';
 import { type Action, compileRuntime, type Runtime, type TlsPolicy } from './runtime.ts';
 import { applyDefaultCertificate, type CertificatePair, compileSniStore, httpsServerOptions } from './sni.ts';
@@ -237,17 +246,21 @@ export class DataPlane {
     }
     const requestId = incomingId ?? generateRequestId();
     // the canary decision, once per request (retries stay where it sent them); a canary without
-    // endpoints never gets the request
+    // endpoints never gets the request. A request whose affinity cookie was minted by the main
+    // upstream stays on main, one minted by a sticky canary goes to the canary.
     let target = action.target;
     let canary = '';
     const alternative = action.canary;
-    if (
-      alternative !== null &&
-      alternative.target.balancer.peers.length > 0 &&
-      routeToCanary(req, alternative, this.#random)
-    ) {
-      target = alternative.target;
-      canary = target.upstream;
+    const affinity = target.affinity ?? alternative?.target.affinity ?? null;
+    const cookie = affinity === null ? undefined : cookieValue(req, affinity.cookieName);
+    if (alternative !== null && alternative.target.balancer.peers.length > 0) {
+      const toCanary = affinitized(cookie, target)
+        ? false
+        : affinitized(cookie, alternative.target) || routeToCanary(req, alternative, this.#random);
+      if (toCanary) {
+        target = alternative.target;
+        canary = target.upstream;
+      }
     }
     return {
       kind: 'proxy',
@@ -260,6 +273,7 @@ export class DataPlane {
         requestId,
         hsts: https && server.tls ? policy.hsts : null,
         hashKey: target.hashKey === null ? '' : target.hashKey({ req, uri: path, host: hostname, https }),
+        session: sessionOf(req, target, cookie, action.setsAffinityCookie, match.locationPath, https),
       },
       host: hostname,
       match,
@@ -304,6 +318,43 @@ export class DataPlane {
       this.#proxy.upgrade(req, socket, head, decision.target, decision.context, record);
     }
   }
+}
+
+/** The session key of an affinity cookie (`<session key>|<backend key>`) minted by `target`'s upstream. */
+function sessionKeyOf(cookie: string | undefined, target: ProxyTarget): string | null {
+  if (cookie === undefined || !(target.balancer instanceof StickyBalancer)) return null;
+  const bar = cookie.indexOf('|');
+  if (bar === -1 || cookie.slice(bar + 1) !== target.balancer.backendKey) return null;
+  return cookie.slice(0, bar);
+}
+
+const affinitized = (cookie: string | undefined, target: ProxyTarget): boolean =>
+  sessionKeyOf(cookie, target) !== null;
+
+/** The affinity part of a request's context: its session, and how to bake a new session's cookie. */
+function sessionOf(
+  req: IncomingMessage,
+  target: ProxyTarget,
+  cookie: string | undefined,
+  setsCookie: boolean,
+  locationPath: string,
+  https: boolean,
+): SessionContext | null {
+  const affinity = target.affinity;
+  if (affinity === null || !(target.balancer instanceof StickyBalancer)) return null;
+  return {
+    key: sessionKeyOf(cookie, target),
+    changeOnFailure: affinity.changeOnFailure,
+    cookie: setsCookie
+      ? (value) =>
+          affinityCookie(affinity, value, {
+            https,
+            locationPath,
+            userAgent: req.headers['user-agent'] ?? '',
+            now: Date.now(),
+          })
+      : null,
+  };
 }
 
 /** The record of a routed request: who it belongs to, and whether the route wants it logged. */

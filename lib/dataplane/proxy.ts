@@ -11,7 +11,9 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type Dispatcher, Pool } from 'undici';
+import type { Affinity } from '../model/index.ts';
 import type { Balancer, Peer } from './balancer.ts';
+import { StickyBalancer } from './balancers/sticky.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError } from './events.ts';
 import { type RequestRecord, recordRetry } from './request-record.ts';
@@ -30,6 +32,8 @@ export interface ProxyTarget {
   tries: number;
   /** proxy-next-upstream, default "error timeout" (+ non_idempotent) */
   retryOn: { error: boolean; timeout: boolean; nonIdempotent: boolean };
+  /** affinity: cookie of the upstream (its balancer is then a StickyBalancer), or null */
+  affinity: Affinity | null;
   /** upstream-hash-by: computes a request's key (hash-key.ts), or null */
   hashKey: ((input: { req: IncomingMessage; uri: string; host: string; https: boolean }) => string) | null;
 }
@@ -47,6 +51,17 @@ export interface RequestContext {
   hsts: string | null;
   /** upstream-hash-by: this request's key (the same for every try), else '' */
   hashKey: string;
+  /** affinity: cookie on the target upstream, else null */
+  session: SessionContext | null;
+}
+
+export interface SessionContext {
+  /** the session key of the request's affinity cookie for this upstream, or null; a new session's
+   * key replaces it */
+  key: string | null;
+  changeOnFailure: boolean;
+  /** the Set-Cookie for a new session's cookie value; null: this route does not set the cookie */
+  cookie: ((value: string) => string) | null;
 }
 
 export interface ProxyOptions {
@@ -351,6 +366,10 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   protected tried: Set<string> | undefined = undefined;
   /** upstream-hash-by key (RequestContext.hashKey) */
   hashKey = '';
+  /** affinity (RequestContext.session) */
+  session: SessionContext | null = null;
+  /** the Set-Cookie of a session this exchange started, for the response head */
+  protected newCookie: string | null = null;
   protected attempts = 0;
   protected peer: Peer | undefined = undefined;
   protected controller: Dispatcher.DispatchController | null = null;
@@ -400,10 +419,24 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   /** Cuts the client connection (a response was under way). */
   protected abstract cut(): void;
 
+  /** The peer for this try: the session's with affinity (a new session sets its cookie), else the balancer's. */
+  private pickPeer(): Peer | undefined {
+    const balancer = this.target.balancer;
+    const session = this.session;
+    if (session === null || !(balancer instanceof StickyBalancer))
+      return balancer.pick(this.tried, this.hashKey);
+    const chosen = balancer.session(session.key, this.tried, session.changeOnFailure);
+    if (chosen?.newKey != null) {
+      session.key = chosen.newKey;
+      this.newCookie = session.cookie?.(`${chosen.newKey}|${balancer.backendKey}`) ?? null;
+    }
+    return chosen?.peer;
+  }
+
   /** Starts the next try, or answers when there is no peer to try. */
   readonly next = (): void => {
     if (this.done) return;
-    const peer = this.target.balancer.pick(this.tried, this.hashKey);
+    const peer = this.pickPeer();
     if (peer === undefined) {
       this.done = true;
       this.fail(this.attempts === 0 ? 503 : this.lastKind === TIMEOUT ? 504 : 502);
@@ -585,6 +618,7 @@ class WebExchange extends Exchange {
     }
     const out = responseHeaders(headers);
     if (this.hsts !== null) out.push('strict-transport-security', this.hsts);
+    if (this.newCookie !== null) out.push('set-cookie', this.newCookie);
     try {
       this.res.writeHead(statusCode, out);
     } catch (err) {
@@ -753,6 +787,7 @@ export class Proxy {
     };
     const exchange = new WebExchange(this, req, res, target, opts, hasBody, ctx.hsts, record);
     exchange.hashKey = ctx.hashKey;
+    exchange.session = ctx.session;
     exchange.next();
   }
 
@@ -777,6 +812,7 @@ export class Proxy {
     };
     const exchange = new UpgradeExchange(this, socket, head, target, opts, record);
     exchange.hashKey = ctx.hashKey;
+    exchange.session = ctx.session;
     exchange.next();
   }
 

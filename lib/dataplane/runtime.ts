@@ -36,6 +36,8 @@ export type Action =
       whenEmpty: 404 | 503;
       accessLog: boolean;
       canary: CanaryAction | null;
+      /** responses here set the affinity cookie of a new session (the route's Ingress has affinity) */
+      setsAffinityCookie: boolean;
     }
   /** the built-in default backend (404), or an upstream the model does not know (503) */
   | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean };
@@ -111,7 +113,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     if (upstream === undefined) return null;
     let balancer = balancers.get(name);
     if (balancer === undefined) {
-      const kind = balancerKindFor(upstream.loadBalance, upstream.hashBy);
+      const kind = balancerKindFor(upstream.loadBalance, upstream.hashBy, upstream.affinity);
       const peers = peersOf(upstream);
       const reused = previous?.balancers.get(name);
       const subsetSize = upstream.hashBy?.subsetSize ?? 3;
@@ -121,7 +123,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
         if (!samePeers(reused.peers, peers)) reused.update(peers);
         balancer = reused;
       } else {
-        balancer = createBalancer(kind, peers, deps.balancerEnv, deps.ewmaStore, subsetSize);
+        balancer = createBalancer(kind, peers, deps.balancerEnv, deps.ewmaStore, subsetSize, name);
       }
       balancers.set(name, balancer);
       for (const peer of peers) peerKeys.add(peer.key);
@@ -150,8 +152,14 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   ): Action => {
     const balancer = balancerFor(upstreamName);
     if (balancer === null) return { type: 'status', status: 503, route, accessLog };
-    const target = { upstream: upstreamName, balancer, hashKey: hashKeyOf(upstreamName), ...TIMEOUTS };
-    return { type: 'proxy', target, route, whenEmpty, accessLog, canary: null };
+    const target = {
+      upstream: upstreamName,
+      balancer,
+      hashKey: hashKeyOf(upstreamName),
+      affinity: model.upstreams[upstreamName]?.affinity ?? null,
+      ...TIMEOUTS,
+    };
+    return { type: 'proxy', target, route, whenEmpty, accessLog, canary: null, setsAffinityCookie: false };
   };
 
   // The controller's default backend: its Service, answering 404 itself while it has no endpoints.
@@ -176,7 +184,11 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   const actionFor = (route: Route | DefaultRoute): Action => {
     if (route.backend.type === 'default') return defaultBackend;
     const upstream = route.backend.upstream;
-    const action = proxyTo(upstream, routeInfo(route.ingress, upstream), routeLogs(route.annotations));
+    const proxied = proxyTo(upstream, routeInfo(route.ingress, upstream), routeLogs(route.annotations));
+    const action =
+      proxied.type === 'proxy' && 'setsAffinityCookie' in route && route.setsAffinityCookie
+        ? { ...proxied, setsAffinityCookie: true }
+        : proxied;
     const canary = 'canary' in route ? route.canary : null;
     if (action.type !== 'proxy' || canary === null) return action;
     const canaryBalancer = balancerFor(canary.upstream);
@@ -185,6 +197,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       upstream: canary.upstream,
       balancer: canaryBalancer,
       hashKey: hashKeyOf(canary.upstream),
+      affinity: model.upstreams[canary.upstream]?.affinity ?? null,
       ...TIMEOUTS,
     };
     return { ...action, canary: compileCanary(canary, target) };

@@ -153,6 +153,7 @@ export class UpstreamResolver {
       externalName: false,
       loadBalance,
       hashBy,
+      affinity: null,
       endpoints: [],
     };
     const serviceId = (): string => objectKey(ref.namespace, ref.service);

@@ -229,6 +229,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
           backend: useUpstream(ingress, path.backend),
           annotations: ingress.annotations.location,
           canary: null,
+          setsAffinityCookie: ingress.annotations.ingress.affinity.affinity !== null,
         };
         draft.routeKeys.set(key, route);
         draft.server.routes.push(route);
@@ -276,6 +277,39 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
           continue;
         }
         route.canary = canaryOf(ingress, backend.upstream, diagnostics);
+      }
+    }
+  }
+
+  // 6c. sticky upstreams: the first Ingress with affinity that uses an upstream configures it; a
+  // sticky canary (affinity-canary-behavior, default sticky) gets its main upstream's affinity.
+  const upstreamsByName = resolver.upstreams();
+  for (const ingress of ingresses) {
+    const own = ingress.annotations.ingress.affinity.affinity;
+    if (own === null) continue;
+    for (const server of [catchAll.server, ...drafts.values().map((d) => d.server)]) {
+      for (const route of server.routes) {
+        if (!sameRef(route.ingress, ingress.ref) || route.backend.type !== 'upstream') continue;
+        const upstream = upstreamsByName[route.backend.upstream];
+        if (upstream !== undefined && upstream.affinity === null) upstream.affinity = own;
+      }
+    }
+  }
+  for (const server of [catchAll.server, ...drafts.values().map((d) => d.server)]) {
+    for (const route of server.routes) {
+      if (route.canary === null || route.backend.type !== 'upstream') continue;
+      const main = upstreamsByName[route.backend.upstream]?.affinity ?? null;
+      const canaryUpstream = upstreamsByName[route.canary.upstream];
+      const canaryRef = route.canary.ingress;
+      const behavior = canaries.find((c) => sameRef(c.ref, canaryRef))?.annotations.ingress.affinity
+        .canaryBehavior;
+      if (
+        main !== null &&
+        canaryUpstream !== undefined &&
+        canaryUpstream.affinity === null &&
+        behavior !== 'legacy'
+      ) {
+        canaryUpstream.affinity = main;
       }
     }
   }

@@ -76,7 +76,7 @@ class Fingerprint {
     );
     for (const route of server.routes) {
       this.line(
-        `R\t${JSON.stringify(route.path)}\t${route.pathType}\t${route.pathTypeAsWritten}\t${this.ref(route.ingress)}\t${this.backend(route.backend)}\t${this.shared(route.annotations)}\t${route.canary === null ? '' : JSON.stringify(route.canary)}`,
+        `R\t${JSON.stringify(route.path)}\t${route.pathType}\t${route.pathTypeAsWritten}\t${this.ref(route.ingress)}\t${this.backend(route.backend)}\t${this.shared(route.annotations)}\t${route.canary === null ? '' : JSON.stringify(route.canary)}\t${route.setsAffinityCookie}`,
       );
     }
   }
@@ -84,7 +84,7 @@ class Fingerprint {
   upstream(upstream: Upstream): void {
     const { service } = upstream;
     this.line(
-      `U\t${upstream.name}\t${service.namespace}/${service.name}:${service.port}\t${upstream.externalName}\t${upstream.loadBalance}\t${upstream.hashBy === null ? '' : JSON.stringify(upstream.hashBy)}`,
+      `U\t${upstream.name}\t${service.namespace}/${service.name}:${service.port}\t${upstream.externalName}\t${upstream.loadBalance}\t${upstream.hashBy === null ? '' : JSON.stringify(upstream.hashBy)}\t${upstream.affinity === null ? '' : JSON.stringify(upstream.affinity)}`,
     );
   }
 }

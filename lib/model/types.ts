@@ -51,6 +51,8 @@ export interface Route {
   annotations: LocationAnnotations;
   /** the canary sharing this route's traffic, or null */
   canary: Canary | null;
+  /** the route's Ingress has affinity: responses here set the affinity cookie of a new session */
+  setsAffinityCookie: boolean;
 }
 
 /** Where requests for a host go when no route matches. */
@@ -99,6 +101,24 @@ export interface Endpoint {
   port: number;
 }
 
+/** affinity: cookie (sticky sessions) with its cookie's attributes */
+export interface Affinity {
+  /** balanced: a random session key on the hash ring (rebalances on scale); persistent: pinned */
+  mode: 'balanced' | 'persistent';
+  cookieName: string;
+  /** null: the route's path */
+  path: string | null;
+  domain: string | null;
+  /** seconds from now, for Expires */
+  expires: number | null;
+  maxAge: number | null;
+  /** always Secure; else Secure only on HTTPS requests */
+  secure: boolean;
+  sameSite: 'Strict' | 'Lax' | 'None' | null;
+  conditionalSameSiteNone: boolean;
+  changeOnFailure: boolean;
+}
+
 /** upstream-hash-by: consistent hashing on an NGINX variable template */
 export interface HashBy {
   /** e.g. `$request_uri`, `${host}-x` */
@@ -118,6 +138,8 @@ export interface Upstream {
   loadBalance: string;
   /** upstream-hash-by of the first Ingress that uses the upstream (wins over loadBalance), or null */
   hashBy: HashBy | null;
+  /** affinity of the first Ingress with affinity that uses the upstream (wins over hashBy), or null */
+  affinity: Affinity | null;
   /** sorted by address then port; empty means requests get 503 */
   endpoints: Endpoint[];
 }

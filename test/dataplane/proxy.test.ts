@@ -59,6 +59,7 @@ function target(ports: number[], extra: Partial<ProxyTarget> = {}): ProxyTarget 
     tries: 3,
     retryOn: { error: true, timeout: true, nonIdempotent: false },
     hashKey: null,
+    affinity: null,
     ...extra,
   } as ProxyTarget & { balancer: SpyBalancer };
 }
@@ -147,6 +148,7 @@ async function front(
     requestId: (req.headers['x-request-id'] as string | undefined) ?? generateRequestId(),
     hsts,
     hashKey: '',
+    session: null,
   });
   const server = http.createServer((req, res) => proxy.web(req, res, tgt, ctx(req)));
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>

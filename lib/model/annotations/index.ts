@@ -6,6 +6,7 @@
 import type { DiagnosticsCollector } from '../diagnostics.ts';
 import type { ObjectRef } from '../types.ts';
 import { accessLog } from './access-log.ts';
+import { affinity } from './affinity.ts';
 import { canary } from './canary.ts';
 import {
   type AnnotationDoc,
@@ -21,7 +22,7 @@ import { upstreamHash } from './upstream-hash.ts';
 
 const locationGroups = { rewrite, accessLog } as const;
 const serverGroups = { alias: serverAlias } as const;
-const ingressGroups = { canary, loadBalance, upstreamHash } as const;
+const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
 export type LocationAnnotations = { [K in keyof typeof locationGroups]: ValueOf<(typeof locationGroups)[K]> };

@@ -1,0 +1,110 @@
+// affinity: cookie and the session-cookie-* annotations (ingress-nginx's sessionaffinity parser).
+// The first Ingress with affinity that uses an upstream makes it sticky (build.ts); the cookie is
+// set only on the paths of Ingresses that carry affinity. Invalid values fall back to defaults
+// (ingress-nginx logs and carries on): an `affinity` other than exactly "cookie" means no affinity.
+
+import type { Affinity } from '../types.ts';
+import type { AnnotationGroup } from './group.ts';
+
+export interface AffinityAnnotations {
+  affinity: Affinity | null;
+  /** affinity-canary-behavior of this Ingress (read when it is a canary) */
+  canaryBehavior: 'sticky' | 'legacy';
+}
+
+const SECONDS = /^(0|-?[1-9]\d*)$/;
+const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const SAME_SITE: Record<string, 'Strict' | 'Lax' | 'None'> = { strict: 'Strict', lax: 'Lax', none: 'None' };
+
+export const affinity: AnnotationGroup<AffinityAnnotations> = {
+  scope: 'ingress',
+  annotations: [
+    { name: 'affinity', default: '', doc: 'cookie: sticky sessions, the endpoint kept in a cookie.' },
+    {
+      name: 'affinity-mode',
+      default: 'balanced',
+      doc: 'balanced: sessions rebalance when endpoints scale; persistent: pinned until the endpoint leaves.',
+    },
+    {
+      name: 'affinity-canary-behavior',
+      default: 'sticky',
+      doc: 'On a canary: sticky (users served by the canary stay on it) or legacy (no stickiness).',
+    },
+    { name: 'session-cookie-name', default: 'INGRESSCOOKIE', doc: 'Name of the affinity cookie.' },
+    { name: 'session-cookie-path', default: '', doc: 'Path of the cookie (default: the Ingress path).' },
+    { name: 'session-cookie-domain', default: '', doc: 'Domain of the cookie.' },
+    { name: 'session-cookie-expires', default: '', doc: 'Expires attribute, in seconds from now.' },
+    { name: 'session-cookie-max-age', default: '', doc: 'Max-Age attribute, in seconds.' },
+    {
+      name: 'session-cookie-secure',
+      default: 'false',
+      doc: 'Always mark the cookie Secure (else only on HTTPS requests).',
+    },
+    { name: 'session-cookie-samesite', default: '', doc: 'SameSite attribute: Strict, Lax or None.' },
+    {
+      name: 'session-cookie-conditional-samesite-none',
+      default: 'false',
+      doc: 'Omit SameSite=None for browsers known to mishandle it.',
+    },
+    {
+      name: 'session-cookie-change-on-failure',
+      default: 'false',
+      doc: "Pick a new endpoint (and cookie) when the request to the cookie's endpoint failed.",
+    },
+  ],
+  defaults: { affinity: null, canaryBehavior: 'sticky' },
+  parse(read) {
+    const behavior = read.string('affinity-canary-behavior');
+    let canaryBehavior: 'sticky' | 'legacy' = 'sticky';
+    if (behavior === 'legacy') canaryBehavior = 'legacy';
+    else if (behavior !== undefined && behavior !== 'sticky') {
+      read.invalid('affinity-canary-behavior', behavior, 'expected sticky or legacy', 'default');
+    }
+    const type = read.string('affinity');
+    if (type === undefined) return { affinity: null, canaryBehavior };
+    if (type !== 'cookie') {
+      read.invalid('affinity', type, 'only "cookie" is supported', 'default');
+      return { affinity: null, canaryBehavior };
+    }
+    const modeValue = read.string('affinity-mode');
+    let mode: Affinity['mode'] = 'balanced';
+    if (modeValue === 'persistent') mode = 'persistent';
+    else if (modeValue !== undefined && modeValue !== 'balanced') {
+      read.invalid('affinity-mode', modeValue, 'expected balanced or persistent', 'default');
+    }
+    let name = read.string('session-cookie-name') ?? 'INGRESSCOOKIE';
+    if (!COOKIE_NAME.test(name)) {
+      read.invalid('session-cookie-name', name, 'not a cookie name', 'default');
+      name = 'INGRESSCOOKIE';
+    }
+    const seconds = (annotation: string): number | null => {
+      const value = read.string(annotation);
+      if (value === undefined) return null;
+      if (SECONDS.test(value)) return Number(value);
+      read.invalid(annotation, value, 'expected a whole number of seconds', 'default');
+      return null;
+    };
+    const sameSiteValue = read.string('session-cookie-samesite');
+    let sameSite: Affinity['sameSite'] = null;
+    if (sameSiteValue !== undefined) {
+      sameSite = SAME_SITE[sameSiteValue.toLowerCase()] ?? null;
+      if (sameSite === null)
+        read.invalid('session-cookie-samesite', sameSiteValue, 'expected Strict, Lax or None', 'default');
+    }
+    return {
+      canaryBehavior,
+      affinity: {
+        mode,
+        cookieName: name,
+        path: read.string('session-cookie-path') ?? null,
+        domain: read.string('session-cookie-domain') ?? null,
+        expires: seconds('session-cookie-expires'),
+        maxAge: seconds('session-cookie-max-age'),
+        secure: read.bool('session-cookie-secure', false, 'default'),
+        sameSite,
+        conditionalSameSiteNone: read.bool('session-cookie-conditional-samesite-none', false, 'default'),
+        changeOnFailure: read.bool('session-cookie-change-on-failure', false, 'default'),
+      },
+    };
+  },
+};
