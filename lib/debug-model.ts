@@ -9,6 +9,7 @@ import { peerKey } from './dataplane/balancer.ts';
 import type { Runtime } from './dataplane/runtime.ts';
 import type {
   Backend,
+  Canary,
   Diagnostic,
   GlobalConfig,
   ObjectRef,
@@ -56,6 +57,21 @@ export interface RouteDescription {
   canary: CanaryDescription | null;
 }
 
+function canaryOf(canary: Canary | null): CanaryDescription | null {
+  if (canary === null) return null;
+  const { ingress, upstream, weight, weightTotal, header, headerValue, headerPattern, cookie } = canary;
+  return {
+    ingress: `${ingress.namespace}/${ingress.name}`,
+    backend: upstream,
+    weight,
+    weightTotal,
+    header,
+    headerValue,
+    headerPattern,
+    cookie,
+  };
+}
+
 export interface CanaryDescription {
   ingress: string;
   backend: string;
@@ -80,7 +96,8 @@ export interface HostDescription {
   tls: HostTLS | null;
   routes: RouteDescription[];
   /** where requests matching no route go */
-  defaultRoute: { ingress: string | null; backend: string };
+  /** `canary`: the catch-all's canary, when a canary Ingress's spec.defaultBackend shares it */
+  defaultRoute: { ingress: string | null; backend: string; canary?: CanaryDescription | null };
 }
 
 export interface BackendDescription {
@@ -222,23 +239,12 @@ export function describeRuntime(
         ...(route.pathTypeAsWritten !== route.pathType ? { pathTypeAsWritten: route.pathTypeAsWritten } : {}),
         ingress: `${route.ingress.namespace}/${route.ingress.name}`,
         backend: backendOf(route.backend),
-        canary:
-          route.canary === null
-            ? null
-            : {
-                ingress: `${route.canary.ingress.namespace}/${route.canary.ingress.name}`,
-                backend: route.canary.upstream,
-                weight: route.canary.weight,
-                weightTotal: route.canary.weightTotal,
-                header: route.canary.header,
-                headerValue: route.canary.headerValue,
-                headerPattern: route.canary.headerPattern,
-                cookie: route.canary.cookie,
-              },
+        canary: canaryOf(route.canary),
       })),
       defaultRoute: {
         ingress: refOf(server.defaultRoute.ingress),
         backend: backendOf(server.defaultRoute.backend),
+        ...(server.defaultRoute.canary === null ? {} : { canary: canaryOf(server.defaultRoute.canary) }),
       },
     };
   };

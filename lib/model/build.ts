@@ -149,6 +149,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     ingress: null,
     backend: { type: 'default' },
     annotations: DEFAULT_LOCATION_ANNOTATIONS,
+    canary: null,
   });
   const drafts = new Map<string, ServerDraft>();
   let catchAllOwner: ObjectRef | null = null;
@@ -170,6 +171,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
           ingress: ingress.ref,
           backend: defaultBackendOf(),
           annotations: catchAllAnnotations(ingress.annotations.location),
+          canary: null,
         };
       } else {
         diagnostics.report(
@@ -188,6 +190,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
           ingress: ingress.ref,
           backend: defaultBackendOf(),
           annotations: ingress.annotations.location,
+          canary: null,
         }),
       );
     }
@@ -238,8 +241,31 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   }
 
   // 6b. canaries, oldest first: each path joins the main route of the same namespace, host, path
-  // and pathType as written; the first canary to claim a route keeps it.
+  // and pathType as written; the first canary to claim a route keeps it. A canary's
+  // spec.defaultBackend (without rules) joins the catch-all when an Ingress provides it (not the
+  // controller's own default backend, as ingress-nginx).
   for (const ingress of canaries) {
+    if (ingress.defaultBackend !== null && !ingress.hasRules) {
+      const route = catchAll.server.defaultRoute;
+      const backend = useUpstream(ingress, ingress.defaultBackend);
+      if (route.ingress === null || route.backend.type !== 'upstream') {
+        diagnostics.report(
+          'Ingress',
+          ingress.ref,
+          'CANARY_NO_MAIN',
+          'canary spec.defaultBackend: no Ingress provides the catch-all defaultBackend, so it gets no traffic',
+        );
+      } else if (route.canary !== null) {
+        diagnostics.report(
+          'Ingress',
+          ingress.ref,
+          'CANARY_CONFLICT',
+          `canary spec.defaultBackend: the older canary ${refName(route.canary.ingress)} already shares the catch-all; this one gets no traffic there`,
+        );
+      } else if (backend.type === 'upstream' && backend.upstream !== route.backend.upstream) {
+        route.canary = canaryOf(ingress, backend.upstream, diagnostics);
+      }
+    }
     for (const rule of ingress.rules) {
       const draft = rule.host === '' ? catchAll : drafts.get(rule.host);
       for (const path of rule.paths) {

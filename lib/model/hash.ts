@@ -65,7 +65,7 @@ class Fingerprint {
   }
 
   defaultRoute(route: DefaultRoute): string {
-    return `${this.ref(route.ingress)}\t${this.backend(route.backend)}\t${this.shared(route.annotations)}`;
+    return `${this.ref(route.ingress)}\t${this.backend(route.backend)}\t${this.shared(route.annotations)}\t${route.canary === null ? '' : JSON.stringify(route.canary)}`;
   }
 
   server(server: Server): void {

@@ -61,6 +61,8 @@ export interface DefaultRoute {
   ingress: ObjectRef | null;
   backend: Backend;
   annotations: LocationAnnotations;
+  /** the catch-all only: a canary Ingress's spec.defaultBackend sharing an Ingress-provided catch-all */
+  canary: Canary | null;
 }
 
 export interface ServerTLS {

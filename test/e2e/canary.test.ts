@@ -99,6 +99,26 @@ spec:
 `;
 }
 
+/** An Ingress with only a spec.defaultBackend: the catch-all (or a canary of it). */
+function catchAll(
+  name: string,
+  svc: string,
+  annotations: Record<string, string>,
+  created = '2026-01-01T00:00:00Z',
+): string {
+  const notes = Object.entries(annotations)
+    .map(([k, v]) => `nginx.ingress.kubernetes.io/${k}: ${JSON.stringify(v)}`)
+    .join(', ');
+  return `---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: ${name}, namespace: e2e, creationTimestamp: "${created}", annotations: { ${notes} } }
+spec:
+  ingressClassName: ingress-ts
+  defaultBackend: { service: { name: ${svc}, port: { number: 80 } } }
+`;
+}
+
 /** A main Ingress on `host` and a canary of it with `annotations`. */
 const pair = (host: string, annotations: Record<string, string>) =>
   ingress(`${host}-main`, host, 'main') +
@@ -107,9 +127,10 @@ const pair = (host: string, annotations: Record<string, string>) =>
 t.test('canary routing through the proxy', async (t) => {
   const main = echoServer('main');
   const canary = echoServer('canary');
-  const ports = { main: await listen(main), canary: await listen(canary) };
-  t.teardown(() => new Promise((resolve) => main.close(resolve)));
-  t.teardown(() => new Promise((resolve) => canary.close(resolve)));
+  const canary2 = echoServer('canary2');
+  const ports = { main: await listen(main), canary: await listen(canary), canary2: await listen(canary2) };
+  for (const server of [main, canary, canary2])
+    t.teardown(() => new Promise((resolve) => server.close(resolve)));
   const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-canary-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   await writeFile(
@@ -119,6 +140,7 @@ t.test('canary routing through the proxy', async (t) => {
       service('main', ports.main),
       service('canary', ports.canary),
       service('empty', null),
+      service('canary2', ports.canary2),
       pair('w10.test', { 'canary-weight': '10' }),
       pair('w50.test', { 'canary-weight': '50' }),
       pair('w90.test', { 'canary-weight': '90' }),
@@ -148,6 +170,30 @@ t.test('canary routing through the proxy', async (t) => {
         '2026-01-02T00:00:00Z',
       ),
       ingress('lost', 'lost.test', 'canary', { canary: 'true', 'canary-weight': '100' }),
+      // two canaries of one route: the older one (canary) wins over the newer (canary2)
+      ingress('two-main', 'two.test', 'main'),
+      ingress(
+        'two-newer',
+        'two.test',
+        'canary2',
+        { canary: 'true', 'canary-weight': '100' },
+        '2026-01-03T00:00:00Z',
+      ),
+      ingress(
+        'two-older',
+        'two.test',
+        'canary',
+        { canary: 'true', 'canary-weight': '100' },
+        '2026-01-02T00:00:00Z',
+      ),
+      // the catch-all from an Ingress's spec.defaultBackend, and a canary of it
+      catchAll('catch-all', 'main', {}),
+      catchAll(
+        'catch-all-canary',
+        'canary',
+        { canary: 'true', 'canary-by-header': 'X-Canary' },
+        '2026-01-02T00:00:00Z',
+      ),
     ].join(''),
   );
   // ~80,000 requests: their access log lines go nowhere
@@ -220,9 +266,19 @@ t.test('canary routing through the proxy', async (t) => {
     'a canary without endpoints leaves the traffic to main; a canary without main is a 404',
     async (t) => {
       for (let i = 0; i < 20; i++) t.equal(await backendFor(port, 'noeps.test'), 'main');
-      t.equal((await get(port, 'lost.test', '/')).status, 404);
+      t.equal(
+        await backendFor(port, 'lost.test'),
+        'main',
+        'no host of its own: the catch-all (here an Ingress) serves',
+      );
     },
   );
+
+  t.test('two canaries: the oldest serves; a canary of the catch-all', async (t) => {
+    for (let i = 0; i < 10; i++) t.equal(await backendFor(port, 'two.test'), 'canary', 'the older canary');
+    t.equal(await backendFor(port, 'unknown.test'), 'main', 'the catch-all Ingress');
+    t.equal(await backendFor(port, 'unknown.test', { 'x-canary': 'always' }), 'canary', 'its canary');
+  });
 
   t.test('the request metrics say which backend served', async (t) => {
     const families = parseExposition((await get(controller.healthz.port, 'localhost', '/metrics')).body);

@@ -1,6 +1,7 @@
 // upstream-hash-by through the real proxy: six echo backends behind one Service (one EndpointSlice
 // each, since every backend listens on its own port); $request_uri sends identical requests to one
 // backend and spreads different ones; the subset mode spreads one key over exactly 3 backends.
+// (Also the one canary case that needs a controller without a catch-all Ingress: no main → 404.)
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,6 +71,11 @@ t.test('consistent hashing through the proxy', async (t) => {
       site('hashed', { 'upstream-hash-by': '$request_uri' }),
       site('subset', { 'upstream-hash-by': '$request_uri', 'upstream-hash-by-subset': 'true' }),
       site('plain', {}),
+      // a canary for a host no main Ingress serves (issue #6: never a host of its own → 404)
+      site('lost', { canary: 'true', 'canary-weight': '100' }).replace(
+        'service: { name: lost',
+        'service: { name: plain',
+      ),
     ].join(''),
   );
   const controller = await start(testConfig(dir), createLogger('silent'), {
@@ -89,4 +95,5 @@ t.test('consistent hashing through the proxy', async (t) => {
   t.ok((await seen('hashed.test', different)).size >= 4, 'different URIs spread over the backends');
   t.equal((await seen('subset.test', same)).size, 3, 'subset of 3: one URI, exactly 3 backends');
   t.equal((await seen('plain.test', same)).size, 6, 'without upstream-hash-by: round robin over all 6');
+  t.equal((await get(port, 'lost.test', '/')).status, 404, 'a canary without a main Ingress: 404');
 });

@@ -128,6 +128,28 @@ runCases(t, [
     diagnostics: ['CANARY_PATTERN_INVALID re'],
   },
   {
+    name: 'canary: a spec.defaultBackend canary shares an Ingress-provided catch-all, not the built-in one',
+    ingresses: [
+      ingress('catch', { created: 0, defaultBackend: 'web:80' }),
+      ingress('catch-v2', {
+        created: 10,
+        nginx: { canary: 'true', 'canary-weight': '20' },
+        defaultBackend: 'web-v2:80',
+      }),
+    ],
+    check: (t, { model }) =>
+      t.match(model.catchAll.defaultRoute, {
+        backend: { upstream: 'default-web-80' },
+        canary: { upstream: 'default-web-v2-80', weight: 20, ingress: { name: 'catch-v2' } },
+      }),
+  },
+  {
+    name: 'canary: a spec.defaultBackend canary without an Ingress catch-all gets no traffic',
+    ingresses: [ingress('lonely', { nginx: { canary: 'true' }, defaultBackend: 'web-v2:80' })],
+    diagnostics: ['CANARY_NO_MAIN lonely'],
+    check: (t, { model }) => t.equal(model.catchAll.defaultRoute.canary, null),
+  },
+  {
     name: 'canary: canary-* without canary "true" is an ordinary Ingress, with a warning',
     ingresses: [
       ingress('plain', {
