@@ -4,6 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import t from 'tap';
 import type { Peer } from '../../lib/dataplane/balancer.ts';
 import { ChashBalancer } from '../../lib/dataplane/balancers/chash.ts';
+import { balancerKindFor } from '../../lib/dataplane/balancers/index.ts';
 import { compileHashKey } from '../../lib/dataplane/hash-key.ts';
 
 const peers = (n: number, from = 1): Peer[] =>
@@ -97,4 +98,25 @@ t.test('key templates: NGINX variables, braces and literal text', async (t) => {
     ['literal', 'literal'],
   ];
   for (const [template, expected] of cases) t.equal(compileHashKey(template)(input), expected, template);
+});
+
+t.test('precedence: affinity > upstream-hash-by > load-balance', async (t) => {
+  const hashBy = { key: '$uri', subset: false, subsetSize: 3 };
+  const affinity = {
+    mode: 'persistent' as const,
+    cookieName: 'INGRESSCOOKIE',
+    path: null,
+    domain: null,
+    expires: null,
+    maxAge: null,
+    secure: false,
+    sameSite: null,
+    conditionalSameSiteNone: false,
+    changeOnFailure: false,
+  };
+  t.equal(balancerKindFor('ewma', hashBy, affinity), 'sticky_persistent');
+  t.equal(balancerKindFor('ewma', hashBy, null), 'chash');
+  t.equal(balancerKindFor('ewma', { ...hashBy, subset: true }, null), 'chashsubset');
+  t.equal(balancerKindFor('ewma', null, null), 'ewma');
+  t.equal(balancerKindFor('chash', null, null), 'round_robin', 'load-balance never names chash');
 });

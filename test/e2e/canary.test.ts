@@ -170,6 +170,14 @@ t.test('canary routing through the proxy', async (t) => {
         '2026-01-02T00:00:00Z',
       ),
       ingress('lost', 'lost.test', 'canary', { canary: 'true', 'canary-weight': '100' }),
+      ingress('down-main', 'down.test', 'empty'),
+      ingress(
+        'down-canary',
+        'down.test',
+        'canary',
+        { canary: 'true', 'canary-weight': '100' },
+        '2026-01-02T00:00:00Z',
+      ),
       // two canaries of one route: the older one (canary) wins over the newer (canary2)
       ingress('two-main', 'two.test', 'main'),
       ingress(
@@ -266,6 +274,11 @@ t.test('canary routing through the proxy', async (t) => {
     'a canary without endpoints leaves the traffic to main; a canary without main is a 404',
     async (t) => {
       for (let i = 0; i < 20; i++) t.equal(await backendFor(port, 'noeps.test'), 'main');
+      t.equal(
+        await backendFor(port, 'down.test'),
+        '503',
+        'a main route without endpoints answers 503, canary or not',
+      );
       t.equal(
         await backendFor(port, 'lost.test'),
         'main',

@@ -11,6 +11,9 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS } from '../support/manifests.ts';
+import { nextSwap } from '../support/swaps.ts';
+
+t.setTimeout(120_000); // ~20,000 requests; tap's 30 s default is tight on a shared CI machine
 
 const backendOf = async (port: number, host: string, path: string): Promise<string> =>
   (JSON.parse((await get(port, host, path)).body) as { backend: string }).backend;
@@ -96,4 +99,58 @@ t.test('consistent hashing through the proxy', async (t) => {
   t.equal((await seen('subset.test', same)).size, 3, 'subset of 3: one URI, exactly 3 backends');
   t.equal((await seen('plain.test', same)).size, 6, 'without upstream-hash-by: round robin over all 6');
   t.equal((await get(port, 'lost.test', '/')).status, 404, 'a canary without a main Ingress: 404');
+});
+
+t.test('adding one endpoint to 10 moves at most 20% of 10,000 keys, through the proxy', async (t) => {
+  const ports: number[] = [];
+  for (let i = 0; i < 11; i++) {
+    const server = echoServer(`pod-${i}`);
+    ports.push(await listen(server));
+    t.teardown(() => new Promise((resolve) => server.close(resolve)));
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-hash-move-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const write = (count: number) =>
+    writeFile(
+      join(dir, 'all.yaml'),
+      [
+        INGRESS_CLASS,
+        service('hashed', ports.slice(0, count)),
+        site('hashed', { 'upstream-hash-by': '$request_uri' }),
+      ].join(''),
+    );
+  await write(10);
+  const controller = await start(testConfig(dir), createLogger('silent'), {
+    accessLogStdout: { write() {} },
+  });
+  t.teardown(() => controller.stop(0));
+  const port = controller.http.port;
+  const paths = Array.from({ length: 10_000 }, (_, i) => `/k/${i}`);
+  const owners = async () => {
+    const out: string[] = new Array(paths.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < paths.length) {
+        const i = next++;
+        out[i] = await backendOf(port, 'hashed.test', paths[i] as string);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+    return out;
+  };
+  const before = await owners();
+  t.equal(new Set(before).size, 10, 'all 10 endpoints own keys');
+  const swapped = nextSwap();
+  await write(11);
+  await swapped;
+  const after = await owners();
+  const moved = after.filter((owner, i) => owner !== before[i]);
+  t.ok(
+    moved.length / paths.length <= 0.2,
+    `${((moved.length / paths.length) * 100).toFixed(1)}% of the keys moved`,
+  );
+  t.ok(
+    moved.every((owner) => owner === 'pod-10'),
+    'and only to the new endpoint',
+  );
 });
