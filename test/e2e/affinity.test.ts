@@ -12,7 +12,7 @@ import { cookieTime } from '../../lib/dataplane/affinity-cookie.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { listen, testConfig } from '../support/http.ts';
-import { INGRESS_CLASS } from '../support/manifests.ts';
+import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
 
 const agent = new Agent({ keepAlive: true, maxSockets: 8 });
@@ -48,49 +48,15 @@ function call(port: number, host: string, path = '/', headers: Record<string, st
 
 const cookiePair = (setCookie: string) => setCookie.slice(0, setCookie.indexOf(';'));
 
-function service(name: string, ports: number[]): string {
-  const slices = ports
-    .map(
-      (port, i) => `---
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: { name: ${name}-${i}, namespace: e2e, labels: { kubernetes.io/service-name: ${name} } }
-addressType: IPv4
-ports: [{ name: http, port: ${port}, protocol: TCP }]
-endpoints: [{ addresses: [127.0.0.1] }]
-`,
-    )
-    .join('');
-  return `---
-apiVersion: v1
-kind: Service
-metadata: { name: ${name}, namespace: e2e }
-spec: { ports: [{ name: http, port: 80, targetPort: http }] }
-${slices}`;
-}
-
-function ingress(
+const service = serviceYaml;
+const ingress = (
   name: string,
   host: string,
   path: string,
   svc: string,
   annotations: Record<string, string>,
-  created = '2026-01-01T00:00:00Z',
-): string {
-  const notes = Object.entries(annotations)
-    .map(([k, v]) => `nginx.ingress.kubernetes.io/${k}: ${JSON.stringify(v)}`)
-    .join(', ');
-  return `---
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: { name: ${name}, namespace: e2e, creationTimestamp: "${created}", annotations: { ${notes} } }
-spec:
-  ingressClassName: ingress-ts
-  rules:
-    - host: ${host}
-      http: { paths: [{ path: ${path}, pathType: Prefix, backend: { service: { name: ${svc}, port: { number: 80 } } } }] }
-`;
-}
+  created?: string,
+) => ingressYaml({ name, host, path, service: svc, annotations, created });
 
 t.test('sticky sessions through the proxy', async (t) => {
   const ports: number[] = [];

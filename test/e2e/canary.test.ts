@@ -11,7 +11,7 @@ import { echoServer } from '../../examples/demo-backends.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { get, listen, testConfig } from '../support/http.ts';
-import { INGRESS_CLASS } from '../support/manifests.ts';
+import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { parseExposition, samplesOf } from '../support/prometheus.ts';
 
 t.setTimeout(180_000); // 80,000 requests; tap's 30 s default is too short on a shared CI machine
@@ -57,67 +57,17 @@ async function canaryShare(port: number, host: string, n: number): Promise<numbe
   return canary / n;
 }
 
-function service(name: string, port: number | null): string {
-  const slice =
-    port === null
-      ? ''
-      : `---
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: { name: ${name}-1, namespace: e2e, labels: { kubernetes.io/service-name: ${name} } }
-addressType: IPv4
-ports: [{ name: http, port: ${port}, protocol: TCP }]
-endpoints: [{ addresses: [127.0.0.1] }]
-`;
-  return `---
-apiVersion: v1
-kind: Service
-metadata: { name: ${name}, namespace: e2e }
-spec: { ports: [{ name: http, port: 80, targetPort: http }] }
-${slice}`;
-}
-
-function ingress(
+const service = (name: string, port: number | null) => serviceYaml(name, port === null ? [] : [port]);
+const ingress = (
   name: string,
   host: string,
   svc: string,
   annotations: Record<string, string> = {},
-  created = '2026-01-01T00:00:00Z',
-): string {
-  const notes = Object.entries(annotations)
-    .map(([k, v]) => `nginx.ingress.kubernetes.io/${k}: ${JSON.stringify(v)}`)
-    .join(', ');
-  return `---
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: { name: ${name}, namespace: e2e, creationTimestamp: "${created}", annotations: { ${notes} } }
-spec:
-  ingressClassName: ingress-ts
-  rules:
-    - host: ${host}
-      http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: ${svc}, port: { number: 80 } } } }] }
-`;
-}
-
+  created?: string,
+) => ingressYaml({ name, host, service: svc, annotations, created });
 /** An Ingress with only a spec.defaultBackend: the catch-all (or a canary of it). */
-function catchAll(
-  name: string,
-  svc: string,
-  annotations: Record<string, string>,
-  created = '2026-01-01T00:00:00Z',
-): string {
-  const notes = Object.entries(annotations)
-    .map(([k, v]) => `nginx.ingress.kubernetes.io/${k}: ${JSON.stringify(v)}`)
-    .join(', ');
-  return `---
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: { name: ${name}, namespace: e2e, creationTimestamp: "${created}", annotations: { ${notes} } }
-spec:
-  ingressClassName: ingress-ts
-  defaultBackend: { service: { name: ${svc}, port: { number: 80 } } }
-`;
-}
+const catchAll = (name: string, svc: string, annotations: Record<string, string>, created?: string) =>
+  ingressYaml({ name, host: null, service: svc, annotations, created });
 
 /** A main Ingress on `host` and a canary of it with `annotations`. */
 const pair = (host: string, annotations: Record<string, string>) =>

@@ -10,7 +10,7 @@ import { echoServer } from '../../examples/demo-backends.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { get, listen, testConfig } from '../support/http.ts';
-import { INGRESS_CLASS } from '../support/manifests.ts';
+import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
 
 t.setTimeout(120_000); // ~20,000 requests; tap's 30 s default is tight on a shared CI machine
@@ -18,42 +18,9 @@ t.setTimeout(120_000); // ~20,000 requests; tap's 30 s default is tight on a sha
 const backendOf = async (port: number, host: string, path: string): Promise<string> =>
   (JSON.parse((await get(port, host, path)).body) as { backend: string }).backend;
 
-function site(name: string, annotations: Record<string, string>): string {
-  const notes = Object.entries(annotations)
-    .map(([k, v]) => `nginx.ingress.kubernetes.io/${k}: ${JSON.stringify(v)}`)
-    .join(', ');
-  return `---
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: { name: ${name}, namespace: e2e, annotations: { ${notes} } }
-spec:
-  ingressClassName: ingress-ts
-  rules:
-    - host: ${name}.test
-      http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: ${name}, port: { number: 80 } } } }] }
-`;
-}
-
-function service(name: string, ports: number[]): string {
-  const slices = ports
-    .map(
-      (port, i) => `---
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: { name: ${name}-${i}, namespace: e2e, labels: { kubernetes.io/service-name: ${name} } }
-addressType: IPv4
-ports: [{ name: http, port: ${port}, protocol: TCP }]
-endpoints: [{ addresses: [127.0.0.1] }]
-`,
-    )
-    .join('');
-  return `---
-apiVersion: v1
-kind: Service
-metadata: { name: ${name}, namespace: e2e }
-spec: { ports: [{ name: http, port: 80, targetPort: http }] }
-${slices}`;
-}
+const site = (name: string, annotations: Record<string, string>, service = name) =>
+  ingressYaml({ name, host: `${name}.test`, service, annotations });
+const service = serviceYaml;
 
 t.test('consistent hashing through the proxy', async (t) => {
   const ports: number[] = [];
