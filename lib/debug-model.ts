@@ -72,16 +72,10 @@ function canaryOf(canary: Canary | null): CanaryDescription | null {
   };
 }
 
-export interface CanaryDescription {
+/** A route's canary: its policy (`Canary`), with the Ingress as `namespace/name` and its upstream. */
+export interface CanaryDescription extends Omit<Canary, 'ingress' | 'upstream'> {
   ingress: string;
   backend: string;
-  weight: number;
-  /** as written (the draw uses max(100, it)) */
-  weightTotal: number;
-  header: string | null;
-  headerValue: string | null;
-  headerPattern: string | null;
-  cookie: string | null;
 }
 
 export interface HostDescription {

@@ -9,22 +9,12 @@
 // `canary: "true"` is "configured but not enabled": the canary settings are dropped and the Ingress is
 // an ordinary one (a CANARY_NOT_ENABLED warning says so).
 
+import type { Canary } from '../types.ts';
 import type { AnnotationGroup, AnnotationReader } from './group.ts';
 
-export interface CanaryAnnotations {
+/** The policy fields of `Canary` (types.ts) as this Ingress writes them. */
+export interface CanaryAnnotations extends Omit<Canary, 'ingress' | 'upstream'> {
   enabled: boolean;
-  /** canary-weight: requests out of weightTotal (ingress-nginx: 0) */
-  weight: number;
-  /** canary-weight-total as written (the data plane uses max(100, it)) */
-  weightTotal: number;
-  /** canary-by-header: the header name, lower-cased; null when unset */
-  header: string | null;
-  /** canary-by-header-value: the exact value that routes to the canary */
-  headerValue: string | null;
-  /** canary-by-header-pattern: a regular expression on the value (RE2 syntax, matched in linear time) */
-  headerPattern: string | null;
-  /** canary-by-cookie: the cookie name */
-  cookie: string | null;
   /** some canary-* annotation is set although canary is not true */
   configuredButNotEnabled: boolean;
 }
