@@ -70,14 +70,19 @@ interface Placement {
 type Decision = Placement &
   (
     | { kind: 'error'; status: number }
-    | { kind: 'redirect'; code: number }
+    /** `location`: permanent-/temporal-redirect's URL; null: the ssl-redirect to https */
+    | { kind: 'redirect'; code: number; location: string | null }
     /** `canary`: the canary upstream when the canary serves this request ($proxy_alternative_upstream_name), else '' */
     | { kind: 'proxy'; target: ProxyTarget; context: RequestContext; canary: string }
   );
 
 const REDIRECT_REASONS: Record<number, string> = {
+  300: 'Multiple Choices',
   301: 'Moved Permanently',
   302: 'Moved Temporarily',
+  303: 'See Other',
+  304: 'Not Modified',
+  305: 'Use Proxy',
   307: 'Temporary Redirect',
   308: 'Permanent Redirect',
 };
@@ -234,10 +239,28 @@ export class DataPlane {
     const match = server.paths.match(path);
     const policy = runtime.tlsPolicy;
     if (incomingId === '') incomingId = undefined;
-    if (!https && mustRedirect(policy, server.tls, match.locationPath)) {
-      return { kind: 'redirect', code: policy.redirectCode, host: hostname, match, requestId: incomingId };
-    }
     const action = match.value;
+    // a route's own redirect comes before ssl-redirect (ingress-nginx's rewrite phase order)
+    if (action.type === 'redirect') {
+      return {
+        kind: 'redirect',
+        code: action.code,
+        location: action.location,
+        host: hostname,
+        match,
+        requestId: incomingId,
+      };
+    }
+    if (!https && mustRedirect(policy, server.tls, match.locationPath)) {
+      return {
+        kind: 'redirect',
+        code: policy.redirectCode,
+        location: null,
+        host: hostname,
+        match,
+        requestId: incomingId,
+      };
+    }
     if (action.type === 'status') {
       return { kind: 'error', status: action.status, host: hostname, match, requestId: incomingId };
     }
@@ -290,7 +313,8 @@ export class DataPlane {
       finishOnClose(record, res, req.socket, () => (res.headersSent ? res.statusCode : 499));
     }
     if (decision.kind === 'error') sendErrorPage(res, decision.status);
-    else if (decision.kind === 'redirect') redirectToHttps(req, res, decision.code);
+    else if (decision.kind === 'redirect')
+      sendRedirect(req, res, decision.code, decision.location ?? httpsLocation(req));
     else this.#proxy.web(req, res, decision.target, decision.context, record);
   }
 
@@ -312,7 +336,7 @@ export class DataPlane {
       const code = decision.code;
       if (record !== null) record.status = code;
       socket.end(
-        `HTTP/1.1 ${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}\r\nLocation: ${httpsLocation(req)}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+        `HTTP/1.1 ${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}\r\nLocation: ${decision.location ?? httpsLocation(req)}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
       );
     } else {
       this.#proxy.upgrade(req, socket, head, decision.target, decision.context, record);
@@ -386,11 +410,12 @@ function httpsLocation(req: IncomingMessage): string {
   return `https://${host}${uri}`;
 }
 
-function redirectToHttps(req: IncomingMessage, res: ServerResponse, code: number): void {
+/** A redirect answered by the proxy itself, with NGINX's body. */
+function sendRedirect(req: IncomingMessage, res: ServerResponse, code: number, location: string): void {
   const title = `${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}`;
   const body = `<html>\r\n<head><title>${title}</title></head>\r\n<body>\r\n<center><h1>${title}</h1></center>\r\n</body>\r\n</html>\r\n`;
   res.writeHead(code, {
-    Location: httpsLocation(req),
+    Location: location,
     'Content-Type': 'text/html',
     'Content-Length': Buffer.byteLength(body),
   });

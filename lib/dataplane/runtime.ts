@@ -40,7 +40,9 @@ export type Action =
       setsAffinityCookie: boolean;
     }
   /** the built-in default backend (404), or an upstream the model does not know (503) */
-  | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean };
+  | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean }
+  /** permanent-redirect / temporal-redirect: `code` to `location`, as written */
+  | { type: 'redirect'; code: number; location: string; route: RouteInfo | null; accessLog: boolean };
 
 export interface CompiledServer {
   hostname: string;
@@ -182,6 +184,17 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   };
 
   const actionFor = (route: Route | DefaultRoute): Action => {
+    const redirect = route.annotations.redirect.redirect;
+    if (redirect !== null) {
+      const upstream = route.backend.type === 'upstream' ? route.backend.upstream : null;
+      return {
+        type: 'redirect',
+        code: redirect.code,
+        location: redirect.url,
+        route: routeInfo(route.ingress, upstream),
+        accessLog: routeLogs(route.annotations),
+      };
+    }
     if (route.backend.type === 'default') return defaultBackend;
     const upstream = route.backend.upstream;
     const proxied = proxyTo(upstream, routeInfo(route.ingress, upstream), routeLogs(route.annotations));

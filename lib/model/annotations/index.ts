@@ -16,11 +16,12 @@ import {
   parseGoBool,
 } from './group.ts';
 import { loadBalance } from './load-balance.ts';
+import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
 import { upstreamHash } from './upstream-hash.ts';
 
-const locationGroups = { rewrite, accessLog } as const;
+const locationGroups = { rewrite, accessLog, redirect } as const;
 const serverGroups = { alias: serverAlias } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
 
