@@ -239,6 +239,11 @@ export class DataPlane {
     const match = server.paths.match(path);
     const policy = runtime.tlsPolicy;
     if (incomingId === '') incomingId = undefined;
+    // app-root acts at server level, before any location (and so before every other redirect)
+    if (server.appRoot !== null && path === '/') {
+      const location = `${https ? 'https' : 'http'}://${host ?? ''}${server.appRoot}`;
+      return { kind: 'redirect', code: 302, location, host: hostname, match, requestId: incomingId };
+    }
     const action = match.value;
     // a route's own redirect comes before ssl-redirect (ingress-nginx's rewrite phase order)
     if (action.type === 'redirect') {

@@ -46,6 +46,8 @@ export type Action =
 
 export interface CompiledServer {
   hostname: string;
+  /** app-root: `/` answers 302 to this path on the request's scheme and Host, or null */
+  appRoot: string | null;
   /** the host has TLS settings: HTTP requests are redirected to HTTPS and HTTPS responses get HSTS */
   tls: boolean;
   paths: PathMatcher<Action>;
@@ -225,6 +227,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     const fallback = actionFor(server.defaultRoute);
     return {
       hostname: server.hostname,
+      appRoot: server.annotations.appRoot.path,
       tls: server.tls !== null,
       paths: createPathMatcher(rules, fallback, server.regex, (path, error) =>
         dataplaneError.publish({

@@ -1,6 +1,6 @@
-// permanent-redirect and temporal-redirect through the proxy: the URL as written, the codes and
-// their fallbacks, temporal winning, the host's unmatched paths redirecting too, and the route's
-// redirect coming before ssl-redirect on a TLS host.
+// permanent-redirect, temporal-redirect and app-root through the proxy: the URL as written, the
+// codes and their fallbacks, temporal winning, the host's unmatched paths redirecting too, the route's
+// redirect coming before ssl-redirect on a TLS host, and app-root for `/` only.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +39,8 @@ ${tlsSecret('e2e', 'secure-tls', pem('a-example'))}`;
       }),
       site('temp', { 'temporal-redirect': 'https://temporal.example/x' }),
       site('bad', { 'permanent-redirect': 'ftp://files.example/' }),
+      site('root', { 'app-root': '/app1' }),
+      site('badroot', { 'app-root': 'https://elsewhere.example/' }),
       secure,
     ].join(''),
   );
@@ -55,6 +57,16 @@ ${tlsSecret('e2e', 'secure-tls', pem('a-example'))}`;
     ['both.test', '/app', 307, 'https://temporal.example/', 'temporal wins, with its code'],
     ['temp.test', '/app', 302, 'https://temporal.example/x', 'temporal-redirect: 302'],
     ['bad.test', '/app', 404, undefined, 'a URL that is not http(s) drops the Ingress'],
+    [
+      'root.test',
+      '/',
+      302,
+      'http://root.test/app1',
+      'app-root: / to the app root on the same scheme and Host',
+    ],
+    ['root.test', '/?x=1', 302, 'http://root.test/app1', 'app-root: $uri is /, the query does not count'],
+    ['root.test', '/other', 404, undefined, 'app-root: only / is redirected'],
+    ['badroot.test', '/', 404, undefined, 'app-root that is a URL drops the Ingress'],
     [
       'secure.test',
       '/',

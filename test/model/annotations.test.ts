@@ -327,6 +327,7 @@ t.test('annotations: every supported annotation is documented', async (t) => {
       'affinity',
       'affinity-canary-behavior',
       'affinity-mode',
+      'app-root',
       'canary',
       'canary-by-cookie',
       'canary-by-header',

@@ -7,6 +7,7 @@ import type { DiagnosticsCollector } from '../diagnostics.ts';
 import type { ObjectRef } from '../types.ts';
 import { accessLog } from './access-log.ts';
 import { affinity } from './affinity.ts';
+import { appRoot } from './app-root.ts';
 import { canary } from './canary.ts';
 import {
   type AnnotationDoc,
@@ -22,7 +23,7 @@ import { serverAlias } from './server-alias.ts';
 import { upstreamHash } from './upstream-hash.ts';
 
 const locationGroups = { rewrite, accessLog, redirect } as const;
-const serverGroups = { alias: serverAlias } as const;
+const serverGroups = { alias: serverAlias, appRoot } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
