@@ -6,6 +6,7 @@ import type { Peer } from '../../lib/dataplane/balancer.ts';
 import { ChashBalancer } from '../../lib/dataplane/balancers/chash.ts';
 import { balancerKindFor } from '../../lib/dataplane/balancers/index.ts';
 import { compileHashKey } from '../../lib/dataplane/hash-key.ts';
+import { DEFAULT_AFFINITY } from '../../lib/model/annotations/affinity.ts';
 
 const peers = (n: number, from = 1): Peer[] =>
   Array.from({ length: n }, (_, i) => ({
@@ -102,18 +103,7 @@ t.test('key templates: NGINX variables, braces and literal text', async (t) => {
 
 t.test('precedence: affinity > upstream-hash-by > load-balance', async (t) => {
   const hashBy = { key: '$uri', subset: false, subsetSize: 3 };
-  const affinity = {
-    mode: 'persistent' as const,
-    cookieName: 'INGRESSCOOKIE',
-    path: null,
-    domain: null,
-    expires: null,
-    maxAge: null,
-    secure: false,
-    sameSite: null,
-    conditionalSameSiteNone: false,
-    changeOnFailure: false,
-  };
+  const affinity = { ...DEFAULT_AFFINITY, mode: 'persistent' as const };
   t.equal(balancerKindFor('ewma', hashBy, affinity), 'sticky_persistent');
   t.equal(balancerKindFor('ewma', hashBy, null), 'chash');
   t.equal(balancerKindFor('ewma', { ...hashBy, subset: true }, null), 'chashsubset');

@@ -5,6 +5,7 @@ import t from 'tap';
 import { affinityCookie, cookieTime, sameSiteNoneCompatible } from '../../lib/dataplane/affinity-cookie.ts';
 import type { Peer } from '../../lib/dataplane/balancer.ts';
 import { backendKeyOf, StickyBalancer } from '../../lib/dataplane/balancers/sticky.ts';
+import { DEFAULT_AFFINITY } from '../../lib/model/annotations/affinity.ts';
 import type { Affinity } from '../../lib/model/index.ts';
 
 const md5 = (s: string) => createHash('md5').update(s).digest('hex');
@@ -57,18 +58,7 @@ t.test('persistent: pinned until the peer leaves; joining peers do not move it',
 });
 
 t.test('the cookie: attributes, Secure on HTTPS, conditional SameSite=None', async (t) => {
-  const affinity: Affinity = {
-    mode: 'balanced',
-    cookieName: 'INGRESSCOOKIE',
-    path: null,
-    domain: null,
-    expires: null,
-    maxAge: null,
-    secure: false,
-    sameSite: 'None',
-    conditionalSameSiteNone: true,
-    changeOnFailure: false,
-  };
+  const affinity: Affinity = { ...DEFAULT_AFFINITY, sameSite: 'None', conditionalSameSiteNone: true };
   const request = { https: true, locationPath: '/app', userAgent: 'curl/8', now: 0 };
   t.equal(
     affinityCookie(affinity, 'k|b', request),

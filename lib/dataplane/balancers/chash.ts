@@ -28,11 +28,11 @@ export function buildRing(ids: readonly string[]): Ring {
   const entries: Array<[hash: number, owner: number]> = [];
   const le32 = Buffer.alloc(4);
   ids.forEach((id, owner) => {
-    const bytes = Buffer.from(id, 'utf8');
+    const idCrc = crc32(id); // CRC-32 over id ‖ LE32(previous), continued from the id's own
     let previous = 0;
     for (let i = 0; i < POINTS_PER_NODE; i++) {
       le32.writeUInt32LE(previous >>> 0, 0);
-      previous = crc32(le32, crc32(bytes));
+      previous = crc32(le32, idCrc);
       entries.push([previous, owner]);
     }
   });

@@ -88,7 +88,8 @@ export class StickyBalancer implements Balancer {
 
   update(peers: readonly Peer[]): void {
     this.#peers = [...peers];
-    this.#ring = buildRing(this.#peers.map((p) => p.key));
-    this.#byKey = new Map(this.#peers.map((p) => [md5hex(this.#upstream + p.key), p]));
+    // balanced sessions live on the ring, persistent ones in the exact map
+    if (this.kind === 'sticky_balanced') this.#ring = buildRing(this.#peers.map((p) => p.key));
+    else this.#byKey = new Map(this.#peers.map((p) => [md5hex(this.#upstream + p.key), p]));
   }
 }

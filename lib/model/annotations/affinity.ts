@@ -12,6 +12,20 @@ export interface AffinityAnnotations {
   canaryBehavior: 'sticky' | 'legacy';
 }
 
+/** `affinity: cookie` with nothing else set: ingress-nginx's defaults */
+export const DEFAULT_AFFINITY: Readonly<Affinity> = Object.freeze({
+  mode: 'balanced',
+  cookieName: 'INGRESSCOOKIE',
+  path: null,
+  domain: null,
+  expires: null,
+  maxAge: null,
+  secure: false,
+  sameSite: null,
+  conditionalSameSiteNone: false,
+  changeOnFailure: false,
+});
+
 const SECONDS = /^(0|-?[1-9]\d*)$/;
 const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const SAME_SITE: Record<string, 'Strict' | 'Lax' | 'None'> = { strict: 'Strict', lax: 'Lax', none: 'None' };
@@ -72,10 +86,10 @@ export const affinity: AnnotationGroup<AffinityAnnotations> = {
     else if (modeValue !== undefined && modeValue !== 'balanced') {
       read.invalid('affinity-mode', modeValue, 'expected balanced or persistent', 'default');
     }
-    let name = read.string('session-cookie-name') ?? 'INGRESSCOOKIE';
+    let name = read.string('session-cookie-name') ?? DEFAULT_AFFINITY.cookieName;
     if (!COOKIE_NAME.test(name)) {
       read.invalid('session-cookie-name', name, 'not a cookie name', 'default');
-      name = 'INGRESSCOOKIE';
+      name = DEFAULT_AFFINITY.cookieName;
     }
     const seconds = (annotation: string): number | null => {
       const value = read.string(annotation);
