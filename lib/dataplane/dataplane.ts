@@ -225,6 +225,7 @@ export class DataPlane {
     // the two headers routing needs, read from rawHeaders: `req.headers` would build an object per request
     let host: string | undefined;
     let incomingId: string | undefined;
+    let contentLength: string | undefined;
     const raw = req.rawHeaders;
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i] as string;
@@ -232,6 +233,8 @@ export class DataPlane {
         if (host === undefined && name.toLowerCase() === 'host') host = raw[i + 1];
       } else if (name.length === 12) {
         if (incomingId === undefined && name.toLowerCase() === 'x-request-id') incomingId = raw[i + 1];
+      } else if (name.length === 14) {
+        if (contentLength === undefined && name.toLowerCase() === 'content-length') contentLength = raw[i + 1];
       }
     }
     const hostname = normalizeHost(host);
@@ -255,6 +258,10 @@ export class DataPlane {
         match,
         requestId: incomingId,
       };
+    }
+    // proxy-body-size: a declared length over the location's limit, before the upstream is involved
+    if (contentLength !== undefined && action.type === 'proxy' && tooLarge(contentLength, action.target)) {
+      return { kind: 'error', status: 413, host: hostname, match, requestId: incomingId };
     }
     if (!https && mustRedirect(policy, server.tls, match.locationPath)) {
       return {
@@ -347,6 +354,12 @@ export class DataPlane {
       this.#proxy.upgrade(req, socket, head, decision.target, decision.context, record);
     }
   }
+}
+
+/** A Content-Length over the target's proxy-body-size (0: unlimited). */
+function tooLarge(contentLength: string, target: ProxyTarget): boolean {
+  const limit = target.maxBodySize ?? 0;
+  return limit > 0 && Number(contentLength) > limit;
 }
 
 /** The session key of an affinity cookie (`<session key>|<backend key>`) minted by `target`'s upstream. */

@@ -2,7 +2,16 @@
 // runtime is immutable once built except for balancer endpoint sets, which an endpoints-only change
 // updates in place (the same Balancer objects serve the old and the new runtime).
 
-import type { DefaultRoute, LocationAnnotations, Model, Route, Server, Upstream } from '../model/index.ts';
+import {
+  type DefaultRoute,
+  type LocationAnnotations,
+  type Model,
+  type Route,
+  type Server,
+  type Upstream,
+  type UpstreamSettings,
+  upstreamSettings,
+} from '../model/index.ts';
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
 import type { ChashBalancer } from './balancers/chash.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
@@ -85,13 +94,34 @@ export interface RuntimeDeps {
   ewmaStore: EwmaStore;
 }
 
-const TIMEOUTS = {
-  connectTimeoutMs: 5_000,
-  sendTimeoutMs: 60_000,
-  readTimeoutMs: 60_000,
-  tries: 3,
-  retryOn: { error: true, timeout: true, nonIdempotent: false },
-} as const;
+/** The ProxyTarget fields a location's upstream settings decide (computed once per route). */
+type TargetSettings = Omit<ProxyTarget, 'upstream' | 'balancer' | 'hashKey' | 'affinity'>;
+
+export function targetSettings(settings: UpstreamSettings): TargetSettings {
+  const { nextUpstream } = settings;
+  const rewrite =
+    settings.cookieDomain === null && settings.cookiePath === null && settings.redirect === null
+      ? null
+      : { cookieDomain: settings.cookieDomain, cookiePath: settings.cookiePath, redirect: settings.redirect };
+  return {
+    connectTimeoutMs: settings.connectTimeout * 1000,
+    sendTimeoutMs: settings.sendTimeout * 1000,
+    readTimeoutMs: settings.readTimeout * 1000,
+    tries: settings.nextUpstreamTries,
+    retryOn: {
+      error: nextUpstream.error,
+      timeout: nextUpstream.timeout,
+      nonIdempotent: nextUpstream.nonIdempotent,
+      invalidHeader: nextUpstream.invalidHeader,
+      statuses: nextUpstream.statuses.length === 0 ? null : new Set(nextUpstream.statuses),
+    },
+    nextUpstreamTimeoutMs: settings.nextUpstreamTimeout * 1000,
+    maxBodySize: settings.bodySize,
+    bufferRequest: settings.requestBuffering,
+    upstreamHost: settings.upstreamVhost,
+    rewrite,
+  };
+}
 
 function peersOf(upstream: Upstream): Peer[] {
   return upstream.endpoints.map((e) => ({
@@ -152,16 +182,17 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     upstreamName: string,
     route: RouteInfo | null,
     accessLog: boolean,
+    settings: TargetSettings,
     whenEmpty: 404 | 503 = 503,
   ): Action => {
     const balancer = balancerFor(upstreamName);
     if (balancer === null) return { type: 'status', status: 503, route, accessLog };
-    const target = {
+    const target: ProxyTarget = {
       upstream: upstreamName,
       balancer,
       hashKey: hashKeyOf(upstreamName),
       affinity: model.upstreams[upstreamName]?.affinity ?? null,
-      ...TIMEOUTS,
+      ...settings,
     };
     return { type: 'proxy', target, route, whenEmpty, accessLog, canary: null, setsAffinityCookie: false };
   };
@@ -171,7 +202,13 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   const defaultBackend: Action =
     model.defaultBackend === null
       ? { type: 'status', status: 404, route: null, accessLog: defaultBackendLogs }
-      : proxyTo(model.defaultBackend, null, defaultBackendLogs, 404);
+      : proxyTo(
+          model.defaultBackend,
+          null,
+          defaultBackendLogs,
+          targetSettings(upstreamSettings(null, model.config)),
+          404,
+        );
   const routeLogs = (annotations: LocationAnnotations) => !logs.disabled && annotations.accessLog.enabled;
 
   const routeInfo = (ingress: { namespace: string; name: string } | null, upstream: string | null) => {
@@ -199,7 +236,9 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     }
     if (route.backend.type === 'default') return defaultBackend;
     const upstream = route.backend.upstream;
-    const proxied = proxyTo(upstream, routeInfo(route.ingress, upstream), routeLogs(route.annotations));
+    // the route's upstream settings serve its canary too (a canary's own location annotations are ignored)
+    const settings = targetSettings(upstreamSettings(route.annotations, model.config));
+    const proxied = proxyTo(upstream, routeInfo(route.ingress, upstream), routeLogs(route.annotations), settings);
     const action =
       proxied.type === 'proxy' && 'setsAffinityCookie' in route && route.setsAffinityCookie
         ? { ...proxied, setsAffinityCookie: true }
@@ -208,12 +247,12 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     if (action.type !== 'proxy' || canary === null) return action;
     const canaryBalancer = balancerFor(canary.upstream);
     if (canaryBalancer === null) return action;
-    const target = {
+    const target: ProxyTarget = {
       upstream: canary.upstream,
       balancer: canaryBalancer,
       hashKey: hashKeyOf(canary.upstream),
       affinity: model.upstreams[canary.upstream]?.affinity ?? null,
-      ...TIMEOUTS,
+      ...settings,
     };
     return { ...action, canary: compileCanary(canary, target) };
   };

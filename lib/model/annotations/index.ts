@@ -17,14 +17,15 @@ import {
   parseGoBool,
 } from './group.ts';
 import { loadBalance } from './load-balance.ts';
+import { proxy, serviceUpstream, upstreamVhost } from './proxy.ts';
 import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
 import { upstreamHash } from './upstream-hash.ts';
 
-const locationGroups = { rewrite, accessLog, redirect } as const;
+const locationGroups = { rewrite, accessLog, redirect, proxy, upstreamVhost } as const;
 const serverGroups = { alias: serverAlias, appRoot } as const;
-const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
+const ingressGroups = { affinity, canary, loadBalance, upstreamHash, serviceUpstream } as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
 export type LocationAnnotations = { [K in keyof typeof locationGroups]: ValueOf<(typeof locationGroups)[K]> };
