@@ -12,11 +12,14 @@ import type {
   Canary,
   Diagnostic,
   GlobalConfig,
+  LocationAnnotations,
   ObjectRef,
   Server,
   Severity,
   Upstream,
+  UpstreamSettings,
 } from './model/index.ts';
+import { upstreamSettings } from './model/index.ts';
 
 /** What a route or a default route sends requests to: an upstream name, or the controller's default. */
 export const DEFAULT_BACKEND = 'default-backend';
@@ -55,6 +58,11 @@ export interface RouteDescription {
   backend: string;
   /** the canary sharing the route (its Ingress, upstream of `backends` and policy), or null */
   canary: CanaryDescription | null;
+  /**
+   * the route's upstream behaviour (timeouts in seconds, retries, body size in bytes, vhost,
+   * rewrites), present when its annotations make it differ from `upstreamDefaults`
+   */
+  upstream?: UpstreamSettings;
 }
 
 function canaryOf(canary: Canary | null): CanaryDescription | null {
@@ -91,7 +99,12 @@ export interface HostDescription {
   routes: RouteDescription[];
   /** where requests matching no route go */
   /** `canary`: the catch-all's canary, when a canary Ingress's spec.defaultBackend shares it */
-  defaultRoute: { ingress: string | null; backend: string; canary?: CanaryDescription | null };
+  defaultRoute: {
+    ingress: string | null;
+    backend: string;
+    canary?: CanaryDescription | null;
+    upstream?: UpstreamSettings;
+  };
 }
 
 export interface BackendDescription {
@@ -123,6 +136,8 @@ export interface ModelDescription {
   /** diagnostics of the last build by `Kind namespace/name` */
   diagnostics: Record<string, Array<{ severity: Severity; code: string; message: string }>>;
   config: GlobalConfig;
+  /** the upstream behaviour of every route without its own (`upstream`): the ConfigMap's */
+  upstreamDefaults: UpstreamSettings;
 }
 
 /** Parsed certificates by sha256; `describeRuntime` keeps only the ones still in use. */
@@ -206,6 +221,14 @@ export function describeRuntime(
     certificate: certificateInfo(runtime.sni.defaultSha256, runtime.sni.defaultCertificate.certPem),
   };
 
+  const upstreamDefaults = upstreamSettings(null, model.config);
+  const defaultsJson = JSON.stringify(upstreamDefaults);
+  /** `{ upstream }` when the location's settings differ from the ConfigMap's, else nothing */
+  const upstreamOf = (annotations: LocationAnnotations): { upstream?: UpstreamSettings } => {
+    const settings = upstreamSettings(annotations, model.config);
+    return JSON.stringify(settings) === defaultsJson ? {} : { upstream: settings };
+  };
+
   const describeServer = (server: Server): HostDescription => {
     let tls: HostTLS | null = null;
     if (server.tls !== null) {
@@ -234,11 +257,13 @@ export function describeRuntime(
         ingress: `${route.ingress.namespace}/${route.ingress.name}`,
         backend: backendOf(route.backend),
         canary: canaryOf(route.canary),
+        ...upstreamOf(route.annotations),
       })),
       defaultRoute: {
         ingress: refOf(server.defaultRoute.ingress),
         backend: backendOf(server.defaultRoute.backend),
         ...(server.defaultRoute.canary === null ? {} : { canary: canaryOf(server.defaultRoute.canary) }),
+        ...upstreamOf(server.defaultRoute.annotations),
       },
     };
   };
@@ -263,6 +288,7 @@ export function describeRuntime(
     defaultCertificate,
     diagnostics: groupDiagnostics(diagnostics),
     config: model.config,
+    upstreamDefaults,
   };
   // only the certificates still served stay cached
   for (const sha256 of cache.keys()) if (!used.has(sha256)) cache.delete(sha256);

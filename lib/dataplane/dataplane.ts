@@ -234,7 +234,8 @@ export class DataPlane {
       } else if (name.length === 12) {
         if (incomingId === undefined && name.toLowerCase() === 'x-request-id') incomingId = raw[i + 1];
       } else if (name.length === 14) {
-        if (contentLength === undefined && name.toLowerCase() === 'content-length') contentLength = raw[i + 1];
+        if (contentLength === undefined && name.toLowerCase() === 'content-length')
+          contentLength = raw[i + 1];
       }
     }
     const hostname = normalizeHost(host);

@@ -169,7 +169,11 @@ interface Forward {
   hasLength: boolean;
 }
 
-function forwardHeaders(req: IncomingMessage, ctx: RequestContext, vhost: string | null | undefined): Forward {
+function forwardHeaders(
+  req: IncomingMessage,
+  ctx: RequestContext,
+  vhost: string | null | undefined,
+): Forward {
   const raw = req.rawHeaders;
   const scheme = ctx.https ? 'https' : 'http';
   // the proxy's own headers first (fixed slots, filled once the client's headers are read)
@@ -361,9 +365,12 @@ function rewriteHeaders(out: Array<string | string[]>, rewrite: ResponseRewrite)
     const name = out[i] as string;
     const value = out[i + 1] as string | string[];
     if (name === 'set-cookie' && cookies) {
-      out[i + 1] = Array.isArray(value) ? value.map((c) => rewriteCookie(c, rewrite)) : rewriteCookie(value, rewrite);
+      out[i + 1] = Array.isArray(value)
+        ? value.map((c) => rewriteCookie(c, rewrite))
+        : rewriteCookie(value, rewrite);
     } else if (redirect !== null && (name === 'location' || name === 'refresh')) {
-      const one = (v: string) => (name === 'location' ? rewriteLocation(v, redirect) : rewriteRefresh(v, redirect));
+      const one = (v: string) =>
+        name === 'location' ? rewriteLocation(v, redirect) : rewriteRefresh(v, redirect);
       out[i + 1] = Array.isArray(value) ? value.map(one) : one(value);
     }
   }
@@ -614,9 +621,11 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
 
   /** The response head's status is one of proxy-next-upstream's http_xxx and another try may start. */
   protected retriesStatus(statusCode: number): boolean {
-    const statuses = this.target.retryOn.statuses;
     return (
-      statuses != null && statuses.has(statusCode) && !this.done && this.triesLeft() && this.resendable()
+      this.target.retryOn.statuses?.has(statusCode) === true &&
+      !this.done &&
+      this.triesLeft() &&
+      this.resendable()
     );
   }
 

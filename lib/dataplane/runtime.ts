@@ -238,7 +238,12 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     const upstream = route.backend.upstream;
     // the route's upstream settings serve its canary too (a canary's own location annotations are ignored)
     const settings = targetSettings(upstreamSettings(route.annotations, model.config));
-    const proxied = proxyTo(upstream, routeInfo(route.ingress, upstream), routeLogs(route.annotations), settings);
+    const proxied = proxyTo(
+      upstream,
+      routeInfo(route.ingress, upstream),
+      routeLogs(route.annotations),
+      settings,
+    );
     const action =
       proxied.type === 'proxy' && 'setsAffinityCookie' in route && route.setsAffinityCookie
         ? { ...proxied, setsAffinityCookie: true }

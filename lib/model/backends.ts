@@ -178,7 +178,9 @@ export class UpstreamResolver {
     });
     if (service.spec?.type === 'ExternalName') {
       const resolved = this.#externalName(upstream, service, ref);
-      return serviceUpstream && resolved.problem === null ? { ...resolved, problem: noClusterIp() } : resolved;
+      return serviceUpstream && resolved.problem === null
+        ? { ...resolved, problem: noClusterIp() }
+        : resolved;
     }
 
     const port = findServicePort(service, ref.port);

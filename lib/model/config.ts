@@ -89,7 +89,9 @@ const bool =
 
 /** A whole number (seconds or tries) into `config.proxy[field]`. */
 const proxyInt =
-  (field: 'connectTimeout' | 'sendTimeout' | 'readTimeout' | 'nextUpstreamTries' | 'nextUpstreamTimeout'): KeyParser =>
+  (
+    field: 'connectTimeout' | 'sendTimeout' | 'readTimeout' | 'nextUpstreamTries' | 'nextUpstreamTimeout',
+  ): KeyParser =>
   (value, config) => {
     if (!/^\d+$/.test(value)) return 'expected a whole number';
     config.proxy[field] = Number(value);
@@ -124,7 +126,8 @@ const KEYS: Record<string, KeyParser> = {
   'proxy-send-timeout': proxyInt('sendTimeout'),
   'proxy-read-timeout': proxyInt('readTimeout'),
   'proxy-next-upstream': (value, config) => {
-    if (!NEXT_UPSTREAM.test(value)) return 'expected tokens among error timeout invalid_header http_5xx http_4xx non_idempotent off';
+    if (!NEXT_UPSTREAM.test(value))
+      return 'expected tokens among error timeout invalid_header http_5xx http_4xx non_idempotent off';
     config.proxy.nextUpstream = value;
     return null;
   },

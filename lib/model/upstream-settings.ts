@@ -51,7 +51,10 @@ export function parseSize(size: string): number {
 }
 
 /** `proxy_next_upstream` tokens (and ConfigMap retry-non-idempotent, which adds non_idempotent). */
-export function parseNextUpstream(value: string, retryNonIdempotent: boolean): UpstreamSettings['nextUpstream'] {
+export function parseNextUpstream(
+  value: string,
+  retryNonIdempotent: boolean,
+): UpstreamSettings['nextUpstream'] {
   const tokens = new Set(value.split(/\s+/).filter((t) => t !== ''));
   if (tokens.has('off')) {
     return { error: false, timeout: false, invalidHeader: false, nonIdempotent: false, statuses: [] };
@@ -84,7 +87,10 @@ function redirectOf(from: string, to: string): Rewrite | null {
   return { from: f, to: t };
 }
 
-export function upstreamSettings(annotations: LocationAnnotations | null, config: GlobalConfig): UpstreamSettings {
+export function upstreamSettings(
+  annotations: LocationAnnotations | null,
+  config: GlobalConfig,
+): UpstreamSettings {
   const base = config.proxy;
   const own = annotations?.proxy;
   const pick = <K extends keyof GlobalConfig['proxy']>(key: K): GlobalConfig['proxy'][K] =>

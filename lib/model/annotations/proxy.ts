@@ -185,7 +185,12 @@ export const proxy: AnnotationGroup<ProxyAnnotations> = {
       requestBuffering: option(read, 'proxy-request-buffering', ['on', 'off']),
       buffering: option(read, 'proxy-buffering', ['on', 'off']),
       httpVersion: option(read, 'proxy-http-version', ['1.0', '1.1']),
-      cookieDomain: matching(read, 'proxy-cookie-domain', BASIC_CHARS, 'only letters, digits and -._~/: are allowed'),
+      cookieDomain: matching(
+        read,
+        'proxy-cookie-domain',
+        BASIC_CHARS,
+        'only letters, digits and -._~/: are allowed',
+      ),
       cookiePath: matching(read, 'proxy-cookie-path', URL_CHARS, 'only URL characters are allowed'),
       redirectFrom: matching(read, 'proxy-redirect-from', URL_CHARS, 'only URL characters are allowed'),
       redirectTo: matching(read, 'proxy-redirect-to', URL_CHARS, 'only URL characters are allowed'),
