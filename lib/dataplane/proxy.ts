@@ -417,7 +417,9 @@ const NEXT_STATUS = 'PROXY_NEXT_UPSTREAM_STATUS';
 
 function errorCode(err: Error): string {
   const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' ? code : 'UNKNOWN';
+  if (typeof code === 'string') return code;
+  // llhttp's errors without a code (a response that is not HTTP at all)
+  return err.name === 'HTTPParserError' ? 'HPE_INVALID' : 'UNKNOWN';
 }
 
 function classify(code: string): FailureKind {
