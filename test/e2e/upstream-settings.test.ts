@@ -15,9 +15,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { errorPage } from '../../lib/dataplane/error-pages.ts';
+import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-import { listen, testConfig } from '../support/http.ts';
+import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 
 interface Reply {
@@ -317,5 +318,31 @@ t.test('upstream settings through the proxy', async (t) => {
     t.equal(other.headers.location, 'http://other.example/x', 'another prefix is left alone');
     const untouched = await send(port, 'vhost.test', { path: '/cookie' });
     t.match(untouched.headers['set-cookie'], ['a=1; Domain=internal.example; Path=/app/x; HttpOnly']);
+  });
+
+  t.test('/debug/model shows the upstream settings of each route', async (t) => {
+    const reply = await get(controller.healthz.port, 'localhost', '/debug/model');
+    const model = JSON.parse(reply.body) as ModelDescription;
+    const route = (host: string) => model.hosts.find((h) => h.host === host)?.routes[0];
+    t.match(model.upstreamDefaults, {
+      connectTimeout: 5,
+      readTimeout: 60,
+      bodySize: 1048576,
+      nextUpstreamTries: 3,
+    });
+    t.match(route('timeout.test')?.upstream, {
+      readTimeout: 1,
+      nextUpstream: { error: false, timeout: false, statuses: [] },
+    });
+    t.match(route('window.test')?.upstream, { nextUpstreamTimeout: 1, nextUpstreamTries: 3 });
+    t.match(route('exhausted.test')?.upstream, { nextUpstream: { error: false, statuses: [503] } });
+    t.match(route('small.test')?.upstream, { bodySize: 1024, requestBuffering: true });
+    t.match(route('vhost.test')?.upstream, { upstreamVhost: 'internal.example' });
+    t.match(route('rewrite.test')?.upstream, {
+      cookieDomain: { from: 'internal.example', to: 'example.com' },
+      redirect: { from: 'http://internal.example/', to: 'https://example.com/' },
+    });
+    t.ok(route('noretry.test'), 'a route without proxy annotations');
+    t.notOk(route('noretry.test')?.upstream, 'has no upstream entry: upstreamDefaults apply');
   });
 });
