@@ -310,6 +310,10 @@ export class DataPlane {
         hsts: https && server.tls ? policy.hsts : null,
         hashKey: target.hashKey === null ? '' : target.hashKey({ req, uri: path, host: hostname, https }),
         session: sessionOf(req, target, cookie, action.setsAffinityCookie, match.locationPath, https),
+        upstreamHost:
+          target.upstreamHostOf == null
+            ? null
+            : target.upstreamHostOf({ req, uri: path, host: hostname, https }) || null,
       },
       host: hostname,
       match,

@@ -47,8 +47,12 @@ export interface ProxyTarget {
   maxBodySize?: number;
   /** proxy-request-buffering on: a body (with a finite maxBodySize) is read whole before the first try */
   bufferRequest?: boolean;
-  /** upstream-vhost: the Host header sent upstream; null/absent: the request's */
+  /** upstream-vhost without variables: the Host header sent upstream; null/absent: the request's */
   upstreamHost?: string | null;
+  /** upstream-vhost with NGINX variables ($host, $http_x...), evaluated per request by the router */
+  upstreamHostOf?:
+    | ((input: { req: IncomingMessage; uri: string; host: string; https: boolean }) => string)
+    | null;
   /** proxy-cookie-domain, proxy-cookie-path, proxy-redirect-*: null/absent when all are off */
   rewrite?: ResponseRewrite | null;
   /** affinity: cookie of the upstream (its balancer is then a StickyBalancer), or null */
@@ -82,6 +86,8 @@ export interface RequestContext {
   hashKey: string;
   /** affinity: cookie on the target upstream, else null */
   session: SessionContext | null;
+  /** upstream-vhost evaluated for this request (ProxyTarget.upstreamHostOf), when it has variables */
+  upstreamHost?: string | null;
 }
 
 export interface SessionContext {
@@ -971,7 +977,7 @@ export class Proxy {
     ctx: RequestContext,
     record: RequestRecord | null = null,
   ): void {
-    const { headers, hasBody, hasLength } = forwardHeaders(req, ctx, target.upstreamHost);
+    const { headers, hasBody, hasLength } = forwardHeaders(req, ctx, ctx.upstreamHost ?? target.upstreamHost);
     const method = req.method ?? 'GET';
     const opts: Dispatcher.DispatchOptions = {
       path: upstreamPath(req.url),
@@ -1025,7 +1031,7 @@ export class Proxy {
     ctx: RequestContext,
     record: RequestRecord | null = null,
   ): void {
-    const { headers } = forwardHeaders(req, ctx, target.upstreamHost);
+    const { headers } = forwardHeaders(req, ctx, ctx.upstreamHost ?? target.upstreamHost);
     const opts: Dispatcher.DispatchOptions = {
       path: upstreamPath(req.url),
       method: req.method ?? 'GET',

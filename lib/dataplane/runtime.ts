@@ -97,6 +97,14 @@ export interface RuntimeDeps {
 /** The ProxyTarget fields a location's upstream settings decide (computed once per route). */
 type TargetSettings = Omit<ProxyTarget, 'upstream' | 'balancer' | 'hashKey' | 'affinity'>;
 
+/** upstream-vhost with NGINX variables ($best_http_host is the request's Host header here). */
+function vhostTemplate(vhost: string | null): HashKey | null {
+  if (vhost === null || !vhost.includes('$')) return null;
+  return compileHashKey(
+    vhost.replaceAll('${best_http_host}', '$http_host').replaceAll('$best_http_host', '$http_host'),
+  );
+}
+
 export function targetSettings(settings: UpstreamSettings): TargetSettings {
   const { nextUpstream } = settings;
   const rewrite =
@@ -118,7 +126,8 @@ export function targetSettings(settings: UpstreamSettings): TargetSettings {
     nextUpstreamTimeoutMs: settings.nextUpstreamTimeout * 1000,
     maxBodySize: settings.bodySize,
     bufferRequest: settings.requestBuffering,
-    upstreamHost: settings.upstreamVhost,
+    upstreamHost: settings.upstreamVhost?.includes('$') ? null : settings.upstreamVhost,
+    upstreamHostOf: vhostTemplate(settings.upstreamVhost),
     rewrite,
   };
 }

@@ -184,6 +184,7 @@ t.test('upstream settings through the proxy', async (t) => {
       site('small', 'echo', { 'proxy-body-size': '1k' }),
       site('stream', 'echo', { 'proxy-body-size': '1k', 'proxy-request-buffering': 'off' }),
       site('vhost', 'echo', { 'upstream-vhost': 'internal.example' }),
+      site('vhostvar', 'echo', { 'upstream-vhost': '$host.internal' }),
       site('rewrite', 'echo', {
         'proxy-cookie-domain': 'internal.example example.com',
         'proxy-cookie-path': '/app/ /',
@@ -299,6 +300,8 @@ t.test('upstream settings through the proxy', async (t) => {
   t.test('upstream-vhost: the Host the backend sees', async (t) => {
     const reply = await send(port, 'vhost.test');
     t.match(JSON.parse(reply.body), { host: 'internal.example', forwardedHost: 'vhost.test' });
+    const templated = await send(port, 'vhostvar.test');
+    t.match(JSON.parse(templated.body), { host: 'vhostvar.test.internal' }, 'variables expanded per request');
     const plain = await send(port, 'small.test');
     t.match(JSON.parse(plain.body), { host: 'small.test' }, 'without it: the request Host');
   });

@@ -213,7 +213,7 @@ export const upstreamVhost: AnnotationGroup<UpstreamVhostAnnotations> = {
     {
       name: 'upstream-vhost',
       default: '',
-      doc: 'The Host header sent upstream, as written (NGINX variables are not expanded); X-Forwarded-Host keeps the request Host.',
+      doc: 'The Host header sent upstream; NGINX variables ($host, $best_http_host, $http_x...) are expanded per request; X-Forwarded-Host keeps the request Host.',
     },
   ],
   defaults: { host: null },
