@@ -163,6 +163,13 @@ t.test('upstream settings through the proxy', async (t) => {
     join(dir, 'all.yaml'),
     [
       INGRESS_CLASS,
+      // the ConfigMap's proxy-body-size is the limit of routes that do not set their own
+      `---
+apiVersion: v1
+kind: ConfigMap
+metadata: { name: ingress-ts, namespace: e2e }
+data: { proxy-body-size: 2k }
+`,
       serviceYaml('slow', [slowPort]),
       serviceYaml('echo', [echoPort]),
       serviceYaml('retry', retry.ports),
@@ -193,7 +200,7 @@ t.test('upstream settings through the proxy', async (t) => {
       }),
     ].join(''),
   );
-  const controller = await start(testConfig(dir), createLogger('silent'), {
+  const controller = await start(testConfig(dir, '--configmap', 'e2e/ingress-ts'), createLogger('silent'), {
     accessLogStdout: { write() {} },
   });
   t.teardown(() => controller.stop(0));
@@ -281,6 +288,14 @@ t.test('upstream settings through the proxy', async (t) => {
     t.equal(exact.status, 200, 'exactly the limit passes');
   });
 
+  t.test('the ConfigMap proxy-body-size applies to routes without the annotation', async (t) => {
+    const over = await send(port, 'vhost.test', { method: 'POST', body: 'x'.repeat(3000) });
+    t.equal(over.status, 413);
+    const under = await send(port, 'vhost.test', { method: 'POST', body: 'x'.repeat(1500) });
+    t.equal(under.status, 200, 'under the ConfigMap limit');
+    t.match(JSON.parse(under.body), { length: 1500 });
+  });
+
   t.test('proxy-body-size with request buffering off: streamed, 413 once past the limit', async (t) => {
     const page = errorPage(413).body.toString('latin1');
     const chunked = await send(port, 'stream.test', {
@@ -330,7 +345,7 @@ t.test('upstream settings through the proxy', async (t) => {
     t.match(model.upstreamDefaults, {
       connectTimeout: 5,
       readTimeout: 60,
-      bodySize: 1048576,
+      bodySize: 2048,
       nextUpstreamTries: 3,
     });
     t.match(route('timeout.test')?.upstream, {
