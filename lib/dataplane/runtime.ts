@@ -100,9 +100,7 @@ type TargetSettings = Omit<ProxyTarget, 'upstream' | 'balancer' | 'hashKey' | 'a
 /** upstream-vhost with NGINX variables ($best_http_host is the request's Host header here). */
 function vhostTemplate(vhost: string | null): HashKey | null {
   if (vhost === null || !vhost.includes('$')) return null;
-  return compileHashKey(
-    vhost.replaceAll('${best_http_host}', '$http_host').replaceAll('$best_http_host', '$http_host'),
-  );
+  return compileHashKey(vhost.replace(/\$\{best_http_host\}|\$best_http_host\b/g, () => '$http_host'));
 }
 
 export function targetSettings(settings: UpstreamSettings): TargetSettings {

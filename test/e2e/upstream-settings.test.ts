@@ -192,6 +192,8 @@ data: { proxy-body-size: 2k }
       site('stream', 'echo', { 'proxy-body-size': '1k', 'proxy-request-buffering': 'off' }),
       site('vhost', 'echo', { 'upstream-vhost': 'internal.example' }),
       site('vhostvar', 'echo', { 'upstream-vhost': '$host.internal' }),
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: NGINX variable syntax, not a template
+      site('vhostbest', 'echo', { 'upstream-vhost': '${best_http_host}-x' }),
       site('rewrite', 'echo', {
         'proxy-cookie-domain': 'internal.example example.com',
         'proxy-cookie-path': '/app/ /',
@@ -317,6 +319,12 @@ data: { proxy-body-size: 2k }
     t.match(JSON.parse(reply.body), { host: 'internal.example', forwardedHost: 'vhost.test' });
     const templated = await send(port, 'vhostvar.test');
     t.match(JSON.parse(templated.body), { host: 'vhostvar.test.internal' }, 'variables expanded per request');
+    const best = await send(port, 'vhostbest.test', { headers: { host: 'VhostBest.test:80' } });
+    t.match(
+      JSON.parse(best.body),
+      { host: 'VhostBest.test:80-x' },
+      '$best_http_host: the Host header as sent',
+    );
     const plain = await send(port, 'small.test');
     t.match(JSON.parse(plain.body), { host: 'small.test' }, 'without it: the request Host');
   });
