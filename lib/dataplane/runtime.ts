@@ -184,6 +184,22 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     return key;
   };
 
+  /** upstream settings by annotation values: routes without their own share the parsed defaults */
+  const settingsCache = new Map<object, Map<object, TargetSettings>>();
+  const settingsOf = (annotations: LocationAnnotations): TargetSettings => {
+    let byVhost = settingsCache.get(annotations.proxy);
+    if (byVhost === undefined) {
+      byVhost = new Map();
+      settingsCache.set(annotations.proxy, byVhost);
+    }
+    let settings = byVhost.get(annotations.upstreamVhost);
+    if (settings === undefined) {
+      settings = targetSettings(upstreamSettings(annotations, model.config));
+      byVhost.set(annotations.upstreamVhost, settings);
+    }
+    return settings;
+  };
+
   const logs = model.config.accessLog;
   const proxyTo = (
     upstreamName: string,
@@ -244,7 +260,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     if (route.backend.type === 'default') return defaultBackend;
     const upstream = route.backend.upstream;
     // the route's upstream settings serve its canary too (a canary's own location annotations are ignored)
-    const settings = targetSettings(upstreamSettings(route.annotations, model.config));
+    const settings = settingsOf(route.annotations);
     const proxied = proxyTo(
       upstream,
       routeInfo(route.ingress, upstream),
