@@ -91,6 +91,10 @@ export const DIAGNOSTIC_CODES = {
     'An annotation value fails its validator: the default is used (warning) or the Ingress is dropped (error).',
   ],
   ANNOTATION_UNSUPPORTED: ['warning', 'ingress-ts does not implement this annotation yet; it has no effect.'],
+  ANNOTATION_NOT_APPLICABLE: [
+    'info',
+    'The annotation tunes NGINX itself (buffers, temp files, its logs); it means nothing here and is ignored.',
+  ],
   SNIPPET_REFUSED: [
     'error',
     'Snippet annotations are configuration code and are never executed; the Ingress is dropped.',

@@ -63,6 +63,16 @@ runCases(t, [
     messages: [`${PREFIX}/proxy-body-size is not supported`, `${PREFIX}/some-typo is not supported`],
   },
   {
+    name: 'annotations: NGINX tuning annotations are accepted with an info saying why they do nothing',
+    ingresses: [site('a', { 'proxy-buffer-size': '16k', 'proxy-max-temp-file-size': '0' })],
+    routes: ['a.com Prefix /app -> default-web-80 (a)'],
+    diagnostics: ['ANNOTATION_NOT_APPLICABLE a', 'ANNOTATION_NOT_APPLICABLE a'],
+    messages: [
+      `${PREFIX}/proxy-buffer-size has no effect: NGINX buffer tuning`,
+      `${PREFIX}/proxy-max-temp-file-size has no effect: NGINX temp-file tuning`,
+    ],
+  },
+  {
     name: 'annotations: annotations outside the prefix are none of our business',
     ingresses: [
       ingress('a', {

@@ -48,6 +48,21 @@ const allGroups: ReadonlyArray<readonly [string, AnyGroup]> = [
 
 const KNOWN = new Set(allGroups.flatMap(([, group]) => group.annotations.map((a) => a.name)));
 
+/**
+ * Annotations that tune NGINX itself (buffers, temp files, its debug logs, HTTP/2 push): they mean
+ * nothing here, so they are accepted with an info diagnostic saying why, not an "unsupported" warning.
+ */
+export const NOT_APPLICABLE_ANNOTATIONS: Readonly<Record<string, string>> = {
+  'proxy-buffer-size':
+    'NGINX buffer tuning: ingress-ts streams responses and accepts upstream response heads up to 16 KiB',
+  'proxy-buffers-number': 'NGINX buffer tuning: ingress-ts streams responses',
+  'proxy-busy-buffers-size': 'NGINX buffer tuning: ingress-ts streams responses',
+  'proxy-max-temp-file-size': 'NGINX temp-file tuning: ingress-ts never spools responses to disk',
+  'client-body-buffer-size': 'NGINX buffer tuning: ingress-ts never spools request bodies to disk',
+  'http2-push-preload': 'HTTP/2 server push is obsolete (browsers removed it)',
+  'enable-rewrite-log': "NGINX's rewrite debug log does not exist in ingress-ts",
+};
+
 /** Every supported annotation with its default and meaning, for documentation and tests. */
 export const SUPPORTED_ANNOTATIONS: readonly AnnotationDoc[] = allGroups
   .flatMap(([, group]) => group.annotations)
@@ -109,6 +124,13 @@ export function parseAnnotations(
         ref,
         'SNIPPET_REFUSED',
         `annotation ${lead}${name} is configuration code; ingress-ts never runs snippets, so the Ingress is ignored`,
+      );
+    } else if (name in NOT_APPLICABLE_ANNOTATIONS) {
+      diagnostics.report(
+        'Ingress',
+        ref,
+        'ANNOTATION_NOT_APPLICABLE',
+        `annotation ${lead}${name} has no effect: ${NOT_APPLICABLE_ANNOTATIONS[name]}`,
       );
     } else if (!KNOWN.has(name)) {
       diagnostics.report(
