@@ -47,7 +47,7 @@ t.test('regex mode: case-insensitive, anchored at the start only, first match in
       { path: '/foo/bar/[a-z]{3}', pathType: 'Prefix', value: 'long' },
       { path: '/foo/bar/bar', pathType: 'Prefix', value: 'literal' },
       { path: '/id/[0-9]+$', pathType: 'Prefix', value: 'id' },
-      { path: '/api(/|$)(.*)', pathType: 'Prefix', value: 'api' },
+      { path: '/api(/|$)(.*)', pathType: 'Prefix', value: 'api', captures: true },
       { path: '/exact', pathType: 'Exact', value: 'exact' },
     ],
     'default',
