@@ -68,6 +68,28 @@ runCases(t, [
     },
   },
   {
+    name: 'a catch-all Ingress does not pass its redirect and rewrite settings to the catch-all (ingress-nginx restores them)',
+    ingresses: [
+      ingress('catch', {
+        defaultBackend: 'web:80',
+        nginx: {
+          'permanent-redirect': 'https://elsewhere.example/',
+          'rewrite-target': '/x',
+          'ssl-redirect': 'true',
+          'enable-access-log': 'false',
+        },
+      }),
+    ],
+    check: (t, { model }) => {
+      const { annotations } = model.catchAll.defaultRoute;
+      t.equal(annotations.redirect.redirect, null);
+      t.equal(annotations.rewrite.target, null);
+      t.equal(annotations.sslRedirect.sslRedirect, false);
+      t.equal(annotations.accessLog.enabled, false, 'other location annotations are inherited');
+      t.equal(model.catchAll.regex, false);
+    },
+  },
+  {
     name: 'from-to-www-redirect: foo.com answers www.foo.com and www.bar.com answers bar.com',
     ingresses: [
       site('foo', { 'from-to-www-redirect': 'true' }, 'foo.com'),
