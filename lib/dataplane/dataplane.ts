@@ -303,7 +303,10 @@ export class DataPlane {
         remoteAddress: req.socket.remoteAddress ?? '',
         requestId,
         hsts: https && server.tls ? policy.hsts : null,
-        hashKey: target.hashKey === null ? '' : target.hashKey({ req, uri: path, host: hostname, https }),
+        hashKey:
+          target.hashKey === null
+            ? ''
+            : target.hashKey({ req, uri: rewritten?.uri ?? path, host: hostname, https }),
         session: sessionOf(req, target, cookie, action.setsAffinityCookie, match.locationPath, https),
         ...(rewritten === null ? {} : { path: rewritten.path, forwardedPrefix: rewritten.forwardedPrefix }),
       },

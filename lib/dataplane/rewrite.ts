@@ -98,6 +98,8 @@ function escapeUri(uri: string): string {
 }
 
 export interface RewriteResult {
+  /** the new $uri (decoded), as NGINX variables such as upstream-hash-by's `$uri` see it */
+  uri: string;
   /** the upstream request target: escaped path and the original query string */
   path: string;
   /** X-Forwarded-Prefix, or undefined */
@@ -129,6 +131,7 @@ export function applyRewrite(
   if (expanded.charCodeAt(0) !== 47) expanded = `/${expanded}`;
   const path = escapeUri(expanded);
   return {
+    uri: expanded,
     path: args === '' ? path : `${path}?${args}`,
     forwardedPrefix: rewrite.prefix === null ? undefined : expand(rewrite.prefix, groups),
   };

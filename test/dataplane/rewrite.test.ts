@@ -21,12 +21,13 @@ t.test('no rewrite without a target or when the target is the path', async (t) =
 
 t.test('targets and captures', async (t) => {
   t.strictSame(rewrite('/api(/|$)(.*)', '/$2', '/api/v1/x?q=1&r'), {
+    uri: '/v1/x',
     path: '/v1/x?q=1&r',
     forwardedPrefix: undefined,
   });
   t.strictSame(
     rewrite('/api(/|$)(.*)', '/$2', '/api?'),
-    { path: '/', forwardedPrefix: undefined },
+    { uri: '/', path: '/', forwardedPrefix: undefined },
     'an empty query is dropped',
   );
   t.equal(
@@ -40,7 +41,11 @@ t.test('targets and captures', async (t) => {
     'a target without a leading slash still gives a path',
   );
   t.equal(rewrite('/x', '/lit$', '/x')?.path, '/lit$', 'a $ not followed by a digit is literal');
-  t.strictSame(rewrite('/x/(.*)', '/y/$1', '/x/z', '/pre/$1'), { path: '/y/z', forwardedPrefix: '/pre/z' });
+  t.strictSame(rewrite('/x/(.*)', '/y/$1', '/x/z', '/pre/$1'), {
+    uri: '/y/z',
+    path: '/y/z',
+    forwardedPrefix: '/pre/z',
+  });
 });
 
 t.test('the new URI is escaped as NGINX does (space # % ? controls non-ASCII), nothing else', async (t) => {
