@@ -67,7 +67,7 @@ export interface CompiledServer {
   paths: PathMatcher<RoutedAction>;
 }
 
-/** ssl-redirect and HSTS, from the global ConfigMap (annotations refine them per route later). */
+/** ssl-redirect and HSTS, from the global ConfigMap; the per-route redirect decision is PathSettings.httpsRedirect. */
 export interface TlsPolicy {
   /** redirect HTTP to HTTPS on hosts with TLS */
   sslRedirect: boolean;
