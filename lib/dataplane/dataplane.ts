@@ -257,6 +257,21 @@ export class DataPlane {
         requestId: incomingId,
       };
     }
+    // rewrite-target (ngx_http_rewrite, before lua's ssl-redirect): a URL target answers 302
+    const rewritten =
+      action.rewrite === null
+        ? null
+        : applyRewrite(action.rewrite, path, req.url ?? '/', match.captures, https);
+    if (rewritten?.redirect !== undefined) {
+      return {
+        kind: 'redirect',
+        code: 302,
+        location: rewritten.redirect,
+        host: hostname,
+        match,
+        requestId: incomingId,
+      };
+    }
     if (!https && action.httpsRedirect !== null) {
       return {
         kind: 'redirect',
@@ -274,8 +289,6 @@ export class DataPlane {
       return { kind: 'error', status: action.whenEmpty, host: hostname, match, requestId: incomingId };
     }
     const requestId = incomingId ?? generateRequestId();
-    const rewritten =
-      action.rewrite === null ? null : applyRewrite(action.rewrite, path, req.url ?? '/', match.captures);
     // the canary decision, once per request (retries stay where it sent them); a canary without
     // endpoints never gets the request. A request whose affinity cookie was minted by the main
     // upstream stays on main, one minted by a sticky canary goes to the canary.

@@ -2,7 +2,8 @@
 // `rewrite "(?i)<path>" <target> break;`: when the unanchored path regex matches $uri (the decoded,
 // normalised path), the whole URI becomes the target with `$1..$9` replaced by the captures (groups
 // that did not participate are empty); NGINX then escapes the new URI (space, #, %, ?, controls,
-// non-ASCII) and appends the original query string.
+// non-ASCII) and appends the original query string. A target starting with `http://`, `https://` or
+// `$scheme` makes NGINX answer 302 with that URL (and the query string) instead of proxying.
 
 import { RE2JS } from 're2js';
 import { type Captures, capturesOf } from './router.ts';
@@ -19,6 +20,8 @@ export interface CompiledRewrite {
   regex: RE2JS | null;
   /** whether the captures of the location match `^<path>` are those of `(?i)<path>` (no `|` in the path) */
   reuseCaptures: boolean;
+  /** the target is a URL: answer 302 (`scheme`: it starts with `$scheme`, left out of `target`) */
+  redirect: 'url' | 'scheme' | null;
 }
 
 /** `$0`..`$9` are captures (NGINX reads one digit); any other `$` is literal. */
@@ -58,8 +61,14 @@ export function compileRewrite(
   } catch {
     regex = null; // the model drops such paths; a route left without a regex proxies unchanged
   }
+  const redirect = target.startsWith('$scheme')
+    ? 'scheme'
+    : target.startsWith('http://') || target.startsWith('https://')
+      ? 'url'
+      : null;
   return {
-    target: parseTemplate(target),
+    target: parseTemplate(redirect === 'scheme' ? target.slice('$scheme'.length) : target),
+    redirect,
     prefix: forwardedPrefix === null ? null : parseTemplate(forwardedPrefix),
     regex,
     reuseCaptures: !path.includes('|'),
@@ -104,6 +113,8 @@ export interface RewriteResult {
   path: string;
   /** X-Forwarded-Prefix, or undefined */
   forwardedPrefix: string | undefined;
+  /** a target that is a URL: the 302's Location; the request is not proxied */
+  redirect?: string;
 }
 
 /**
@@ -116,6 +127,7 @@ export function applyRewrite(
   uri: string,
   url: string,
   captures: Captures | null,
+  https = false,
 ): RewriteResult | null {
   let groups = rewrite.reuseCaptures ? captures : null;
   if (groups === null) {
@@ -126,6 +138,16 @@ export function applyRewrite(
   }
   const query = url.indexOf('?');
   const args = query === -1 ? '' : url.slice(query + 1);
+  if (rewrite.redirect !== null) {
+    const scheme = rewrite.redirect === 'scheme' ? (https ? 'https' : 'http') : '';
+    const location = escapeUri(scheme + expand(rewrite.target, groups));
+    return {
+      uri,
+      path: url,
+      forwardedPrefix: undefined,
+      redirect: args === '' ? location : `${location}?${args}`,
+    };
+  }
   // a target that expands to no leading slash still makes a valid origin-form request target
   let expanded = expand(rewrite.target, groups);
   if (expanded.charCodeAt(0) !== 47) expanded = `/${expanded}`;

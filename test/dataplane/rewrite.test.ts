@@ -69,3 +69,25 @@ t.test('a path with | is matched again unanchored, as `rewrite "(?i)<path>"` is'
     'no match: no rewrite',
   );
 });
+
+t.test(
+  'a target that is a URL answers 302 with it and the query string (NGINX rewrite semantics)',
+  async (t) => {
+    const url = compileRewrite('/go/(.*)', 'https://elsewhere.example/$1', null);
+    t.equal(url?.redirect, 'url');
+    t.equal(
+      url && applyRewrite(url, '/go/a b', '/go/a%20b?q=1', null)?.redirect,
+      'https://elsewhere.example/a%20b?q=1',
+    );
+    const scheme = compileRewrite('/go/(.*)', '$scheme://other.example/$1', null);
+    t.equal(
+      scheme && applyRewrite(scheme, '/go/x', '/go/x', null, true)?.redirect,
+      'https://other.example/x',
+    );
+    t.equal(
+      scheme && applyRewrite(scheme, '/go/x', '/go/x', null, false)?.redirect,
+      'http://other.example/x',
+    );
+    t.equal(compileRewrite('/go', '/http://x', null)?.redirect, null, 'only at the start');
+  },
+);

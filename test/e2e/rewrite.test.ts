@@ -133,6 +133,9 @@ t.test('rewrite-target and regex paths through the proxy', async (t) => {
       ingressDoc('bad', 'bad.test', [{ path: '/a', pathType: 'Prefix', service: 'one' }], {
         'rewrite-target': '/foo bar',
       }),
+      ingressDoc('go', 'go.test', [{ path: '/go/(.*)', service: 'one' }], {
+        'rewrite-target': 'https://elsewhere.example/$1',
+      }),
       ingressDoc(
         're',
         're.test',
@@ -278,6 +281,12 @@ t.test('rewrite-target and regex paths through the proxy', async (t) => {
     const [slow, other] = await Promise.all([through('re.test', evil), through('re.test', '/ok')]);
     t.equal(slow, 404, 'the pathological path completes (no route matches: the host default)');
     t.match(other, { backend: 'two' }, 'another connection is answered meanwhile');
+  });
+
+  t.test('a rewrite-target that is a URL answers 302 (NGINX rewrite semantics)', async (t) => {
+    const reply = await get(port, 'go.test', '/go/x?q=1');
+    t.equal(reply.status, 302);
+    t.equal(reply.headers.location, 'https://elsewhere.example/x?q=1');
   });
 
   t.test('WebSocket upgrades get the same rewrite', async (t) => {
