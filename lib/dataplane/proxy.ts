@@ -88,6 +88,10 @@ export interface RequestContext {
   session: SessionContext | null;
   /** upstream-vhost evaluated for this request (ProxyTarget.upstreamHostOf), when it has variables */
   upstreamHost?: string | null;
+  /** rewrite-target: the upstream request target (path and query) instead of the client's */
+  path?: string;
+  /** x-forwarded-prefix (only with rewrite-target): replaces any X-Forwarded-Prefix of the client */
+  forwardedPrefix?: string | undefined;
 }
 
 export interface SessionContext {
@@ -133,12 +137,14 @@ const XFH = 4;
 const CONNECTION = 5;
 const CONTENT_LENGTH = 6;
 const TRANSFER_ENCODING = 7;
+const XFP = 8;
 
 /** What happens to an incoming header, by lower-case name; absent = passed through. */
 const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.create(null) as object, {
   host: HOST,
   'x-forwarded-for': XFF,
   'x-forwarded-host': XFH,
+  'x-forwarded-prefix': XFP,
   connection: CONNECTION,
   'content-length': CONTENT_LENGTH,
   'transfer-encoding': TRANSFER_ENCODING,
@@ -237,12 +243,16 @@ function forwardHeaders(
       case TRANSFER_ENCODING:
         hasBody = true;
         break;
+      case XFP:
+        if (ctx.forwardedPrefix === undefined) out.push(name, value);
+        break;
       default:
         break;
     }
   }
   if (host !== undefined) out.push('host', vhost ?? host, 'x-forwarded-host', host);
   else if (vhost != null) out.push('host', vhost);
+  if (ctx.forwardedPrefix !== undefined) out.push('x-forwarded-prefix', ctx.forwardedPrefix);
   if (xff !== undefined) out.push('x-original-forwarded-for', xff);
   if (xfh !== undefined) out.push('x-original-forwarded-host', xfh);
   if (connection !== undefined) stripConnectionTokens(out, own, connection);
@@ -980,7 +990,7 @@ export class Proxy {
     const { headers, hasBody, hasLength } = forwardHeaders(req, ctx, ctx.upstreamHost ?? target.upstreamHost);
     const method = req.method ?? 'GET';
     const opts: Dispatcher.DispatchOptions = {
-      path: upstreamPath(req.url),
+      path: ctx.path ?? upstreamPath(req.url),
       method,
       headers,
       body: null,
@@ -1033,7 +1043,7 @@ export class Proxy {
   ): void {
     const { headers } = forwardHeaders(req, ctx, ctx.upstreamHost ?? target.upstreamHost);
     const opts: Dispatcher.DispatchOptions = {
-      path: upstreamPath(req.url),
+      path: ctx.path ?? upstreamPath(req.url),
       method: req.method ?? 'GET',
       headers,
       body: null,
