@@ -19,6 +19,7 @@ import {
   type Rendered,
   render,
   schemaErrors,
+  unknownFieldErrors,
   valuesFile,
 } from './render.ts';
 
@@ -335,6 +336,15 @@ if ('skip' in helmBinary) {
         t.match(stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/, name);
       }),
     );
+  });
+
+  t.test('no rendered object has a field its kind does not define', async (t) => {
+    // A misspelt field in a known object proves the check runs and names the culprit.
+    const canary = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'canary' }, date: {} };
+    const errors = await unknownFieldErrors(new Map([...rendered, ['canary', [canary]]]));
+    t.match(errors.get('canary ConfigMap canary'), [/'"date"' does not exist in type 'IConfigMap'/]);
+    errors.delete('canary ConfigMap canary');
+    t.same(Object.fromEntries(errors), {});
   });
 
   for (const name of Object.keys(VALUE_SETS)) {

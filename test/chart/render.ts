@@ -1,7 +1,7 @@
 // Helpers of the chart tests: run the real Helm, parse what it renders, validate every object against
 // the Kubernetes OpenAPI schemas (kubernetes-models), and read the binary's own flags from --help.
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -42,6 +42,28 @@ export interface Rendered {
 
 type Validator = new (data: Rendered) => { validate(): void };
 
+/** Where each kind's model lives (the class and its `I<Kind>` interface). */
+const MODULES: Record<string, string> = {
+  'apps/v1/Deployment': 'kubernetes-models/apps/v1/Deployment',
+  'apps/v1/DaemonSet': 'kubernetes-models/apps/v1/DaemonSet',
+  'v1/Service': 'kubernetes-models/v1/Service',
+  'v1/ConfigMap': 'kubernetes-models/v1/ConfigMap',
+  'v1/ServiceAccount': 'kubernetes-models/v1/ServiceAccount',
+  'rbac.authorization.k8s.io/v1/ClusterRole': 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole',
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding':
+    'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding',
+  'rbac.authorization.k8s.io/v1/Role': 'kubernetes-models/rbac.authorization.k8s.io/v1/Role',
+  'rbac.authorization.k8s.io/v1/RoleBinding': 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding',
+  'networking.k8s.io/v1/IngressClass': 'kubernetes-models/networking.k8s.io/v1/IngressClass',
+  'networking.k8s.io/v1/NetworkPolicy': 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy',
+  'policy/v1/PodDisruptionBudget': 'kubernetes-models/policy/v1/PodDisruptionBudget',
+  'autoscaling/v2/HorizontalPodAutoscaler': 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler',
+  'monitoring.coreos.com/v1/ServiceMonitor':
+    '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor',
+  'monitoring.coreos.com/v1/PrometheusRule':
+    '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule',
+};
+
 /** Every kind the chart may render; an object of any other kind fails the test. */
 const MODELS: Record<string, Validator> = {
   'apps/v1/Deployment': Deployment as unknown as Validator,
@@ -70,6 +92,70 @@ export function schemaErrors(object: Rendered): string[] {
     return [];
   } catch (error) {
     return [(error as Error).message];
+  }
+}
+
+const repo = new URL('../..', import.meta.url).pathname;
+
+/**
+ * Unknown fields, per object ('<set> <kind> <name>' → TypeScript's messages). The OpenAPI schemas
+ * accept unknown fields (the API server drops them, or refuses them under strict field validation), so
+ * a misspelt `securityContex` would pass them: each object is type-checked as an object literal of its
+ * kubernetes-models interface instead, where every unknown property is an error (TypeScript 7: ~1 s).
+ */
+export async function unknownFieldErrors(sets: Map<string, Rendered[]>): Promise<Map<string, string[]>> {
+  // Inside the repository, so that the imports resolve from its node_modules.
+  mkdirSync(path.join(repo, '.cache'), { recursive: true });
+  const dir = mkdtempSync(path.join(repo, '.cache', 'chart-fields-'));
+  try {
+    const imports = new Set<string>();
+    const lines: string[] = [];
+    const owners: string[] = [];
+    for (const [set, objects] of sets) {
+      for (const object of objects) {
+        const module = MODULES[`${object.apiVersion}/${object.kind}`];
+        if (module === undefined) continue; // schemaErrors reports it
+        imports.add(`import type { I${object.kind} } from '${module}';`);
+        lines.push(`export const o${lines.length}: I${object.kind} = ${JSON.stringify(object)};`);
+        owners.push(`${set} ${object.kind} ${object.metadata.name}`);
+      }
+    }
+    writeFileSync(path.join(dir, 'objects.ts'), [...imports, ...lines].join('\n'));
+    writeFileSync(
+      path.join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          skipLibCheck: true,
+          types: [],
+        },
+        files: ['objects.ts'],
+      }),
+    );
+    // The native compiler itself: its Node launcher (node_modules/.bin/tsc) breaks under the test
+    // runner's module hooks, which follow every Node child process.
+    const launcher = path.join(repo, 'node_modules', 'typescript', 'lib', 'getExePath.js');
+    const { default: getExePath } = (await import(launcher)) as { default: () => string };
+    const output = await run(getExePath(), ['-p', path.join(dir, 'tsconfig.json')], {
+      maxBuffer: 16 * 1024 * 1024,
+    }).then(
+      () => '',
+      (error: { stdout?: string; stderr?: string }) =>
+        `${error.stdout ?? ''}${error.stderr ?? String(error)}`,
+    );
+    const errors = new Map<string, string[]>();
+    for (const match of output.matchAll(/objects\.ts\((\d+),\d+\): error (TS\d+: .*)/g)) {
+      const index = Number(match[1]) - 1 - imports.size;
+      const owner = owners[index] ?? `line ${match[1]}`;
+      errors.set(owner, [...(errors.get(owner) ?? []), match[2] as string]);
+    }
+    if (errors.size === 0 && output !== '') errors.set('tsc', [output]);
+    return errors;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
