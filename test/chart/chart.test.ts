@@ -381,6 +381,8 @@ if ('skip' in helmBinary) {
     t.match(one(objects, 'IngressClass').spec, { controller: 'ingress-ts.dev/controller' });
     t.notOk(one(objects, 'IngressClass').metadata.annotations, 'not the default class');
     t.equal(one(objects, 'Deployment').spec.replicas, 1);
+    // The controller watches its ConfigMap: a config change must not roll the Pods.
+    t.notOk(one(objects, 'Deployment').spec.template.metadata.annotations, 'no checksum annotation');
     // Only the cluster-scoped IngressClasses and the per-namespace reads are cluster-wide: the
     // ConfigMap and the Lease are granted in the release namespace only.
     t.notOk(
@@ -488,6 +490,11 @@ if ('skip' in helmBinary) {
     t.match(one(objects, 'PodDisruptionBudget').spec, { minAvailable: 1 });
     const pod = one(objects, 'Deployment').spec.template;
     t.match(pod.metadata.labels, { tier: 'edge' });
+    t.same(
+      pod.metadata.annotations,
+      { 'example.com/scrape': 'false' },
+      'podAnnotations, and no config checksum',
+    );
     t.match(pod.spec.containers[0].env, [{}, {}, {}, { name: 'UV_THREADPOOL_SIZE', value: '8' }]);
   });
 

@@ -15,11 +15,11 @@ metadata:
     {{- with $c.podLabels }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
+  {{- /* No checksum of the ConfigMap here: ingress-ts watches it and applies a change without a restart. */}}
+  {{- with $c.podAnnotations }}
   annotations:
-    checksum/config: {{ include (print $.Template.BasePath "/controller-configmap.yaml") . | sha256sum }}
-    {{- with $c.podAnnotations }}
     {{- toYaml . | nindent 4 }}
-    {{- end }}
+  {{- end }}
 spec:
   serviceAccountName: {{ include "ingress-ts.serviceAccountName" . }}
   automountServiceAccountToken: {{ .Values.serviceAccount.automountServiceAccountToken }}
