@@ -60,6 +60,7 @@ const VALUE_SETS: Record<string, Record<string, unknown> | string | null> = {
       ],
     },
   },
+  'no-service': { controller: { service: { enabled: false }, kind: 'DaemonSet', hostNetwork: true } },
   'scope-namespace': { controller: { scope: { enabled: true, namespace: 'apps' } } },
   'scope-selector': { controller: { scope: { enabled: true, namespaceSelector: 'team=web,env!=dev' } } },
   migration: migrationValues,
@@ -429,6 +430,19 @@ if ('skip' in helmBinary) {
     t.match(one(objects, 'Deployment').spec.template.spec.topologySpreadConstraints, [
       { topologyKey: 'topology.kubernetes.io/zone' },
     ]);
+  });
+
+  t.test('no Service: no --publish-service, no status written, host network DNS', async (t) => {
+    const objects = get('no-service');
+    t.equal(byKind(objects, 'Service').length, 0);
+    const flags = flagsOf(objects);
+    t.notOk(flags.has('publish-service'));
+    t.notOk(flags.has('update-status'));
+    t.same(grantedRbac(objects), expectedRbac({ namespaces: false, status: false, lease: true }));
+    t.match(one(objects, 'DaemonSet').spec.template.spec, {
+      hostNetwork: true,
+      dnsPolicy: 'ClusterFirstWithHostNet',
+    });
   });
 
   t.test('scope to one namespace: --watch-namespace, reads granted in that namespace only', async (t) => {

@@ -95,10 +95,21 @@ app.kubernetes.io/component: controller
 {{- end -}}
 {{- end -}}
 
+{{/* The --publish-service value: pathOverride, else the controller Service when the chart renders it. */}}
+{{- define "ingress-ts.publishService" -}}
+{{- $publish := .Values.controller.publishService -}}
+{{- $svc := .Values.controller.service -}}
+{{- if and $publish.enabled $publish.pathOverride -}}
+{{- $publish.pathOverride -}}
+{{- else if and $publish.enabled $svc.enabled $svc.external.enabled -}}
+{{- printf "$(POD_NAMESPACE)/%s" (include "ingress-ts.controller.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Whether the Ingress status is written (leader only): needs ingresses/status. */}}
 {{- define "ingress-ts.updateStatus" -}}
 {{- $explicit := index .Values.controller.extraArgs "update-status" -}}
-{{- if or (eq (toString $explicit) "false") (and (not .Values.controller.publishService.enabled) (not (hasKey .Values.controller.extraArgs "publish-status-address"))) -}}
+{{- if or (eq (toString $explicit) "false") (and (not (include "ingress-ts.publishService" .)) (not (hasKey .Values.controller.extraArgs "publish-status-address"))) -}}
 false
 {{- else -}}
 true

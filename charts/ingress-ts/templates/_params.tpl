@@ -21,8 +21,8 @@
 - --election-ttl={{ . }}
 {{- end }}
 {{- end }}
-{{- if .Values.controller.publishService.enabled }}
-- --publish-service={{ default (printf "$(POD_NAMESPACE)/%s" (include "ingress-ts.controller.fullname" .)) .Values.controller.publishService.pathOverride }}
+{{- with include "ingress-ts.publishService" . }}
+- --publish-service={{ . }}
 {{- end }}
 {{- if and (eq (include "ingress-ts.updateStatus" .) "true") (not (hasKey .Values.controller.extraArgs "update-status")) }}
 - --update-status=true
