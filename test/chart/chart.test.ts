@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { parse } from 'yaml';
+import { parseFlags } from '../../lib/config/flags.ts';
 import { obtainHelm } from '../../scripts/fetch-helm.ts';
 import {
   chartDir,
@@ -156,6 +157,9 @@ function checkInvariants(t: Test, objects: Rendered[], help: HelpFlags): void {
   // Every flag exists in the binary.
   const flags = flagsOf(objects);
   for (const flag of flags.keys()) t.ok(help.defaults.has(flag), `--${flag} is a flag of ingress-ts --help`);
+  // ... and the binary accepts them with their values, as the kubelet expands them.
+  const args: string[] = container.args.map((arg: string) => arg.replaceAll('$(POD_NAMESPACE)', NAMESPACE));
+  t.doesNotThrow(() => t.match(parseFlags(args), { kind: 'run' }), 'ingress-ts parses the rendered args');
 
   // Ports: unprivileged in the container, the binary told to use them.
   const ports = new Map<string, number>(
