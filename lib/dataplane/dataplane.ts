@@ -29,8 +29,9 @@ import {
 } from './proxy.ts';
 import { finishOnClose, type RequestRecord, startRecord } from './request-record.ts';
 import { cookieValue } from './request-values.ts';
+import { applyRewrite } from './rewrite.ts';
 import { normalizeHost, normalizePath, type PathMatch } from './router.ts';
-import { type Action, compileRuntime, type Runtime, type TlsPolicy } from './runtime.ts';
+import { type Action, compileRuntime, type Runtime } from './runtime.ts';
 import { applyDefaultCertificate, type CertificatePair, compileSniStore, httpsServerOptions } from './sni.ts';
 
 export interface DataPlaneOptions {
@@ -86,16 +87,6 @@ const REDIRECT_REASONS: Record<number, string> = {
   307: 'Temporary Redirect',
   308: 'Permanent Redirect',
 };
-
-/**
- * ingress-nginx's redirect_to_https for a plain-HTTP request: never for the no-tls-redirect
- * locations (matched against the rule path); always with force-ssl-redirect; else with ssl-redirect
- * when the host has TLS settings.
- */
-function mustRedirect(policy: TlsPolicy, hostHasTls: boolean, locationPath: string): boolean {
-  for (const prefix of policy.noRedirect) if (locationPath.startsWith(prefix)) return false;
-  return policy.forceSslRedirect || (policy.sslRedirect && hostHasTls);
-}
 
 export class DataPlane {
   readonly #options: DataPlaneOptions;
@@ -236,9 +227,19 @@ export class DataPlane {
     }
     const hostname = normalizeHost(host);
     const server = runtime.hosts.lookup(hostname);
+    if (incomingId === '') incomingId = undefined;
+    // from-to-www-redirect: the whole name redirects, port always included ($server_port: 443 on HTTPS)
+    if (server.redirectTo !== null) {
+      let uri = req.url ?? '/';
+      if (uri.endsWith('/')) uri = uri.slice(0, -1);
+      const location = https
+        ? `https://${server.redirectTo}:443${uri}`
+        : `http://${server.redirectTo}:${this.#httpPort}${uri}`;
+      const code = runtime.model.config.httpRedirectCode;
+      return { kind: 'redirect', code, location, host: hostname, match: null, requestId: incomingId };
+    }
     const match = server.paths.match(path);
     const policy = runtime.tlsPolicy;
-    if (incomingId === '') incomingId = undefined;
     // app-root acts at server level, before any location (and so before every other redirect)
     if (server.appRoot !== null && path === '/') {
       const location = `${https ? 'https' : 'http'}://${host ?? ''}${server.appRoot}`;
@@ -256,11 +257,26 @@ export class DataPlane {
         requestId: incomingId,
       };
     }
-    if (!https && mustRedirect(policy, server.tls, match.locationPath)) {
+    // rewrite-target (ngx_http_rewrite, before lua's ssl-redirect): a URL target answers 302
+    const rewritten =
+      action.rewrite === null
+        ? null
+        : applyRewrite(action.rewrite, path, req.url ?? '/', match.captures, https);
+    if (rewritten?.redirect !== undefined) {
       return {
         kind: 'redirect',
-        code: policy.redirectCode,
-        location: null,
+        code: 302,
+        location: rewritten.redirect,
+        host: hostname,
+        match,
+        requestId: incomingId,
+      };
+    }
+    if (!https && action.httpsRedirect !== null) {
+      return {
+        kind: 'redirect',
+        code: action.httpsRedirect.code,
+        location: httpsLocation(req, action.httpsRedirect.preserveTrailingSlash),
         host: hostname,
         match,
         requestId: incomingId,
@@ -300,8 +316,12 @@ export class DataPlane {
         remoteAddress: req.socket.remoteAddress ?? '',
         requestId,
         hsts: https && server.tls ? policy.hsts : null,
-        hashKey: target.hashKey === null ? '' : target.hashKey({ req, uri: path, host: hostname, https }),
+        hashKey:
+          target.hashKey === null
+            ? ''
+            : target.hashKey({ req, uri: rewritten?.uri ?? path, host: hostname, https }),
         session: sessionOf(req, target, cookie, action.setsAffinityCookie, match.locationPath, https),
+        ...(rewritten === null ? {} : { path: rewritten.path, forwardedPrefix: rewritten.forwardedPrefix }),
       },
       host: hostname,
       match,
@@ -404,14 +424,17 @@ function recordOf(req: IncomingMessage, decision: Decision, https: boolean): Req
   });
 }
 
-/** ingress-nginx ssl-redirect: `https://<host without port><request URI minus one trailing slash>`. */
-function httpsLocation(req: IncomingMessage): string {
+/**
+ * ingress-nginx ssl-redirect: `https://<host without port><request URI minus one trailing slash>`
+ * (the slash kept with preserve-trailing-slash).
+ */
+function httpsLocation(req: IncomingMessage, preserveTrailingSlash = false): string {
   const hostHeader = req.headers.host ?? '';
   const host = hostHeader.startsWith('[')
     ? hostHeader.slice(0, hostHeader.indexOf(']') + 1)
     : hostHeader.split(':')[0];
   let uri = req.url ?? '/';
-  if (uri.endsWith('/')) uri = uri.slice(0, -1);
+  if (!preserveTrailingSlash && uri.endsWith('/')) uri = uri.slice(0, -1);
   return `https://${host}${uri}`;
 }
 

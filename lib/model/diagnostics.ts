@@ -121,6 +121,14 @@ export const DIAGNOSTIC_CODES = {
     'warning',
     'canary-by-header-pattern does not compile; requests carrying the header go to the main backend.',
   ],
+  PATH_REGEX_INVALID: [
+    'error',
+    'On a host in regex mode, a path is not a regex RE2 accepts (e.g. a backreference or lookahead); that path is not served.',
+  ],
+  WWW_REDIRECT_SKIPPED: [
+    'info',
+    'from-to-www-redirect: the other name is a host of its own (or the host is a wildcard); no redirect is made.',
+  ],
 } as const satisfies Record<string, readonly [Severity, string]>;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTIC_CODES;

@@ -9,6 +9,7 @@ import { accessLog } from './access-log.ts';
 import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
 import { canary } from './canary.ts';
+import { fromToWww } from './from-to-www.ts';
 import {
   type AnnotationDoc,
   type AnnotationGroup,
@@ -20,10 +21,11 @@ import { loadBalance } from './load-balance.ts';
 import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
+import { type SslRedirectAnnotations, sslRedirect } from './ssl-redirect.ts';
 import { upstreamHash } from './upstream-hash.ts';
 
-const locationGroups = { rewrite, accessLog, redirect } as const;
-const serverGroups = { alias: serverAlias, appRoot } as const;
+const locationGroups = { rewrite, accessLog, redirect, sslRedirect } as const;
+const serverGroups = { alias: serverAlias, appRoot, fromToWww } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
@@ -183,11 +185,21 @@ export function parseAnnotations(
   return { location, server, ingress, dropped };
 }
 
-/** Location groups the catch-all server does not inherit from a catch-all Ingress (ingress-nginx restores them). */
-const NOT_INHERITED_BY_CATCH_ALL: ReadonlyArray<keyof LocationAnnotations> = ['rewrite'];
+/**
+ * Location groups the catch-all server does not inherit from a catch-all Ingress (ingress-nginx
+ * restores its root location's redirect and rewrite configs, the latter with ssl-redirect).
+ */
+const NOT_INHERITED_BY_CATCH_ALL: ReadonlyArray<keyof LocationAnnotations> = ['rewrite', 'redirect'];
+
+/** The catch-all's own root location has a zero rewrite config: it never redirects to HTTPS. */
+const CATCH_ALL_SSL_REDIRECT: SslRedirectAnnotations = {
+  sslRedirect: false,
+  forceSslRedirect: false,
+  preserveTrailingSlash: false,
+};
 
 export function catchAllAnnotations(annotations: LocationAnnotations): LocationAnnotations {
-  const out = { ...annotations };
+  const out = { ...annotations, sslRedirect: CATCH_ALL_SSL_REDIRECT };
   for (const key of NOT_INHERITED_BY_CATCH_ALL) {
     (out as Record<string, unknown>)[key] = DEFAULT_LOCATION_ANNOTATIONS[key];
   }
