@@ -32,6 +32,8 @@ export interface ModelReferences {
   services: string[];
   /** `namespace/name` of every Secret the model looked up, in first-use order */
   secrets: string[];
+  /** `namespace/name` of the ConfigMaps the global ConfigMap refers to (proxy-set-headers, add-headers) */
+  configMaps?: string[];
 }
 
 export interface BuildResult {
@@ -95,7 +97,12 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   };
   const certificates = new Map<string, Certificate>();
 
-  // The global ConfigMap (--configmap).
+  // The global ConfigMap (--configmap), and the ConfigMaps its keys refer to.
+  const referencedConfigMaps = new Set<string>();
+  const lookupConfigMap = (namespace: string, name: string) => {
+    referencedConfigMaps.add(objectKey(namespace, name));
+    return snapshot.configMaps.find((c) => c.metadata?.namespace === namespace && c.metadata?.name === name);
+  };
   let config: GlobalConfig;
   if (options.configMap === null) {
     config = parseGlobalConfig(undefined, { namespace: '', name: '' }, diagnostics);
@@ -112,7 +119,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
         `--configmap ${options.configMap} does not exist; ingress-nginx defaults are used`,
       );
     }
-    config = parseGlobalConfig(configMap, ref, diagnostics);
+    config = parseGlobalConfig(configMap, ref, diagnostics, lookupConfigMap);
   }
 
   // 1-3. select, order, check
@@ -370,10 +377,22 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     config,
   };
   const model: Model = { ...body, ...modelHashes(body) };
+  const found = diagnostics.list();
+  if (config.allowSnippetAnnotations) {
+    for (const d of found) {
+      if (d.code === 'SNIPPET_REFUSED')
+        d.message +=
+          ' (allow-snippet-annotations is true in the ConfigMap, but ingress-ts refuses snippets regardless)';
+    }
+  }
   return {
     model,
-    diagnostics: diagnostics.list(),
-    references: { services: resolver.referencedServices(), secrets: [...referencedSecrets] },
+    diagnostics: found,
+    references: {
+      services: resolver.referencedServices(),
+      secrets: [...referencedSecrets],
+      configMaps: [...referencedConfigMaps],
+    },
   };
 }
 
