@@ -18,6 +18,12 @@ import { createEwmaStore } from './balancers/ewma.ts';
 import { defaultBalancerEnv } from './balancers/index.ts';
 import { StickyBalancer } from './balancers/sticky.ts';
 import { routeToCanary } from './canary.ts';
+import {
+  applyConnectionSettings,
+  clientAddressOf,
+  countRequest,
+  forwardedHttps,
+} from './connection-settings.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError, requestLogged, runtimeSwapped } from './events.ts';
 import {
@@ -25,6 +31,7 @@ import {
   type ProxyTarget,
   type RequestContext,
   type SessionContext,
+  setOwnResponseHeaders,
   Proxy as UpstreamProxy,
 } from './proxy.ts';
 import { finishOnClose, type RequestRecord, startRecord } from './request-record.ts';
@@ -65,6 +72,8 @@ interface Placement {
   match: PathMatch<Action> | null;
   /** the incoming X-Request-ID, or the generated one for proxied requests */
   requestId: string | undefined;
+  /** the client address (real IP when enabled), for the request record; undefined: the socket peer */
+  clientAddress?: string;
 }
 
 type Decision = Placement &
@@ -167,6 +176,7 @@ export class DataPlane {
     this.#runtime = next;
     // handshakes without SNI use the server's own credentials, not the SNICallback
     applyDefaultCertificate(this.#https, next.sni);
+    applyConnectionSettings(model.config, [this.#http, this.#https], this.#proxy);
     const kind = previous !== null && previous.routesHash === model.routesHash ? 'endpoints' : 'full';
     if (previous !== null) {
       const gone = [...previous.peerKeys].filter((key) => !next.peerKeys.has(key));
@@ -256,7 +266,9 @@ export class DataPlane {
         requestId: incomingId,
       };
     }
-    if (!https && mustRedirect(policy, server.tls, match.locationPath)) {
+    // use-forwarded-headers: the scheme the client used in front of the load balancer decides
+    const secure = runtime.http.useForwardedHeaders ? forwardedHttps(req, https) : https;
+    if (!secure && mustRedirect(policy, server.tls, match.locationPath)) {
       return {
         kind: 'redirect',
         code: policy.redirectCode,
@@ -272,7 +284,10 @@ export class DataPlane {
     if (action.target.balancer.peers.length === 0) {
       return { kind: 'error', status: action.whenEmpty, host: hostname, match, requestId: incomingId };
     }
-    const requestId = incomingId ?? generateRequestId();
+    const http = runtime.http;
+    const requestId = incomingId ?? (http.generateRequestId ? generateRequestId() : '');
+    const peerAddress = req.socket.remoteAddress ?? '';
+    const remoteAddress = http.clientAddress === null ? peerAddress : clientAddressOf(req, http, peerAddress);
     // the canary decision, once per request (retries stay where it sent them); a canary without
     // endpoints never gets the request. A request whose affinity cookie was minted by the main
     // upstream stays on main, one minted by a sticky canary goes to the canary.
@@ -297,8 +312,10 @@ export class DataPlane {
       context: {
         https,
         listenPort: https ? 443 : this.#httpPort,
-        remoteAddress: req.socket.remoteAddress ?? '',
+        remoteAddress,
+        peerAddress,
         requestId,
+        policy: http,
         hsts: https && server.tls ? policy.hsts : null,
         hashKey: target.hashKey === null ? '' : target.hashKey({ req, uri: path, host: hostname, https }),
         session: sessionOf(req, target, cookie, action.setsAffinityCookie, match.locationPath, https),
@@ -306,16 +323,30 @@ export class DataPlane {
       host: hostname,
       match,
       requestId,
+      clientAddress: remoteAddress,
     };
+  }
+
+  /** $remote_addr for the request record: the real IP when enabled, else the socket peer. */
+  #clientAddress(req: IncomingMessage, decision: Decision): string | undefined {
+    if (decision.clientAddress !== undefined) return decision.clientAddress;
+    const policy = this.#runtime?.http;
+    if (policy === undefined || policy.clientAddress === null) return undefined;
+    return clientAddressOf(req, policy, req.socket.remoteAddress ?? '');
   }
 
   #handle(req: IncomingMessage, res: ServerResponse, https: boolean): void {
     this.#stats.requests++;
+    if (this.#runtime !== null) countRequest(req, res, this.#runtime.model.config);
     const decision = this.#route(req, https);
     let record: RequestRecord | null = null;
     if (requestLogged.hasSubscribers) {
-      record = recordOf(req, decision, https);
+      record = recordOf(req, decision, https, this.#clientAddress(req, decision));
       finishOnClose(record, res, req.socket, () => (res.headersSent ? res.statusCode : 499));
+    }
+    if (decision.kind !== 'proxy') {
+      const runtime = this.#runtime;
+      if (runtime !== null) setOwnResponseHeaders(res, runtime.http);
     }
     if (decision.kind === 'error') sendErrorPage(res, decision.status);
     else if (decision.kind === 'redirect')
@@ -329,7 +360,7 @@ export class DataPlane {
     const decision = this.#route(req, https);
     let record: RequestRecord | null = null;
     if (requestLogged.hasSubscribers) {
-      const started = recordOf(req, decision, https);
+      const started = recordOf(req, decision, https, this.#clientAddress(req, decision));
       // the status is what went out on the socket: set below, or by the exchange
       finishOnClose(started, socket, socket, () => (started.status === 0 ? 499 : started.status));
       record = started;
@@ -387,10 +418,16 @@ function sessionOf(
 }
 
 /** The record of a routed request: who it belongs to, and whether the route wants it logged. */
-function recordOf(req: IncomingMessage, decision: Decision, https: boolean): RequestRecord {
+function recordOf(
+  req: IncomingMessage,
+  decision: Decision,
+  https: boolean,
+  clientAddress: string | undefined,
+): RequestRecord {
   const match = decision.match;
   const action = match?.value;
   return startRecord(req, {
+    remoteAddress: clientAddress,
     host: decision.host,
     path: match === null ? '' : match.locationPath,
     route: action?.route ?? null,

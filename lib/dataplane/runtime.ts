@@ -10,6 +10,7 @@ import { balancerKindFor, createBalancer } from './balancers/index.ts';
 import { type CanaryAction, compileCanary } from './canary.ts';
 import { dataplaneError } from './events.ts';
 import { compileHashKey, type HashKey } from './hash-key.ts';
+import { compileHttpPolicy, type HttpPolicy } from './http-policy.ts';
 import type { ProxyTarget } from './proxy.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
 import { type CertificatePair, compileSniStore, type SniStore } from './sni.ts';
@@ -76,6 +77,8 @@ export interface Runtime {
   /** every peer key in use, so the proxy can close pools of peers that left */
   readonly peerKeys: ReadonlySet<string>;
   readonly tlsPolicy: TlsPolicy;
+  /** the ConfigMap's request/response settings (client address, headers) */
+  readonly http: HttpPolicy;
   readonly model: Model;
 }
 
@@ -251,6 +254,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     balancers,
     peerKeys,
     tlsPolicy: tlsPolicyOf(model),
+    http: compileHttpPolicy(model.config),
     model,
   };
 }
