@@ -24,6 +24,7 @@ import {
   countRequest,
   forwardedHttps,
 } from './connection-settings.ts';
+import type { CustomErrors } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError, requestLogged, runtimeSwapped } from './events.ts';
 import {
@@ -83,6 +84,8 @@ type Decision = Placement &
     | { kind: 'redirect'; code: number; location: string | null }
     /** `canary`: the canary upstream when the canary serves this request ($proxy_alternative_upstream_name), else '' */
     | { kind: 'proxy'; target: ProxyTarget; context: RequestContext; canary: string }
+    /** the route has no endpoints and its error backend answers (default-backend, custom-http-errors) */
+    | { kind: 'customError'; code: number; errors: CustomErrors; context: RequestContext }
   );
 
 const REDIRECT_REASONS: Record<number, string> = {
@@ -281,10 +284,42 @@ export class DataPlane {
     if (action.type === 'status') {
       return { kind: 'error', status: action.status, host: hostname, match, requestId: incomingId };
     }
-    if (action.target.balancer.peers.length === 0) {
-      return { kind: 'error', status: action.whenEmpty, host: hostname, match, requestId: incomingId };
-    }
     const http = runtime.http;
+    if (action.target.balancer.peers.length === 0) {
+      const errors = action.errors ?? null;
+      const code = action.whenEmpty;
+      if (
+        errors === null ||
+        errors.target.balancer.peers.length === 0 ||
+        !(errors.whenEmpty || errors.codes.has(code))
+      ) {
+        return { kind: 'error', status: code, host: hostname, match, requestId: incomingId };
+      }
+      const requestId = incomingId ?? generateRequestId();
+      const peerAddress = req.socket.remoteAddress ?? '';
+      const remoteAddress =
+        http.clientAddress === null ? peerAddress : clientAddressOf(req, http, peerAddress);
+      return {
+        kind: 'customError',
+        code,
+        errors,
+        context: {
+          https,
+          listenPort: https ? 443 : this.#httpPort,
+          remoteAddress,
+          peerAddress,
+          requestId,
+          policy: http,
+          hsts: https && server.tls ? policy.hsts : null,
+          hashKey: '',
+          session: null,
+        },
+        host: hostname,
+        match,
+        requestId,
+        clientAddress: remoteAddress,
+      };
+    }
     const requestId = incomingId ?? (http.generateRequestId ? generateRequestId() : '');
     const peerAddress = req.socket.remoteAddress ?? '';
     const remoteAddress = http.clientAddress === null ? peerAddress : clientAddressOf(req, http, peerAddress);
@@ -316,6 +351,7 @@ export class DataPlane {
         peerAddress,
         requestId,
         policy: http,
+        errors: action.errors ?? null,
         hsts: https && server.tls ? policy.hsts : null,
         hashKey: target.hashKey === null ? '' : target.hashKey({ req, uri: path, host: hostname, https }),
         session: sessionOf(req, target, cookie, action.setsAffinityCookie, match.locationPath, https),
@@ -344,13 +380,15 @@ export class DataPlane {
       record = recordOf(req, decision, https, this.#clientAddress(req, decision));
       finishOnClose(record, res, req.socket, () => (res.headersSent ? res.statusCode : 499));
     }
-    if (decision.kind !== 'proxy') {
+    if (decision.kind === 'error' || decision.kind === 'redirect') {
       const runtime = this.#runtime;
       if (runtime !== null) setOwnResponseHeaders(res, runtime.http);
     }
     if (decision.kind === 'error') sendErrorPage(res, decision.status);
     else if (decision.kind === 'redirect')
       sendRedirect(req, res, decision.code, decision.location ?? httpsLocation(req));
+    else if (decision.kind === 'customError')
+      this.#proxy.customError(req, res, decision.errors, decision.code, decision.context, record);
     else this.#proxy.web(req, res, decision.target, decision.context, record);
   }
 
@@ -365,9 +403,11 @@ export class DataPlane {
       finishOnClose(started, socket, socket, () => (started.status === 0 ? 499 : started.status));
       record = started;
     }
-    if (decision.kind === 'error') {
-      if (record !== null) record.status = decision.status;
-      sendSocketErrorPage(socket, decision.status);
+    if (decision.kind === 'error' || decision.kind === 'customError') {
+      // an upgrade is not sent to an error backend: the plain error page
+      const status = decision.kind === 'error' ? decision.status : decision.code;
+      if (record !== null) record.status = status;
+      sendSocketErrorPage(socket, status);
     } else if (decision.kind === 'redirect') {
       const code = decision.code;
       if (record !== null) record.status = code;

@@ -14,6 +14,7 @@ import { type Dispatcher, Pool } from 'undici';
 import type { Affinity } from '../model/index.ts';
 import type { Balancer, Peer } from './balancer.ts';
 import { StickyBalancer } from './balancers/sticky.ts';
+import { type CustomErrors, errorRequestHeaders, intercepts } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError } from './events.ts';
 import { DEFAULT_HTTP_POLICY, type HttpPolicy } from './http-policy.ts';
@@ -52,6 +53,8 @@ export interface RequestContext {
   requestId: string;
   /** the ConfigMap's request/response settings of the runtime; default: ingress-nginx's defaults */
   policy?: HttpPolicy;
+  /** custom-http-errors / default-backend of the route (plain HTTP requests only) */
+  errors?: CustomErrors | null;
   /** Strict-Transport-Security for the response (HTTPS, host with TLS, hsts on), or null */
   hsts: string | null;
   /** upstream-hash-by: this request's key (the same for every try), else '' */
@@ -413,6 +416,8 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   protected responded = false;
   /** the exchange is over (answered, cut or abandoned) */
   protected done = false;
+  /** the response was handed to the error backend (custom-http-errors): this exchange is silent */
+  protected handedOff = false;
   /** the client went away */
   protected gone = false;
   protected lastKind: FailureKind = ERROR;
@@ -505,7 +510,7 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
     this.requestSettled();
-    if (this.gone) return;
+    if (this.gone || this.handedOff) return;
     const code = errorCode(err);
     const record = this.record;
     if (record !== null && !this.responded) {
@@ -574,7 +579,12 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
 
 /** A plain HTTP request: response to a ServerResponse. */
 class WebExchange extends Exchange {
+  private readonly req: IncomingMessage;
   private readonly res: ServerResponse;
+  /** custom-http-errors of the route (null on the error backend's own exchange) */
+  errors: CustomErrors | null = null;
+  /** the request's context, for a request to the error backend */
+  context: RequestContext | null = null;
   private readonly hsts: string | null;
   private sendTimer: NodeJS.Timeout | undefined = undefined;
   private drainHooked = false;
@@ -590,6 +600,7 @@ class WebExchange extends Exchange {
     record: RequestRecord | null,
   ) {
     super(proxy, target, opts, hasBody, record);
+    this.req = req;
     this.res = res;
     this.hsts = hsts;
     res.on('close', () => {
@@ -628,7 +639,34 @@ class WebExchange extends Exchange {
     super.clientGone();
   }
 
+  /** The error backend answers instead (custom-http-errors); this exchange goes quiet. */
+  private handOff(
+    errors: CustomErrors,
+    status: number,
+    controller: Dispatcher.DispatchController | null,
+  ): void {
+    this.done = true;
+    this.handedOff = true;
+    this.clearSendTimer();
+    controller?.abort(new ProxyError(CLIENT_ABORTED, 'response replaced by the error backend'));
+    const ctx = this.context;
+    if (ctx === null) return;
+    this.proxy.customError(
+      this.req,
+      this.res,
+      errors,
+      status,
+      ctx,
+      this.record,
+      this.opts.headers as string[],
+    );
+  }
+
   protected fail(status: number): void {
+    if (intercepts(this.errors, status) && this.context !== null && !this.res.headersSent) {
+      this.handOff(this.errors, status, null);
+      return;
+    }
     if (this.hsts !== null) this.res.setHeader('Strict-Transport-Security', this.hsts);
     if (!this.res.headersSent) setOwnResponseHeaders(this.res, this.policy);
     sendErrorPage(this.res, status);
@@ -673,6 +711,10 @@ class WebExchange extends Exchange {
     this.noteHead(statusCode);
     if (this.done) {
       controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
+      return;
+    }
+    if (intercepts(this.errors, statusCode)) {
+      this.handOff(this.errors, statusCode, controller);
       return;
     }
     const out = responseHeaders(headers, this.policy);
@@ -856,6 +898,46 @@ export class Proxy {
     exchange.session = ctx.session;
     if (ctx.policy !== undefined) exchange.policy = ctx.policy;
     if (hasBody) exchange.watchBody(req, exchange.policy.clientBodyTimeoutMs);
+    if (ctx.errors != null) {
+      exchange.errors = ctx.errors;
+      exchange.context = ctx;
+    }
+    exchange.next();
+  }
+
+  /**
+   * Sends the request to the error backend for `code` (custom-http-errors, or a route without
+   * endpoints served by its default-backend Service): URI `/`, no body, the X-Code headers; its
+   * response goes to the client as it is. `forwarded`: the upstream headers already built.
+   */
+  customError(
+    req: IncomingMessage,
+    res: ServerResponse,
+    errors: CustomErrors,
+    code: number,
+    ctx: RequestContext,
+    record: RequestRecord | null,
+    forwarded?: string[],
+  ): void {
+    const target = errors.target;
+    const requestId = ctx.requestId === '' ? generateRequestId() : ctx.requestId;
+    const headers = errorRequestHeaders(
+      req,
+      forwarded ?? forwardHeaders(req, ctx).headers,
+      errors,
+      code,
+      requestId,
+    );
+    const opts: Dispatcher.DispatchOptions = {
+      path: '/',
+      method: req.method ?? 'GET',
+      headers,
+      body: null,
+      headersTimeout: target.readTimeoutMs,
+      bodyTimeout: target.readTimeoutMs,
+    };
+    const exchange = new WebExchange(this, req, res, target, opts, false, ctx.hsts, record);
+    if (ctx.policy !== undefined) exchange.policy = ctx.policy;
     exchange.next();
   }
 

@@ -6,6 +6,7 @@
 import { RE2JS } from 're2js';
 import {
   catchAllAnnotations,
+  customDefaultBackendName,
   DEFAULT_LOCATION_ANNOTATIONS,
   DEFAULT_SERVER_ANNOTATIONS,
   type ServerAnnotations,
@@ -352,6 +353,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   servers.sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
   for (const server of [catchAll.server, ...servers]) finishServer(server, diagnostics);
   resolveAliases(servers, drafts, diagnostics);
+  resolveCustomDefaultBackends([catchAll.server, ...servers], resolver, config, diagnostics);
 
   // The default certificate (--default-ssl-certificate).
   let defaultCertificate: string | null = null;
@@ -642,6 +644,47 @@ function resolveDefaultBackend(
   );
   if (problem !== null) unusable(`is unusable for now (${problem.message})`);
   return upstream.name;
+}
+
+/**
+ * The default-backend annotation's Services (first port), as upstreams named
+ * custom-default-backend-<ns>-<svc>: the data plane sends custom errors there, and requests of a
+ * route whose Service has no endpoints. A missing Service or port leaves the route without one.
+ */
+function resolveCustomDefaultBackends(
+  servers: readonly Server[],
+  resolver: UpstreamResolver,
+  config: GlobalConfig,
+  diagnostics: DiagnosticsCollector,
+): void {
+  const done = new Set<string>();
+  for (const server of servers) {
+    for (const route of [...server.routes, server.defaultRoute]) {
+      const service = route.annotations.customErrors.backend;
+      const ingress = route.ingress;
+      if (service === null || ingress === null) continue;
+      const name = customDefaultBackendName(ingress.namespace, service);
+      if (done.has(name)) continue;
+      done.add(name);
+      const found = resolver.service(ingress.namespace, service);
+      const firstPort = found?.spec?.ports?.[0];
+      if (found === undefined || firstPort === undefined || typeof firstPort.port !== 'number') {
+        diagnostics.report(
+          'Ingress',
+          ingress,
+          'ANNOTATION_INVALID',
+          `annotation default-backend names Service ${ingress.namespace}/${service}, which ${found === undefined ? 'does not exist' : 'declares no port'}; custom errors use the controller's default backend`,
+          'warning',
+        );
+        continue;
+      }
+      resolver.resolveAs(
+        { namespace: ingress.namespace, service, port: String(firstPort.port) },
+        name,
+        config.loadBalance,
+      );
+    }
+  }
 }
 
 function resolveDefaultCertificate(

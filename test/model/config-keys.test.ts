@@ -3,7 +3,7 @@
 // and NGINX-internal keys.
 import t from 'tap';
 import { DEFAULT_GLOBAL_CONFIG } from '../../lib/model/index.ts';
-import { ingress, path, rule, runCases } from './helpers.ts';
+import { ingress, path, rule, runCases, service, slice } from './helpers.ts';
 
 const configMap = (data: Record<string, unknown>, name = 'ingress-ts', namespace = 'ingress') => ({
   apiVersion: 'v1',
@@ -199,5 +199,60 @@ runCases(t, [
     routes: [],
     diagnostics: ['SNIPPET_REFUSED snip'],
     check: (t, { diagnostics }) => t.notMatch(diagnostics[0]?.message ?? '', 'allow-snippet-annotations'),
+  },
+]);
+
+const errorsSite = (name: string, nginx: Record<string, string>) =>
+  ingress(name, { nginx, rules: [rule(`${name}.com`, path('/', 'web:80'))] });
+
+runCases(t, [
+  {
+    name: 'custom-http-errors / default-backend annotations: codes and the error backend upstream',
+    ingresses: [errorsSite('site', { 'custom-http-errors': '503,404, 404', 'default-backend': 'errors' })],
+    services: [service('errors', [{ port: 8080, targetPort: 8080 }]), service('other', [{ port: 81 }])],
+    slices: [slice('errors', [{ addresses: ['10.1.0.1'] }], [{ port: 8080 }])],
+    check: (t, { model, references }) => {
+      const route = model.servers[0]?.routes[0];
+      t.strictSame(route?.annotations.customErrors, { codes: [404, 503], backend: 'errors' });
+      t.strictSame(
+        model.servers[0]?.defaultRoute.annotations.customErrors,
+        { codes: [404, 503], backend: 'errors' },
+        'the host default route inherits them',
+      );
+      const upstream = model.upstreams['custom-default-backend-default-errors'];
+      t.strictSame(upstream?.service, { namespace: 'default', name: 'errors', port: '8080' }, 'first port');
+      t.strictSame(upstream?.endpoints, [{ address: '10.1.0.1', port: 8080 }]);
+      t.ok(references.services.includes('default/errors'), 'the Service is a reference');
+    },
+  },
+  {
+    name: 'custom-http-errors: without the annotation the route has none (the ConfigMap list applies)',
+    ingresses: [errorsSite('site', {})],
+    check: (t, { model }) =>
+      t.strictSame(model.servers[0]?.routes[0]?.annotations.customErrors, { codes: null, backend: null }),
+  },
+  {
+    name: 'custom-http-errors: a code outside 400-599 drops the Ingress',
+    ingresses: [errorsSite('site', { 'custom-http-errors': '404,302' })],
+    routes: [],
+    diagnostics: ['ANNOTATION_INVALID site'],
+    check: (t, { diagnostics }) => t.equal(diagnostics[0]?.severity, 'error'),
+  },
+  {
+    name: 'default-backend: a value that is no Service name drops the Ingress',
+    ingresses: [errorsSite('site', { 'default-backend': 'ns/errors' })],
+    routes: [],
+    diagnostics: ['ANNOTATION_INVALID site'],
+  },
+  {
+    name: 'default-backend: a missing Service is reported, the route still works',
+    ingresses: [errorsSite('site', { 'default-backend': 'missing' })],
+    routes: ['site.com Prefix / -> default-web-80 (site)'],
+    diagnostics: ['ANNOTATION_INVALID site'],
+    messages: ['names Service default/missing, which does not exist'],
+    check: (t, { model, diagnostics }) => {
+      t.equal(diagnostics[0]?.severity, 'warning');
+      t.equal(model.upstreams['custom-default-backend-default-missing'], undefined);
+    },
   },
 ]);

@@ -9,6 +9,10 @@ import { accessLog } from './access-log.ts';
 import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
 import { canary } from './canary.ts';
+import { customErrors } from './custom-errors.ts';
+
+export { customDefaultBackendName } from './custom-errors.ts';
+
 import {
   type AnnotationDoc,
   type AnnotationGroup,
@@ -22,7 +26,7 @@ import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
 import { upstreamHash } from './upstream-hash.ts';
 
-const locationGroups = { rewrite, accessLog, redirect } as const;
+const locationGroups = { rewrite, accessLog, redirect, customErrors } as const;
 const serverGroups = { alias: serverAlias, appRoot } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
 
