@@ -353,7 +353,10 @@ export class DataPlane {
         policy: http,
         errors: action.errors ?? null,
         hsts: https && server.tls ? policy.hsts : null,
-        hashKey: target.hashKey === null ? '' : target.hashKey({ req, uri: path, host: hostname, https }),
+        hashKey:
+          target.hashKey === null
+            ? ''
+            : target.hashKey({ req, uri: path, host: hostname, https, remoteAddress }),
         session: sessionOf(req, target, cookie, action.setsAffinityCookie, match.locationPath, https),
       },
       host: hostname,
@@ -386,7 +389,12 @@ export class DataPlane {
     }
     if (decision.kind === 'error') sendErrorPage(res, decision.status);
     else if (decision.kind === 'redirect')
-      sendRedirect(req, res, decision.code, decision.location ?? httpsLocation(req));
+      sendRedirect(
+        req,
+        res,
+        decision.code,
+        decision.location ?? httpsLocation(req, this.#runtime?.http.useForwardedHeaders),
+      );
     else if (decision.kind === 'customError')
       this.#proxy.customError(req, res, decision.errors, decision.code, decision.context, record);
     else this.#proxy.web(req, res, decision.target, decision.context, record);
@@ -481,9 +489,13 @@ function recordOf(
   });
 }
 
-/** ingress-nginx ssl-redirect: `https://<host without port><request URI minus one trailing slash>`. */
-function httpsLocation(req: IncomingMessage): string {
-  const hostHeader = req.headers.host ?? '';
+/**
+ * ingress-nginx ssl-redirect: `https://<host without port><request URI minus one trailing slash>`;
+ * the host is $best_http_host (X-Forwarded-Host with use-forwarded-headers).
+ */
+function httpsLocation(req: IncomingMessage, forwardedHost = false): string {
+  const forwarded = forwardedHost ? req.headers['x-forwarded-host'] : undefined;
+  const hostHeader = (typeof forwarded === 'string' && forwarded !== '' ? forwarded : req.headers.host) ?? '';
   const host = hostHeader.startsWith('[')
     ? hostHeader.slice(0, hostHeader.indexOf(']') + 1)
     : hostHeader.split(':')[0];

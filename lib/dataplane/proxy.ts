@@ -37,7 +37,15 @@ export interface ProxyTarget {
   /** affinity: cookie of the upstream (its balancer is then a StickyBalancer), or null */
   affinity: Affinity | null;
   /** upstream-hash-by: computes a request's key (hash-key.ts), or null */
-  hashKey: ((input: { req: IncomingMessage; uri: string; host: string; https: boolean }) => string) | null;
+  hashKey:
+    | ((input: {
+        req: IncomingMessage;
+        uri: string;
+        host: string;
+        https: boolean;
+        remoteAddress?: string;
+      }) => string)
+    | null;
 }
 
 export interface RequestContext {

@@ -234,6 +234,8 @@ t.test('ConfigMap request/response keys through the proxy', async (t) => {
       t.equal(up['x-forwarded-for'], '127.0.0.1', 'XFF replaced again');
       const plain = await send(port, 'web.test', '/x');
       t.equal(plain.status, 308, 'force-ssl-redirect on a plain HTTP request');
+      const behind = await send(port, 'web.test', '/x', { 'x-forwarded-host': 'front.example:8080' });
+      t.equal(behind.headers.location, 'https://front.example/x', 'the redirect names $best_http_host');
       t.equal(
         (await send(port, 'web.test', '/x', { 'x-forwarded-proto': 'https' })).status,
         200,
