@@ -83,19 +83,26 @@ const WATCHDOG_MS = 20 * 60 * 1000;
 
 interface Options {
   duration: number;
+  /** seconds of unrecorded load per contender before a scenario's rounds */
+  warmup: number;
   rounds: number;
   reloadOnly: boolean;
   skipReloads: boolean;
+  features: boolean;
   cpuProf: string | null;
   out: string | null;
 }
 
-const USAGE = `Usage: node bench/proxy-bench.ts [--duration S] [--rounds N] [--reload-only | --skip-reloads] [--cpu-prof DIR] [--no-write]
+const USAGE = `Usage: node bench/proxy-bench.ts [--duration S] [--warmup S] [--rounds N] [--reload-only | --skip-reloads | --features] [--cpu-prof DIR] [--no-write]
   --duration S     seconds per wrk run (1-60) [8; 10 makes the whole run ~6.5 min]
-  --rounds N       interleaved rounds per scenario (1-10) [3]
+  --warmup S       unrecorded seconds per contender before each scenario (1-120) [2]
+  --rounds N       interleaved rounds per scenario (1-10; 1-40 with --features) [3]
   --reload-only    only the configuration changes under load (1,000 ingress-ts swaps, 20 NGINX
                    reloads): ~4 min
   --skip-reloads   only the throughput scenarios (implies --no-write)
+  --features       only what metrics and the access log cost: ingress-ts against ingress-ts off,
+                   plain HTTP and TLS at 64 connections, the order alternating per round (on, off,
+                   off, on, ...); writes bench/results/features-YYYY-MM-DD.md
   --cpu-prof DIR   only profile ingress-ts (node --cpu-prof into DIR) under one plain -c64 run and
                    print the top self-time functions
   --no-write       print the report only, do not write bench/results/proxy-YYYY-MM-DD.md
@@ -104,12 +111,15 @@ const USAGE = `Usage: node bench/proxy-bench.ts [--duration S] [--rounds N] [--r
 function parseOptions(args: readonly string[]): Options {
   const options: Options = {
     duration: 8,
+    warmup: 2,
     rounds: 3,
     reloadOnly: false,
     skipReloads: false,
+    features: false,
     cpuProf: null,
     out: join(REPO, 'bench', 'results', `proxy-${new Date().toISOString().slice(0, 10)}.md`),
   };
+  let rounds: string | undefined;
   const bounded = (flag: string, value: string | undefined, min: number, max: number): number => {
     const n = Number(value);
     if (!Number.isInteger(n) || n < min || n > max)
@@ -119,8 +129,10 @@ function parseOptions(args: readonly string[]): Options {
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
     if (arg === '--duration') options.duration = bounded(arg, args[++i], 1, 60);
-    else if (arg === '--rounds') options.rounds = bounded(arg, args[++i], 1, 10);
+    else if (arg === '--warmup') options.warmup = bounded(arg, args[++i], 1, 120);
+    else if (arg === '--rounds') rounds = args[++i];
     else if (arg === '--reload-only') options.reloadOnly = true;
+    else if (arg === '--features') options.features = true;
     else if (arg === '--skip-reloads') options.skipReloads = true;
     else if (arg === '--cpu-prof') {
       const dir = args[++i];
@@ -132,6 +144,9 @@ function parseOptions(args: readonly string[]): Options {
       process.exit(0);
     } else fail(2, `unknown argument "${arg}"\n${USAGE}`);
   }
+  if (rounds !== undefined) options.rounds = bounded('--rounds', rounds, 1, options.features ? 40 : 10);
+  if (options.features && options.out !== null)
+    options.out = options.out.replace(/proxy-(\d{4}-\d{2}-\d{2}\.md)$/, 'features-$1');
   return options;
 }
 
@@ -490,6 +505,11 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
+/** --features: what metrics and the access log cost, where the proxy's own work is smallest. */
+const FEATURE_SCENARIOS: Scenario[] = SCENARIOS.filter((s) => s.connections === 64 && s.path === '/').map(
+  (s) => ({ ...s, contenders: ['ingress-ts', 'ingress-ts off'] }),
+);
+
 function target(env: Env, contender: Contender, scenario: Scenario): { url: string; cpu: () => number[] } {
   const scheme = scenario.tls ? 'https' : 'http';
   const { ports } = env;
@@ -515,6 +535,8 @@ interface ScenarioResult {
   ratios: Map<Contender, number[]>;
   /** per round: ingress-ts (metrics + access log) ÷ ingress-ts off */
   featureRatios: number[];
+  /** per round: proxy CPU per request of ingress-ts off ÷ that of ingress-ts */
+  featureCpuRatios: number[];
   rssKiB: number | null;
   nginxRssKiB: number | null;
 }
@@ -523,17 +545,23 @@ async function runScenario(env: Env, scenario: Scenario, options: Options): Prom
   const runs = new Map<Contender, WrkResult[]>(scenario.contenders.map((c) => [c, []]));
   const ratios = new Map<Contender, number[]>(scenario.contenders.map((c) => [c, []]));
   const featureRatios: number[] = [];
+  const featureCpuRatios: number[] = [];
   for (const contender of scenario.contenders) {
     const { url, cpu } = target(env, contender, scenario);
-    await wrk(url, scenario.connections, 2, cpu); // warm-up (JIT, pools, TLS sessions), not recorded
+    await wrk(url, scenario.connections, options.warmup, cpu); // warm-up (JIT, pools, TLS sessions), not recorded
   }
   for (let round = 1; round <= options.rounds; round++) {
     const thisRound = new Map<Contender, number>();
-    for (const contender of scenario.contenders) {
+    const cpuThisRound = new Map<Contender, number | null>();
+    // --features: on, off, then off, on, ... so that a drift of the machine favours neither
+    const order =
+      options.features && round % 2 === 0 ? [...scenario.contenders].reverse() : scenario.contenders;
+    for (const contender of order) {
       const { url, cpu } = target(env, contender, scenario);
       const result = await wrk(url, scenario.connections, options.duration, cpu);
       runs.get(contender)!.push(result);
       thisRound.set(contender, result.rps);
+      cpuThisRound.set(contender, result.cpuUsPerReq);
       log(`${scenario.name} round ${round} ${contender}: ${Math.round(result.rps)} req/s`);
     }
     const nginx = thisRound.get('nginx');
@@ -541,6 +569,9 @@ async function runScenario(env: Env, scenario: Scenario, options: Options): Prom
     const on = thisRound.get('ingress-ts');
     const off = thisRound.get('ingress-ts off');
     if (on !== undefined && off !== undefined && off > 0) featureRatios.push(on / off);
+    const onCpu = cpuThisRound.get('ingress-ts');
+    const offCpu = cpuThisRound.get('ingress-ts off');
+    if (onCpu && offCpu) featureCpuRatios.push(offCpu / onCpu);
   }
   const workers = processTree(env.nginx.pid).slice(1);
   const nginxRss = workers.reduce((sum, pid) => sum + (rssKiB(pid) ?? 0), 0);
@@ -549,6 +580,7 @@ async function runScenario(env: Env, scenario: Scenario, options: Options): Prom
     runs,
     ratios,
     featureRatios,
+    featureCpuRatios,
     rssKiB: rssKiB(env.ingressTs.pid),
     nginxRssKiB: workers.length > 0 ? nginxRss : null,
   };
@@ -883,6 +915,12 @@ function scenarioTable(result: ScenarioResult): string {
       `ingress-ts with metrics and access log ÷ ingress-ts off: **${fixed(median(result.featureRatios), 2)}** (median of the rounds: ${result.featureRatios.map((r) => fixed(r, 2)).join(' / ')})`,
     );
   }
+  if (result.featureCpuRatios.length > 0) {
+    lines.push(
+      '',
+      `the same by proxy CPU per request (ingress-ts off's µs/req ÷ ingress-ts's): **${fixed(median(result.featureCpuRatios), 2)}** (median of the rounds: ${result.featureCpuRatios.map((r) => fixed(r, 2)).join(' / ')})`,
+    );
+  }
   return lines.join('\n');
 }
 
@@ -895,7 +933,7 @@ function header(options: Options, commandLines: Record<string, string>): string 
 - node: ${process.version}; ${version(['nginx', '-v'])}; ${version(['wrk', '-v'])}; ${version(['openssl', 'version'])}
 - pinning: ${isPinned() ? 'proxies on core 0 (`taskset -c 0`), wrk and the upstream NGINX on core 1' : '**taskset missing: nothing pinned**'}
 - contenders: ingress-ts runs with its default features (per-request metrics, and the access log as JSON lines to a file); ingress-ts off is the same with \`--enable-metrics=false\` and \`disable-access-log: "true"\`
-- method: each scenario starts with a 2 s unrecorded warm-up per contender, then ${options.rounds} interleaved rounds (direct, nginx, undici floor, ingress-ts, ingress-ts off, direct, ...; the undici floor only in plain HTTP) of ${options.duration} s each; medians over rounds. × NGINX is the median of the per-round ratios. Proxy CPU is utime+stime of the proxy process (NGINX: master + worker) over the run, divided by the requests.
+- method: each scenario starts with a ${options.warmup} s unrecorded warm-up per contender, then ${options.rounds} interleaved rounds ${options.features ? '(ingress-ts, ingress-ts off, then ingress-ts off, ingress-ts, ...: the order alternates per round)' : '(direct, nginx, undici floor, ingress-ts, ingress-ts off, direct, ...; the undici floor only in plain HTTP)'} of ${options.duration} s each; medians over rounds. × NGINX is the median of the per-round ratios. Proxy CPU is utime+stime of the proxy process (NGINX: master + worker) over the run, divided by the requests.
 - upstream: NGINX, 1 worker, \`return 200\` with a 1,024-byte body (\`/\`) or a 1 MiB file (\`/1m\`, sendfile), keep-alive
 - TLS: one self-signed RSA-2048 certificate from \`openssl req -x509\` for both proxies. wrk sends no SNI, so each proxy answers with its default certificate: for NGINX its only server, for ingress-ts \`--default-ssl-certificate bench/bench-tls\` (the same Secret the Ingress names for bench.test), so both serve the same certificate.
 
@@ -927,7 +965,8 @@ async function main(): Promise<void> {
   } else {
     if (!options.reloadOnly) {
       const results: ScenarioResult[] = [];
-      for (const scenario of SCENARIOS) results.push(await runScenario(env, scenario, options));
+      const scenarios = options.features ? FEATURE_SCENARIOS : SCENARIOS;
+      for (const scenario of scenarios) results.push(await runScenario(env, scenario, options));
       const rss = [
         '| after scenario | ingress-ts RSS MiB | NGINX proxy worker RSS MiB |',
         '|---|--:|--:|',
@@ -940,7 +979,7 @@ async function main(): Promise<void> {
       sections.push(`## Memory\n\n${rss.join('\n')}\n`);
       sections.push(accessLogSection(env, results));
     }
-    if (!options.skipReloads) {
+    if (!options.skipReloads && !options.features) {
       log('configuration changes under load');
       sections.push(reloadSection(await runReloads(env)));
     }
@@ -954,7 +993,8 @@ async function main(): Promise<void> {
   const minutes = ((Date.now() - startedAt) / 60000).toFixed(1);
   const report = `${header(options, commandLines)}\nTotal run time: ${minutes} min.\n\n${sections.join('\n')}`;
   process.stdout.write(report);
-  if (options.out !== null && options.cpuProf === null && !options.reloadOnly && !options.skipReloads) {
+  const complete = options.features || (!options.reloadOnly && !options.skipReloads);
+  if (options.out !== null && options.cpuProf === null && complete) {
     mkdirSync(join(REPO, 'bench', 'results'), { recursive: true });
     writeFileSync(options.out, report);
     log(`written to ${options.out}`);

@@ -12,6 +12,7 @@ import type {
   Canary,
   Diagnostic,
   GlobalConfig,
+  LocationAnnotations,
   ObjectRef,
   Server,
   Severity,
@@ -45,7 +46,7 @@ export interface HostTLS {
   certificate: CertificateInfo;
 }
 
-export interface RouteDescription {
+export interface RouteDescription extends PathSettingsDescription {
   path: string;
   pathType: string;
   /** when it differs from `pathType` (ImplementationSpecific is matched as Prefix) */
@@ -55,6 +56,31 @@ export interface RouteDescription {
   backend: string;
   /** the canary sharing the route (its Ingress, upstream of `backends` and policy), or null */
   canary: CanaryDescription | null;
+}
+
+/** Per-path settings, present only when set (annotations); unset ssl-redirect values follow `config`. */
+export interface PathSettingsDescription {
+  /** rewrite-target, when it rewrites (differs from the path) */
+  rewriteTarget?: string;
+  /** x-forwarded-prefix, sent only with a rewrite */
+  xForwardedPrefix?: string;
+  sslRedirect?: boolean;
+  forceSslRedirect?: boolean;
+  preserveTrailingSlash?: boolean;
+}
+
+function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSettingsDescription {
+  const out: PathSettingsDescription = {};
+  const { target, forwardedPrefix } = annotations.rewrite;
+  if (target !== null && target !== path) {
+    out.rewriteTarget = target;
+    if (forwardedPrefix !== null) out.xForwardedPrefix = forwardedPrefix;
+  }
+  const { sslRedirect, forceSslRedirect, preserveTrailingSlash } = annotations.sslRedirect;
+  if (sslRedirect !== null) out.sslRedirect = sslRedirect;
+  if (forceSslRedirect !== null) out.forceSslRedirect = forceSslRedirect;
+  if (preserveTrailingSlash) out.preserveTrailingSlash = true;
+  return out;
 }
 
 function canaryOf(canary: Canary | null): CanaryDescription | null {
@@ -86,12 +112,18 @@ export interface HostDescription {
   ingress: string | null;
   /** paths are case-insensitive regexes anchored at the start (use-regex, rewrite-target) */
   regex: boolean;
+  /** from-to-www-redirect: this other name redirects to the host */
+  wwwRedirectFrom?: string;
   /** null: no `spec.tls` for this host; HTTPS answers with the default certificate */
   tls: HostTLS | null;
   routes: RouteDescription[];
   /** where requests matching no route go */
   /** `canary`: the catch-all's canary, when a canary Ingress's spec.defaultBackend shares it */
-  defaultRoute: { ingress: string | null; backend: string; canary?: CanaryDescription | null };
+  defaultRoute: {
+    ingress: string | null;
+    backend: string;
+    canary?: CanaryDescription | null;
+  } & PathSettingsDescription;
 }
 
 export interface BackendDescription {
@@ -226,6 +258,9 @@ export function describeRuntime(
       ...(aliases.length > 0 ? { aliases: [...aliases] } : {}),
       ingress: refOf(server.ingress),
       regex: server.regex,
+      ...(server.annotations.fromToWww.from === null
+        ? {}
+        : { wwwRedirectFrom: server.annotations.fromToWww.from }),
       tls,
       routes: server.routes.map((route) => ({
         path: route.path,
@@ -234,11 +269,13 @@ export function describeRuntime(
         ingress: `${route.ingress.namespace}/${route.ingress.name}`,
         backend: backendOf(route.backend),
         canary: canaryOf(route.canary),
+        ...pathSettingsOf(route.annotations, route.path),
       })),
       defaultRoute: {
         ingress: refOf(server.defaultRoute.ingress),
         backend: backendOf(server.defaultRoute.backend),
         ...(server.defaultRoute.canary === null ? {} : { canary: canaryOf(server.defaultRoute.canary) }),
+        ...pathSettingsOf(server.defaultRoute.annotations, '/'),
       },
     };
   };

@@ -37,8 +37,9 @@ import {
 } from './proxy.ts';
 import { finishOnClose, type RequestRecord, startRecord } from './request-record.ts';
 import { cookieValue } from './request-values.ts';
+import { applyRewrite } from './rewrite.ts';
 import { normalizeHost, normalizePath, type PathMatch } from './router.ts';
-import { type Action, compileRuntime, type Runtime, type TlsPolicy } from './runtime.ts';
+import { type Action, compileRuntime, type Runtime } from './runtime.ts';
 import { applyDefaultCertificate, type CertificatePair, compileSniStore, httpsServerOptions } from './sni.ts';
 
 export interface DataPlaneOptions {
@@ -98,16 +99,6 @@ const REDIRECT_REASONS: Record<number, string> = {
   307: 'Temporary Redirect',
   308: 'Permanent Redirect',
 };
-
-/**
- * ingress-nginx's redirect_to_https for a plain-HTTP request: never for the no-tls-redirect
- * locations (matched against the rule path); always with force-ssl-redirect; else with ssl-redirect
- * when the host has TLS settings.
- */
-function mustRedirect(policy: TlsPolicy, hostHasTls: boolean, locationPath: string): boolean {
-  for (const prefix of policy.noRedirect) if (locationPath.startsWith(prefix)) return false;
-  return policy.forceSslRedirect || (policy.sslRedirect && hostHasTls);
-}
 
 export class DataPlane {
   readonly #options: DataPlaneOptions;
@@ -249,9 +240,19 @@ export class DataPlane {
     }
     const hostname = normalizeHost(host);
     const server = runtime.hosts.lookup(hostname);
+    if (incomingId === '') incomingId = undefined;
+    // from-to-www-redirect: the whole name redirects, port always included ($server_port: 443 on HTTPS)
+    if (server.redirectTo !== null) {
+      let uri = req.url ?? '/';
+      if (uri.endsWith('/')) uri = uri.slice(0, -1);
+      const location = https
+        ? `https://${server.redirectTo}:443${uri}`
+        : `http://${server.redirectTo}:${this.#httpPort}${uri}`;
+      const code = runtime.model.config.httpRedirectCode;
+      return { kind: 'redirect', code, location, host: hostname, match: null, requestId: incomingId };
+    }
     const match = server.paths.match(path);
     const policy = runtime.tlsPolicy;
-    if (incomingId === '') incomingId = undefined;
     // app-root acts at server level, before any location (and so before every other redirect)
     if (server.appRoot !== null && path === '/') {
       const location = `${https ? 'https' : 'http'}://${host ?? ''}${server.appRoot}`;
@@ -271,11 +272,30 @@ export class DataPlane {
     }
     // use-forwarded-headers: the scheme the client used in front of the load balancer decides
     const secure = runtime.http.useForwardedHeaders ? forwardedHttps(req, https) : https;
-    if (!secure && mustRedirect(policy, server.tls, match.locationPath)) {
+    // rewrite-target (ngx_http_rewrite, before lua's ssl-redirect): a URL target answers 302
+    const rewritten =
+      action.rewrite === null
+        ? null
+        : applyRewrite(action.rewrite, path, req.url ?? '/', match.captures, https);
+    if (rewritten?.redirect !== undefined) {
       return {
         kind: 'redirect',
-        code: policy.redirectCode,
-        location: null,
+        code: 302,
+        location: rewritten.redirect,
+        host: hostname,
+        match,
+        requestId: incomingId,
+      };
+    }
+    if (!secure && action.httpsRedirect !== null) {
+      return {
+        kind: 'redirect',
+        code: action.httpsRedirect.code,
+        location: httpsLocation(
+          req,
+          action.httpsRedirect.preserveTrailingSlash,
+          runtime.http.useForwardedHeaders,
+        ),
         host: hostname,
         match,
         requestId: incomingId,
@@ -356,8 +376,9 @@ export class DataPlane {
         hashKey:
           target.hashKey === null
             ? ''
-            : target.hashKey({ req, uri: path, host: hostname, https, remoteAddress }),
+            : target.hashKey({ req, uri: rewritten?.uri ?? path, host: hostname, https, remoteAddress }),
         session: sessionOf(req, target, cookie, action.setsAffinityCookie, match.locationPath, https),
+        ...(rewritten === null ? {} : { path: rewritten.path, forwardedPrefix: rewritten.forwardedPrefix }),
       },
       host: hostname,
       match,
@@ -393,7 +414,7 @@ export class DataPlane {
         req,
         res,
         decision.code,
-        decision.location ?? httpsLocation(req, this.#runtime?.http.useForwardedHeaders),
+        decision.location ?? httpsLocation(req, false, this.#runtime?.http.useForwardedHeaders),
       );
     else if (decision.kind === 'customError')
       this.#proxy.customError(req, res, decision.errors, decision.code, decision.context, record);
@@ -490,17 +511,17 @@ function recordOf(
 }
 
 /**
- * ingress-nginx ssl-redirect: `https://<host without port><request URI minus one trailing slash>`;
- * the host is $best_http_host (X-Forwarded-Host with use-forwarded-headers).
+ * ingress-nginx ssl-redirect: `https://<host without port><request URI minus one trailing slash>`
+ * (the slash kept with preserve-trailing-slash).
  */
-function httpsLocation(req: IncomingMessage, forwardedHost = false): string {
+function httpsLocation(req: IncomingMessage, preserveTrailingSlash = false, forwardedHost = false): string {
   const forwarded = forwardedHost ? req.headers['x-forwarded-host'] : undefined;
   const hostHeader = (typeof forwarded === 'string' && forwarded !== '' ? forwarded : req.headers.host) ?? '';
   const host = hostHeader.startsWith('[')
     ? hostHeader.slice(0, hostHeader.indexOf(']') + 1)
     : hostHeader.split(':')[0];
   let uri = req.url ?? '/';
-  if (uri.endsWith('/')) uri = uri.slice(0, -1);
+  if (!preserveTrailingSlash && uri.endsWith('/')) uri = uri.slice(0, -1);
   return `https://${host}${uri}`;
 }
 

@@ -69,6 +69,10 @@ export interface RequestContext {
   hashKey: string;
   /** affinity: cookie on the target upstream, else null */
   session: SessionContext | null;
+  /** rewrite-target: the upstream request target (path and query) instead of the client's */
+  path?: string;
+  /** x-forwarded-prefix (only with rewrite-target): replaces any X-Forwarded-Prefix of the client */
+  forwardedPrefix?: string | undefined;
 }
 
 export interface SessionContext {
@@ -116,14 +120,16 @@ const XFH = 4;
 const CONNECTION = 5;
 const CONTENT_LENGTH = 6;
 const TRANSFER_ENCODING = 7;
-const XF_PROTO = 8;
-const XF_PORT = 9;
+const XFP = 8;
+const XF_PROTO = 9;
+const XF_PORT = 10;
 
 /** What happens to an incoming header, by lower-case name; absent = passed through. */
 const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.create(null) as object, {
   host: HOST,
   'x-forwarded-for': XFF,
   'x-forwarded-host': XFH,
+  'x-forwarded-prefix': XFP,
   connection: CONNECTION,
   'content-length': CONTENT_LENGTH,
   'transfer-encoding': TRANSFER_ENCODING,
@@ -230,6 +236,9 @@ function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
       case TRANSFER_ENCODING:
         hasBody = true;
         break;
+      case XFP:
+        if (ctx.forwardedPrefix === undefined) out.push(name, value);
+        break;
       default:
         break;
     }
@@ -246,6 +255,7 @@ function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
     if (firstXfh !== undefined && firstXfh !== '') host = firstXfh;
   }
   if (host !== undefined) out.push('host', host, 'x-forwarded-host', host);
+  if (ctx.forwardedPrefix !== undefined) out.push('x-forwarded-prefix', ctx.forwardedPrefix);
   if (xff !== undefined) out.push('x-original-forwarded-for', xff);
   if (xfh !== undefined) out.push('x-original-forwarded-host', xfh);
   if (connection !== undefined) stripConnectionTokens(out, own, connection);
@@ -894,7 +904,7 @@ export class Proxy {
     const { headers, hasBody } = forwardHeaders(req, ctx);
     const method = req.method ?? 'GET';
     const opts: Dispatcher.DispatchOptions = {
-      path: upstreamPath(req.url),
+      path: ctx.path ?? upstreamPath(req.url),
       method,
       headers,
       body: hasBody ? req : null,
@@ -960,7 +970,7 @@ export class Proxy {
   ): void {
     const { headers } = forwardHeaders(req, ctx);
     const opts: Dispatcher.DispatchOptions = {
-      path: upstreamPath(req.url),
+      path: ctx.path ?? upstreamPath(req.url),
       method: req.method ?? 'GET',
       headers,
       body: null,

@@ -14,6 +14,7 @@ import { dataplaneError } from './events.ts';
 import { compileHashKey, type HashKey } from './hash-key.ts';
 import { compileHttpPolicy, type HttpPolicy } from './http-policy.ts';
 import type { ProxyTarget } from './proxy.ts';
+import { type CompiledRewrite, compileRewrite } from './rewrite.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
 import { type CertificatePair, compileSniStore, type SniStore } from './sni.ts';
 
@@ -49,16 +50,29 @@ export type Action =
   /** permanent-redirect / temporal-redirect: `code` to `location`, as written */
   | { type: 'redirect'; code: number; location: string; route: RouteInfo | null; accessLog: boolean };
 
+/** Per-path settings every matched action carries (the same action object may serve many paths). */
+export interface PathSettings {
+  /** plain-HTTP requests here answer `code` to https (ssl-redirect, force-ssl-redirect), or null */
+  httpsRedirect: { code: number; preserveTrailingSlash: boolean } | null;
+  /** rewrite-target (with x-forwarded-prefix), or null */
+  rewrite: CompiledRewrite | null;
+}
+
+/** What a path matcher of a compiled server holds. */
+export type RoutedAction = Action & PathSettings;
+
 export interface CompiledServer {
   hostname: string;
+  /** from-to-www-redirect: this name only redirects to that host (308 by default), or null */
+  redirectTo: string | null;
   /** app-root: `/` answers 302 to this path on the request's scheme and Host, or null */
   appRoot: string | null;
   /** the host has TLS settings: HTTP requests are redirected to HTTPS and HTTPS responses get HSTS */
   tls: boolean;
-  paths: PathMatcher<Action>;
+  paths: PathMatcher<RoutedAction>;
 }
 
-/** ssl-redirect and HSTS, from the global ConfigMap (annotations refine them per route later). */
+/** ssl-redirect and HSTS, from the global ConfigMap; the per-route redirect decision is PathSettings.httpsRedirect. */
 export interface TlsPolicy {
   /** redirect HTTP to HTTPS on hosts with TLS */
   sslRedirect: boolean;
@@ -250,15 +264,44 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     return { ...action, errors: compileCustomErrors(effective, target, whenEmpty, action.route) };
   };
 
+  // ingress-nginx's redirect_to_https, decided per path at compile time: never for the
+  // no-tls-redirect-locations (prefixes of the rule path); force-ssl-redirect always; ssl-redirect
+  // when the host has TLS settings. Unset annotations follow the ConfigMap.
+  const { config } = model;
+  const httpsRedirectOf = (
+    annotations: LocationAnnotations,
+    locationPath: string,
+    hostHasTls: boolean,
+  ): PathSettings['httpsRedirect'] => {
+    for (const prefix of config.noTlsRedirectLocations) if (locationPath.startsWith(prefix)) return null;
+    const { sslRedirect, forceSslRedirect, preserveTrailingSlash } = annotations.sslRedirect;
+    const redirect =
+      (forceSslRedirect ?? config.forceSslRedirect) || ((sslRedirect ?? config.sslRedirect) && hostHasTls);
+    return redirect ? { code: config.httpRedirectCode, preserveTrailingSlash } : null;
+  };
+  const routed = (server: Server, route: Route | DefaultRoute, locationPath: string): RoutedAction => {
+    const { target, forwardedPrefix } = route.annotations.rewrite;
+    return {
+      ...actionFor(route),
+      httpsRedirect: httpsRedirectOf(route.annotations, locationPath, server.tls !== null),
+      rewrite: compileRewrite(locationPath, target, forwardedPrefix),
+    };
+  };
+
   const compileServer = (server: Server): CompiledServer => {
-    const rules: PathRule<Action>[] = server.routes.map((route) => ({
-      path: route.path,
-      pathType: route.pathType,
-      value: actionFor(route),
-    }));
-    const fallback = actionFor(server.defaultRoute);
+    const rules: PathRule<RoutedAction>[] = server.routes.map((route) => {
+      const value = routed(server, route, route.path);
+      return {
+        path: route.path,
+        pathType: route.pathType,
+        value,
+        captures: value.rewrite?.reuseCaptures === true,
+      };
+    });
+    const fallback = routed(server, server.defaultRoute, '/');
     return {
       hostname: server.hostname,
+      redirectTo: null,
       appRoot: server.annotations.appRoot.path,
       tls: server.tls !== null,
       paths: createPathMatcher(rules, fallback, server.regex, (path, error) =>
@@ -274,6 +317,12 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   for (const [server, entry] of compiled) hosts.add(server.hostname, entry);
   for (const [server, entry] of compiled)
     for (const alias of server.annotations.alias.aliases) hosts.add(alias, entry);
+  // from-to-www-redirect names come last: a host or an alias of that name wins
+  for (const [server, entry] of compiled) {
+    const from = server.annotations.fromToWww.from;
+    if (from !== null)
+      hosts.add(from, { ...entry, hostname: from, redirectTo: server.hostname, appRoot: null });
+  }
 
   return {
     hash: model.hash,

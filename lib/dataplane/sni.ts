@@ -146,6 +146,9 @@ export function compileSniStore(
     if (context === null) continue;
     hosts.set(server.hostname.toLowerCase(), context);
     for (const alias of server.annotations.alias.aliases) aliased.push({ alias, certificate, context });
+    // from-to-www-redirect: the redirected name gets the host's certificate when it covers it
+    const wwwFrom = server.annotations.fromToWww.from;
+    if (wwwFrom !== null) aliased.push({ alias: wwwFrom, certificate, context });
   }
   for (const { alias, certificate, context } of aliased) {
     const name = alias.toLowerCase();

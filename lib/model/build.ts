@@ -156,7 +156,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   const catchAll: ServerDraft = newDraft('_', null, {
     ingress: null,
     backend: { type: 'default' },
-    annotations: DEFAULT_LOCATION_ANNOTATIONS,
+    annotations: catchAllAnnotations(DEFAULT_LOCATION_ANNOTATIONS),
     canary: null,
   });
   const drafts = new Map<string, ServerDraft>();
@@ -353,6 +353,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   servers.sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
   for (const server of [catchAll.server, ...servers]) finishServer(server, diagnostics);
   resolveAliases(servers, drafts, diagnostics);
+  resolveWwwRedirects(servers, drafts, diagnostics);
   resolveCustomDefaultBackends([catchAll.server, ...servers], resolver, config, diagnostics);
 
   // The default certificate (--default-ssl-certificate).
@@ -564,6 +565,25 @@ function finishServer(server: Server, diagnostics: DiagnosticsCollector): void {
   server.regex =
     (!rootReplaced && usesRegex(server.defaultRoute.annotations, '/')) ||
     server.routes.some((route) => usesRegex(route.annotations, route.path));
+  // In regex mode every path is a regex: one RE2 cannot compile (backreference, lookahead…) is not
+  // served, found here rather than by the first request (RE2 keeps matching linear in the path).
+  if (server.regex) {
+    server.routes = server.routes.filter((route) => {
+      try {
+        RE2JS.compile(`^${route.path}`, RE2JS.CASE_INSENSITIVE);
+        return true;
+      } catch (error) {
+        const host = server.hostname === '_' ? '(any host)' : server.hostname;
+        diagnostics.report(
+          'Ingress',
+          route.ingress,
+          'PATH_REGEX_INVALID',
+          `${route.pathTypeAsWritten} ${route.path} on host ${host} is matched as a regex (the host is in regex mode) but is not valid RE2 syntax (${(error as Error).message}); this path is not served`,
+        );
+        return false;
+      }
+    });
+  }
   // Prefix /foo and /foo/ match the same requests: keep the oldest (routes are in Ingress order).
   // Identical paths were refused already, so only a trailing slash can make two routes collide.
   const trailingSlash = (route: Route) =>
@@ -613,6 +633,37 @@ function resolveAliases(
       kept.push(alias);
     }
     server.annotations = { ...server.annotations, alias: { aliases: kept } };
+  }
+}
+
+/**
+ * from-to-www-redirect: `www.<host>` for a host without `www.`, else the host minus `www.`; skipped
+ * when that name is a host of its own (ingress-nginx) or the host is a wildcard.
+ */
+function resolveWwwRedirects(
+  servers: Server[],
+  drafts: Map<string, ServerDraft>,
+  diagnostics: DiagnosticsCollector,
+): void {
+  for (const server of servers) {
+    const setting = server.annotations.fromToWww;
+    const source = drafts.get(server.hostname)?.annotationSource.fromToWww;
+    if (!setting.enabled || source === undefined) continue;
+    const host = server.hostname;
+    const from = host.startsWith('www.') ? host.slice(4) : `www.${host}`;
+    let reason: string | null = null;
+    if (host.startsWith('*.')) reason = 'the host is a wildcard';
+    else if (drafts.has(from)) reason = `${from} is a host of its own`;
+    if (reason !== null) {
+      diagnostics.report(
+        'Ingress',
+        source,
+        'WWW_REDIRECT_SKIPPED',
+        `from-to-www-redirect on host ${host}: ${reason}; no redirect is made`,
+      );
+      continue;
+    }
+    server.annotations = { ...server.annotations, fromToWww: { enabled: true, from } };
   }
 }
 

@@ -91,6 +91,10 @@ export const DIAGNOSTIC_CODES = {
     'An annotation value fails its validator: the default is used (warning) or the Ingress is dropped (error).',
   ],
   ANNOTATION_UNSUPPORTED: ['warning', 'ingress-ts does not implement this annotation yet; it has no effect.'],
+  ANNOTATION_NOT_APPLICABLE: [
+    'info',
+    'The annotation tunes NGINX itself (buffers, temp files, its logs); it means nothing here and is ignored.',
+  ],
   SNIPPET_REFUSED: [
     'error',
     'Snippet annotations are configuration code and are never executed; the Ingress is dropped.',
@@ -119,6 +123,14 @@ export const DIAGNOSTIC_CODES = {
   CANARY_PATTERN_INVALID: [
     'warning',
     'canary-by-header-pattern does not compile; requests carrying the header go to the main backend.',
+  ],
+  PATH_REGEX_INVALID: [
+    'error',
+    'On a host in regex mode, a path is not a regex RE2 accepts (e.g. a backreference or lookahead); that path is not served.',
+  ],
+  WWW_REDIRECT_SKIPPED: [
+    'info',
+    'from-to-www-redirect: the other name is a host of its own (or the host is a wildcard); no redirect is made.',
   ],
 } as const satisfies Record<string, readonly [Severity, string]>;
 

@@ -1,8 +1,10 @@
 // Host and path matching, and request path/host normalisation, as tables.
 import t from 'tap';
 import {
+  compilePathRegex,
   createPathMatcher,
   HostTable,
+  literalPrefix,
   normalizeHost,
   normalizePath,
   type PathRule,
@@ -47,7 +49,7 @@ t.test('regex mode: case-insensitive, anchored at the start only, first match in
       { path: '/foo/bar/[a-z]{3}', pathType: 'Prefix', value: 'long' },
       { path: '/foo/bar/bar', pathType: 'Prefix', value: 'literal' },
       { path: '/id/[0-9]+$', pathType: 'Prefix', value: 'id' },
-      { path: '/api(/|$)(.*)', pathType: 'Prefix', value: 'api' },
+      { path: '/api(/|$)(.*)', pathType: 'Prefix', value: 'api', captures: true },
       { path: '/exact', pathType: 'Exact', value: 'exact' },
     ],
     'default',
@@ -111,4 +113,54 @@ t.test('normalizePath ($uri: decoded, merged slashes, dot segments resolved)', a
     ['http://example.com/', null],
   ];
   for (const [input, expected] of table) t.equal(normalizePath(input), expected, input);
+});
+
+t.test('regex mode: the literal-prefix shortcut never changes which route matches', async (t) => {
+  const patterns = [
+    '/api/v1/users(/|$)(.*)',
+    '/foo/bar/[a-z]{3}',
+    '/id/[0-9]+$',
+    '/static',
+    '/a|/b',
+    '/ab?c',
+    '/ab+x',
+    '/x\\.y',
+    '/[|]x',
+    '/(s|t)omething',
+    '/something',
+    '/kelvin',
+  ];
+  const paths = [
+    '/API/V1/users/1',
+    '/api/v1/usersX',
+    '/foo/bar/baz',
+    '/id/12',
+    '/STATIC/x',
+    '/zz/b',
+    '/ac',
+    '/abbbx',
+    '/x.y',
+    '/|x',
+    '/ſomething', // U+017F folds to s under RE2's case folding
+    '/\u212Aelvin', // KELVIN SIGN folds to k
+    '/',
+    '',
+  ];
+  for (const pattern of patterns) {
+    const matcher = createPathMatcher(
+      [{ path: pattern, pathType: 'Prefix', value: 'hit' }],
+      'miss',
+      true,
+      () => {},
+    );
+    const regex = compilePathRegex(pattern);
+    for (const path of paths) {
+      const expected = regex.matcher(path).find() ? 'hit' : 'miss';
+      t.equal(matcher.match(path).value, expected, `${pattern} on ${path}`);
+    }
+  }
+  t.equal(literalPrefix('/api/v1(/|$)(.*)'), '/api/v1');
+  t.equal(literalPrefix('/a|/b'), '', 'a top-level alternation has no common prefix');
+  t.equal(literalPrefix('/ab?c'), '/a', 'an optional character is left out');
+  t.equal(literalPrefix('/Foo'), '/foo');
 });

@@ -63,6 +63,16 @@ runCases(t, [
     messages: [`${PREFIX}/proxy-body-size is not supported`, `${PREFIX}/some-typo is not supported`],
   },
   {
+    name: 'annotations: NGINX tuning annotations are accepted with an info saying why they do nothing',
+    ingresses: [site('a', { 'proxy-buffer-size': '16k', 'proxy-max-temp-file-size': '0' })],
+    routes: ['a.com Prefix /app -> default-web-80 (a)'],
+    diagnostics: ['ANNOTATION_NOT_APPLICABLE a', 'ANNOTATION_NOT_APPLICABLE a'],
+    messages: [
+      `${PREFIX}/proxy-buffer-size has no effect: NGINX buffer tuning`,
+      `${PREFIX}/proxy-max-temp-file-size has no effect: NGINX temp-file tuning`,
+    ],
+  },
+  {
     name: 'annotations: annotations outside the prefix are none of our business',
     ingresses: [
       ingress('a', {
@@ -338,9 +348,12 @@ t.test('annotations: every supported annotation is documented', async (t) => {
       'custom-http-errors',
       'default-backend',
       'enable-access-log',
+      'force-ssl-redirect',
+      'from-to-www-redirect',
       'load-balance',
       'permanent-redirect',
       'permanent-redirect-code',
+      'preserve-trailing-slash',
       'rewrite-target',
       'server-alias',
       'session-cookie-change-on-failure',
@@ -352,12 +365,14 @@ t.test('annotations: every supported annotation is documented', async (t) => {
       'session-cookie-path',
       'session-cookie-samesite',
       'session-cookie-secure',
+      'ssl-redirect',
       'temporal-redirect',
       'temporal-redirect-code',
       'upstream-hash-by',
       'upstream-hash-by-subset',
       'upstream-hash-by-subset-size',
       'use-regex',
+      'x-forwarded-prefix',
     ],
   );
   for (const annotation of SUPPORTED_ANNOTATIONS)

@@ -10,9 +10,7 @@ import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
 import { canary } from './canary.ts';
 import { customErrors } from './custom-errors.ts';
-
-export { customDefaultBackendName } from './custom-errors.ts';
-
+import { fromToWww } from './from-to-www.ts';
 import {
   type AnnotationDoc,
   type AnnotationGroup,
@@ -24,10 +22,13 @@ import { loadBalance } from './load-balance.ts';
 import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
+import { type SslRedirectAnnotations, sslRedirect } from './ssl-redirect.ts';
 import { upstreamHash } from './upstream-hash.ts';
 
-const locationGroups = { rewrite, accessLog, redirect, customErrors } as const;
-const serverGroups = { alias: serverAlias, appRoot } as const;
+export { customDefaultBackendName } from './custom-errors.ts';
+
+const locationGroups = { rewrite, accessLog, redirect, sslRedirect, customErrors } as const;
+const serverGroups = { alias: serverAlias, appRoot, fromToWww } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
@@ -51,6 +52,21 @@ const allGroups: ReadonlyArray<readonly [string, AnyGroup]> = [
 ] as ReadonlyArray<readonly [string, AnyGroup]>;
 
 const KNOWN = new Set(allGroups.flatMap(([, group]) => group.annotations.map((a) => a.name)));
+
+/**
+ * Annotations that tune NGINX itself (buffers, temp files, its debug logs, HTTP/2 push): they mean
+ * nothing here, so they are accepted with an info diagnostic saying why, not an "unsupported" warning.
+ */
+export const NOT_APPLICABLE_ANNOTATIONS: Readonly<Record<string, string>> = {
+  'proxy-buffer-size':
+    'NGINX buffer tuning: ingress-ts streams responses and accepts upstream response heads up to 16 KiB',
+  'proxy-buffers-number': 'NGINX buffer tuning: ingress-ts streams responses',
+  'proxy-busy-buffers-size': 'NGINX buffer tuning: ingress-ts streams responses',
+  'proxy-max-temp-file-size': 'NGINX temp-file tuning: ingress-ts never spools responses to disk',
+  'client-body-buffer-size': 'NGINX buffer tuning: ingress-ts never spools request bodies to disk',
+  'http2-push-preload': 'HTTP/2 server push is obsolete (browsers removed it)',
+  'enable-rewrite-log': "NGINX's rewrite debug log does not exist in ingress-ts",
+};
 
 /** Every supported annotation with its default and meaning, for documentation and tests. */
 export const SUPPORTED_ANNOTATIONS: readonly AnnotationDoc[] = allGroups
@@ -114,6 +130,13 @@ export function parseAnnotations(
         'SNIPPET_REFUSED',
         `annotation ${lead}${name} is configuration code; ingress-ts never runs snippets, so the Ingress is ignored`,
       );
+    } else if (name in NOT_APPLICABLE_ANNOTATIONS) {
+      diagnostics.report(
+        'Ingress',
+        ref,
+        'ANNOTATION_NOT_APPLICABLE',
+        `annotation ${lead}${name} has no effect: ${NOT_APPLICABLE_ANNOTATIONS[name]}`,
+      );
     } else if (!KNOWN.has(name)) {
       diagnostics.report(
         'Ingress',
@@ -165,11 +188,21 @@ export function parseAnnotations(
   return { location, server, ingress, dropped };
 }
 
-/** Location groups the catch-all server does not inherit from a catch-all Ingress (ingress-nginx restores them). */
-const NOT_INHERITED_BY_CATCH_ALL: ReadonlyArray<keyof LocationAnnotations> = ['rewrite'];
+/**
+ * Location groups the catch-all server does not inherit from a catch-all Ingress (ingress-nginx
+ * restores its root location's redirect and rewrite configs, the latter with ssl-redirect).
+ */
+const NOT_INHERITED_BY_CATCH_ALL: ReadonlyArray<keyof LocationAnnotations> = ['rewrite', 'redirect'];
+
+/** The catch-all's own root location has a zero rewrite config: it never redirects to HTTPS. */
+const CATCH_ALL_SSL_REDIRECT: SslRedirectAnnotations = {
+  sslRedirect: false,
+  forceSslRedirect: false,
+  preserveTrailingSlash: false,
+};
 
 export function catchAllAnnotations(annotations: LocationAnnotations): LocationAnnotations {
-  const out = { ...annotations };
+  const out = { ...annotations, sslRedirect: CATCH_ALL_SSL_REDIRECT };
   for (const key of NOT_INHERITED_BY_CATCH_ALL) {
     (out as Record<string, unknown>)[key] = DEFAULT_LOCATION_ANNOTATIONS[key];
   }
