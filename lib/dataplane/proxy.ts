@@ -14,8 +14,10 @@ import { type Dispatcher, Pool } from 'undici';
 import type { Affinity } from '../model/index.ts';
 import type { Balancer, Peer } from './balancer.ts';
 import { StickyBalancer } from './balancers/sticky.ts';
+import { type CustomErrors, errorRequestHeaders, intercepts } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError } from './events.ts';
+import { DEFAULT_HTTP_POLICY, type HttpPolicy } from './http-policy.ts';
 import { type RequestRecord, recordRetry } from './request-record.ts';
 
 export interface ProxyTarget {
@@ -35,7 +37,15 @@ export interface ProxyTarget {
   /** affinity: cookie of the upstream (its balancer is then a StickyBalancer), or null */
   affinity: Affinity | null;
   /** upstream-hash-by: computes a request's key (hash-key.ts), or null */
-  hashKey: ((input: { req: IncomingMessage; uri: string; host: string; https: boolean }) => string) | null;
+  hashKey:
+    | ((input: {
+        req: IncomingMessage;
+        uri: string;
+        host: string;
+        https: boolean;
+        remoteAddress?: string;
+      }) => string)
+    | null;
 }
 
 export interface RequestContext {
@@ -43,10 +53,16 @@ export interface RequestContext {
   https: boolean;
   /** the port the request came in on */
   listenPort: number;
-  /** client address (socket peer) */
+  /** client address: the socket peer, or the real IP the trusted forwarded-for chain names */
   remoteAddress: string;
-  /** X-Request-ID to send (the incoming one or a generated one) */
+  /** the socket peer ($realip_remote_addr); default remoteAddress */
+  peerAddress?: string;
+  /** X-Request-ID to send (the incoming one or a generated one); '' for none (generate-request-id off) */
   requestId: string;
+  /** the ConfigMap's request/response settings of the runtime; default: ingress-nginx's defaults */
+  policy?: HttpPolicy;
+  /** custom-http-errors / default-backend of the route (plain HTTP requests only) */
+  errors?: CustomErrors | null;
   /** Strict-Transport-Security for the response (HTTPS, host with TLS, hsts on), or null */
   hsts: string | null;
   /** upstream-hash-by: this request's key (the same for every try), else '' */
@@ -73,6 +89,8 @@ export interface ProxyOptions {
   keepAliveTimeoutMs?: number;
   /** most connections per peer (default: no limit, like NGINX) */
   connections?: number;
+  /** requests per upstream connection before it is closed (upstream-keepalive-requests) */
+  maxRequestsPerClient?: number;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -103,6 +121,8 @@ const CONNECTION = 5;
 const CONTENT_LENGTH = 6;
 const TRANSFER_ENCODING = 7;
 const XFP = 8;
+const XF_PROTO = 9;
+const XF_PORT = 10;
 
 /** What happens to an incoming header, by lower-case name; absent = passed through. */
 const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.create(null) as object, {
@@ -125,8 +145,8 @@ const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.creat
   // set by the proxy from the connection, whatever the client says
   'x-request-id': DROP,
   'x-real-ip': DROP,
-  'x-forwarded-port': DROP,
-  'x-forwarded-proto': DROP,
+  'x-forwarded-port': XF_PORT,
+  'x-forwarded-proto': XF_PROTO,
   'x-forwarded-scheme': DROP,
   'x-scheme': DROP,
   'x-original-forwarded-for': DROP,
@@ -146,11 +166,10 @@ interface Forward {
 
 function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
   const raw = req.rawHeaders;
+  const policy = ctx.policy ?? DEFAULT_HTTP_POLICY;
   const scheme = ctx.https ? 'https' : 'http';
   // the proxy's own headers first (fixed slots, filled once the client's headers are read)
   const out: string[] = [
-    'x-request-id',
-    ctx.requestId,
     'x-real-ip',
     ctx.remoteAddress,
     'x-forwarded-for',
@@ -164,19 +183,27 @@ function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
     'x-scheme',
     scheme,
   ];
+  if (ctx.requestId !== '') out.push('x-request-id', ctx.requestId);
+  // proxy-set-headers replace the client's headers of the same names
+  const replaced = policy.upstreamHeaderNames;
+  if (replaced !== null) for (const h of policy.upstreamHeaders) out.push(h);
   const own = out.length;
   let host: string | undefined;
   let xff: string | undefined;
   let xfh: string | undefined;
+  let firstXfh: string | undefined;
+  let xfProto: string | undefined;
+  let xfPort: string | undefined;
   let connection: string | undefined;
   let hasBody = false;
   let hasLength = false;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
-    const action = REQUEST_HEADER_ACTION[name.toLowerCase()];
+    const lower = name.toLowerCase();
+    const action = REQUEST_HEADER_ACTION[lower];
     if (action === undefined) {
-      out.push(name, value);
+      if (replaced === null || replaced[lower] !== true) out.push(name, value);
       continue;
     }
     switch (action) {
@@ -187,7 +214,14 @@ function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
         xff = xff === undefined ? value : `${xff}, ${value}`;
         break;
       case XFH:
+        firstXfh ??= value;
         xfh = xfh === undefined ? value : `${xfh}, ${value}`;
+        break;
+      case XF_PROTO:
+        xfProto ??= value;
+        break;
+      case XF_PORT:
+        xfPort ??= value;
         break;
       case CONNECTION:
         connection = connection === undefined ? value : `${connection}, ${value}`;
@@ -208,6 +242,17 @@ function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
       default:
         break;
     }
+  }
+  // $full_x_forwarded_for: the incoming chain plus the socket peer
+  if (policy.computeFullForwardedFor) {
+    const peer = ctx.peerAddress ?? ctx.remoteAddress;
+    out[3] = xff === undefined ? peer : `${xff}, ${peer}`;
+  }
+  // use-forwarded-headers: $pass_access_scheme, $pass_port and $best_http_host from the request
+  if (policy.useForwardedHeaders) {
+    if (xfPort !== undefined && xfPort !== '') out[5] = xfPort;
+    if (xfProto !== undefined && xfProto !== '') out[7] = out[9] = out[11] = xfProto;
+    if (firstXfh !== undefined && firstXfh !== '') host = firstXfh;
   }
   if (host !== undefined) out.push('host', host, 'x-forwarded-host', host);
   if (ctx.forwardedPrefix !== undefined) out.push('x-forwarded-prefix', ctx.forwardedPrefix);
@@ -252,18 +297,6 @@ function upstreamPath(url: string | undefined): string {
 // ---------------------------------------------------------------------------------------------------
 // Response headers
 
-/** Response headers never passed on: hop-by-hop, and `Server` (server-tokens off). */
-const RESPONSE_DROP: Record<string, boolean> = Object.assign(Object.create(null) as object, {
-  connection: true,
-  'keep-alive': true,
-  'proxy-connection': true,
-  'transfer-encoding': true,
-  te: true,
-  trailer: true,
-  upgrade: true,
-  server: true,
-});
-
 /** The headers a response's Connection header names as hop-by-hop (never Set-Cookie), or null. */
 function connectionNamed(connection: string | string[] | undefined): Set<string> | null {
   if (connection === undefined) return null;
@@ -280,19 +313,29 @@ function connectionNamed(connection: string | string[] | undefined): Set<string>
 /**
  * The upstream response's headers for the client as a flat [name, value, ...] list (what
  * `writeHead` takes without building another object): without the hop-by-hop headers, those its
- * Connection header names, and `Server`. One pass, no `delete` (which would turn undici's header
- * object into a slow dictionary).
+ * Connection header names, `Server`, hide-headers and those add-headers replaces (`drop`), followed
+ * by the add-headers. One pass, no `delete` (which would turn undici's header object into a slow
+ * dictionary).
  */
-function responseHeaders(headers: IncomingHttpHeaders): Array<string | string[]> {
+function responseHeaders(headers: IncomingHttpHeaders, policy: HttpPolicy): Array<string | string[]> {
   const named = connectionNamed(headers.connection);
+  const drop = policy.responseDrop;
   const out: Array<string | string[]> = [];
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || RESPONSE_DROP[name] === true) continue;
+    if (value === undefined || drop[name] === true) continue;
     if (named?.has(name)) continue;
     out.push(name, value);
   }
+  const extra = policy.responseHeaders;
+  for (let i = 0; i < extra.length; i++) out.push(extra[i] as string);
   return out;
+}
+
+/** add-headers and Server on a response the proxy answers itself (error page, redirect). */
+export function setOwnResponseHeaders(res: ServerResponse, policy: HttpPolicy): void {
+  const extra = policy.responseHeaders;
+  for (let i = 0; i < extra.length; i += 2) res.setHeader(extra[i] as string, extra[i + 1] as string);
 }
 
 /** An HTTP/1.1 response head written straight to a socket (upgrade exchanges). */
@@ -378,6 +421,8 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   hashKey = '';
   /** affinity (RequestContext.session) */
   session: SessionContext | null = null;
+  /** the ConfigMap's header settings (RequestContext.policy) */
+  policy: HttpPolicy = DEFAULT_HTTP_POLICY;
   /** the Set-Cookie of a session this exchange started, for the response head */
   protected newCookie: string | null = null;
   protected attempts = 0;
@@ -389,6 +434,8 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   protected responded = false;
   /** the exchange is over (answered, cut or abandoned) */
   protected done = false;
+  /** the response was handed to the error backend (custom-http-errors): this exchange is silent */
+  protected handedOff = false;
   /** the client went away */
   protected gone = false;
   protected lastKind: FailureKind = ERROR;
@@ -481,7 +528,7 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
     this.requestSettled();
-    if (this.gone) return;
+    if (this.gone || this.handedOff) return;
     const code = errorCode(err);
     const record = this.record;
     if (record !== null && !this.responded) {
@@ -550,7 +597,12 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
 
 /** A plain HTTP request: response to a ServerResponse. */
 class WebExchange extends Exchange {
+  private readonly req: IncomingMessage;
   private readonly res: ServerResponse;
+  /** custom-http-errors of the route (null on the error backend's own exchange) */
+  errors: CustomErrors | null = null;
+  /** the request's context, for a request to the error backend */
+  context: RequestContext | null = null;
   private readonly hsts: string | null;
   private sendTimer: NodeJS.Timeout | undefined = undefined;
   private drainHooked = false;
@@ -566,6 +618,7 @@ class WebExchange extends Exchange {
     record: RequestRecord | null,
   ) {
     super(proxy, target, opts, hasBody, record);
+    this.req = req;
     this.res = res;
     this.hsts = hsts;
     res.on('close', () => {
@@ -604,9 +657,61 @@ class WebExchange extends Exchange {
     super.clientGone();
   }
 
+  /** The error backend answers instead (custom-http-errors); this exchange goes quiet. */
+  private handOff(
+    errors: CustomErrors,
+    status: number,
+    controller: Dispatcher.DispatchController | null,
+  ): void {
+    this.done = true;
+    this.handedOff = true;
+    this.clearSendTimer();
+    controller?.abort(new ProxyError(CLIENT_ABORTED, 'response replaced by the error backend'));
+    const ctx = this.context;
+    if (ctx === null) return;
+    this.proxy.customError(
+      this.req,
+      this.res,
+      errors,
+      status,
+      ctx,
+      this.record,
+      this.opts.headers as string[],
+    );
+  }
+
   protected fail(status: number): void {
+    if (intercepts(this.errors, status) && this.context !== null && !this.res.headersSent) {
+      this.handOff(this.errors, status, null);
+      return;
+    }
     if (this.hsts !== null) this.res.setHeader('Strict-Transport-Security', this.hsts);
+    if (!this.res.headersSent) setOwnResponseHeaders(this.res, this.policy);
     sendErrorPage(this.res, status);
+  }
+
+  /**
+   * client-body-timeout: the request body may stay idle this long (NGINX's client_body_timeout);
+   * then the client gets 408 and the upstream request is abandoned.
+   */
+  watchBody(req: IncomingMessage, ms: number): void {
+    if (ms <= 0 || req.complete) return;
+    req.setTimeout(ms, () => {
+      if (req.complete || this.done) return;
+      this.done = true;
+      this.clearSendTimer();
+      this.controller?.abort(new ProxyError(CLIENT_ABORTED, 'client body timed out'));
+      if (this.res.headersSent) {
+        this.res.destroy();
+        return;
+      }
+      if (this.record !== null) this.record.status = 408;
+      this.res.setHeader('connection', 'close');
+      setOwnResponseHeaders(this.res, this.policy);
+      // Connection: close set by hand: Node closes the connection once the page is out
+      sendErrorPage(this.res, 408);
+    });
+    req.once('end', () => req.socket?.setTimeout(0));
   }
 
   protected cut(): void {
@@ -626,7 +731,11 @@ class WebExchange extends Exchange {
       controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
       return;
     }
-    const out = responseHeaders(headers);
+    if (intercepts(this.errors, statusCode)) {
+      this.handOff(this.errors, statusCode, controller);
+      return;
+    }
+    const out = responseHeaders(headers, this.policy);
     if (this.hsts !== null) out.push('strict-transport-security', this.hsts);
     if (this.newCookie !== null) out.push('set-cookie', this.newCookie);
     try {
@@ -730,7 +839,7 @@ class UpgradeExchange extends Exchange {
       return;
     }
     if (this.record !== null) this.record.status = statusCode;
-    const out = responseHeaders(headers);
+    const out = responseHeaders(headers, this.policy);
     out.push('connection', 'close');
     this.socket.write(rawHead(statusCode, statusText || 'Unknown', out));
   }
@@ -766,15 +875,22 @@ interface PeerPool {
 
 // biome-ignore lint/suspicious/noShadowRestrictedNames: the data plane's public name; the global Proxy is not used here
 export class Proxy {
-  private readonly keepAliveTimeoutMs: number | undefined;
-  private readonly connections: number | undefined;
+  private keepAliveTimeoutMs: number | undefined;
+  private connections: number | undefined;
+  private maxRequestsPerClient: number | undefined;
   /** by peer key; one Pool per connect timeout in use for that peer (normally exactly one) */
   private readonly pools = new Map<string, PeerPool[]>();
   private readonly tunnels = new Set<Duplex>();
 
   constructor(options: ProxyOptions = {}) {
+    this.configure(options);
+  }
+
+  /** Pool settings (upstream-keepalive-*): pools created from now on get them; existing pools keep theirs. */
+  configure(options: ProxyOptions): void {
     this.keepAliveTimeoutMs = options.keepAliveTimeoutMs;
     this.connections = options.connections;
+    this.maxRequestsPerClient = options.maxRequestsPerClient;
   }
 
   /** Proxies one HTTP request; always answers (response, error page or cut connection), never throws. */
@@ -798,6 +914,48 @@ export class Proxy {
     const exchange = new WebExchange(this, req, res, target, opts, hasBody, ctx.hsts, record);
     exchange.hashKey = ctx.hashKey;
     exchange.session = ctx.session;
+    if (ctx.policy !== undefined) exchange.policy = ctx.policy;
+    if (hasBody) exchange.watchBody(req, exchange.policy.clientBodyTimeoutMs);
+    if (ctx.errors != null) {
+      exchange.errors = ctx.errors;
+      exchange.context = ctx;
+    }
+    exchange.next();
+  }
+
+  /**
+   * Sends the request to the error backend for `code` (custom-http-errors, or a route without
+   * endpoints served by its default-backend Service): URI `/`, no body, the X-Code headers; its
+   * response goes to the client as it is. `forwarded`: the upstream headers already built.
+   */
+  customError(
+    req: IncomingMessage,
+    res: ServerResponse,
+    errors: CustomErrors,
+    code: number,
+    ctx: RequestContext,
+    record: RequestRecord | null,
+    forwarded?: string[],
+  ): void {
+    const target = errors.target;
+    const requestId = ctx.requestId === '' ? generateRequestId() : ctx.requestId;
+    const headers = errorRequestHeaders(
+      req,
+      forwarded ?? forwardHeaders(req, ctx).headers,
+      errors,
+      code,
+      requestId,
+    );
+    const opts: Dispatcher.DispatchOptions = {
+      path: '/',
+      method: req.method ?? 'GET',
+      headers,
+      body: null,
+      headersTimeout: target.readTimeoutMs,
+      bodyTimeout: target.readTimeoutMs,
+    };
+    const exchange = new WebExchange(this, req, res, target, opts, false, ctx.hsts, record);
+    if (ctx.policy !== undefined) exchange.policy = ctx.policy;
     exchange.next();
   }
 
@@ -823,6 +981,7 @@ export class Proxy {
     const exchange = new UpgradeExchange(this, socket, head, target, opts, record);
     exchange.hashKey = ctx.hashKey;
     exchange.session = ctx.session;
+    if (ctx.policy !== undefined) exchange.policy = ctx.policy;
     exchange.next();
   }
 
@@ -838,6 +997,7 @@ export class Proxy {
     const pool = new Pool(`http://${key}`, {
       connections: this.connections ?? null,
       keepAliveTimeout: this.keepAliveTimeoutMs,
+      maxRequestsPerClient: this.maxRequestsPerClient,
       connectTimeout: connectTimeoutMs,
     });
     list.push({ connectTimeoutMs, pool });

@@ -2,14 +2,17 @@
 // runtime is immutable once built except for balancer endpoint sets, which an endpoints-only change
 // updates in place (the same Balancer objects serve the old and the new runtime).
 
+import { customDefaultBackendName } from '../model/annotations/index.ts';
 import type { DefaultRoute, LocationAnnotations, Model, Route, Server, Upstream } from '../model/index.ts';
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
 import type { ChashBalancer } from './balancers/chash.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
 import { balancerKindFor, createBalancer } from './balancers/index.ts';
 import { type CanaryAction, compileCanary } from './canary.ts';
+import { type CustomErrors, compileCustomErrors } from './custom-errors.ts';
 import { dataplaneError } from './events.ts';
 import { compileHashKey, type HashKey } from './hash-key.ts';
+import { compileHttpPolicy, type HttpPolicy } from './http-policy.ts';
 import type { ProxyTarget } from './proxy.ts';
 import { type CompiledRewrite, compileRewrite } from './rewrite.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
@@ -39,6 +42,8 @@ export type Action =
       canary: CanaryAction | null;
       /** responses here set the affinity cookie of a new session (the route's Ingress has affinity) */
       setsAffinityCookie: boolean;
+      /** custom-http-errors / default-backend of the route, or null */
+      errors?: CustomErrors | null;
     }
   /** the built-in default backend (404), or an upstream the model does not know (503) */
   | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean }
@@ -90,6 +95,8 @@ export interface Runtime {
   /** every peer key in use, so the proxy can close pools of peers that left */
   readonly peerKeys: ReadonlySet<string>;
   readonly tlsPolicy: TlsPolicy;
+  /** the ConfigMap's request/response settings (client address, headers) */
+  readonly http: HttpPolicy;
   readonly model: Model;
 }
 
@@ -218,8 +225,9 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       proxied.type === 'proxy' && 'setsAffinityCookie' in route && route.setsAffinityCookie
         ? { ...proxied, setsAffinityCookie: true }
         : proxied;
+    const withErrors = action.type === 'proxy' ? withCustomErrors(action, route) : action;
     const canary = 'canary' in route ? route.canary : null;
-    if (action.type !== 'proxy' || canary === null) return action;
+    if (withErrors.type !== 'proxy' || canary === null) return withErrors;
     const canaryBalancer = balancerFor(canary.upstream);
     if (canaryBalancer === null) return action;
     const target = {
@@ -229,7 +237,31 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       affinity: model.upstreams[canary.upstream]?.affinity ?? null,
       ...TIMEOUTS,
     };
-    return { ...action, canary: compileCanary(canary, target) };
+    return { ...withErrors, canary: compileCanary(canary, target) };
+  };
+
+  /** custom-http-errors (the route's, else the ConfigMap's) and the route's default-backend Service. */
+  const withCustomErrors = (action: Action & { type: 'proxy' }, route: Route | DefaultRoute): Action => {
+    const { codes, backend } = route.annotations.customErrors;
+    const effective = codes ?? model.config.customHttpErrors;
+    let upstream: string | null = null;
+    if (backend !== null && route.ingress !== null) {
+      const name = customDefaultBackendName(route.ingress.namespace, backend);
+      if (model.upstreams[name] !== undefined) upstream = name;
+    }
+    const whenEmpty = upstream !== null;
+    upstream ??= model.defaultBackend;
+    if (upstream === null || (effective.length === 0 && !whenEmpty)) return action;
+    const balancer = balancerFor(upstream);
+    if (balancer === null) return action;
+    const target = {
+      upstream,
+      balancer,
+      hashKey: null,
+      affinity: null,
+      ...TIMEOUTS,
+    };
+    return { ...action, errors: compileCustomErrors(effective, target, whenEmpty, action.route) };
   };
 
   // ingress-nginx's redirect_to_https, decided per path at compile time: never for the
@@ -300,6 +332,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     balancers,
     peerKeys,
     tlsPolicy: tlsPolicyOf(model),
+    http: compileHttpPolicy(model.config),
     model,
   };
 }

@@ -103,7 +103,10 @@ export const DIAGNOSTIC_CODES = {
     'warning',
     'The --configmap ConfigMap does not exist; ingress-nginx defaults are used.',
   ],
-  CONFIG_KEY_UNSUPPORTED: ['info', 'ingress-ts does not implement this ConfigMap key yet; it has no effect.'],
+  CONFIG_KEY_UNSUPPORTED: [
+    'info',
+    'ingress-ts does not implement this ConfigMap key yet, or the key only tunes NGINX itself; it has no effect.',
+  ],
   CONFIG_VALUE_INVALID: ['warning', 'A ConfigMap value fails its validator; the default is used.'],
   CANARY_NOT_ENABLED: [
     'warning',

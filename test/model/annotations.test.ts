@@ -345,6 +345,8 @@ t.test('annotations: every supported annotation is documented', async (t) => {
       'canary-by-header-value',
       'canary-weight',
       'canary-weight-total',
+      'custom-http-errors',
+      'default-backend',
       'enable-access-log',
       'force-ssl-redirect',
       'from-to-www-redirect',

@@ -61,6 +61,12 @@ runCases(t, [
           skipUrls: ['/healthz', '/ping?x=1'],
           path: '/var/log/ingress/access.log',
         },
+        forwarding: DEFAULT_GLOBAL_CONFIG.forwarding,
+        headers: DEFAULT_GLOBAL_CONFIG.headers,
+        client: DEFAULT_GLOBAL_CONFIG.client,
+        upstreamKeepalive: DEFAULT_GLOBAL_CONFIG.upstreamKeepalive,
+        customHttpErrors: DEFAULT_GLOBAL_CONFIG.customHttpErrors,
+        allowSnippetAnnotations: DEFAULT_GLOBAL_CONFIG.allowSnippetAnnotations,
       }),
   },
   {

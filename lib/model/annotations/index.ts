@@ -9,6 +9,7 @@ import { accessLog } from './access-log.ts';
 import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
 import { canary } from './canary.ts';
+import { customErrors } from './custom-errors.ts';
 import { fromToWww } from './from-to-www.ts';
 import {
   type AnnotationDoc,
@@ -24,7 +25,9 @@ import { serverAlias } from './server-alias.ts';
 import { type SslRedirectAnnotations, sslRedirect } from './ssl-redirect.ts';
 import { upstreamHash } from './upstream-hash.ts';
 
-const locationGroups = { rewrite, accessLog, redirect, sslRedirect } as const;
+export { customDefaultBackendName } from './custom-errors.ts';
+
+const locationGroups = { rewrite, accessLog, redirect, sslRedirect, customErrors } as const;
 const serverGroups = { alias: serverAlias, appRoot, fromToWww } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
 
