@@ -18,7 +18,7 @@ export function applyConnectionSettings(
   servers: readonly Server[],
   proxy: UpstreamProxy,
 ): void {
-  const { keepAlive, keepAliveRequests, headerTimeout } = config.client;
+  const { keepAlive, headerTimeout } = config.client;
   for (const server of servers) {
     // keep-alive 0 disables client keep-alive in NGINX: one request per connection
     server.keepAliveTimeout = keepAlive * 1000;

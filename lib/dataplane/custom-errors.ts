@@ -45,7 +45,7 @@ export function compileCustomErrors(
 
 /** Whether a status goes to the error backend now (it has endpoints). */
 export function intercepts(errors: CustomErrors | null, status: number): errors is CustomErrors {
-  return errors !== null && errors.codes.has(status) && errors.target.balancer.peers.length > 0;
+  return errors?.codes.has(status) === true && errors.target.balancer.peers.length > 0;
 }
 
 /** Headers the client's request does not carry to the error backend (its body stays behind). */
