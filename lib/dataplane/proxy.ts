@@ -8,7 +8,8 @@
 // event on `dataplaneError`.
 
 import { randomBytes } from 'node:crypto';
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { type Dispatcher, Pool } from 'undici';
 import type { Affinity } from '../model/index.ts';
@@ -36,6 +37,20 @@ export interface ProxyTarget {
   affinity: Affinity | null;
   /** upstream-hash-by: computes a request's key (hash-key.ts), or null */
   hashKey: ((input: { req: IncomingMessage; uri: string; host: string; https: boolean }) => string) | null;
+  /** backend-protocol (FCGI never reaches the proxy); absent: HTTP */
+  protocol?: TargetProtocol;
+}
+
+/** backend-protocol values the proxy speaks. */
+export type TargetProtocol = 'HTTP' | 'HTTPS' | 'AUTO_HTTP' | 'GRPC' | 'GRPCS';
+/** How one pool talks to its peer: HTTP/1.1, HTTP/1.1 over TLS, h2 cleartext (prior knowledge), h2 over TLS. */
+export type PoolProtocol = 'HTTP' | 'HTTPS' | 'GRPC' | 'GRPCS';
+
+/** The pool protocol of a request: AUTO_HTTP follows the client's scheme (ingress-nginx's `$scheme://`). */
+function poolProtocol(protocol: TargetProtocol | undefined, https: boolean): PoolProtocol {
+  if (protocol === undefined) return 'HTTP';
+  if (protocol === 'AUTO_HTTP') return https ? 'HTTPS' : 'HTTP';
+  return protocol;
 }
 
 export interface RequestContext {
@@ -102,6 +117,12 @@ const TRANSFER_ENCODING = 7;
 /** What happens to an incoming header, by lower-case name; absent = passed through. */
 const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.create(null) as object, {
   host: HOST,
+  // HTTP/2 clients: the authority is the Host; the other pseudo-headers become the request line
+  ':authority': HOST,
+  ':method': DROP,
+  ':path': DROP,
+  ':scheme': DROP,
+  ':protocol': DROP,
   'x-forwarded-for': XFF,
   'x-forwarded-host': XFH,
   connection: CONNECTION,
@@ -368,6 +389,8 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   hashKey = '';
   /** affinity (RequestContext.session) */
   session: SessionContext | null = null;
+  /** which pool of the peer the tries use (backend-protocol) */
+  protocol: PoolProtocol = 'HTTP';
   /** the Set-Cookie of a session this exchange started, for the response head */
   protected newCookie: string | null = null;
   protected attempts = 0;
@@ -453,7 +476,7 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
       record.upstreamAddr = peer.key;
     }
     // a dispatch error (closed pool, invalid argument) comes back through onResponseError
-    this.proxy.pool(peer.key, this.target.connectTimeoutMs).dispatch(this.opts, this);
+    this.proxy.pool(peer.key, this.target.connectTimeoutMs, this.protocol).dispatch(this.opts, this);
   };
 
   protected observe(): void {
@@ -544,6 +567,14 @@ class WebExchange extends Exchange {
   private readonly hsts: string | null;
   private sendTimer: NodeJS.Timeout | undefined = undefined;
   private drainHooked = false;
+  /** the client speaks HTTP/2 (its response is an Http2ServerResponse) */
+  private readonly h2: boolean;
+  /**
+   * A gRPC trailers-only response (grpc-status in the head) to an HTTP/2 client, held until the
+   * upstream says whether a body follows: if none does, it goes out as one HEADERS frame ending
+   * the stream, as the gRPC protocol requires.
+   */
+  private held: { status: number; headers: Array<string | string[]> } | null = null;
 
   constructor(
     proxy: Proxy,
@@ -558,6 +589,7 @@ class WebExchange extends Exchange {
     super(proxy, target, opts, hasBody, record);
     this.res = res;
     this.hsts = hsts;
+    this.h2 = req.httpVersionMajor === 2;
     res.on('close', () => {
       if (!res.writableFinished) this.clientGone();
     });
@@ -619,6 +651,18 @@ class WebExchange extends Exchange {
     const out = responseHeaders(headers);
     if (this.hsts !== null) out.push('strict-transport-security', this.hsts);
     if (this.newCookie !== null) out.push('set-cookie', this.newCookie);
+    if (this.h2 && headers['grpc-status'] !== undefined) {
+      this.held = { status: statusCode, headers: out };
+      return;
+    }
+    this.writeHead(controller, statusCode, out);
+  }
+
+  private writeHead(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    out: Array<string | string[]>,
+  ): void {
     try {
       this.res.writeHead(statusCode, out);
     } catch (err) {
@@ -630,6 +674,11 @@ class WebExchange extends Exchange {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.done) return;
     this.noteData(chunk.length);
+    const held = this.held;
+    if (held !== null) {
+      this.held = null;
+      this.writeHead(controller, held.status, held.headers);
+    }
     if (!this.res.write(chunk)) {
       controller.pause();
       if (!this.drainHooked) {
@@ -639,13 +688,50 @@ class WebExchange extends Exchange {
     }
   }
 
-  onResponseEnd(): void {
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers?: IncomingHttpHeaders): void {
     this.clearSendTimer();
     this.noteEnd();
     if (this.done) return;
     this.done = true;
+    const held = this.held;
+    if (held !== null) {
+      this.held = null;
+      if (trailersOnly(this.res, held.status, held.headers)) return;
+      this.res.writeHead(held.status, held.headers);
+    }
+    // the upstream's trailers (gRPC's grpc-status, grpc-message, custom metadata) go on to the client
+    if (trailers !== undefined) {
+      let any = false;
+      for (const _ in trailers) {
+        any = true;
+        break;
+      }
+      if (any) this.res.addTrailers(trailers as Record<string, string | string[]>);
+    }
     this.res.end();
   }
+}
+
+/**
+ * Sends a whole response as one HEADERS frame with END_STREAM on an HTTP/2 client's stream (the
+ * compatibility API always sends the head and the end of the stream apart). False when the stream
+ * cannot take it; the caller then answers the ordinary way.
+ */
+function trailersOnly(
+  res: ServerResponse,
+  status: number,
+  headers: ReadonlyArray<string | string[]>,
+): boolean {
+  const stream = (res as ServerResponse & { stream?: ServerHttp2Stream }).stream;
+  if (stream === undefined || stream.headersSent || stream.destroyed) return false;
+  const out: OutgoingHttpHeaders = { ':status': status };
+  for (let i = 0; i < headers.length; i += 2) out[headers[i] as string] = headers[i + 1];
+  try {
+    stream.respond(out, { endStream: true });
+  } catch {
+    return false;
+  }
+  return true;
 }
 
 /** An HTTP/1.1 Upgrade (WebSocket): on 101 the two sockets are piped together. */
@@ -751,7 +837,28 @@ class UpgradeExchange extends Exchange {
 
 interface PeerPool {
   connectTimeoutMs: number;
+  protocol: PoolProtocol;
   pool: Pool;
+}
+
+/**
+ * undici options per backend protocol. TLS peers are not verified (ingress-nginx's
+ * `proxy_ssl_verify off`); HTTPS stays on HTTP/1.1 like proxy_pass https://; GRPC is h2 with prior
+ * knowledge; GRPCS offers h2 by ALPN.
+ */
+// `useH2c` at the top: the Pool's own connector reads it there (undici's types only list h2Options')
+const POOL_OPTIONS: Record<PoolProtocol, { origin: string; options: Pool.Options & { useH2c?: boolean } }> = {
+  HTTP: { origin: 'http', options: {} },
+  HTTPS: { origin: 'https', options: { allowH2: false, connect: { rejectUnauthorized: false } } },
+  GRPC: { origin: 'http', options: { allowH2: true, useH2c: true, h2Options: { useH2c: true } } },
+  GRPCS: { origin: 'https', options: { allowH2: true, connect: { rejectUnauthorized: false } } },
+};
+
+/** Http2ServerRequest: whether the client's HEADERS frame carried END_STREAM (no body). */
+function endedAfterHeaders(req: IncomingMessage): boolean {
+  return (
+    (req as IncomingMessage & { stream?: { endAfterHeaders?: boolean } }).stream?.endAfterHeaders === true
+  );
 }
 
 // biome-ignore lint/suspicious/noShadowRestrictedNames: the data plane's public name; the global Proxy is not used here
@@ -775,7 +882,13 @@ export class Proxy {
     ctx: RequestContext,
     record: RequestRecord | null = null,
   ): void {
-    const { headers, hasBody } = forwardHeaders(req, ctx);
+    const forward = forwardHeaders(req, ctx);
+    const headers = forward.headers;
+    // an HTTP/2 request has a body unless its HEADERS frame ended the stream (gRPC sends no length)
+    const hasBody = forward.hasBody || (req.httpVersionMajor === 2 && !endedAfterHeaders(req));
+    const protocol = poolProtocol(target.protocol, ctx.https);
+    // grpc_pass sends `TE: trailers` (h2 forbids any other TE; gRPC servers expect it)
+    if (protocol === 'GRPC' || protocol === 'GRPCS') headers.push('te', 'trailers');
     const method = req.method ?? 'GET';
     const opts: Dispatcher.DispatchOptions = {
       path: upstreamPath(req.url),
@@ -788,6 +901,7 @@ export class Proxy {
     const exchange = new WebExchange(this, req, res, target, opts, hasBody, ctx.hsts, record);
     exchange.hashKey = ctx.hashKey;
     exchange.session = ctx.session;
+    exchange.protocol = protocol;
     exchange.next();
   }
 
@@ -813,24 +927,30 @@ export class Proxy {
     const exchange = new UpgradeExchange(this, socket, head, target, opts, record);
     exchange.hashKey = ctx.hashKey;
     exchange.session = ctx.session;
+    // a WebSocket tunnel is HTTP/1.1: TLS to HTTPS/GRPCS peers, cleartext otherwise
+    const protocol = poolProtocol(target.protocol, ctx.https);
+    exchange.protocol = protocol === 'GRPCS' ? 'HTTPS' : protocol === 'GRPC' ? 'HTTP' : protocol;
     exchange.next();
   }
 
   /** The pool for a peer (created on first use, kept across runtime swaps until retired). */
-  pool(key: string, connectTimeoutMs: number): Pool {
+  pool(key: string, connectTimeoutMs: number, protocol: PoolProtocol = 'HTTP'): Pool {
     let list = this.pools.get(key);
     if (list !== undefined) {
-      for (const p of list) if (p.connectTimeoutMs === connectTimeoutMs) return p.pool;
+      for (const p of list)
+        if (p.connectTimeoutMs === connectTimeoutMs && p.protocol === protocol) return p.pool;
     } else {
       list = [];
       this.pools.set(key, list);
     }
-    const pool = new Pool(`http://${key}`, {
+    const { origin, options } = POOL_OPTIONS[protocol];
+    const pool = new Pool(`${origin}://${key}`, {
+      ...options,
       connections: this.connections ?? null,
       keepAliveTimeout: this.keepAliveTimeoutMs,
       connectTimeout: connectTimeoutMs,
     });
-    list.push({ connectTimeoutMs, pool });
+    list.push({ connectTimeoutMs, protocol, pool });
     return pool;
   }
 

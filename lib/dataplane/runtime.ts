@@ -10,7 +10,7 @@ import { balancerKindFor, createBalancer } from './balancers/index.ts';
 import { type CanaryAction, compileCanary } from './canary.ts';
 import { dataplaneError } from './events.ts';
 import { compileHashKey, type HashKey } from './hash-key.ts';
-import type { ProxyTarget } from './proxy.ts';
+import type { ProxyTarget, TargetProtocol } from './proxy.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
 import { type CertificatePair, compileSniStore, type SniStore } from './sni.ts';
 
@@ -153,6 +153,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     route: RouteInfo | null,
     accessLog: boolean,
     whenEmpty: 404 | 503 = 503,
+    protocol: TargetProtocol = 'HTTP',
   ): Action => {
     const balancer = balancerFor(upstreamName);
     if (balancer === null) return { type: 'status', status: 503, route, accessLog };
@@ -161,6 +162,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       balancer,
       hashKey: hashKeyOf(upstreamName),
       affinity: model.upstreams[upstreamName]?.affinity ?? null,
+      protocol,
       ...TIMEOUTS,
     };
     return { type: 'proxy', target, route, whenEmpty, accessLog, canary: null, setsAffinityCookie: false };
@@ -199,7 +201,23 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     }
     if (route.backend.type === 'default') return defaultBackend;
     const upstream = route.backend.upstream;
-    const proxied = proxyTo(upstream, routeInfo(route.ingress, upstream), routeLogs(route.annotations));
+    const protocol = route.annotations.backendProtocol.protocol;
+    // FastCGI cannot be spoken: 502 rather than HTTP to a FastCGI port (BACKEND_PROTOCOL_UNSUPPORTED)
+    if (protocol === 'FCGI') {
+      return {
+        type: 'status',
+        status: 502,
+        route: routeInfo(route.ingress, upstream),
+        accessLog: routeLogs(route.annotations),
+      };
+    }
+    const proxied = proxyTo(
+      upstream,
+      routeInfo(route.ingress, upstream),
+      routeLogs(route.annotations),
+      503,
+      protocol,
+    );
     const action =
       proxied.type === 'proxy' && 'setsAffinityCookie' in route && route.setsAffinityCookie
         ? { ...proxied, setsAffinityCookie: true }
@@ -213,6 +231,8 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       balancer: canaryBalancer,
       hashKey: hashKeyOf(canary.upstream),
       affinity: model.upstreams[canary.upstream]?.affinity ?? null,
+      // the canary is served through the main route's location: its backend-protocol
+      protocol,
       ...TIMEOUTS,
     };
     return { ...action, canary: compileCanary(canary, target) };

@@ -2,6 +2,7 @@
 // per key; an invalid value keeps the default and is reported on the ConfigMap; a key ingress-ts
 // does not implement yet is reported once (info), since a ConfigMap often carries NGINX tuning.
 
+import { createSecureContext } from 'node:tls';
 import { parseGoBool } from './annotations/group.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import type { ConfigMap } from './k8s.ts';
@@ -34,7 +35,22 @@ export interface GlobalConfig {
    * URIs never logged), `access-log-path` ('' or /dev/stdout: standard output)
    */
   accessLog: { disabled: boolean; forDefaultBackend: boolean; skipUrls: string[]; path: string };
+  /** `use-http2`: the HTTPS listener offers h2 by ALPN (else HTTP/1.1 only) */
+  useHttp2: boolean;
+  /**
+   * `ssl-protocols` as the range Node takes (the lowest and highest version listed) and `ssl-ciphers`
+   * (OpenSSL cipher string; TLS 1.3 suites are not affected by it)
+   */
+  ssl: { minVersion: TlsVersion; maxVersion: TlsVersion; ciphers: string };
 }
+
+/** The protocol versions `ssl-protocols` may list, oldest first. */
+export const TLS_VERSIONS = ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'] as const;
+export type TlsVersion = (typeof TLS_VERSIONS)[number];
+
+/** ingress-nginx's default `ssl-ciphers`. */
+export const DEFAULT_SSL_CIPHERS =
+  'ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-AES128-GCM-SHA256';
 
 export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   loadBalance: 'round_robin',
@@ -44,6 +60,12 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   noTlsRedirectLocations: ['/.well-known/acme-challenge'],
   hsts: { enabled: true, maxAge: 31536000, includeSubdomains: true, preload: false },
   accessLog: { disabled: false, forDefaultBackend: false, skipUrls: [], path: '/var/log/nginx/access.log' },
+  useHttp2: true,
+  ssl: {
+    minVersion: 'TLSv1.2' as TlsVersion,
+    maxVersion: 'TLSv1.3' as TlsVersion,
+    ciphers: DEFAULT_SSL_CIPHERS,
+  },
 });
 
 type KeyParser = (value: string, config: GlobalConfig) => string | null;
@@ -114,6 +136,33 @@ const KEYS: Record<string, KeyParser> = {
   'access-log-path': (value, config) => {
     if (!value.startsWith('/')) return 'expected an absolute path';
     config.accessLog.path = value;
+    return null;
+  },
+  'use-http2': bool((config, value) => {
+    config.useHttp2 = value;
+  }),
+  'ssl-protocols': (value, config) => {
+    // Node takes a range: a list with gaps (TLSv1 TLSv1.3) enables the versions between too
+    let min = -1;
+    let max = -1;
+    for (const token of value.split(/\s+/)) {
+      const index = (TLS_VERSIONS as readonly string[]).indexOf(token);
+      if (index === -1) return `expected versions among ${TLS_VERSIONS.join(' ')}, separated by spaces`;
+      if (min === -1 || index < min) min = index;
+      if (index > max) max = index;
+    }
+    config.ssl.minVersion = TLS_VERSIONS[min] as TlsVersion;
+    config.ssl.maxVersion = TLS_VERSIONS[max] as TlsVersion;
+    return null;
+  },
+  'ssl-ciphers': (value, config) => {
+    // OpenSSL is the validator: a string it matches no cipher with is refused here, not at handshake
+    try {
+      createSecureContext({ ciphers: value });
+    } catch {
+      return 'OpenSSL matches no cipher with it';
+    }
+    config.ssl.ciphers = value;
     return null;
   },
 };

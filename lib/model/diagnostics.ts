@@ -91,6 +91,10 @@ export const DIAGNOSTIC_CODES = {
     'An annotation value fails its validator: the default is used (warning) or the Ingress is dropped (error).',
   ],
   ANNOTATION_UNSUPPORTED: ['warning', 'ingress-ts does not implement this annotation yet; it has no effect.'],
+  BACKEND_PROTOCOL_UNSUPPORTED: [
+    'warning',
+    'backend-protocol FCGI: ingress-ts does not speak FastCGI; the paths of the Ingress answer 502.',
+  ],
   SNIPPET_REFUSED: [
     'error',
     'Snippet annotations are configuration code and are never executed; the Ingress is dropped.',

@@ -8,6 +8,7 @@ import type { ObjectRef } from '../types.ts';
 import { accessLog } from './access-log.ts';
 import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
+import { backendProtocol } from './backend-protocol.ts';
 import { canary } from './canary.ts';
 import {
   type AnnotationDoc,
@@ -22,7 +23,7 @@ import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
 import { upstreamHash } from './upstream-hash.ts';
 
-const locationGroups = { rewrite, accessLog, redirect } as const;
+const locationGroups = { rewrite, accessLog, redirect, backendProtocol } as const;
 const serverGroups = { alias: serverAlias, appRoot } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
 
@@ -156,6 +157,14 @@ export function parseAnnotations(
     return out as { [K in keyof T]: ValueOf<T[K]> };
   };
   const location = parseAll(locationGroups);
+  if (location.backendProtocol.protocol === 'FCGI') {
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'BACKEND_PROTOCOL_UNSUPPORTED',
+      `annotation ${lead}backend-protocol=FCGI: ingress-ts does not speak FastCGI; the paths of this Ingress answer 502`,
+    );
+  }
   const server = parseAll(serverGroups);
   const ingress = parseAll(ingressGroups);
   return { location, server, ingress, dropped };
