@@ -60,9 +60,7 @@ runCases(t, [
   },
   {
     name: 'backend-protocol: a spec.defaultBackend route carries it too',
-    ingresses: [
-      ingress('catch', { nginx: { 'backend-protocol': 'GRPCS' }, defaultBackend: 'web:80' }),
-    ],
+    ingresses: [ingress('catch', { nginx: { 'backend-protocol': 'GRPCS' }, defaultBackend: 'web:80' })],
     check: (t, { model }) =>
       t.equal(model.catchAll.defaultRoute.annotations.backendProtocol.protocol, 'GRPCS'),
   },
