@@ -113,6 +113,7 @@ const XFH = 4;
 const CONNECTION = 5;
 const CONTENT_LENGTH = 6;
 const TRANSFER_ENCODING = 7;
+const COOKIE = 8;
 
 /** What happens to an incoming header, by lower-case name; absent = passed through. */
 const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.create(null) as object, {
@@ -128,6 +129,7 @@ const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.creat
   connection: CONNECTION,
   'content-length': CONTENT_LENGTH,
   'transfer-encoding': TRANSFER_ENCODING,
+  cookie: COOKIE,
   // hop-by-hop
   'keep-alive': DROP,
   'proxy-connection': DROP,
@@ -184,6 +186,9 @@ function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
   let xff: string | undefined;
   let xfh: string | undefined;
   let connection: string | undefined;
+  /** HTTP/2 cookie crumbs, joined into one Cookie header as NGINX does (HTTP/1.1 ones pass as sent) */
+  let crumbs: string | undefined;
+  const h2 = req.httpVersionMajor === 2;
   let hasBody = false;
   let hasLength = false;
   for (let i = 0; i < raw.length; i += 2) {
@@ -214,6 +219,10 @@ function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
           out.push(name, value);
         }
         break;
+      case COOKIE:
+        if (h2) crumbs = crumbs === undefined ? value : `${crumbs}; ${value}`;
+        else out.push(name, value);
+        break;
       case TRANSFER_ENCODING:
         hasBody = true;
         break;
@@ -222,6 +231,7 @@ function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
     }
   }
   if (host !== undefined) out.push('host', host, 'x-forwarded-host', host);
+  if (crumbs !== undefined) out.push('cookie', crumbs);
   if (xff !== undefined) out.push('x-original-forwarded-for', xff);
   if (xfh !== undefined) out.push('x-original-forwarded-host', xfh);
   if (connection !== undefined) stripConnectionTokens(out, own, connection);

@@ -128,6 +128,9 @@ function echoHandler(req: IncomingMessage, res: ServerResponse): void {
       url: req.url,
       httpVersion: req.httpVersion,
       headers: req.headers,
+      cookies: req.rawHeaders.filter(
+        (_, i) => i % 2 === 1 && req.rawHeaders[i - 1]?.toLowerCase() === 'cookie',
+      ),
       body: Buffer.concat(chunks).toString(),
     });
     // hop-by-hop headers an HTTP/2 response may not carry: the proxy must drop them
@@ -187,11 +190,11 @@ interface H2Reply {
 function h2Request(
   session: ClientHttp2Session,
   path: string,
-  options: { method?: string; body?: Buffer[] } = {},
+  options: { method?: string; body?: Buffer[]; headers?: Record<string, string | string[]> } = {},
 ): Promise<H2Reply> {
   return new Promise((resolve, reject) => {
     const stream = session.request(
-      { ':method': options.method ?? 'GET', ':path': path, ':authority': HOST },
+      { ':method': options.method ?? 'GET', ':path': path, ':authority': HOST, ...options.headers },
       { endStream: options.body === undefined },
     );
     let head: Record<string, unknown> = {};
@@ -366,6 +369,13 @@ t.test('HTTP/2 listener and backend-protocol', async (t) => {
     );
     t.equal(reply.headers.connection, undefined, 'hop-by-hop response headers dropped');
     t.ok(typeof reply.headers['strict-transport-security'] === 'string', 'HSTS on the TLS host');
+
+    const crumbs = await h2Request(session, '/web/c', { headers: { cookie: ['a=1', 'b=2'] } });
+    t.strictSame(
+      JSON.parse(crumbs.body.toString()).cookies,
+      ['a=1; b=2'],
+      'cookie crumbs joined into one header',
+    );
 
     const big = await h2Request(session, '/web/big');
     t.equal(big.status, 200);
