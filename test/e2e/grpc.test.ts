@@ -20,10 +20,11 @@ import { connect as tlsConnect } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
 import { WebSocket, WebSocketServer } from 'ws';
+import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { pem } from '../model/helpers.ts';
-import { listen, testConfig } from '../support/http.ts';
+import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml, tlsSecret } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
 
@@ -320,6 +321,13 @@ t.test('HTTP/2 listener and backend-protocol', async (t) => {
       route('tlsweb', '/tls', 'tlsweb', 'HTTPS'),
       route('php', '/php', 'web', 'FCGI'),
       route('raw', '/raw', 'raw', 'GRPC'),
+      ingressYaml({
+        name: 'auto',
+        host: 'auto.test',
+        path: '/',
+        service: 'tlsweb',
+        annotations: { 'backend-protocol': 'AUTO_HTTP' },
+      }),
       `---\n${tlsSecret('e2e', 'a-tls', CERT)}`,
     ].join('');
   const file = join(dir, 'all.yaml');
@@ -345,6 +353,20 @@ t.test('HTTP/2 listener and backend-protocol', async (t) => {
         (error, value) => resolve({ error, value: value?.toString() }),
       );
     });
+
+  t.test('/debug/model shows the backend protocol of each route', async (t) => {
+    const reply = await get(controller.healthz.port, 'localhost', '/debug/model');
+    const model = JSON.parse(reply.body) as ModelDescription;
+    const routes = model.hosts.find((h) => h.host === HOST)?.routes ?? [];
+    t.strictSame(Object.fromEntries(routes.map((r) => [r.path, r.backendProtocol])), {
+      '/test.Echo': 'GRPC',
+      '/test.Secure': 'GRPCS',
+      '/web': 'HTTP',
+      '/tls': 'HTTPS',
+      '/php': 'FCGI',
+      '/raw': 'GRPC',
+    });
+  });
 
   t.test('ALPN: h2 and http/1.1 offered, h2 preferred', async (t) => {
     t.equal(await alpnOf(port, ['h2', 'http/1.1']), 'h2');
@@ -420,6 +442,23 @@ t.test('HTTP/2 listener and backend-protocol', async (t) => {
     const reply = await httpsGet(port, '/tls/x');
     t.equal(reply.status, 200);
     t.equal(JSON.parse(reply.body).url, '/tls/x');
+  });
+
+  t.test('backend-protocol AUTO_HTTP: the client scheme to the backend', async (t) => {
+    const secure = await new Promise<number>((resolve, reject) => {
+      const req = httpsRequest(
+        { port, host: '127.0.0.1', path: '/a', headers: { host: 'auto.test' }, rejectUnauthorized: false },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    t.equal(secure, 200, 'HTTPS from the client: TLS to the (TLS) backend');
+    const plainReply = await get(controller.http.port, 'auto.test', '/a');
+    t.equal(plainReply.status, 502, 'HTTP from the client: cleartext to the TLS backend fails');
   });
 
   t.test('GRPC to a bare h2c backend: TE: trailers sent, trailers passed on', async (t) => {
