@@ -115,10 +115,16 @@ async function grpcServer(
 }
 
 /** An HTTP/1.1 backend answering with what it saw, as JSON; `/…/big` answers 256 KiB of a pattern. */
+const slow = { arrived: () => {}, release: () => {} };
 function echoHandler(req: IncomingMessage, res: ServerResponse): void {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
+    if (req.url?.endsWith('/slow')) {
+      slow.release = () => res.end('slow done');
+      slow.arrived();
+      return;
+    }
     if (req.url?.endsWith('/big')) {
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
       res.end(BIG);
@@ -583,5 +589,24 @@ t.test('HTTP/2 listener and backend-protocol', async (t) => {
     await back;
     t.equal(await alpnOf(port, ['h2', 'http/1.1']), 'h2', 'h2 offered again');
     t.equal(await alpnOf(port, ['http/1.1'], 'TLSv1.2'), 'http/1.1', 'TLS 1.2 accepted again');
+  });
+
+  t.test('stop: GOAWAY to HTTP/2 clients, a stream in flight still completes', async (t) => {
+    const session = http2Connect(`https://127.0.0.1:${port}`, { servername: HOST, ca: CERT.crt });
+    session.on('error', () => {});
+    const arrived = new Promise<void>((resolve) => {
+      slow.arrived = resolve;
+    });
+    const inFlight = h2Request(session, '/web/slow');
+    await arrived;
+    const goaway = new Promise<void>((resolve) => session.once('goaway', () => resolve()));
+    const stopped = controller.stop(60000);
+    await goaway;
+    slow.release();
+    const reply = await inFlight;
+    t.equal(reply.status, 200);
+    t.equal(reply.body.toString(), 'slow done', 'the in-flight stream finished');
+    await stopped;
+    t.pass('the controller stopped once the stream was done, before the grace period');
   });
 });
