@@ -601,7 +601,8 @@ class WebExchange extends Exchange {
     this.hsts = hsts;
     this.h2 = req.httpVersionMajor === 2;
     res.on('close', () => {
-      if (!res.writableFinished) this.clientGone();
+      // an Http2ServerResponse reads as finished once its stream closed, reset or not: `done` tells
+      if (!res.writableFinished || this.h2) this.clientGone();
     });
     if (hasBody) {
       // undici pauses the request body while the upstream socket is full: that wait is the send timeout

@@ -60,7 +60,10 @@ interface Seen {
   forwardedProto: string;
 }
 
-function echoImplementation(label: string, seen: { last: Seen | null }): grpc.UntypedServiceImplementation {
+function echoImplementation(
+  label: string,
+  seen: { last: Seen | null; onCancel: () => void },
+): grpc.UntypedServiceImplementation {
   const note = (call: { metadata: grpc.Metadata; getHost(): string }) => {
     const metadata = call.metadata;
     seen.last = {
@@ -81,6 +84,12 @@ function echoImplementation(label: string, seen: { last: Seen | null }): grpc.Un
     },
     ServerStream(call: grpc.ServerWritableStream<Buffer, Buffer>) {
       note(call);
+      if (call.request.toString() === 'forever') {
+        // one message, then silence until the client cancels (seen here as the call's 'cancelled')
+        call.write(Buffer.from('first'));
+        call.on('cancelled', () => seen.onCancel());
+        return;
+      }
       const count = Number(call.request.toString());
       for (let i = 1; i <= count; i++) call.write(Buffer.from(`${label}-${i}`));
       if (count === 0) {
@@ -104,7 +113,7 @@ function echoImplementation(label: string, seen: { last: Seen | null }): grpc.Un
 async function grpcServer(
   name: string,
   credentials: grpc.ServerCredentials,
-  seen: { last: Seen | null },
+  seen: { last: Seen | null; onCancel: () => void },
 ): Promise<{ server: grpc.Server; port: number }> {
   const server = new grpc.Server();
   server.addService(echoService(name), echoImplementation(name, seen));
@@ -267,8 +276,8 @@ data: ${JSON.stringify(data)}
 
 t.test('HTTP/2 listener and backend-protocol', async (t) => {
   // backends: gRPC cleartext, gRPC over TLS, HTTP/1.1 (with a WebSocket server), HTTPS/1.1
-  const seenGrpc = { last: null as Seen | null };
-  const seenGrpcs = { last: null as Seen | null };
+  const seenGrpc = { last: null as Seen | null, onCancel: () => {} };
+  const seenGrpcs = { last: null as Seen | null, onCancel: () => {} };
   const plain = await grpcServer('test.Echo', grpc.ServerCredentials.createInsecure(), seenGrpc);
   const secure = await grpcServer(
     'test.Secure',
@@ -559,6 +568,27 @@ t.test('HTTP/2 listener and backend-protocol', async (t) => {
     );
     t.equal(summed.error, null);
     t.equal(summed.value, 'a+b+c', 'client streaming');
+
+    // the client cancels a stream in progress: the proxy resets the upstream stream too
+    const backendCancelled = new Promise<void>((resolve) => {
+      seenGrpc.onCancel = resolve;
+    });
+    const cancelled = await new Promise<grpc.StatusObject>((resolve) => {
+      const call = c.makeServerStreamRequest(
+        '/test.Echo/ServerStream',
+        (v: Buffer) => v,
+        (v: Buffer) => v,
+        Buffer.from('forever'),
+      );
+      call.on('data', () => call.cancel());
+      call.on('error', () => {});
+      call.on('status', resolve);
+    });
+    t.equal(cancelled.code, grpc.status.CANCELLED, 'the client sees its cancellation');
+    await backendCancelled;
+    t.pass('the backend saw the call cancelled');
+    const after = await unary(c, '/test.Echo/Unary', 'again');
+    t.equal(after.value, 'test.Echo:again', 'the session keeps working after a reset stream');
   });
 
   t.test('gRPC through the proxy (GRPCS: h2 over TLS to the backend)', async (t) => {
