@@ -855,14 +855,22 @@ interface PeerPool {
 /**
  * undici options per backend protocol. TLS peers are not verified (ingress-nginx's
  * `proxy_ssl_verify off`); HTTPS stays on HTTP/1.1 like proxy_pass https://; GRPC is h2 with prior
- * knowledge; GRPCS offers h2 by ALPN.
+ * knowledge; GRPCS offers h2 by ALPN. TLS peers get the request's Host as SNI (undici's rule; NGINX
+ * sends none by default), so a peer serving several Hosts reconnects when the Host changes.
  */
 // `useH2c` at the top: the Pool's own connector reads it there (undici's types only list h2Options')
 const POOL_OPTIONS: Record<PoolProtocol, { origin: string; options: Pool.Options & { useH2c?: boolean } }> = {
   HTTP: { origin: 'http', options: {} },
   HTTPS: { origin: 'https', options: { allowH2: false, connect: { rejectUnauthorized: false } } },
   GRPC: { origin: 'http', options: { allowH2: true, useH2c: true, h2Options: { useH2c: true } } },
-  GRPCS: { origin: 'https', options: { allowH2: true, connect: { rejectUnauthorized: false } } },
+  // h2 offered first (a peer speaking both must not pick HTTP/1.1 for gRPC)
+  GRPCS: {
+    origin: 'https',
+    options: {
+      allowH2: true,
+      connect: { rejectUnauthorized: false, preferH2: true } as Pool.Options['connect'],
+    },
+  },
 };
 
 /** Http2ServerRequest: whether the client's HEADERS frame carried END_STREAM (no body). */
