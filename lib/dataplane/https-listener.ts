@@ -28,9 +28,16 @@ export function selectAlpn(offered: readonly string[], http2: boolean): string |
   return undefined;
 }
 
+/**
+ * An HTTP/2 session without any frame for this long is closed gracefully (GOAWAY; streams still open
+ * finish): NGINX's keepalive_timeout for HTTP/2, 75 s in ingress-nginx.
+ */
+export const IDLE_SESSION_MS = 75_000;
+
 export function createHttpsListener(
   getStore: () => SniStore,
   handler: (req: IncomingMessage, res: ServerResponse) => void,
+  idleSessionMs = IDLE_SESSION_MS,
 ): HttpsListener {
   const sockets = new Set<Socket>();
   const sessions = new Set<ServerHttp2Session>();
@@ -66,6 +73,7 @@ export function createHttpsListener(
     session.once('close', () => sessions.delete(session));
     // a client that breaks its session: one error, no crash
     session.on('error', () => {});
+    session.setTimeout(idleSessionMs, () => session.close());
   });
   return listener;
 }

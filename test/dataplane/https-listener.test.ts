@@ -3,6 +3,7 @@
 // store is swapped (SecureContexts rebuilt only when those settings change).
 
 import { once } from 'node:events';
+import { connect as http2Connect } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { connect, type SecureVersion } from 'node:tls';
 import type { Test } from 'tap';
@@ -44,10 +45,12 @@ function modelWith(data: Record<string, string>): Model {
 async function serve(
   t: Test,
   holder: { store: SniStore },
+  idleSessionMs?: number,
 ): Promise<{ listener: HttpsListener; port: number }> {
   const listener = createHttpsListener(
     () => holder.store,
     (_req, res) => res.end('ok'),
+    idleSessionMs,
   );
   listener.server.listen(0, '127.0.0.1');
   await once(listener.server, 'listening');
@@ -161,4 +164,18 @@ t.test('ssl-ciphers and ssl-protocols apply to new connections after a swap', as
     'same settings: contexts reused',
   );
   t.equal(applyDefaultCertificate(listener.server, third), false, 'nothing to replace');
+});
+
+t.test('an idle HTTP/2 session is closed with GOAWAY; the session serves until then', async (t) => {
+  const holder = { store: compileSniStore(modelWith({}), generated) };
+  const { port } = await serve(t, holder, 100);
+  const session = http2Connect(`https://127.0.0.1:${port}`, { servername: 'a.example.com', ca: A.crt });
+  session.on('error', () => {});
+  const goaway = once(session, 'goaway');
+  const stream = session.request({ ':path': '/', ':authority': 'a.example.com' });
+  stream.resume();
+  await once(stream, 'end');
+  await goaway;
+  await once(session, 'close');
+  t.pass('closed by the server once idle');
 });
