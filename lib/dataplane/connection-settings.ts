@@ -2,11 +2,22 @@
 // keep-alive-requests, client-header-timeout) and to the upstream pools (upstream-keepalive-*), and
 // the per-request reads use-forwarded-headers and real-IP need from the request head.
 
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GlobalConfig } from '../model/index.ts';
 import type { HttpPolicy } from './http-policy.ts';
 import type { Proxy as UpstreamProxy } from './proxy.ts';
 import { headerValue } from './request-values.ts';
+
+/**
+ * The server properties Node's HTTP/1.1 connection handling reads: an `http.Server`'s, and those of
+ * the HTTPS listener's `Http2SecureServer`, whose HTTP/1.1 connections (allowHTTP1) read the same
+ * properties from it although its type does not declare them.
+ */
+export interface Http1Timeouts {
+  keepAliveTimeout: number;
+  headersTimeout: number;
+  requestTimeout: number;
+}
 
 /**
  * Sets the listeners' connection limits and the settings of upstream pools created from now on.
@@ -15,7 +26,7 @@ import { headerValue } from './request-values.ts';
  */
 export function applyConnectionSettings(
   config: GlobalConfig,
-  servers: readonly Server[],
+  servers: readonly Http1Timeouts[],
   proxy: UpstreamProxy,
 ): void {
   const { keepAlive, headerTimeout } = config.client;
@@ -31,7 +42,9 @@ export function applyConnectionSettings(
   const upstream = config.upstreamKeepalive;
   proxy.configure({
     keepAliveTimeoutMs: upstream.timeout * 1000,
-    connections: upstream.connections,
+    // not a cap: NGINX's keepalive N bounds idle connections only, and undici has no such setting;
+    // a cap here would queue requests (long polls, streams) that NGINX would serve at once
+    connections: undefined,
     maxRequestsPerClient: upstream.requests,
   });
 }

@@ -8,7 +8,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { buildModel, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
@@ -23,10 +23,12 @@ import {
   clientAddressOf,
   countRequest,
   forwardedHttps,
+  type Http1Timeouts,
 } from './connection-settings.ts';
 import type { CustomErrors } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError, requestLogged, runtimeSwapped } from './events.ts';
+import { createHttpsListener, type HttpsListener } from './https-listener.ts';
 import {
   generateRequestId,
   type ProxyTarget,
@@ -40,7 +42,7 @@ import { cookieValue } from './request-values.ts';
 import { applyRewrite } from './rewrite.ts';
 import { normalizeHost, normalizePath, type PathMatch } from './router.ts';
 import { type Action, compileRuntime, type Runtime } from './runtime.ts';
-import { applyDefaultCertificate, type CertificatePair, compileSniStore, httpsServerOptions } from './sni.ts';
+import { applyDefaultCertificate, type CertificatePair, compileSniStore } from './sni.ts';
 
 export interface DataPlaneOptions {
   httpPort: number;
@@ -107,7 +109,8 @@ export class DataPlane {
   readonly #proxy = new UpstreamProxy();
   readonly #ewmaStore = createEwmaStore();
   readonly #http: Server;
-  readonly #https: HttpsServer;
+  readonly #https: Http2SecureServer;
+  readonly #httpsListener: HttpsListener;
   #runtime: Runtime | null = null;
   #httpPort = 0;
   readonly #stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
@@ -120,24 +123,25 @@ export class DataPlane {
     // until the first swap, every handshake gets the generated default certificate
     const empty = buildModel(EMPTY_SNAPSHOT);
     const initialSni = compileSniStore(empty.model, options.generatedDefaultCertificate);
-    this.#https = createHttpsServer(
-      httpsServerOptions(() => this.#runtime?.sni ?? initialSni),
+    this.#httpsListener = createHttpsListener(
+      () => this.#runtime?.sni ?? initialSni,
       (req, res) => this.#handle(req, res, true),
     );
+    this.#https = this.#httpsListener.server;
     for (const [server, https] of [
       [this.#http, false],
       [this.#https, true],
     ] as const) {
       // HTTPS counts TCP connections too ('connection'), before the handshake, as NGINX does
-      server.on('connection', (socket: Duplex) => {
+      (server as Server).on('connection', (socket: Duplex) => {
         this.#stats.accepted++;
         this.#stats.active++;
         socket.once('close', () => this.#stats.active--);
       });
-      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+      (server as Server).on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
         this.#upgrade(req, socket, head, https),
       );
-      server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+      (server as Server).on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
         if (socket.writable && !socket.destroyed) {
           const status =
             error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
@@ -170,7 +174,8 @@ export class DataPlane {
     this.#runtime = next;
     // handshakes without SNI use the server's own credentials, not the SNICallback
     applyDefaultCertificate(this.#https, next.sni);
-    applyConnectionSettings(model.config, [this.#http, this.#https], this.#proxy);
+    applyConnectionSettings(model.config, [this.#http, this.#https as unknown as Http1Timeouts], this.#proxy);
+    this.#httpsListener.http2 = next.model.config.useHttp2;
     const kind = previous !== null && previous.routesHash === model.routesHash ? 'endpoints' : 'full';
     if (previous !== null) {
       const gone = [...previous.peerKeys].filter((key) => !next.peerKeys.has(key));
@@ -182,7 +187,7 @@ export class DataPlane {
 
   async listen(): Promise<ListenAddresses> {
     const host = this.#options.bindAddress === '' ? undefined : this.#options.bindAddress;
-    const listen = (server: Server | HttpsServer, port: number) =>
+    const listen = (server: Server | Http2SecureServer, port: number) =>
       new Promise<AddressInfo>((resolve, reject) => {
         server.once('error', reject);
         server.listen({ port, host }, () => {
@@ -205,14 +210,16 @@ export class DataPlane {
     const closed = Promise.all(
       servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
     );
-    for (const server of servers) server.closeIdleConnections();
+    this.#http.closeIdleConnections();
+    this.#httpsListener.closeIdle();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, graceMs);
     });
     await Promise.race([closed, deadline]);
     clearTimeout(timer);
-    for (const server of servers) server.closeAllConnections();
+    this.#http.closeAllConnections();
+    this.#httpsListener.destroyAll();
     await closed;
     await this.#proxy.close();
   }
@@ -234,6 +241,9 @@ export class DataPlane {
       const name = raw[i] as string;
       if (name.length === 4) {
         if (host === undefined && name.toLowerCase() === 'host') host = raw[i + 1];
+      } else if (name.length === 10) {
+        // HTTP/2: the authority pseudo-header is the Host
+        if (host === undefined && name === ':authority') host = raw[i + 1];
       } else if (name.length === 12) {
         if (incomingId === undefined && name.toLowerCase() === 'x-request-id') incomingId = raw[i + 1];
       }

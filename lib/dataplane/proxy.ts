@@ -8,7 +8,8 @@
 // event on `dataplaneError`.
 
 import { randomBytes } from 'node:crypto';
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { type Dispatcher, Pool } from 'undici';
 import type { Affinity } from '../model/index.ts';
@@ -46,6 +47,20 @@ export interface ProxyTarget {
         remoteAddress?: string;
       }) => string)
     | null;
+  /** backend-protocol (FCGI never reaches the proxy); absent: HTTP */
+  protocol?: TargetProtocol;
+}
+
+/** backend-protocol values the proxy speaks. */
+export type TargetProtocol = 'HTTP' | 'HTTPS' | 'AUTO_HTTP' | 'GRPC' | 'GRPCS';
+/** How one pool talks to its peer: HTTP/1.1, HTTP/1.1 over TLS, h2 cleartext (prior knowledge), h2 over TLS. */
+export type PoolProtocol = 'HTTP' | 'HTTPS' | 'GRPC' | 'GRPCS';
+
+/** The pool protocol of a request: AUTO_HTTP follows the client's scheme (ingress-nginx's `$scheme://`). */
+function poolProtocol(protocol: TargetProtocol | undefined, https: boolean): PoolProtocol {
+  if (protocol === undefined) return 'HTTP';
+  if (protocol === 'AUTO_HTTP') return https ? 'HTTPS' : 'HTTP';
+  return protocol;
 }
 
 export interface RequestContext {
@@ -123,16 +138,24 @@ const TRANSFER_ENCODING = 7;
 const XFP = 8;
 const XF_PROTO = 9;
 const XF_PORT = 10;
+const COOKIE = 11;
 
 /** What happens to an incoming header, by lower-case name; absent = passed through. */
 const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.create(null) as object, {
   host: HOST,
+  // HTTP/2 clients: the authority is the Host; the other pseudo-headers become the request line
+  ':authority': HOST,
+  ':method': DROP,
+  ':path': DROP,
+  ':scheme': DROP,
+  ':protocol': DROP,
   'x-forwarded-for': XFF,
   'x-forwarded-host': XFH,
   'x-forwarded-prefix': XFP,
   connection: CONNECTION,
   'content-length': CONTENT_LENGTH,
   'transfer-encoding': TRANSFER_ENCODING,
+  cookie: COOKIE,
   // hop-by-hop
   'keep-alive': DROP,
   'proxy-connection': DROP,
@@ -195,6 +218,9 @@ function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
   let xfProto: string | undefined;
   let xfPort: string | undefined;
   let connection: string | undefined;
+  /** HTTP/2 cookie crumbs, joined into one Cookie header as NGINX does (HTTP/1.1 ones pass as sent) */
+  let crumbs: string | undefined;
+  const h2 = req.httpVersionMajor === 2;
   let hasBody = false;
   let hasLength = false;
   for (let i = 0; i < raw.length; i += 2) {
@@ -233,6 +259,10 @@ function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
           out.push(name, value);
         }
         break;
+      case COOKIE:
+        if (h2) crumbs = crumbs === undefined ? value : `${crumbs}; ${value}`;
+        else out.push(name, value);
+        break;
       case TRANSFER_ENCODING:
         hasBody = true;
         break;
@@ -256,6 +286,7 @@ function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
   }
   if (host !== undefined) out.push('host', host, 'x-forwarded-host', host);
   if (ctx.forwardedPrefix !== undefined) out.push('x-forwarded-prefix', ctx.forwardedPrefix);
+  if (crumbs !== undefined) out.push('cookie', crumbs);
   if (xff !== undefined) out.push('x-original-forwarded-for', xff);
   if (xfh !== undefined) out.push('x-original-forwarded-host', xfh);
   if (connection !== undefined) stripConnectionTokens(out, own, connection);
@@ -421,6 +452,8 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   hashKey = '';
   /** affinity (RequestContext.session) */
   session: SessionContext | null = null;
+  /** which pool of the peer the tries use (backend-protocol) */
+  protocol: PoolProtocol = 'HTTP';
   /** the ConfigMap's header settings (RequestContext.policy) */
   policy: HttpPolicy = DEFAULT_HTTP_POLICY;
   /** the Set-Cookie of a session this exchange started, for the response head */
@@ -510,7 +543,7 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
       record.upstreamAddr = peer.key;
     }
     // a dispatch error (closed pool, invalid argument) comes back through onResponseError
-    this.proxy.pool(peer.key, this.target.connectTimeoutMs).dispatch(this.opts, this);
+    this.proxy.pool(peer.key, this.target.connectTimeoutMs, this.protocol).dispatch(this.opts, this);
   };
 
   protected observe(): void {
@@ -606,6 +639,14 @@ class WebExchange extends Exchange {
   private readonly hsts: string | null;
   private sendTimer: NodeJS.Timeout | undefined = undefined;
   private drainHooked = false;
+  /** the client speaks HTTP/2 (its response is an Http2ServerResponse) */
+  private readonly h2: boolean;
+  /**
+   * A gRPC trailers-only response (grpc-status in the head) to an HTTP/2 client, held until the
+   * upstream says whether a body follows: if none does, it goes out as one HEADERS frame ending
+   * the stream, as the gRPC protocol requires.
+   */
+  private held: { status: number; headers: Array<string | string[]> } | null = null;
 
   constructor(
     proxy: Proxy,
@@ -621,8 +662,10 @@ class WebExchange extends Exchange {
     this.req = req;
     this.res = res;
     this.hsts = hsts;
+    this.h2 = req.httpVersionMajor === 2;
     res.on('close', () => {
-      if (!res.writableFinished) this.clientGone();
+      // an Http2ServerResponse reads as finished once its stream closed, reset or not: `done` tells
+      if (!res.writableFinished || this.h2) this.clientGone();
     });
     if (hasBody) {
       // undici pauses the request body while the upstream socket is full: that wait is the send timeout
@@ -738,6 +781,18 @@ class WebExchange extends Exchange {
     const out = responseHeaders(headers, this.policy);
     if (this.hsts !== null) out.push('strict-transport-security', this.hsts);
     if (this.newCookie !== null) out.push('set-cookie', this.newCookie);
+    if (this.h2 && headers['grpc-status'] !== undefined) {
+      this.held = { status: statusCode, headers: out };
+      return;
+    }
+    this.writeHead(controller, statusCode, out);
+  }
+
+  private writeHead(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    out: Array<string | string[]>,
+  ): void {
     try {
       this.res.writeHead(statusCode, out);
     } catch (err) {
@@ -749,6 +804,11 @@ class WebExchange extends Exchange {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.done) return;
     this.noteData(chunk.length);
+    const held = this.held;
+    if (held !== null) {
+      this.held = null;
+      this.writeHead(controller, held.status, held.headers);
+    }
     if (!this.res.write(chunk)) {
       controller.pause();
       if (!this.drainHooked) {
@@ -758,13 +818,50 @@ class WebExchange extends Exchange {
     }
   }
 
-  onResponseEnd(): void {
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers?: IncomingHttpHeaders): void {
     this.clearSendTimer();
     this.noteEnd();
     if (this.done) return;
     this.done = true;
+    const held = this.held;
+    if (held !== null) {
+      this.held = null;
+      if (trailersOnly(this.res, held.status, held.headers)) return;
+      this.res.writeHead(held.status, held.headers);
+    }
+    // the upstream's trailers (gRPC's grpc-status, grpc-message, custom metadata) go on to the client
+    if (trailers !== undefined) {
+      let any = false;
+      for (const _ in trailers) {
+        any = true;
+        break;
+      }
+      if (any) this.res.addTrailers(trailers as Record<string, string | string[]>);
+    }
     this.res.end();
   }
+}
+
+/**
+ * Sends a whole response as one HEADERS frame with END_STREAM on an HTTP/2 client's stream (the
+ * compatibility API always sends the head and the end of the stream apart). False when the stream
+ * cannot take it; the caller then answers the ordinary way.
+ */
+function trailersOnly(
+  res: ServerResponse,
+  status: number,
+  headers: ReadonlyArray<string | string[]>,
+): boolean {
+  const stream = (res as ServerResponse & { stream?: ServerHttp2Stream }).stream;
+  if (stream === undefined || stream.headersSent || stream.destroyed) return false;
+  const out: OutgoingHttpHeaders = { ':status': status };
+  for (let i = 0; i < headers.length; i += 2) out[headers[i] as string] = headers[i + 1];
+  try {
+    stream.respond(out, { endStream: true });
+  } catch {
+    return false;
+  }
+  return true;
 }
 
 /** An HTTP/1.1 Upgrade (WebSocket): on 101 the two sockets are piped together. */
@@ -870,7 +967,36 @@ class UpgradeExchange extends Exchange {
 
 interface PeerPool {
   connectTimeoutMs: number;
+  protocol: PoolProtocol;
   pool: Pool;
+}
+
+/**
+ * undici options per backend protocol. TLS peers are not verified (ingress-nginx's
+ * `proxy_ssl_verify off`); HTTPS stays on HTTP/1.1 like proxy_pass https://; GRPC is h2 with prior
+ * knowledge; GRPCS offers h2 by ALPN. TLS peers get the request's Host as SNI (undici's rule; NGINX
+ * sends none by default), so a peer serving several Hosts reconnects when the Host changes.
+ */
+// `useH2c` at the top: the Pool's own connector reads it there (undici's types only list h2Options')
+const POOL_OPTIONS: Record<PoolProtocol, { origin: string; options: Pool.Options & { useH2c?: boolean } }> = {
+  HTTP: { origin: 'http', options: {} },
+  HTTPS: { origin: 'https', options: { allowH2: false, connect: { rejectUnauthorized: false } } },
+  GRPC: { origin: 'http', options: { allowH2: true, useH2c: true, h2Options: { useH2c: true } } },
+  // h2 offered first (a peer speaking both must not pick HTTP/1.1 for gRPC)
+  GRPCS: {
+    origin: 'https',
+    options: {
+      allowH2: true,
+      connect: { rejectUnauthorized: false, preferH2: true } as Pool.Options['connect'],
+    },
+  },
+};
+
+/** Http2ServerRequest: whether the client's HEADERS frame carried END_STREAM (no body). */
+function endedAfterHeaders(req: IncomingMessage): boolean {
+  return (
+    (req as IncomingMessage & { stream?: { endAfterHeaders?: boolean } }).stream?.endAfterHeaders === true
+  );
 }
 
 // biome-ignore lint/suspicious/noShadowRestrictedNames: the data plane's public name; the global Proxy is not used here
@@ -901,7 +1027,13 @@ export class Proxy {
     ctx: RequestContext,
     record: RequestRecord | null = null,
   ): void {
-    const { headers, hasBody } = forwardHeaders(req, ctx);
+    const forward = forwardHeaders(req, ctx);
+    const headers = forward.headers;
+    // an HTTP/2 request has a body unless its HEADERS frame ended the stream (gRPC sends no length)
+    const hasBody = forward.hasBody || (req.httpVersionMajor === 2 && !endedAfterHeaders(req));
+    const protocol = poolProtocol(target.protocol, ctx.https);
+    // grpc_pass sends `TE: trailers` (h2 forbids any other TE; gRPC servers expect it)
+    if (protocol === 'GRPC' || protocol === 'GRPCS') headers.push('te', 'trailers');
     const method = req.method ?? 'GET';
     const opts: Dispatcher.DispatchOptions = {
       path: ctx.path ?? upstreamPath(req.url),
@@ -914,6 +1046,7 @@ export class Proxy {
     const exchange = new WebExchange(this, req, res, target, opts, hasBody, ctx.hsts, record);
     exchange.hashKey = ctx.hashKey;
     exchange.session = ctx.session;
+    exchange.protocol = protocol;
     if (ctx.policy !== undefined) exchange.policy = ctx.policy;
     if (hasBody) exchange.watchBody(req, exchange.policy.clientBodyTimeoutMs);
     if (ctx.errors != null) {
@@ -981,26 +1114,32 @@ export class Proxy {
     const exchange = new UpgradeExchange(this, socket, head, target, opts, record);
     exchange.hashKey = ctx.hashKey;
     exchange.session = ctx.session;
+    // a WebSocket tunnel is HTTP/1.1: TLS to HTTPS/GRPCS peers, cleartext otherwise
+    const protocol = poolProtocol(target.protocol, ctx.https);
+    exchange.protocol = protocol === 'GRPCS' ? 'HTTPS' : protocol === 'GRPC' ? 'HTTP' : protocol;
     if (ctx.policy !== undefined) exchange.policy = ctx.policy;
     exchange.next();
   }
 
   /** The pool for a peer (created on first use, kept across runtime swaps until retired). */
-  pool(key: string, connectTimeoutMs: number): Pool {
+  pool(key: string, connectTimeoutMs: number, protocol: PoolProtocol = 'HTTP'): Pool {
     let list = this.pools.get(key);
     if (list !== undefined) {
-      for (const p of list) if (p.connectTimeoutMs === connectTimeoutMs) return p.pool;
+      for (const p of list)
+        if (p.connectTimeoutMs === connectTimeoutMs && p.protocol === protocol) return p.pool;
     } else {
       list = [];
       this.pools.set(key, list);
     }
-    const pool = new Pool(`http://${key}`, {
+    const { origin, options } = POOL_OPTIONS[protocol];
+    const pool = new Pool(`${origin}://${key}`, {
+      ...options,
       connections: this.connections ?? null,
       keepAliveTimeout: this.keepAliveTimeoutMs,
       maxRequestsPerClient: this.maxRequestsPerClient,
       connectTimeout: connectTimeoutMs,
     });
-    list.push({ connectTimeoutMs, pool });
+    list.push({ connectTimeoutMs, protocol, pool });
     return pool;
   }
 

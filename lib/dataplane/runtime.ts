@@ -13,7 +13,7 @@ import { type CustomErrors, compileCustomErrors } from './custom-errors.ts';
 import { dataplaneError } from './events.ts';
 import { compileHashKey, type HashKey } from './hash-key.ts';
 import { compileHttpPolicy, type HttpPolicy } from './http-policy.ts';
-import type { ProxyTarget } from './proxy.ts';
+import type { ProxyTarget, TargetProtocol } from './proxy.ts';
 import { type CompiledRewrite, compileRewrite } from './rewrite.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
 import { type CertificatePair, compileSniStore, type SniStore } from './sni.ts';
@@ -174,6 +174,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     route: RouteInfo | null,
     accessLog: boolean,
     whenEmpty: 404 | 503 = 503,
+    protocol: TargetProtocol = 'HTTP',
   ): Action => {
     const balancer = balancerFor(upstreamName);
     if (balancer === null) return { type: 'status', status: 503, route, accessLog };
@@ -182,6 +183,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       balancer,
       hashKey: hashKeyOf(upstreamName),
       affinity: model.upstreams[upstreamName]?.affinity ?? null,
+      protocol,
       ...TIMEOUTS,
     };
     return { type: 'proxy', target, route, whenEmpty, accessLog, canary: null, setsAffinityCookie: false };
@@ -220,7 +222,23 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     }
     if (route.backend.type === 'default') return defaultBackend;
     const upstream = route.backend.upstream;
-    const proxied = proxyTo(upstream, routeInfo(route.ingress, upstream), routeLogs(route.annotations));
+    const protocol = route.annotations.backendProtocol.protocol;
+    // FastCGI cannot be spoken: 502 rather than HTTP to a FastCGI port (BACKEND_PROTOCOL_UNSUPPORTED)
+    if (protocol === 'FCGI') {
+      return {
+        type: 'status',
+        status: 502,
+        route: routeInfo(route.ingress, upstream),
+        accessLog: routeLogs(route.annotations),
+      };
+    }
+    const proxied = proxyTo(
+      upstream,
+      routeInfo(route.ingress, upstream),
+      routeLogs(route.annotations),
+      503,
+      protocol,
+    );
     const action =
       proxied.type === 'proxy' && 'setsAffinityCookie' in route && route.setsAffinityCookie
         ? { ...proxied, setsAffinityCookie: true }
@@ -235,6 +253,8 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       balancer: canaryBalancer,
       hashKey: hashKeyOf(canary.upstream),
       affinity: model.upstreams[canary.upstream]?.affinity ?? null,
+      // the canary is served through the main route's location: its backend-protocol
+      protocol,
       ...TIMEOUTS,
     };
     return { ...withErrors, canary: compileCanary(canary, target) };

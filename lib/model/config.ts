@@ -3,6 +3,7 @@
 // does not implement yet is reported once (info), since a ConfigMap often carries NGINX tuning.
 
 import { isIP } from 'node:net';
+import { createSecureContext } from 'node:tls';
 import { parseGoBool } from './annotations/group.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import type { ConfigMap } from './k8s.ts';
@@ -35,6 +36,13 @@ export interface GlobalConfig {
    * URIs never logged), `access-log-path` ('' or /dev/stdout: standard output)
    */
   accessLog: { disabled: boolean; forDefaultBackend: boolean; skipUrls: string[]; path: string };
+  /** `use-http2`: the HTTPS listener offers h2 by ALPN (else HTTP/1.1 only) */
+  useHttp2: boolean;
+  /**
+   * `ssl-protocols` as the range Node takes (the lowest and highest version listed) and `ssl-ciphers`
+   * (OpenSSL cipher string; TLS 1.3 suites are not affected by it)
+   */
+  ssl: { minVersion: TlsVersion; maxVersion: TlsVersion; ciphers: string };
   // --- client address, request and response headers, connections, custom errors (issue #8, part D)
   /** how the client address and X-Forwarded-* are derived (reference §1.10) */
   forwarding: ForwardingConfig;
@@ -76,6 +84,14 @@ export interface HeadersConfig {
   hideHeaders: string[];
 }
 
+/** The protocol versions `ssl-protocols` may list, oldest first. */
+export const TLS_VERSIONS = ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'] as const;
+export type TlsVersion = (typeof TLS_VERSIONS)[number];
+
+/** ingress-nginx's default `ssl-ciphers`. */
+export const DEFAULT_SSL_CIPHERS =
+  'ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-AES128-GCM-SHA256';
+
 export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   loadBalance: 'round_robin',
   sslRedirect: true,
@@ -102,6 +118,12 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
   customHttpErrors: [],
   allowSnippetAnnotations: false,
+  useHttp2: true,
+  ssl: {
+    minVersion: 'TLSv1.2' as TlsVersion,
+    maxVersion: 'TLSv1.3' as TlsVersion,
+    ciphers: DEFAULT_SSL_CIPHERS,
+  },
 });
 
 /** Looks a ConfigMap up by namespace and name (and records that the model depends on it). */
@@ -382,6 +404,33 @@ const KEYS: Record<string, KeyParser> = {
     return null;
   },
   ...PART_D_KEYS(),
+  'use-http2': bool((config, value) => {
+    config.useHttp2 = value;
+  }),
+  'ssl-protocols': (value, config) => {
+    // Node takes a range: a list with gaps (TLSv1 TLSv1.3) enables the versions between too
+    let min = -1;
+    let max = -1;
+    for (const token of value.split(/\s+/)) {
+      const index = (TLS_VERSIONS as readonly string[]).indexOf(token);
+      if (index === -1) return `expected versions among ${TLS_VERSIONS.join(' ')}, separated by spaces`;
+      if (min === -1 || index < min) min = index;
+      if (index > max) max = index;
+    }
+    config.ssl.minVersion = TLS_VERSIONS[min] as TlsVersion;
+    config.ssl.maxVersion = TLS_VERSIONS[max] as TlsVersion;
+    return null;
+  },
+  'ssl-ciphers': (value, config) => {
+    // OpenSSL is the validator: a string it matches no cipher with is refused here, not at handshake
+    try {
+      createSecureContext({ ciphers: value });
+    } catch {
+      return 'OpenSSL matches no cipher with it';
+    }
+    config.ssl.ciphers = value;
+    return null;
+  },
 };
 
 export const SUPPORTED_CONFIG_KEYS: readonly string[] = Object.keys(KEYS).sort();

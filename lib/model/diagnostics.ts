@@ -95,6 +95,10 @@ export const DIAGNOSTIC_CODES = {
     'info',
     'The annotation tunes NGINX itself (buffers, temp files, its logs); it means nothing here and is ignored.',
   ],
+  BACKEND_PROTOCOL_UNSUPPORTED: [
+    'warning',
+    'backend-protocol FCGI: ingress-ts does not speak FastCGI; the paths of the Ingress answer 502.',
+  ],
   SNIPPET_REFUSED: [
     'error',
     'Snippet annotations are configuration code and are never executed; the Ingress is dropped.',

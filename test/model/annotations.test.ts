@@ -338,6 +338,7 @@ t.test('annotations: every supported annotation is documented', async (t) => {
       'affinity-canary-behavior',
       'affinity-mode',
       'app-root',
+      'backend-protocol',
       'canary',
       'canary-by-cookie',
       'canary-by-header',

@@ -44,6 +44,9 @@ runCases(t, [
         'enable-access-log-for-default-backend': 'true',
         'skip-access-log-urls': '/healthz, /ping?x=1',
         'access-log-path': '/var/log/ingress/access.log',
+        'use-http2': 'false',
+        'ssl-protocols': 'TLSv1.3',
+        'ssl-ciphers': 'ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256',
       }),
     ],
     options: OPTIONS,
@@ -67,6 +70,12 @@ runCases(t, [
         upstreamKeepalive: DEFAULT_GLOBAL_CONFIG.upstreamKeepalive,
         customHttpErrors: DEFAULT_GLOBAL_CONFIG.customHttpErrors,
         allowSnippetAnnotations: DEFAULT_GLOBAL_CONFIG.allowSnippetAnnotations,
+        useHttp2: false,
+        ssl: {
+          minVersion: 'TLSv1.3',
+          maxVersion: 'TLSv1.3',
+          ciphers: 'ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256',
+        },
       }),
   },
   {
@@ -80,12 +89,25 @@ runCases(t, [
         'hsts-max-age': '1y',
         'disable-access-log': 'off',
         'access-log-path': 'relative/access.log',
+        'use-http2': 'maybe',
+        'ssl-protocols': 'SSLv3 TLSv1.2',
+        'ssl-ciphers': 'NO-SUCH-CIPHER',
       }),
     ],
     options: OPTIONS,
-    diagnostics: Array.from({ length: 6 }, () => 'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts'),
+    diagnostics: Array.from({ length: 9 }, () => 'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts'),
     messages: ['ConfigMap key load-balance="random" is invalid', 'the default is used'],
     check: (t, { model }) => t.strictSame(model.config, DEFAULT_GLOBAL_CONFIG),
+  },
+  {
+    name: 'ssl-protocols: Node takes a range, from the oldest version listed to the newest',
+    ingresses: [],
+    configMaps: [configMap({ 'ssl-protocols': 'TLSv1.3   TLSv1.1' })],
+    options: OPTIONS,
+    check: (t, { model }) => {
+      t.equal(model.config.ssl.minVersion, 'TLSv1.1');
+      t.equal(model.config.ssl.maxVersion, 'TLSv1.3');
+    },
   },
   {
     name: 'config: keys ingress-ts does not implement are reported once, as info',
