@@ -7,6 +7,7 @@
 import { X509Certificate } from 'node:crypto';
 import { peerKey } from './dataplane/balancer.ts';
 import type { Runtime } from './dataplane/runtime.ts';
+import type { BackendProtocol } from './model/annotations/backend-protocol.ts';
 import type {
   Backend,
   Canary,
@@ -56,6 +57,8 @@ export interface RouteDescription extends PathSettingsDescription {
   ingress: string;
   /** an upstream name of `backends`, or `default-backend` */
   backend: string;
+  /** backend-protocol: how the proxy talks to the backend (FCGI: the route answers 502) */
+  backendProtocol: BackendProtocol;
   /** the canary sharing the route (its Ingress, upstream of `backends` and policy), or null */
   canary: CanaryDescription | null;
   /**
@@ -286,6 +289,7 @@ export function describeRuntime(
         ...(route.pathTypeAsWritten !== route.pathType ? { pathTypeAsWritten: route.pathTypeAsWritten } : {}),
         ingress: `${route.ingress.namespace}/${route.ingress.name}`,
         backend: backendOf(route.backend),
+        backendProtocol: route.annotations.backendProtocol.protocol,
         canary: canaryOf(route.canary),
         ...pathSettingsOf(route.annotations, route.path),
         ...upstreamOf(route.annotations),

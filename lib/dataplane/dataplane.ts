@@ -8,7 +8,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { buildModel, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
@@ -18,13 +18,23 @@ import { createEwmaStore } from './balancers/ewma.ts';
 import { defaultBalancerEnv } from './balancers/index.ts';
 import { StickyBalancer } from './balancers/sticky.ts';
 import { routeToCanary } from './canary.ts';
+import {
+  applyConnectionSettings,
+  clientAddressOf,
+  countRequest,
+  forwardedHttps,
+  type Http1Timeouts,
+} from './connection-settings.ts';
+import type { CustomErrors } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError, requestLogged, runtimeSwapped } from './events.ts';
+import { createHttpsListener, type HttpsListener } from './https-listener.ts';
 import {
   generateRequestId,
   type ProxyTarget,
   type RequestContext,
   type SessionContext,
+  setOwnResponseHeaders,
   Proxy as UpstreamProxy,
 } from './proxy.ts';
 import { finishOnClose, type RequestRecord, startRecord } from './request-record.ts';
@@ -32,7 +42,7 @@ import { cookieValue } from './request-values.ts';
 import { applyRewrite } from './rewrite.ts';
 import { normalizeHost, normalizePath, type PathMatch } from './router.ts';
 import { type Action, compileRuntime, type Runtime } from './runtime.ts';
-import { applyDefaultCertificate, type CertificatePair, compileSniStore, httpsServerOptions } from './sni.ts';
+import { applyDefaultCertificate, type CertificatePair, compileSniStore } from './sni.ts';
 
 export interface DataPlaneOptions {
   httpPort: number;
@@ -66,6 +76,8 @@ interface Placement {
   match: PathMatch<Action> | null;
   /** the incoming X-Request-ID, or the generated one for proxied requests */
   requestId: string | undefined;
+  /** the client address (real IP when enabled), for the request record; undefined: the socket peer */
+  clientAddress?: string;
 }
 
 type Decision = Placement &
@@ -75,6 +87,8 @@ type Decision = Placement &
     | { kind: 'redirect'; code: number; location: string | null }
     /** `canary`: the canary upstream when the canary serves this request ($proxy_alternative_upstream_name), else '' */
     | { kind: 'proxy'; target: ProxyTarget; context: RequestContext; canary: string }
+    /** the route has no endpoints and its error backend answers (default-backend, custom-http-errors) */
+    | { kind: 'customError'; code: number; errors: CustomErrors; context: RequestContext }
   );
 
 const REDIRECT_REASONS: Record<number, string> = {
@@ -95,7 +109,8 @@ export class DataPlane {
   readonly #proxy = new UpstreamProxy();
   readonly #ewmaStore = createEwmaStore();
   readonly #http: Server;
-  readonly #https: HttpsServer;
+  readonly #https: Http2SecureServer;
+  readonly #httpsListener: HttpsListener;
   #runtime: Runtime | null = null;
   #httpPort = 0;
   readonly #stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
@@ -108,24 +123,25 @@ export class DataPlane {
     // until the first swap, every handshake gets the generated default certificate
     const empty = buildModel(EMPTY_SNAPSHOT);
     const initialSni = compileSniStore(empty.model, options.generatedDefaultCertificate);
-    this.#https = createHttpsServer(
-      httpsServerOptions(() => this.#runtime?.sni ?? initialSni),
+    this.#httpsListener = createHttpsListener(
+      () => this.#runtime?.sni ?? initialSni,
       (req, res) => this.#handle(req, res, true),
     );
+    this.#https = this.#httpsListener.server;
     for (const [server, https] of [
       [this.#http, false],
       [this.#https, true],
     ] as const) {
       // HTTPS counts TCP connections too ('connection'), before the handshake, as NGINX does
-      server.on('connection', (socket: Duplex) => {
+      (server as Server).on('connection', (socket: Duplex) => {
         this.#stats.accepted++;
         this.#stats.active++;
         socket.once('close', () => this.#stats.active--);
       });
-      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+      (server as Server).on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
         this.#upgrade(req, socket, head, https),
       );
-      server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+      (server as Server).on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
         if (socket.writable && !socket.destroyed) {
           const status =
             error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
@@ -158,6 +174,8 @@ export class DataPlane {
     this.#runtime = next;
     // handshakes without SNI use the server's own credentials, not the SNICallback
     applyDefaultCertificate(this.#https, next.sni);
+    applyConnectionSettings(model.config, [this.#http, this.#https as unknown as Http1Timeouts], this.#proxy);
+    this.#httpsListener.http2 = next.model.config.useHttp2;
     const kind = previous !== null && previous.routesHash === model.routesHash ? 'endpoints' : 'full';
     if (previous !== null) {
       const gone = [...previous.peerKeys].filter((key) => !next.peerKeys.has(key));
@@ -169,7 +187,7 @@ export class DataPlane {
 
   async listen(): Promise<ListenAddresses> {
     const host = this.#options.bindAddress === '' ? undefined : this.#options.bindAddress;
-    const listen = (server: Server | HttpsServer, port: number) =>
+    const listen = (server: Server | Http2SecureServer, port: number) =>
       new Promise<AddressInfo>((resolve, reject) => {
         server.once('error', reject);
         server.listen({ port, host }, () => {
@@ -192,14 +210,16 @@ export class DataPlane {
     const closed = Promise.all(
       servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
     );
-    for (const server of servers) server.closeIdleConnections();
+    this.#http.closeIdleConnections();
+    this.#httpsListener.closeIdle();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, graceMs);
     });
     await Promise.race([closed, deadline]);
     clearTimeout(timer);
-    for (const server of servers) server.closeAllConnections();
+    this.#http.closeAllConnections();
+    this.#httpsListener.destroyAll();
     await closed;
     await this.#proxy.close();
   }
@@ -222,6 +242,9 @@ export class DataPlane {
       const name = raw[i] as string;
       if (name.length === 4) {
         if (host === undefined && name.toLowerCase() === 'host') host = raw[i + 1];
+      } else if (name.length === 10) {
+        // HTTP/2: the authority pseudo-header is the Host
+        if (host === undefined && name === ':authority') host = raw[i + 1];
       } else if (name.length === 12) {
         if (incomingId === undefined && name.toLowerCase() === 'x-request-id') incomingId = raw[i + 1];
       } else if (name.length === 14) {
@@ -265,6 +288,8 @@ export class DataPlane {
     if (contentLength !== undefined && action.type === 'proxy' && tooLarge(contentLength, action.target)) {
       return { kind: 'error', status: 413, host: hostname, match, requestId: incomingId };
     }
+    // use-forwarded-headers: the scheme the client used in front of the load balancer decides
+    const secure = runtime.http.useForwardedHeaders ? forwardedHttps(req, https) : https;
     // rewrite-target (ngx_http_rewrite, before lua's ssl-redirect): a URL target answers 302
     const rewritten =
       action.rewrite === null
@@ -280,11 +305,15 @@ export class DataPlane {
         requestId: incomingId,
       };
     }
-    if (!https && action.httpsRedirect !== null) {
+    if (!secure && action.httpsRedirect !== null) {
       return {
         kind: 'redirect',
         code: action.httpsRedirect.code,
-        location: httpsLocation(req, action.httpsRedirect.preserveTrailingSlash),
+        location: httpsLocation(
+          req,
+          action.httpsRedirect.preserveTrailingSlash,
+          runtime.http.useForwardedHeaders,
+        ),
         host: hostname,
         match,
         requestId: incomingId,
@@ -293,10 +322,45 @@ export class DataPlane {
     if (action.type === 'status') {
       return { kind: 'error', status: action.status, host: hostname, match, requestId: incomingId };
     }
+    const http = runtime.http;
     if (action.target.balancer.peers.length === 0) {
-      return { kind: 'error', status: action.whenEmpty, host: hostname, match, requestId: incomingId };
+      const errors = action.errors ?? null;
+      const code = action.whenEmpty;
+      if (
+        errors === null ||
+        errors.target.balancer.peers.length === 0 ||
+        !(errors.whenEmpty || errors.codes.has(code))
+      ) {
+        return { kind: 'error', status: code, host: hostname, match, requestId: incomingId };
+      }
+      const requestId = incomingId ?? generateRequestId();
+      const peerAddress = req.socket.remoteAddress ?? '';
+      const remoteAddress =
+        http.clientAddress === null ? peerAddress : clientAddressOf(req, http, peerAddress);
+      return {
+        kind: 'customError',
+        code,
+        errors,
+        context: {
+          https,
+          listenPort: https ? 443 : this.#httpPort,
+          remoteAddress,
+          peerAddress,
+          requestId,
+          policy: http,
+          hsts: https && server.tls ? policy.hsts : null,
+          hashKey: '',
+          session: null,
+        },
+        host: hostname,
+        match,
+        requestId,
+        clientAddress: remoteAddress,
+      };
     }
-    const requestId = incomingId ?? generateRequestId();
+    const requestId = incomingId ?? (http.generateRequestId ? generateRequestId() : '');
+    const peerAddress = req.socket.remoteAddress ?? '';
+    const remoteAddress = http.clientAddress === null ? peerAddress : clientAddressOf(req, http, peerAddress);
     // the canary decision, once per request (retries stay where it sent them); a canary without
     // endpoints never gets the request. A request whose affinity cookie was minted by the main
     // upstream stays on main, one minted by a sticky canary goes to the canary.
@@ -321,13 +385,16 @@ export class DataPlane {
       context: {
         https,
         listenPort: https ? 443 : this.#httpPort,
-        remoteAddress: req.socket.remoteAddress ?? '',
+        remoteAddress,
+        peerAddress,
         requestId,
+        policy: http,
+        errors: action.errors ?? null,
         hsts: https && server.tls ? policy.hsts : null,
         hashKey:
           target.hashKey === null
             ? ''
-            : target.hashKey({ req, uri: rewritten?.uri ?? path, host: hostname, https }),
+            : target.hashKey({ req, uri: rewritten?.uri ?? path, host: hostname, https, remoteAddress }),
         session: sessionOf(req, target, cookie, action.setsAffinityCookie, match.locationPath, https),
         upstreamHost:
           target.upstreamHostOf == null
@@ -338,20 +405,41 @@ export class DataPlane {
       host: hostname,
       match,
       requestId,
+      clientAddress: remoteAddress,
     };
+  }
+
+  /** $remote_addr for the request record: the real IP when enabled, else the socket peer. */
+  #clientAddress(req: IncomingMessage, decision: Decision): string | undefined {
+    if (decision.clientAddress !== undefined) return decision.clientAddress;
+    const policy = this.#runtime?.http;
+    if (policy === undefined || policy.clientAddress === null) return undefined;
+    return clientAddressOf(req, policy, req.socket.remoteAddress ?? '');
   }
 
   #handle(req: IncomingMessage, res: ServerResponse, https: boolean): void {
     this.#stats.requests++;
+    if (this.#runtime !== null) countRequest(req, res, this.#runtime.model.config);
     const decision = this.#route(req, https);
     let record: RequestRecord | null = null;
     if (requestLogged.hasSubscribers) {
-      record = recordOf(req, decision, https);
+      record = recordOf(req, decision, https, this.#clientAddress(req, decision));
       finishOnClose(record, res, req.socket, () => (res.headersSent ? res.statusCode : 499));
+    }
+    if (decision.kind === 'error' || decision.kind === 'redirect') {
+      const runtime = this.#runtime;
+      if (runtime !== null) setOwnResponseHeaders(res, runtime.http);
     }
     if (decision.kind === 'error') sendErrorPage(res, decision.status);
     else if (decision.kind === 'redirect')
-      sendRedirect(req, res, decision.code, decision.location ?? httpsLocation(req));
+      sendRedirect(
+        req,
+        res,
+        decision.code,
+        decision.location ?? httpsLocation(req, false, this.#runtime?.http.useForwardedHeaders),
+      );
+    else if (decision.kind === 'customError')
+      this.#proxy.customError(req, res, decision.errors, decision.code, decision.context, record);
     else this.#proxy.web(req, res, decision.target, decision.context, record);
   }
 
@@ -361,14 +449,16 @@ export class DataPlane {
     const decision = this.#route(req, https);
     let record: RequestRecord | null = null;
     if (requestLogged.hasSubscribers) {
-      const started = recordOf(req, decision, https);
+      const started = recordOf(req, decision, https, this.#clientAddress(req, decision));
       // the status is what went out on the socket: set below, or by the exchange
       finishOnClose(started, socket, socket, () => (started.status === 0 ? 499 : started.status));
       record = started;
     }
-    if (decision.kind === 'error') {
-      if (record !== null) record.status = decision.status;
-      sendSocketErrorPage(socket, decision.status);
+    if (decision.kind === 'error' || decision.kind === 'customError') {
+      // an upgrade is not sent to an error backend: the plain error page
+      const status = decision.kind === 'error' ? decision.status : decision.code;
+      if (record !== null) record.status = status;
+      sendSocketErrorPage(socket, status);
     } else if (decision.kind === 'redirect') {
       const code = decision.code;
       if (record !== null) record.status = code;
@@ -425,10 +515,16 @@ function sessionOf(
 }
 
 /** The record of a routed request: who it belongs to, and whether the route wants it logged. */
-function recordOf(req: IncomingMessage, decision: Decision, https: boolean): RequestRecord {
+function recordOf(
+  req: IncomingMessage,
+  decision: Decision,
+  https: boolean,
+  clientAddress: string | undefined,
+): RequestRecord {
   const match = decision.match;
   const action = match?.value;
   return startRecord(req, {
+    remoteAddress: clientAddress,
     host: decision.host,
     path: match === null ? '' : match.locationPath,
     route: action?.route ?? null,
@@ -446,8 +542,9 @@ function recordOf(req: IncomingMessage, decision: Decision, https: boolean): Req
  * ingress-nginx ssl-redirect: `https://<host without port><request URI minus one trailing slash>`
  * (the slash kept with preserve-trailing-slash).
  */
-function httpsLocation(req: IncomingMessage, preserveTrailingSlash = false): string {
-  const hostHeader = req.headers.host ?? '';
+function httpsLocation(req: IncomingMessage, preserveTrailingSlash = false, forwardedHost = false): string {
+  const forwarded = forwardedHost ? req.headers['x-forwarded-host'] : undefined;
+  const hostHeader = (typeof forwarded === 'string' && forwarded !== '' ? forwarded : req.headers.host) ?? '';
   const host = hostHeader.startsWith('[')
     ? hostHeader.slice(0, hostHeader.indexOf(']') + 1)
     : hostHeader.split(':')[0];

@@ -62,10 +62,10 @@ export function sendErrorPage(res: ServerResponse, status: number): void {
     return;
   }
   const page = errorPage(status);
-  res.writeHead(status, page.statusMessage, {
-    'content-type': 'text/html',
-    'content-length': page.body.length,
-  });
+  const headers = { 'content-type': 'text/html', 'content-length': page.body.length };
+  // HTTP/2 has no reason phrase (Node warns when given one)
+  if (res.req?.httpVersionMajor === 2) res.writeHead(status, headers);
+  else res.writeHead(status, page.statusMessage, headers);
   res.end(page.body);
 }
 

@@ -14,6 +14,8 @@ export interface KeyInput {
   /** the normalised host ($host) */
   host: string;
   https: boolean;
+  /** $remote_addr: the client address (the real IP when enabled); default the socket peer */
+  remoteAddress?: string;
 }
 
 type Part = string | ((input: KeyInput) => string);
@@ -48,9 +50,9 @@ function variable(name: string): Part {
     case 'host':
       return ({ host }) => host;
     case 'remote_addr':
-      return ({ req }) => req.socket.remoteAddress ?? '';
+      return ({ req, remoteAddress }) => remoteAddress ?? req.socket.remoteAddress ?? '';
     case 'binary_remote_addr':
-      return ({ req }) => binaryAddress(req.socket.remoteAddress ?? '');
+      return ({ req, remoteAddress }) => binaryAddress(remoteAddress ?? req.socket.remoteAddress ?? '');
     case 'scheme':
       return ({ https }) => (https ? 'https' : 'http');
     case 'request_method':

@@ -8,14 +8,17 @@
 // event on `dataplaneError`.
 
 import { randomBytes } from 'node:crypto';
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ServerHttp2Stream } from 'node:http2';
 import { type Duplex, Transform } from 'node:stream';
 import { type Dispatcher, Pool } from 'undici';
 import type { Affinity, Rewrite } from '../model/index.ts';
 import type { Balancer, Peer } from './balancer.ts';
 import { StickyBalancer } from './balancers/sticky.ts';
+import { type CustomErrors, errorRequestHeaders, intercepts } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError } from './events.ts';
+import { DEFAULT_HTTP_POLICY, type HttpPolicy } from './http-policy.ts';
 import { type RequestRecord, recordRetry } from './request-record.ts';
 
 export interface ProxyTarget {
@@ -58,7 +61,29 @@ export interface ProxyTarget {
   /** affinity: cookie of the upstream (its balancer is then a StickyBalancer), or null */
   affinity: Affinity | null;
   /** upstream-hash-by: computes a request's key (hash-key.ts), or null */
-  hashKey: ((input: { req: IncomingMessage; uri: string; host: string; https: boolean }) => string) | null;
+  hashKey:
+    | ((input: {
+        req: IncomingMessage;
+        uri: string;
+        host: string;
+        https: boolean;
+        remoteAddress?: string;
+      }) => string)
+    | null;
+  /** backend-protocol (FCGI never reaches the proxy); absent: HTTP */
+  protocol?: TargetProtocol;
+}
+
+/** backend-protocol values the proxy speaks. */
+export type TargetProtocol = 'HTTP' | 'HTTPS' | 'AUTO_HTTP' | 'GRPC' | 'GRPCS';
+/** How one pool talks to its peer: HTTP/1.1, HTTP/1.1 over TLS, h2 cleartext (prior knowledge), h2 over TLS. */
+export type PoolProtocol = 'HTTP' | 'HTTPS' | 'GRPC' | 'GRPCS';
+
+/** The pool protocol of a request: AUTO_HTTP follows the client's scheme (ingress-nginx's `$scheme://`). */
+function poolProtocol(protocol: TargetProtocol | undefined, https: boolean): PoolProtocol {
+  if (protocol === undefined) return 'HTTP';
+  if (protocol === 'AUTO_HTTP') return https ? 'HTTPS' : 'HTTP';
+  return protocol;
 }
 
 /** Response header rewrites (NGINX proxy_cookie_domain, proxy_cookie_path, proxy_redirect). */
@@ -76,10 +101,16 @@ export interface RequestContext {
   https: boolean;
   /** the port the request came in on */
   listenPort: number;
-  /** client address (socket peer) */
+  /** client address: the socket peer, or the real IP the trusted forwarded-for chain names */
   remoteAddress: string;
-  /** X-Request-ID to send (the incoming one or a generated one) */
+  /** the socket peer ($realip_remote_addr); default remoteAddress */
+  peerAddress?: string;
+  /** X-Request-ID to send (the incoming one or a generated one); '' for none (generate-request-id off) */
   requestId: string;
+  /** the ConfigMap's request/response settings of the runtime; default: ingress-nginx's defaults */
+  policy?: HttpPolicy;
+  /** custom-http-errors / default-backend of the route (plain HTTP requests only) */
+  errors?: CustomErrors | null;
   /** Strict-Transport-Security for the response (HTTPS, host with TLS, hsts on), or null */
   hsts: string | null;
   /** upstream-hash-by: this request's key (the same for every try), else '' */
@@ -108,6 +139,8 @@ export interface ProxyOptions {
   keepAliveTimeoutMs?: number;
   /** most connections per peer (default: no limit, like NGINX) */
   connections?: number;
+  /** requests per upstream connection before it is closed (upstream-keepalive-requests) */
+  maxRequestsPerClient?: number;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -138,16 +171,26 @@ const CONNECTION = 5;
 const CONTENT_LENGTH = 6;
 const TRANSFER_ENCODING = 7;
 const XFP = 8;
+const XF_PROTO = 9;
+const XF_PORT = 10;
+const COOKIE = 11;
 
 /** What happens to an incoming header, by lower-case name; absent = passed through. */
 const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.create(null) as object, {
   host: HOST,
+  // HTTP/2 clients: the authority is the Host; the other pseudo-headers become the request line
+  ':authority': HOST,
+  ':method': DROP,
+  ':path': DROP,
+  ':scheme': DROP,
+  ':protocol': DROP,
   'x-forwarded-for': XFF,
   'x-forwarded-host': XFH,
   'x-forwarded-prefix': XFP,
   connection: CONNECTION,
   'content-length': CONTENT_LENGTH,
   'transfer-encoding': TRANSFER_ENCODING,
+  cookie: COOKIE,
   // hop-by-hop
   'keep-alive': DROP,
   'proxy-connection': DROP,
@@ -160,8 +203,8 @@ const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.creat
   // set by the proxy from the connection, whatever the client says
   'x-request-id': DROP,
   'x-real-ip': DROP,
-  'x-forwarded-port': DROP,
-  'x-forwarded-proto': DROP,
+  'x-forwarded-port': XF_PORT,
+  'x-forwarded-proto': XF_PROTO,
   'x-forwarded-scheme': DROP,
   'x-scheme': DROP,
   'x-original-forwarded-for': DROP,
@@ -181,17 +224,12 @@ interface Forward {
   hasLength: boolean;
 }
 
-function forwardHeaders(
-  req: IncomingMessage,
-  ctx: RequestContext,
-  vhost: string | null | undefined,
-): Forward {
+function forwardHeaders(req: IncomingMessage, ctx: RequestContext, vhost?: string | null): Forward {
   const raw = req.rawHeaders;
+  const policy = ctx.policy ?? DEFAULT_HTTP_POLICY;
   const scheme = ctx.https ? 'https' : 'http';
   // the proxy's own headers first (fixed slots, filled once the client's headers are read)
   const out: string[] = [
-    'x-request-id',
-    ctx.requestId,
     'x-real-ip',
     ctx.remoteAddress,
     'x-forwarded-for',
@@ -205,19 +243,30 @@ function forwardHeaders(
     'x-scheme',
     scheme,
   ];
+  if (ctx.requestId !== '') out.push('x-request-id', ctx.requestId);
+  // proxy-set-headers replace the client's headers of the same names
+  const replaced = policy.upstreamHeaderNames;
+  if (replaced !== null) for (const h of policy.upstreamHeaders) out.push(h);
   const own = out.length;
   let host: string | undefined;
   let xff: string | undefined;
   let xfh: string | undefined;
+  let firstXfh: string | undefined;
+  let xfProto: string | undefined;
+  let xfPort: string | undefined;
   let connection: string | undefined;
+  /** HTTP/2 cookie crumbs, joined into one Cookie header as NGINX does (HTTP/1.1 ones pass as sent) */
+  let crumbs: string | undefined;
+  const h2 = req.httpVersionMajor === 2;
   let hasBody = false;
   let hasLength = false;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
-    const action = REQUEST_HEADER_ACTION[name.toLowerCase()];
+    const lower = name.toLowerCase();
+    const action = REQUEST_HEADER_ACTION[lower];
     if (action === undefined) {
-      out.push(name, value);
+      if (replaced === null || replaced[lower] !== true) out.push(name, value);
       continue;
     }
     switch (action) {
@@ -228,7 +277,14 @@ function forwardHeaders(
         xff = xff === undefined ? value : `${xff}, ${value}`;
         break;
       case XFH:
+        firstXfh ??= value;
         xfh = xfh === undefined ? value : `${xfh}, ${value}`;
+        break;
+      case XF_PROTO:
+        xfProto ??= value;
+        break;
+      case XF_PORT:
+        xfPort ??= value;
         break;
       case CONNECTION:
         connection = connection === undefined ? value : `${connection}, ${value}`;
@@ -240,6 +296,10 @@ function forwardHeaders(
           out.push(name, value);
         }
         break;
+      case COOKIE:
+        if (h2) crumbs = crumbs === undefined ? value : `${crumbs}; ${value}`;
+        else out.push(name, value);
+        break;
       case TRANSFER_ENCODING:
         hasBody = true;
         break;
@@ -250,9 +310,21 @@ function forwardHeaders(
         break;
     }
   }
+  // $full_x_forwarded_for: the incoming chain plus the socket peer
+  if (policy.computeFullForwardedFor) {
+    const peer = ctx.peerAddress ?? ctx.remoteAddress;
+    out[3] = xff === undefined ? peer : `${xff}, ${peer}`;
+  }
+  // use-forwarded-headers: $pass_access_scheme, $pass_port and $best_http_host from the request
+  if (policy.useForwardedHeaders) {
+    if (xfPort !== undefined && xfPort !== '') out[5] = xfPort;
+    if (xfProto !== undefined && xfProto !== '') out[7] = out[9] = out[11] = xfProto;
+    if (firstXfh !== undefined && firstXfh !== '') host = firstXfh;
+  }
   if (host !== undefined) out.push('host', vhost ?? host, 'x-forwarded-host', host);
   else if (vhost != null) out.push('host', vhost);
   if (ctx.forwardedPrefix !== undefined) out.push('x-forwarded-prefix', ctx.forwardedPrefix);
+  if (crumbs !== undefined) out.push('cookie', crumbs);
   if (xff !== undefined) out.push('x-original-forwarded-for', xff);
   if (xfh !== undefined) out.push('x-original-forwarded-host', xfh);
   if (connection !== undefined) stripConnectionTokens(out, own, connection);
@@ -294,18 +366,6 @@ function upstreamPath(url: string | undefined): string {
 // ---------------------------------------------------------------------------------------------------
 // Response headers
 
-/** Response headers never passed on: hop-by-hop, and `Server` (server-tokens off). */
-const RESPONSE_DROP: Record<string, boolean> = Object.assign(Object.create(null) as object, {
-  connection: true,
-  'keep-alive': true,
-  'proxy-connection': true,
-  'transfer-encoding': true,
-  te: true,
-  trailer: true,
-  upgrade: true,
-  server: true,
-});
-
 /** The headers a response's Connection header names as hop-by-hop (never Set-Cookie), or null. */
 function connectionNamed(connection: string | string[] | undefined): Set<string> | null {
   if (connection === undefined) return null;
@@ -322,18 +382,22 @@ function connectionNamed(connection: string | string[] | undefined): Set<string>
 /**
  * The upstream response's headers for the client as a flat [name, value, ...] list (what
  * `writeHead` takes without building another object): without the hop-by-hop headers, those its
- * Connection header names, and `Server`. One pass, no `delete` (which would turn undici's header
- * object into a slow dictionary).
+ * Connection header names, `Server`, hide-headers and those add-headers replaces (`drop`), followed
+ * by the add-headers. One pass, no `delete` (which would turn undici's header object into a slow
+ * dictionary).
  */
-function responseHeaders(headers: IncomingHttpHeaders): Array<string | string[]> {
+function responseHeaders(headers: IncomingHttpHeaders, policy: HttpPolicy): Array<string | string[]> {
   const named = connectionNamed(headers.connection);
+  const drop = policy.responseDrop;
   const out: Array<string | string[]> = [];
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || RESPONSE_DROP[name] === true) continue;
+    if (value === undefined || drop[name] === true) continue;
     if (named?.has(name)) continue;
     out.push(name, value);
   }
+  const extra = policy.responseHeaders;
+  for (let i = 0; i < extra.length; i++) out.push(extra[i] as string);
   return out;
 }
 
@@ -390,6 +454,12 @@ function rewriteHeaders(out: Array<string | string[]>, rewrite: ResponseRewrite)
       out[i + 1] = Array.isArray(value) ? value.map(one) : one(value);
     }
   }
+}
+
+/** add-headers and Server on a response the proxy answers itself (error page, redirect). */
+export function setOwnResponseHeaders(res: ServerResponse, policy: HttpPolicy): void {
+  const extra = policy.responseHeaders;
+  for (let i = 0; i < extra.length; i += 2) res.setHeader(extra[i] as string, extra[i + 1] as string);
 }
 
 /** An HTTP/1.1 response head written straight to a socket (upgrade exchanges). */
@@ -532,6 +602,10 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   hashKey = '';
   /** affinity (RequestContext.session) */
   session: SessionContext | null = null;
+  /** which pool of the peer the tries use (backend-protocol) */
+  protocol: PoolProtocol = 'HTTP';
+  /** the ConfigMap's header settings (RequestContext.policy) */
+  policy: HttpPolicy = DEFAULT_HTTP_POLICY;
   /** the Set-Cookie of a session this exchange started, for the response head */
   protected newCookie: string | null = null;
   protected attempts = 0;
@@ -543,6 +617,8 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   protected responded = false;
   /** the exchange is over (answered, cut or abandoned) */
   protected done = false;
+  /** the response was handed to the error backend (custom-http-errors): this exchange is silent */
+  protected handedOff = false;
   /** the client went away */
   protected gone = false;
   protected lastKind: FailureKind = ERROR;
@@ -620,7 +696,7 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
       record.upstreamAddr = peer.key;
     }
     // a dispatch error (closed pool, invalid argument) comes back through onResponseError
-    this.proxy.pool(peer.key, this.target.connectTimeoutMs).dispatch(this.opts, this);
+    this.proxy.pool(peer.key, this.target.connectTimeoutMs, this.protocol).dispatch(this.opts, this);
   };
 
   /** Another try is allowed: tries left (proxy-next-upstream-tries) and within -timeout. */
@@ -672,7 +748,7 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
     this.requestSettled();
-    if (this.gone) return;
+    if (this.gone || this.handedOff) return;
     const code = errorCode(err);
     if (code === NEXT_STATUS) {
       // a discarded http_xxx answer (its status and timings are already on the record)
@@ -745,10 +821,23 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
 
 /** A plain HTTP request: response to a ServerResponse. */
 class WebExchange extends Exchange {
+  private readonly req: IncomingMessage;
   private readonly res: ServerResponse;
+  /** custom-http-errors of the route (null on the error backend's own exchange) */
+  errors: CustomErrors | null = null;
+  /** the request's context, for a request to the error backend */
+  context: RequestContext | null = null;
   private readonly hsts: string | null;
   private sendTimer: NodeJS.Timeout | undefined = undefined;
   private drainHooked = false;
+  /** the client speaks HTTP/2 (its response is an Http2ServerResponse) */
+  private readonly h2: boolean;
+  /**
+   * A gRPC trailers-only response (grpc-status in the head) to an HTTP/2 client, held until the
+   * upstream says whether a body follows: if none does, it goes out as one HEADERS frame ending
+   * the stream, as the gRPC protocol requires.
+   */
+  private held: { status: number; headers: Array<string | string[]> } | null = null;
 
   constructor(
     proxy: Proxy,
@@ -761,10 +850,13 @@ class WebExchange extends Exchange {
     record: RequestRecord | null,
   ) {
     super(proxy, target, opts, hasBody, record);
+    this.req = req;
     this.res = res;
     this.hsts = hsts;
+    this.h2 = req.httpVersionMajor === 2;
     res.on('close', () => {
-      if (!res.writableFinished) this.clientGone();
+      // an Http2ServerResponse reads as finished once its stream closed, reset or not: `done` tells
+      if (!res.writableFinished || this.h2) this.clientGone();
     });
     if (hasBody) {
       // undici pauses the request body while the upstream socket is full: that wait is the send timeout
@@ -799,9 +891,61 @@ class WebExchange extends Exchange {
     super.clientGone();
   }
 
+  /** The error backend answers instead (custom-http-errors); this exchange goes quiet. */
+  private handOff(
+    errors: CustomErrors,
+    status: number,
+    controller: Dispatcher.DispatchController | null,
+  ): void {
+    this.done = true;
+    this.handedOff = true;
+    this.clearSendTimer();
+    controller?.abort(new ProxyError(CLIENT_ABORTED, 'response replaced by the error backend'));
+    const ctx = this.context;
+    if (ctx === null) return;
+    this.proxy.customError(
+      this.req,
+      this.res,
+      errors,
+      status,
+      ctx,
+      this.record,
+      this.opts.headers as string[],
+    );
+  }
+
   protected fail(status: number): void {
+    if (intercepts(this.errors, status) && this.context !== null && !this.res.headersSent) {
+      this.handOff(this.errors, status, null);
+      return;
+    }
     if (this.hsts !== null) this.res.setHeader('Strict-Transport-Security', this.hsts);
+    if (!this.res.headersSent) setOwnResponseHeaders(this.res, this.policy);
     sendErrorPage(this.res, status);
+  }
+
+  /**
+   * client-body-timeout: the request body may stay idle this long (NGINX's client_body_timeout);
+   * then the client gets 408 and the upstream request is abandoned.
+   */
+  watchBody(req: IncomingMessage, ms: number): void {
+    if (ms <= 0 || req.complete) return;
+    req.setTimeout(ms, () => {
+      if (req.complete || this.done) return;
+      this.done = true;
+      this.clearSendTimer();
+      this.controller?.abort(new ProxyError(CLIENT_ABORTED, 'client body timed out'));
+      if (this.res.headersSent) {
+        this.res.destroy();
+        return;
+      }
+      if (this.record !== null) this.record.status = 408;
+      this.res.setHeader('connection', 'close');
+      setOwnResponseHeaders(this.res, this.policy);
+      // Connection: close set by hand: Node closes the connection once the page is out
+      sendErrorPage(this.res, 408);
+    });
+    req.once('end', () => req.socket?.setTimeout(0));
   }
 
   protected cut(): void {
@@ -827,10 +971,26 @@ class WebExchange extends Exchange {
       controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
       return;
     }
-    const out = responseHeaders(headers);
+    if (intercepts(this.errors, statusCode)) {
+      this.handOff(this.errors, statusCode, controller);
+      return;
+    }
+    const out = responseHeaders(headers, this.policy);
     if (this.target.rewrite != null) rewriteHeaders(out, this.target.rewrite);
     if (this.hsts !== null) out.push('strict-transport-security', this.hsts);
     if (this.newCookie !== null) out.push('set-cookie', this.newCookie);
+    if (this.h2 && headers['grpc-status'] !== undefined) {
+      this.held = { status: statusCode, headers: out };
+      return;
+    }
+    this.writeHead(controller, statusCode, out);
+  }
+
+  private writeHead(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    out: Array<string | string[]>,
+  ): void {
     try {
       this.res.writeHead(statusCode, out);
     } catch (err) {
@@ -842,6 +1002,11 @@ class WebExchange extends Exchange {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.done) return;
     this.noteData(chunk.length);
+    const held = this.held;
+    if (held !== null) {
+      this.held = null;
+      this.writeHead(controller, held.status, held.headers);
+    }
     if (!this.res.write(chunk)) {
       controller.pause();
       if (!this.drainHooked) {
@@ -851,13 +1016,50 @@ class WebExchange extends Exchange {
     }
   }
 
-  onResponseEnd(): void {
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers?: IncomingHttpHeaders): void {
     this.clearSendTimer();
     this.noteEnd();
     if (this.done) return;
     this.done = true;
+    const held = this.held;
+    if (held !== null) {
+      this.held = null;
+      if (trailersOnly(this.res, held.status, held.headers)) return;
+      this.res.writeHead(held.status, held.headers);
+    }
+    // the upstream's trailers (gRPC's grpc-status, grpc-message, custom metadata) go on to the client
+    if (trailers !== undefined) {
+      let any = false;
+      for (const _ in trailers) {
+        any = true;
+        break;
+      }
+      if (any) this.res.addTrailers(trailers as Record<string, string | string[]>);
+    }
     this.res.end();
   }
+}
+
+/**
+ * Sends a whole response as one HEADERS frame with END_STREAM on an HTTP/2 client's stream (the
+ * compatibility API always sends the head and the end of the stream apart). False when the stream
+ * cannot take it; the caller then answers the ordinary way.
+ */
+function trailersOnly(
+  res: ServerResponse,
+  status: number,
+  headers: ReadonlyArray<string | string[]>,
+): boolean {
+  const stream = (res as ServerResponse & { stream?: ServerHttp2Stream }).stream;
+  if (stream === undefined || stream.headersSent || stream.destroyed) return false;
+  const out: OutgoingHttpHeaders = { ':status': status };
+  for (let i = 0; i < headers.length; i += 2) out[headers[i] as string] = headers[i + 1];
+  try {
+    stream.respond(out, { endStream: true });
+  } catch {
+    return false;
+  }
+  return true;
 }
 
 /** An HTTP/1.1 Upgrade (WebSocket): on 101 the two sockets are piped together. */
@@ -932,7 +1134,7 @@ class UpgradeExchange extends Exchange {
       return;
     }
     if (this.record !== null) this.record.status = statusCode;
-    const out = responseHeaders(headers);
+    const out = responseHeaders(headers, this.policy);
     out.push('connection', 'close');
     this.socket.write(rawHead(statusCode, statusText || 'Unknown', out));
   }
@@ -963,20 +1165,56 @@ class UpgradeExchange extends Exchange {
 
 interface PeerPool {
   connectTimeoutMs: number;
+  protocol: PoolProtocol;
   pool: Pool;
+}
+
+/**
+ * undici options per backend protocol. TLS peers are not verified (ingress-nginx's
+ * `proxy_ssl_verify off`); HTTPS stays on HTTP/1.1 like proxy_pass https://; GRPC is h2 with prior
+ * knowledge; GRPCS offers h2 by ALPN. TLS peers get the request's Host as SNI (undici's rule; NGINX
+ * sends none by default), so a peer serving several Hosts reconnects when the Host changes.
+ */
+// `useH2c` at the top: the Pool's own connector reads it there (undici's types only list h2Options')
+const POOL_OPTIONS: Record<PoolProtocol, { origin: string; options: Pool.Options & { useH2c?: boolean } }> = {
+  HTTP: { origin: 'http', options: {} },
+  HTTPS: { origin: 'https', options: { allowH2: false, connect: { rejectUnauthorized: false } } },
+  GRPC: { origin: 'http', options: { allowH2: true, useH2c: true, h2Options: { useH2c: true } } },
+  // h2 offered first (a peer speaking both must not pick HTTP/1.1 for gRPC)
+  GRPCS: {
+    origin: 'https',
+    options: {
+      allowH2: true,
+      connect: { rejectUnauthorized: false, preferH2: true } as Pool.Options['connect'],
+    },
+  },
+};
+
+/** Http2ServerRequest: whether the client's HEADERS frame carried END_STREAM (no body). */
+function endedAfterHeaders(req: IncomingMessage): boolean {
+  return (
+    (req as IncomingMessage & { stream?: { endAfterHeaders?: boolean } }).stream?.endAfterHeaders === true
+  );
 }
 
 // biome-ignore lint/suspicious/noShadowRestrictedNames: the data plane's public name; the global Proxy is not used here
 export class Proxy {
-  private readonly keepAliveTimeoutMs: number | undefined;
-  private readonly connections: number | undefined;
+  private keepAliveTimeoutMs: number | undefined;
+  private connections: number | undefined;
+  private maxRequestsPerClient: number | undefined;
   /** by peer key; one Pool per connect timeout in use for that peer (normally exactly one) */
   private readonly pools = new Map<string, PeerPool[]>();
   private readonly tunnels = new Set<Duplex>();
 
   constructor(options: ProxyOptions = {}) {
+    this.configure(options);
+  }
+
+  /** Pool settings (upstream-keepalive-*): pools created from now on get them; existing pools keep theirs. */
+  configure(options: ProxyOptions): void {
     this.keepAliveTimeoutMs = options.keepAliveTimeoutMs;
     this.connections = options.connections;
+    this.maxRequestsPerClient = options.maxRequestsPerClient;
   }
 
   /** Proxies one HTTP request; always answers (response, error page or cut connection), never throws. */
@@ -987,7 +1225,15 @@ export class Proxy {
     ctx: RequestContext,
     record: RequestRecord | null = null,
   ): void {
-    const { headers, hasBody, hasLength } = forwardHeaders(req, ctx, ctx.upstreamHost ?? target.upstreamHost);
+    const forward = forwardHeaders(req, ctx, ctx.upstreamHost ?? target.upstreamHost);
+    const headers = forward.headers;
+    const hasLength = forward.hasLength;
+    // an HTTP/2 request has a body unless its HEADERS frame ended the stream (gRPC sends no length)
+    const hasBody = forward.hasBody || (req.httpVersionMajor === 2 && !endedAfterHeaders(req));
+    const protocol = poolProtocol(target.protocol, ctx.https);
+    const grpc = protocol === 'GRPC' || protocol === 'GRPCS';
+    // grpc_pass sends `TE: trailers` (h2 forbids any other TE; gRPC servers expect it)
+    if (grpc) headers.push('te', 'trailers');
     const method = req.method ?? 'GET';
     const opts: Dispatcher.DispatchOptions = {
       path: ctx.path ?? upstreamPath(req.url),
@@ -998,23 +1244,41 @@ export class Proxy {
       bodyTimeout: target.readTimeoutMs,
     };
     const limit = target.maxBodySize ?? 0;
-    if (hasBody && limit > 0 && target.bufferRequest === true) {
+    // gRPC streams are never buffered (they may last as long as the call)
+    if (hasBody && limit > 0 && target.bufferRequest === true && !grpc) {
       // proxy-request-buffering on: the whole body first (a Content-Length over the limit was refused
       // by the router); the tries then send it with its length and may resend it
+      const policy = ctx.policy ?? DEFAULT_HTTP_POLICY;
+      let answered = false;
+      // client-body-timeout while the body is read (watchBody's rule: 408, then the connection closes)
+      if (policy.clientBodyTimeoutMs > 0 && !req.complete) {
+        req.setTimeout(policy.clientBodyTimeoutMs, () => {
+          if (req.complete || answered) return;
+          answered = true;
+          if (record !== null) record.status = 408;
+          res.setHeader('connection', 'close');
+          setOwnResponseHeaders(res, policy);
+          sendErrorPage(res, 408);
+        });
+        req.once('end', () => req.socket?.setTimeout(0));
+      }
       readBody(req, limit, (body) => {
+        if (answered) return;
+        answered = true;
         if (body === null) {
           if (ctx.hsts !== null) res.setHeader('Strict-Transport-Security', ctx.hsts);
+          setOwnResponseHeaders(res, policy);
           sendErrorPage(res, 413);
           return;
         }
         if (!hasLength) headers.push('content-length', String(body.length));
         opts.body = body;
-        this.#start(req, res, target, ctx, opts, false, record);
+        this.#start(req, res, target, ctx, opts, protocol, false, record);
       });
       return;
     }
     if (hasBody) opts.body = limit > 0 && !hasLength ? limitBody(req, limit) : req;
-    this.#start(req, res, target, ctx, opts, hasBody, record);
+    this.#start(req, res, target, ctx, opts, protocol, hasBody, record);
   }
 
   #start(
@@ -1023,12 +1287,56 @@ export class Proxy {
     target: ProxyTarget,
     ctx: RequestContext,
     opts: Dispatcher.DispatchOptions,
+    protocol: ReturnType<typeof poolProtocol>,
     streamed: boolean,
     record: RequestRecord | null,
   ): void {
     const exchange = new WebExchange(this, req, res, target, opts, streamed, ctx.hsts, record);
     exchange.hashKey = ctx.hashKey;
     exchange.session = ctx.session;
+    exchange.protocol = protocol;
+    if (ctx.policy !== undefined) exchange.policy = ctx.policy;
+    if (streamed) exchange.watchBody(req, exchange.policy.clientBodyTimeoutMs);
+    if (ctx.errors != null) {
+      exchange.errors = ctx.errors;
+      exchange.context = ctx;
+    }
+    exchange.next();
+  }
+
+  /**
+   * Sends the request to the error backend for `code` (custom-http-errors, or a route without
+   * endpoints served by its default-backend Service): URI `/`, no body, the X-Code headers; its
+   * response goes to the client as it is. `forwarded`: the upstream headers already built.
+   */
+  customError(
+    req: IncomingMessage,
+    res: ServerResponse,
+    errors: CustomErrors,
+    code: number,
+    ctx: RequestContext,
+    record: RequestRecord | null,
+    forwarded?: string[],
+  ): void {
+    const target = errors.target;
+    const requestId = ctx.requestId === '' ? generateRequestId() : ctx.requestId;
+    const headers = errorRequestHeaders(
+      req,
+      forwarded ?? forwardHeaders(req, ctx).headers,
+      errors,
+      code,
+      requestId,
+    );
+    const opts: Dispatcher.DispatchOptions = {
+      path: '/',
+      method: req.method ?? 'GET',
+      headers,
+      body: null,
+      headersTimeout: target.readTimeoutMs,
+      bodyTimeout: target.readTimeoutMs,
+    };
+    const exchange = new WebExchange(this, req, res, target, opts, false, ctx.hsts, record);
+    if (ctx.policy !== undefined) exchange.policy = ctx.policy;
     exchange.next();
   }
 
@@ -1054,24 +1362,32 @@ export class Proxy {
     const exchange = new UpgradeExchange(this, socket, head, target, opts, record);
     exchange.hashKey = ctx.hashKey;
     exchange.session = ctx.session;
+    // a WebSocket tunnel is HTTP/1.1: TLS to HTTPS/GRPCS peers, cleartext otherwise
+    const protocol = poolProtocol(target.protocol, ctx.https);
+    exchange.protocol = protocol === 'GRPCS' ? 'HTTPS' : protocol === 'GRPC' ? 'HTTP' : protocol;
+    if (ctx.policy !== undefined) exchange.policy = ctx.policy;
     exchange.next();
   }
 
   /** The pool for a peer (created on first use, kept across runtime swaps until retired). */
-  pool(key: string, connectTimeoutMs: number): Pool {
+  pool(key: string, connectTimeoutMs: number, protocol: PoolProtocol = 'HTTP'): Pool {
     let list = this.pools.get(key);
     if (list !== undefined) {
-      for (const p of list) if (p.connectTimeoutMs === connectTimeoutMs) return p.pool;
+      for (const p of list)
+        if (p.connectTimeoutMs === connectTimeoutMs && p.protocol === protocol) return p.pool;
     } else {
       list = [];
       this.pools.set(key, list);
     }
-    const pool = new Pool(`http://${key}`, {
+    const { origin, options } = POOL_OPTIONS[protocol];
+    const pool = new Pool(`${origin}://${key}`, {
+      ...options,
       connections: this.connections ?? null,
       keepAliveTimeout: this.keepAliveTimeoutMs,
+      maxRequestsPerClient: this.maxRequestsPerClient,
       connectTimeout: connectTimeoutMs,
     });
-    list.push({ connectTimeoutMs, pool });
+    list.push({ connectTimeoutMs, protocol, pool });
     return pool;
   }
 

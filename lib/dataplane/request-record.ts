@@ -63,6 +63,8 @@ export interface RequestRecord {
 
 /** What the router knows when a request starts. */
 export interface RecordStart {
+  /** the client address ($remote_addr: the real IP when enabled); default: the socket peer */
+  remoteAddress?: string;
   host: string;
   path: string;
   route: RouteInfo | null;
@@ -106,7 +108,7 @@ export function startRecord(req: IncomingMessage, at: RecordStart): RequestRecor
   return {
     time: Date.now(),
     start: performance.now(),
-    remoteAddress: req.socket.remoteAddress ?? '',
+    remoteAddress: at.remoteAddress ?? req.socket.remoteAddress ?? '',
     method,
     uri,
     protocol: `HTTP/${req.httpVersion}`,

@@ -2,6 +2,7 @@
 // runtime is immutable once built except for balancer endpoint sets, which an endpoints-only change
 // updates in place (the same Balancer objects serve the old and the new runtime).
 
+import { customDefaultBackendName } from '../model/annotations/index.ts';
 import {
   type DefaultRoute,
   type LocationAnnotations,
@@ -17,9 +18,11 @@ import type { ChashBalancer } from './balancers/chash.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
 import { balancerKindFor, createBalancer } from './balancers/index.ts';
 import { type CanaryAction, compileCanary } from './canary.ts';
+import { type CustomErrors, compileCustomErrors } from './custom-errors.ts';
 import { dataplaneError } from './events.ts';
 import { compileHashKey, type HashKey } from './hash-key.ts';
-import type { ProxyTarget } from './proxy.ts';
+import { compileHttpPolicy, type HttpPolicy } from './http-policy.ts';
+import type { ProxyTarget, TargetProtocol } from './proxy.ts';
 import { type CompiledRewrite, compileRewrite } from './rewrite.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
 import { type CertificatePair, compileSniStore, type SniStore } from './sni.ts';
@@ -48,6 +51,8 @@ export type Action =
       canary: CanaryAction | null;
       /** responses here set the affinity cookie of a new session (the route's Ingress has affinity) */
       setsAffinityCookie: boolean;
+      /** custom-http-errors / default-backend of the route, or null */
+      errors?: CustomErrors | null;
     }
   /** the built-in default backend (404), or an upstream the model does not know (503) */
   | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean }
@@ -99,6 +104,8 @@ export interface Runtime {
   /** every peer key in use, so the proxy can close pools of peers that left */
   readonly peerKeys: ReadonlySet<string>;
   readonly tlsPolicy: TlsPolicy;
+  /** the ConfigMap's request/response settings (client address, headers) */
+  readonly http: HttpPolicy;
   readonly model: Model;
 }
 
@@ -221,6 +228,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     accessLog: boolean,
     settings: TargetSettings,
     whenEmpty: 404 | 503 = 503,
+    protocol: TargetProtocol = 'HTTP',
   ): Action => {
     const balancer = balancerFor(upstreamName);
     if (balancer === null) return { type: 'status', status: 503, route, accessLog };
@@ -229,23 +237,20 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       balancer,
       hashKey: hashKeyOf(upstreamName),
       affinity: model.upstreams[upstreamName]?.affinity ?? null,
+      protocol,
       ...settings,
     };
     return { type: 'proxy', target, route, whenEmpty, accessLog, canary: null, setsAffinityCookie: false };
   };
 
   // The controller's default backend: its Service, answering 404 itself while it has no endpoints.
+  // It (and the custom error backends) get the ConfigMap's upstream settings.
+  const defaultSettings = targetSettings(upstreamSettings(null, model.config));
   const defaultBackendLogs = !logs.disabled && logs.forDefaultBackend;
   const defaultBackend: Action =
     model.defaultBackend === null
       ? { type: 'status', status: 404, route: null, accessLog: defaultBackendLogs }
-      : proxyTo(
-          model.defaultBackend,
-          null,
-          defaultBackendLogs,
-          targetSettings(upstreamSettings(null, model.config)),
-          404,
-        );
+      : proxyTo(model.defaultBackend, null, defaultBackendLogs, defaultSettings, 404);
   const routeLogs = (annotations: LocationAnnotations) => !logs.disabled && annotations.accessLog.enabled;
 
   const routeInfo = (ingress: { namespace: string; name: string } | null, upstream: string | null) => {
@@ -275,18 +280,31 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     const upstream = route.backend.upstream;
     // the route's upstream settings serve its canary too (a canary's own location annotations are ignored)
     const settings = settingsOf(route.annotations);
+    const protocol = route.annotations.backendProtocol.protocol;
+    // FastCGI cannot be spoken: 502 rather than HTTP to a FastCGI port (BACKEND_PROTOCOL_UNSUPPORTED)
+    if (protocol === 'FCGI') {
+      return {
+        type: 'status',
+        status: 502,
+        route: routeInfo(route.ingress, upstream),
+        accessLog: routeLogs(route.annotations),
+      };
+    }
     const proxied = proxyTo(
       upstream,
       routeInfo(route.ingress, upstream),
       routeLogs(route.annotations),
       settings,
+      503,
+      protocol,
     );
     const action =
       proxied.type === 'proxy' && 'setsAffinityCookie' in route && route.setsAffinityCookie
         ? { ...proxied, setsAffinityCookie: true }
         : proxied;
+    const withErrors = action.type === 'proxy' ? withCustomErrors(action, route) : action;
     const canary = 'canary' in route ? route.canary : null;
-    if (action.type !== 'proxy' || canary === null) return action;
+    if (withErrors.type !== 'proxy' || canary === null) return withErrors;
     const canaryBalancer = balancerFor(canary.upstream);
     if (canaryBalancer === null) return action;
     const target: ProxyTarget = {
@@ -294,9 +312,35 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       balancer: canaryBalancer,
       hashKey: hashKeyOf(canary.upstream),
       affinity: model.upstreams[canary.upstream]?.affinity ?? null,
+      // the canary is served through the main route's location: its backend-protocol and settings
+      protocol,
       ...settings,
     };
-    return { ...action, canary: compileCanary(canary, target) };
+    return { ...withErrors, canary: compileCanary(canary, target) };
+  };
+
+  /** custom-http-errors (the route's, else the ConfigMap's) and the route's default-backend Service. */
+  const withCustomErrors = (action: Action & { type: 'proxy' }, route: Route | DefaultRoute): Action => {
+    const { codes, backend } = route.annotations.customErrors;
+    const effective = codes ?? model.config.customHttpErrors;
+    let upstream: string | null = null;
+    if (backend !== null && route.ingress !== null) {
+      const name = customDefaultBackendName(route.ingress.namespace, backend);
+      if (model.upstreams[name] !== undefined) upstream = name;
+    }
+    const whenEmpty = upstream !== null;
+    upstream ??= model.defaultBackend;
+    if (upstream === null || (effective.length === 0 && !whenEmpty)) return action;
+    const balancer = balancerFor(upstream);
+    if (balancer === null) return action;
+    const target = {
+      upstream,
+      balancer,
+      hashKey: null,
+      affinity: null,
+      ...defaultSettings,
+    };
+    return { ...action, errors: compileCustomErrors(effective, target, whenEmpty, action.route) };
   };
 
   // ingress-nginx's redirect_to_https, decided per path at compile time: never for the
@@ -367,6 +411,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     balancers,
     peerKeys,
     tlsPolicy: tlsPolicyOf(model),
+    http: compileHttpPolicy(model.config),
     model,
   };
 }

@@ -9,10 +9,10 @@
 
 import { createHash, X509Certificate } from 'node:crypto';
 import type https from 'node:https';
-import type { SecureContext, Server as TlsServer } from 'node:tls';
+import type { SecureContext, SecureVersion, Server as TlsServer } from 'node:tls';
 import { createSecureContext } from 'node:tls';
 import { generate } from 'selfsigned';
-import type { Certificate, Model } from '../model/index.ts';
+import { type Certificate, DEFAULT_GLOBAL_CONFIG, type Model } from '../model/index.ts';
 
 export interface CertificatePair {
   certPem: string;
@@ -27,11 +27,28 @@ export interface SniStore {
   readonly defaultCertificate: CertificatePair;
   /** sha256 of the default certificate's PEMs (changes when the default certificate does) */
   readonly defaultSha256: string;
+  /** ssl-protocols and ssl-ciphers, on every context of the store and on the server's own credentials */
+  readonly settings: TlsSettings;
 }
 
-/** Protocol versions offered on every context (ingress-nginx's default `ssl-protocols`: TLSv1.2 TLSv1.3). */
-const MIN_VERSION = 'TLSv1.2';
-const MAX_VERSION = 'TLSv1.3';
+/** The ConfigMap's TLS settings every SecureContext is created with. */
+export interface TlsSettings {
+  minVersion: SecureVersion;
+  maxVersion: SecureVersion;
+  /** OpenSSL cipher string (TLS 1.2 and older) */
+  ciphers: string;
+}
+
+/** ingress-nginx's defaults: `ssl-protocols` TLSv1.2 TLSv1.3, `ssl-ciphers` its ECDHE list. */
+export const DEFAULT_TLS_SETTINGS: Readonly<TlsSettings> = Object.freeze({
+  minVersion: DEFAULT_GLOBAL_CONFIG.ssl.minVersion,
+  maxVersion: DEFAULT_GLOBAL_CONFIG.ssl.maxVersion,
+  ciphers: DEFAULT_GLOBAL_CONFIG.ssl.ciphers,
+});
+
+const settingsKey = (settings: TlsSettings): string =>
+  `${settings.minVersion}|${settings.maxVersion}|${settings.ciphers}`;
+
 const ALPN = ['http/1.1'];
 
 export const FAKE_CERTIFICATE_CN = 'Ingress-TS Fake Certificate';
@@ -48,13 +65,14 @@ function sha256Of(pair: CertificatePair): string {
   return createHash('sha256').update(pair.certPem).update('\0').update(pair.keyPem).digest('hex');
 }
 
-function tryCreateContext(pair: CertificatePair): SecureContext | null {
+function tryCreateContext(pair: CertificatePair, settings: TlsSettings): SecureContext | null {
   try {
     return createSecureContext({
       cert: pair.certPem,
       key: pair.keyPem,
-      minVersion: MIN_VERSION,
-      maxVersion: MAX_VERSION,
+      minVersion: settings.minVersion,
+      maxVersion: settings.maxVersion,
+      ciphers: settings.ciphers,
     });
   } catch {
     return null;
@@ -92,7 +110,16 @@ export function compileSniStore(
   generatedDefault: CertificatePair,
   previous?: SniStore,
 ): SniStore {
-  const previousContexts = previous === undefined ? undefined : cacheOf.get(previous);
+  const settings: TlsSettings = {
+    minVersion: model.config.ssl.minVersion,
+    maxVersion: model.config.ssl.maxVersion,
+    ciphers: model.config.ssl.ciphers,
+  };
+  // contexts are reused only while the TLS settings they were made with are unchanged
+  const previousContexts =
+    previous === undefined || settingsKey(previous.settings) !== settingsKey(settings)
+      ? undefined
+      : cacheOf.get(previous);
   const previousX509 = previous === undefined ? undefined : x509Of.get(previous);
   const contexts: ContextCache = new Map();
   const parsed = new Map<string, X509Certificate | null>();
@@ -101,7 +128,7 @@ export function compileSniStore(
     let context = contexts.get(sha256);
     if (context !== undefined) return context;
     context = previousContexts?.get(sha256);
-    if (context === undefined) context = tryCreateContext(pair);
+    if (context === undefined) context = tryCreateContext(pair, settings);
     contexts.set(sha256, context);
     return context;
   };
@@ -162,6 +189,7 @@ export function compileSniStore(
     defaultContext: fallback,
     defaultCertificate,
     defaultSha256,
+    settings,
     contextFor(servername: string | undefined): SecureContext {
       if (typeof servername !== 'string' || servername === '') return fallback;
       let name = servername.toLowerCase();
@@ -208,8 +236,14 @@ export async function generateDefaultCertificate(): Promise<CertificatePair> {
 }
 
 /** The options of the server-wide (no SNI) credentials for a default certificate. */
-function defaultCredentials(pair: CertificatePair) {
-  return { cert: pair.certPem, key: pair.keyPem, minVersion: MIN_VERSION, maxVersion: MAX_VERSION } as const;
+function defaultCredentials(pair: CertificatePair, settings: TlsSettings) {
+  return {
+    cert: pair.certPem,
+    key: pair.keyPem,
+    minVersion: settings.minVersion,
+    maxVersion: settings.maxVersion,
+    ciphers: settings.ciphers,
+  } as const;
 }
 
 /** The default certificate sha256 each server currently holds as its own credentials. */
@@ -224,8 +258,9 @@ const serverDefaults = new WeakMap<TlsServer, string>();
  * call `applyDefaultCertificate(server, store)` so those handshakes follow.
  */
 export function httpsServerOptions(getStore: () => SniStore): https.ServerOptions {
+  const store = getStore();
   return {
-    ...defaultCredentials(getStore().defaultCertificate),
+    ...defaultCredentials(store.defaultCertificate, store.settings),
     ALPNProtocols: [...ALPN],
     SNICallback(servername: string, callback: (error: Error | null, context?: SecureContext) => void) {
       let context: SecureContext;
@@ -246,9 +281,11 @@ export function httpsServerOptions(getStore: () => SniStore): https.ServerOption
  * Connections already open keep their certificate.
  */
 export function applyDefaultCertificate(server: TlsServer, store: SniStore): boolean {
+  // the server's own context also decides the protocol versions and ciphers of every handshake
+  const key = `${store.defaultSha256}|${settingsKey(store.settings)}`;
   const current = serverDefaults.get(server);
-  if (current === store.defaultSha256) return false;
-  server.setSecureContext(defaultCredentials(store.defaultCertificate));
-  serverDefaults.set(server, store.defaultSha256);
+  if (current === key) return false;
+  server.setSecureContext(defaultCredentials(store.defaultCertificate, store.settings));
+  serverDefaults.set(server, key);
   return true;
 }

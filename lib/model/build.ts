@@ -6,6 +6,7 @@
 import { RE2JS } from 're2js';
 import {
   catchAllAnnotations,
+  customDefaultBackendName,
   DEFAULT_LOCATION_ANNOTATIONS,
   DEFAULT_SERVER_ANNOTATIONS,
   type ServerAnnotations,
@@ -32,6 +33,8 @@ export interface ModelReferences {
   services: string[];
   /** `namespace/name` of every Secret the model looked up, in first-use order */
   secrets: string[];
+  /** `namespace/name` of the ConfigMaps the global ConfigMap refers to (proxy-set-headers, add-headers) */
+  configMaps?: string[];
 }
 
 export interface BuildResult {
@@ -95,7 +98,12 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   };
   const certificates = new Map<string, Certificate>();
 
-  // The global ConfigMap (--configmap).
+  // The global ConfigMap (--configmap), and the ConfigMaps its keys refer to.
+  const referencedConfigMaps = new Set<string>();
+  const lookupConfigMap = (namespace: string, name: string) => {
+    referencedConfigMaps.add(objectKey(namespace, name));
+    return snapshot.configMaps.find((c) => c.metadata?.namespace === namespace && c.metadata?.name === name);
+  };
   let config: GlobalConfig;
   if (options.configMap === null) {
     config = parseGlobalConfig(undefined, { namespace: '', name: '' }, diagnostics);
@@ -112,7 +120,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
         `--configmap ${options.configMap} does not exist; ingress-nginx defaults are used`,
       );
     }
-    config = parseGlobalConfig(configMap, ref, diagnostics);
+    config = parseGlobalConfig(configMap, ref, diagnostics, lookupConfigMap);
   }
 
   // 1-3. select, order, check
@@ -347,6 +355,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   for (const server of [catchAll.server, ...servers]) finishServer(server, diagnostics);
   resolveAliases(servers, drafts, diagnostics);
   resolveWwwRedirects(servers, drafts, diagnostics);
+  resolveCustomDefaultBackends([catchAll.server, ...servers], resolver, config, diagnostics);
 
   // The default certificate (--default-ssl-certificate).
   let defaultCertificate: string | null = null;
@@ -372,10 +381,22 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     config,
   };
   const model: Model = { ...body, ...modelHashes(body) };
+  const found = diagnostics.list();
+  if (config.allowSnippetAnnotations) {
+    for (const d of found) {
+      if (d.code === 'SNIPPET_REFUSED')
+        d.message +=
+          ' (allow-snippet-annotations is true in the ConfigMap, but ingress-ts refuses snippets regardless)';
+    }
+  }
   return {
     model,
-    diagnostics: diagnostics.list(),
-    references: { services: resolver.referencedServices(), secrets: [...referencedSecrets] },
+    diagnostics: found,
+    references: {
+      services: resolver.referencedServices(),
+      secrets: [...referencedSecrets],
+      configMaps: [...referencedConfigMaps],
+    },
   };
 }
 
@@ -675,6 +696,47 @@ function resolveDefaultBackend(
   );
   if (problem !== null) unusable(`is unusable for now (${problem.message})`);
   return upstream.name;
+}
+
+/**
+ * The default-backend annotation's Services (first port), as upstreams named
+ * custom-default-backend-<ns>-<svc>: the data plane sends custom errors there, and requests of a
+ * route whose Service has no endpoints. A missing Service or port leaves the route without one.
+ */
+function resolveCustomDefaultBackends(
+  servers: readonly Server[],
+  resolver: UpstreamResolver,
+  config: GlobalConfig,
+  diagnostics: DiagnosticsCollector,
+): void {
+  const done = new Set<string>();
+  for (const server of servers) {
+    for (const route of [...server.routes, server.defaultRoute]) {
+      const service = route.annotations.customErrors.backend;
+      const ingress = route.ingress;
+      if (service === null || ingress === null) continue;
+      const name = customDefaultBackendName(ingress.namespace, service);
+      if (done.has(name)) continue;
+      done.add(name);
+      const found = resolver.service(ingress.namespace, service);
+      const firstPort = found?.spec?.ports?.[0];
+      if (found === undefined || firstPort === undefined || typeof firstPort.port !== 'number') {
+        diagnostics.report(
+          'Ingress',
+          ingress,
+          'ANNOTATION_INVALID',
+          `annotation default-backend names Service ${ingress.namespace}/${service}, which ${found === undefined ? 'does not exist' : 'declares no port'}; custom errors use the controller's default backend`,
+          'warning',
+        );
+        continue;
+      }
+      resolver.resolveAs(
+        { namespace: ingress.namespace, service, port: String(firstPort.port) },
+        name,
+        config.loadBalance,
+      );
+    }
+  }
 }
 
 function resolveDefaultCertificate(

@@ -2,6 +2,8 @@
 // per key; an invalid value keeps the default and is reported on the ConfigMap; a key ingress-ts
 // does not implement yet is reported once (info), since a ConfigMap often carries NGINX tuning.
 
+import { isIP } from 'node:net';
+import { createSecureContext } from 'node:tls';
 import { parseGoBool } from './annotations/group.ts';
 import { NEXT_UPSTREAM, type ProxyAnnotations, SIZE } from './annotations/proxy.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
@@ -46,7 +48,61 @@ export interface GlobalConfig {
   retryNonIdempotent: boolean;
   /** `service-upstream`: upstreams go to the Service's ClusterIP unless the Ingress says otherwise */
   serviceUpstream: boolean;
+  /** `use-http2`: the HTTPS listener offers h2 by ALPN (else HTTP/1.1 only) */
+  useHttp2: boolean;
+  /**
+   * `ssl-protocols` as the range Node takes (the lowest and highest version listed) and `ssl-ciphers`
+   * (OpenSSL cipher string; TLS 1.3 suites are not affected by it)
+   */
+  ssl: { minVersion: TlsVersion; maxVersion: TlsVersion; ciphers: string };
+  // --- client address, request and response headers, connections, custom errors (issue #8, part D)
+  /** how the client address and X-Forwarded-* are derived (reference §1.10) */
+  forwarding: ForwardingConfig;
+  /** headers added, removed or generated on the way up and down */
+  headers: HeadersConfig;
+  /** `keep-alive` (s), `keep-alive-requests`, `client-header-timeout` (s), `client-body-timeout` (s) */
+  client: { keepAlive: number; keepAliveRequests: number; headerTimeout: number; bodyTimeout: number };
+  /** `upstream-keepalive-connections`, `-timeout` (s), `-requests`: the upstream pools */
+  upstreamKeepalive: { connections: number; timeout: number; requests: number };
+  /** `custom-http-errors`: upstream statuses answered by the default backend (routes may override) */
+  customHttpErrors: number[];
+  /** `allow-snippet-annotations`: accepted, but snippets are refused whatever it says */
+  allowSnippetAnnotations: boolean;
 }
+
+export interface ForwardingConfig {
+  /** `use-forwarded-headers`: trust X-Forwarded-Proto/-Host/-Port and the client chain */
+  useForwardedHeaders: boolean;
+  /** `compute-full-forwarded-for`: X-Forwarded-For is the incoming chain plus the peer address */
+  computeFullForwardedFor: boolean;
+  /** `forwarded-for-header`: the header holding the client chain, lower-case */
+  forwardedForHeader: string;
+  /** `enable-real-ip`: take the client address from that header (also on with use-forwarded-headers) */
+  enableRealIp: boolean;
+  /** `proxy-real-ip-cidr`: peers trusted to name the client, as `address/prefix` */
+  realIpCidrs: string[];
+}
+
+export interface HeadersConfig {
+  /** `generate-request-id`: X-Request-ID generated when the request has none */
+  generateRequestId: boolean;
+  /** `server-tokens`: responses carry `Server: ingress-ts` */
+  serverTokens: boolean;
+  /** `proxy-set-headers`: the referenced ConfigMap (`ns/name`, '' for none) and its entries, sent upstream */
+  proxySetHeaders: { source: string; headers: Array<[string, string]> };
+  /** `add-headers`: the same for every response to the client */
+  addHeaders: { source: string; headers: Array<[string, string]> };
+  /** `hide-headers`: upstream response headers never passed on, lower-case */
+  hideHeaders: string[];
+}
+
+/** The protocol versions `ssl-protocols` may list, oldest first. */
+export const TLS_VERSIONS = ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'] as const;
+export type TlsVersion = (typeof TLS_VERSIONS)[number];
+
+/** ingress-nginx's default `ssl-ciphers`. */
+export const DEFAULT_SSL_CIPHERS =
+  'ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-AES128-GCM-SHA256';
 
 export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   loadBalance: 'round_robin',
@@ -74,9 +130,36 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   },
   retryNonIdempotent: false,
   serviceUpstream: false,
+  forwarding: {
+    useForwardedHeaders: false,
+    computeFullForwardedFor: false,
+    forwardedForHeader: 'x-forwarded-for',
+    enableRealIp: false,
+    realIpCidrs: ['0.0.0.0/0'],
+  },
+  headers: {
+    generateRequestId: true,
+    serverTokens: false,
+    proxySetHeaders: { source: '', headers: [] },
+    addHeaders: { source: '', headers: [] },
+    hideHeaders: [],
+  },
+  client: { keepAlive: 75, keepAliveRequests: 1000, headerTimeout: 60, bodyTimeout: 60 },
+  upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
+  customHttpErrors: [],
+  allowSnippetAnnotations: false,
+  useHttp2: true,
+  ssl: {
+    minVersion: 'TLSv1.2' as TlsVersion,
+    maxVersion: 'TLSv1.3' as TlsVersion,
+    ciphers: DEFAULT_SSL_CIPHERS,
+  },
 });
 
-type KeyParser = (value: string, config: GlobalConfig) => string | null;
+/** Looks a ConfigMap up by namespace and name (and records that the model depends on it). */
+export type ConfigMapLookup = (namespace: string, name: string) => ConfigMap | undefined;
+
+type KeyParser = (value: string, config: GlobalConfig, lookup: ConfigMapLookup) => string | null;
 
 const bool =
   (set: (config: GlobalConfig, value: boolean) => void): KeyParser =>
@@ -119,6 +202,210 @@ const proxyText =
     config.proxy[field] = value;
     return null;
   };
+
+// --- client address, headers, connections, custom errors (part D) ---------------------------------
+
+/** HTTP field names (RFC 9110 token). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Header values Node writes: visible ASCII, Latin-1, spaces and tabs; no CR/LF. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+const seconds =
+  (set: (config: GlobalConfig, value: number) => void, allowZero = true): KeyParser =>
+  (value, config) => {
+    // NGINX time syntax without a unit is seconds; `60s` is accepted too
+    const m = /^(\d+)s?$/.exec(value);
+    if (m === null || (!allowZero && Number(m[1]) === 0)) return 'expected a number of seconds';
+    set(config, Number(m[1]));
+    return null;
+  };
+
+const count =
+  (set: (config: GlobalConfig, value: number) => void, min: number): KeyParser =>
+  (value, config) => {
+    if (!/^\d+$/.test(value) || Number(value) < min) return `expected an integer >= ${min}`;
+    set(config, Number(value));
+    return null;
+  };
+
+/** An IPv4 or IPv6 CIDR (or a bare address, a /32 or /128), normalised to `address/prefix`. */
+export function parseCidr(entry: string): string | null {
+  const slash = entry.indexOf('/');
+  const address = slash === -1 ? entry : entry.slice(0, slash);
+  const family = isIP(address);
+  if (family === 0) return null;
+  const max = family === 4 ? 32 : 128;
+  if (slash === -1) return `${address}/${max}`;
+  const prefix = entry.slice(slash + 1);
+  if (!/^\d{1,3}$/.test(prefix) || Number(prefix) > max) return null;
+  return `${address}/${Number(prefix)}`;
+}
+
+/** custom-http-errors (ConfigMap and annotation): comma list of codes 400-599, sorted, unique. */
+export function parseStatusList(value: string): number[] | null {
+  const codes = new Set<number>();
+  for (const entry of value.split(',')) {
+    const code = entry.trim();
+    if (code === '') continue;
+    if (!/^[45]\d\d$/.test(code)) return null;
+    codes.add(Number(code));
+  }
+  return [...codes].sort((a, b) => a - b);
+}
+
+/** `ns/name` of a ConfigMap whose entries are headers (proxy-set-headers, add-headers). */
+const headerMap =
+  (key: 'proxySetHeaders' | 'addHeaders'): KeyParser =>
+  (value, config, lookup) => {
+    const slash = value.indexOf('/');
+    if (slash <= 0 || slash === value.length - 1 || value.indexOf('/', slash + 1) !== -1) {
+      return 'expected namespace/name of a ConfigMap';
+    }
+    const source = lookup(value.slice(0, slash), value.slice(slash + 1));
+    const headers: Array<[string, string]> = [];
+    const bad: string[] = [];
+    const data = source?.data;
+    if (data !== undefined && data !== null && typeof data === 'object') {
+      for (const name of Object.keys(data).sort()) {
+        const raw = data[name];
+        const v = typeof raw === 'string' ? raw : String(raw);
+        if (HEADER_NAME.test(name) && HEADER_VALUE.test(v)) headers.push([name, v]);
+        else bad.push(name);
+      }
+    }
+    if (source === undefined) return `the ConfigMap ${value} does not exist`;
+    if (bad.length > 0) return `entries that are not valid headers: ${bad.join(', ')}`;
+    config.headers[key] = { source: value, headers };
+    return null;
+  };
+
+/**
+ * Settings NGINX needs and a Node proxy has no use for: accepted, and reported as not applicable (not
+ * as "not supported yet"). Prefixes end with `-`.
+ */
+const NGINX_INTERNAL_KEYS = new Set([
+  'worker-processes',
+  'worker-cpu-affinity',
+  'worker-rlimit-nofile',
+  'max-worker-connections',
+  'max-worker-open-files',
+  'lua-shared-dicts',
+  'reuse-port',
+  'enable-aio-write',
+  'enable-multi-accept',
+  'ssl-buffer-size',
+  'ssl-ecdh-curve',
+  'ssl-dh-param',
+  'use-geoip',
+  'use-geoip2',
+  'geoip2-autoreload-in-minutes',
+  'enable-modsecurity',
+  'enable-owasp-modsecurity-crs',
+  'modsecurity-snippet',
+  'error-log-level',
+  'error-log-path',
+  'debug-connections',
+  'grpc-buffer-size-kb',
+  'nginx-status-ipv4-whitelist',
+  'nginx-status-ipv6-whitelist',
+  'bind-address',
+  'http-snippet',
+  'main-snippet',
+  'server-snippet',
+  'location-snippet',
+  'stream-snippet',
+]);
+const NGINX_INTERNAL_PREFIXES = ['proxy-stream-', 'jaeger-', 'variables-hash-'];
+
+/** Whether a key only tunes NGINX itself (workers, hash tables, Lua, modules, snippets). */
+export function isNginxInternalKey(key: string): boolean {
+  return (
+    NGINX_INTERNAL_KEYS.has(key) ||
+    key.includes('-hash-') ||
+    NGINX_INTERNAL_PREFIXES.some((prefix) => key.startsWith(prefix))
+  );
+}
+
+function PART_D_KEYS(): Record<string, KeyParser> {
+  return {
+    'use-forwarded-headers': bool((config, value) => {
+      config.forwarding.useForwardedHeaders = value;
+    }),
+    'compute-full-forwarded-for': bool((config, value) => {
+      config.forwarding.computeFullForwardedFor = value;
+    }),
+    'forwarded-for-header': (value, config) => {
+      if (!HEADER_NAME.test(value)) return 'expected a header name';
+      config.forwarding.forwardedForHeader = value.toLowerCase();
+      return null;
+    },
+    'enable-real-ip': bool((config, value) => {
+      config.forwarding.enableRealIp = value;
+    }),
+    'proxy-real-ip-cidr': (value, config) => {
+      const cidrs: string[] = [];
+      for (const entry of value.split(',')) {
+        const trimmed = entry.trim();
+        if (trimmed === '') continue;
+        const cidr = parseCidr(trimmed);
+        if (cidr === null) return `${JSON.stringify(trimmed)} is not an IPv4 or IPv6 address or CIDR`;
+        cidrs.push(cidr);
+      }
+      if (cidrs.length > 0) config.forwarding.realIpCidrs = cidrs;
+      return null;
+    },
+    'generate-request-id': bool((config, value) => {
+      config.headers.generateRequestId = value;
+    }),
+    'server-tokens': bool((config, value) => {
+      config.headers.serverTokens = value;
+    }),
+    'proxy-set-headers': headerMap('proxySetHeaders'),
+    'add-headers': headerMap('addHeaders'),
+    'hide-headers': (value, config) => {
+      const names: string[] = [];
+      for (const entry of value.split(',')) {
+        const name = entry.trim();
+        if (name === '') continue;
+        if (!HEADER_NAME.test(name)) return `${JSON.stringify(name)} is not a header name`;
+        names.push(name.toLowerCase());
+      }
+      config.headers.hideHeaders = names;
+      return null;
+    },
+    'keep-alive': seconds((config, value) => {
+      config.client.keepAlive = value;
+    }),
+    'keep-alive-requests': count((config, value) => {
+      config.client.keepAliveRequests = value;
+    }, 1),
+    'client-header-timeout': seconds((config, value) => {
+      config.client.headerTimeout = value;
+    }, false),
+    'client-body-timeout': seconds((config, value) => {
+      config.client.bodyTimeout = value;
+    }, false),
+    'upstream-keepalive-connections': count((config, value) => {
+      config.upstreamKeepalive.connections = value;
+    }, 1),
+    'upstream-keepalive-timeout': seconds((config, value) => {
+      config.upstreamKeepalive.timeout = value;
+    }),
+    'upstream-keepalive-requests': count((config, value) => {
+      config.upstreamKeepalive.requests = value;
+    }, 1),
+    'custom-http-errors': (value, config) => {
+      const codes = parseStatusList(value);
+      if (codes === null) return 'expected a comma-separated list of status codes 400-599';
+      config.customHttpErrors = codes;
+      return null;
+    },
+    'allow-snippet-annotations': (value, config) => {
+      config.allowSnippetAnnotations = parseGoBool(value) === true;
+      return null;
+    },
+  };
+}
 
 /** Each key: apply the value to the config, or say why it is invalid. */
 const KEYS: Record<string, KeyParser> = {
@@ -208,6 +495,34 @@ const KEYS: Record<string, KeyParser> = {
     config.accessLog.path = value;
     return null;
   },
+  ...PART_D_KEYS(),
+  'use-http2': bool((config, value) => {
+    config.useHttp2 = value;
+  }),
+  'ssl-protocols': (value, config) => {
+    // Node takes a range: a list with gaps (TLSv1 TLSv1.3) enables the versions between too
+    let min = -1;
+    let max = -1;
+    for (const token of value.split(/\s+/)) {
+      const index = (TLS_VERSIONS as readonly string[]).indexOf(token);
+      if (index === -1) return `expected versions among ${TLS_VERSIONS.join(' ')}, separated by spaces`;
+      if (min === -1 || index < min) min = index;
+      if (index > max) max = index;
+    }
+    config.ssl.minVersion = TLS_VERSIONS[min] as TlsVersion;
+    config.ssl.maxVersion = TLS_VERSIONS[max] as TlsVersion;
+    return null;
+  },
+  'ssl-ciphers': (value, config) => {
+    // OpenSSL is the validator: a string it matches no cipher with is refused here, not at handshake
+    try {
+      createSecureContext({ ciphers: value });
+    } catch {
+      return 'OpenSSL matches no cipher with it';
+    }
+    config.ssl.ciphers = value;
+    return null;
+  },
 };
 
 export const SUPPORTED_CONFIG_KEYS: readonly string[] = Object.keys(KEYS).sort();
@@ -216,6 +531,7 @@ export function parseGlobalConfig(
   configMap: ConfigMap | undefined,
   ref: { namespace: string; name: string },
   diagnostics: DiagnosticsCollector,
+  lookup: ConfigMapLookup = () => undefined,
 ): GlobalConfig {
   const config: GlobalConfig = structuredClone(DEFAULT_GLOBAL_CONFIG) as GlobalConfig;
   const data = configMap?.data;
@@ -229,12 +545,14 @@ export function parseGlobalConfig(
         'ConfigMap',
         ref,
         'CONFIG_KEY_UNSUPPORTED',
-        `ConfigMap key ${key} is not supported by ingress-ts yet and has no effect`,
+        isNginxInternalKey(key)
+          ? `ConfigMap key ${key} tunes NGINX itself; it does not apply to ingress-ts and has no effect`
+          : `ConfigMap key ${key} is not supported by ingress-ts yet and has no effect`,
       );
       continue;
     }
     if (value === '') continue;
-    const problem = parse(value, config);
+    const problem = parse(value, config, lookup);
     if (problem !== null) {
       diagnostics.report(
         'ConfigMap',

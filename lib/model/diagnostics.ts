@@ -99,6 +99,10 @@ export const DIAGNOSTIC_CODES = {
     'info',
     'The annotation tunes NGINX itself (buffers, temp files, its logs); it means nothing here and is ignored.',
   ],
+  BACKEND_PROTOCOL_UNSUPPORTED: [
+    'warning',
+    'backend-protocol FCGI: ingress-ts does not speak FastCGI; the paths of the Ingress answer 502.',
+  ],
   SNIPPET_REFUSED: [
     'error',
     'Snippet annotations are configuration code and are never executed; the Ingress is dropped.',
@@ -107,7 +111,10 @@ export const DIAGNOSTIC_CODES = {
     'warning',
     'The --configmap ConfigMap does not exist; ingress-nginx defaults are used.',
   ],
-  CONFIG_KEY_UNSUPPORTED: ['info', 'ingress-ts does not implement this ConfigMap key yet; it has no effect.'],
+  CONFIG_KEY_UNSUPPORTED: [
+    'info',
+    'ingress-ts does not implement this ConfigMap key yet, or the key only tunes NGINX itself; it has no effect.',
+  ],
   CONFIG_VALUE_INVALID: ['warning', 'A ConfigMap value fails its validator; the default is used.'],
   CANARY_NOT_ENABLED: [
     'warning',

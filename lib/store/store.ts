@@ -12,7 +12,7 @@
 //   such a Service;
 // - an EndpointSlice whose address type, ports, addresses and conditions did not change (kube-proxy
 //   style churn: labels, annotations, targetRef, zone hints);
-// - any ConfigMap but --configmap;
+// - any ConfigMap but --configmap and those its keys refer to (proxy-set-headers, add-headers);
 // - anything in a namespace outside --watch-namespace-selector's current set (but IngressClasses and
 //   the --configmap ConfigMap, which are no user's objects).
 // Until the first build reports its references every Service and Secret counts (nothing is built
@@ -114,6 +114,7 @@ export class ObjectStore {
   readonly #fingerprints = new Map<string, string>();
   #services: ReadonlySet<string> | null = null;
   #secrets: ReadonlySet<string> | null = null;
+  #configMaps: ReadonlySet<string> = new Set();
   /** the selected namespaces; null: all */
   #namespaces: ReadonlySet<string> | null;
 
@@ -165,6 +166,7 @@ export class ObjectStore {
   setReferences(references: ModelReferences): void {
     this.#services = new Set(references.services);
     this.#secrets = new Set(references.secrets);
+    this.#configMaps = new Set(references.configMaps ?? []);
   }
 
   /** Every stored object in scope, as the model reads them; the same object until something changes. */
@@ -208,7 +210,7 @@ export class ObjectStore {
     after: KubeObject | undefined,
   ): boolean {
     if (kind === 'IngressClass') return this.#classChanged(before as IngressClass, after as IngressClass);
-    if (kind === 'ConfigMap') return key === this.#options.configMap;
+    if (kind === 'ConfigMap') return key === this.#options.configMap || this.#configMaps.has(key);
     // fingerprints follow every slice, in scope or not, so that the next comparison is against the last
     const sliceChanged =
       kind === 'EndpointSlice' &&

@@ -105,7 +105,16 @@ t.test('/debug/model describes the live configuration and follows swaps', async 
     ingress: 'd/site',
     regex: false,
     tls: null,
-    routes: [{ path: '/', pathType: 'Prefix', ingress: 'd/site', backend: 'd-web-80', canary: null }],
+    routes: [
+      {
+        path: '/',
+        pathType: 'Prefix',
+        ingress: 'd/site',
+        backend: 'd-web-80',
+        backendProtocol: 'HTTP',
+        canary: null,
+      },
+    ],
     defaultRoute: { ingress: 'd/site', backend: 'default-backend' },
   });
 
@@ -117,6 +126,7 @@ t.test('/debug/model describes the live configuration and follows swaps', async 
       pathTypeAsWritten: 'ImplementationSpecific',
       ingress: 'd/secure',
       backend: 'd-web-80',
+      backendProtocol: 'HTTP',
       canary: null,
     },
   ]);

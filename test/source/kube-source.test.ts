@@ -64,7 +64,7 @@ t.test('watch targets follow the flags', async (t) => {
       ['Service', '/api/v1/services', undefined, undefined],
       ['EndpointSlice', '/apis/discovery.k8s.io/v1/endpointslices', undefined, undefined],
       ['Secret', '/api/v1/secrets', undefined, 'type!=helm.sh/release.v1'],
-      ['ConfigMap', '/api/v1/namespaces/ingress/configmaps', undefined, 'metadata.name=config'],
+      ['ConfigMap', '/api/v1/namespaces/ingress/configmaps', undefined, undefined],
     ],
   );
   const one = watchTargets({ watchNamespace: 'web', namespaceSelector: null, model: DEFAULT_MODEL_OPTIONS });

@@ -176,6 +176,16 @@ t.test('Services and Secrets matter once referenced by the last build', async (t
   ]);
 });
 
+t.test('ConfigMaps the global ConfigMap refers to (proxy-set-headers, add-headers) matter', async (t) => {
+  run(t, [
+    ['upsert', 'ConfigMap', configMap('ingress', 'headers'), false, 'not referenced yet'],
+    ['references', { services: [], secrets: [], configMaps: ['ingress/headers'] }],
+    ['upsert', 'ConfigMap', configMap('ingress', 'headers'), true, 'referenced by the last build'],
+    ['remove', 'ConfigMap', configMap('ingress', 'headers'), true, 'a referenced one deleted'],
+    ['upsert', 'ConfigMap', configMap('ingress', 'other'), false, 'still any other ConfigMap'],
+  ]);
+});
+
 t.test('EndpointSlices: only address, port and condition changes of referenced Services', async (t) => {
   const first = slice('api-1', 'api', ['10.0.0.1']);
   const steps: Step[] = [

@@ -8,7 +8,9 @@ import type { ObjectRef } from '../types.ts';
 import { accessLog } from './access-log.ts';
 import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
+import { backendProtocol } from './backend-protocol.ts';
 import { canary } from './canary.ts';
+import { customErrors } from './custom-errors.ts';
 import { fromToWww } from './from-to-www.ts';
 import {
   type AnnotationDoc,
@@ -25,7 +27,18 @@ import { serverAlias } from './server-alias.ts';
 import { type SslRedirectAnnotations, sslRedirect } from './ssl-redirect.ts';
 import { upstreamHash } from './upstream-hash.ts';
 
-const locationGroups = { rewrite, accessLog, redirect, sslRedirect, proxy, upstreamVhost } as const;
+export { customDefaultBackendName } from './custom-errors.ts';
+
+const locationGroups = {
+  rewrite,
+  accessLog,
+  redirect,
+  sslRedirect,
+  customErrors,
+  backendProtocol,
+  proxy,
+  upstreamVhost,
+} as const;
 const serverGroups = { alias: serverAlias, appRoot, fromToWww } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash, serviceUpstream } as const;
 
@@ -181,6 +194,14 @@ export function parseAnnotations(
     return out as { [K in keyof T]: ValueOf<T[K]> };
   };
   const location = parseAll(locationGroups);
+  if (location.backendProtocol.protocol === 'FCGI') {
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'BACKEND_PROTOCOL_UNSUPPORTED',
+      `annotation ${lead}backend-protocol=FCGI: ingress-ts does not speak FastCGI; the paths of this Ingress answer 502`,
+    );
+  }
   const server = parseAll(serverGroups);
   const ingress = parseAll(ingressGroups);
   return { location, server, ingress, dropped };

@@ -1,7 +1,8 @@
 // The Kubernetes source: one resilient informer per kind feeding the object store, and a synced gate.
 //
 // Watched: IngressClasses (cluster-scoped), Ingresses, Services, EndpointSlices and Secrets (every
-// namespace, or --watch-namespace), the --configmap ConfigMap alone (a field selector on its name),
+// namespace, or --watch-namespace), the ConfigMaps of the --configmap namespace (the global one, and
+// those its proxy-set-headers / add-headers keys name, which therefore must live there),
 // and with --watch-namespace-selector the Namespaces it selects (the API server evaluates the
 // selector; the store keeps only those namespaces' objects in the snapshot). Helm release Secrets
 // (type helm.sh/release.v1, large and never TLS material) are filtered out by the server.
@@ -92,12 +93,11 @@ export function watchTargets(
     },
   ];
   if (options.model.configMap !== null) {
-    const { namespace, name } = splitRef(options.model.configMap);
+    const { namespace } = splitRef(options.model.configMap);
     targets.push({
       kind: 'ConfigMap',
       store: 'ConfigMap',
       path: collectionPath('/api/v1', 'configmaps', namespace),
-      fieldSelector: `metadata.name=${name}`,
     });
   }
   if (options.namespaceSelector !== null) {

@@ -1,0 +1,113 @@
+// The global ConfigMap's request/response settings compiled once per runtime (issue #8, part D): who
+// the client is (real IP, trusted proxies), which X-Forwarded-* to believe, the headers added upstream
+// and downstream, the Server header, the client and upstream connection settings. Requests only read
+// the result: a CIDR check is one native BlockList lookup, header tables are plain lookups.
+
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import { DEFAULT_GLOBAL_CONFIG, type GlobalConfig } from '../model/index.ts';
+
+/** What ingress-ts calls itself in `Server` when server-tokens is on (NGINX would say nginx/<version>). */
+export const SERVER_TOKEN = 'ingress-ts';
+
+/** Response headers never passed on: hop-by-hop, and the upstream's `Server`. */
+const RESPONSE_DROP: readonly string[] = [
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'server',
+];
+
+export interface HttpPolicy {
+  /** the client address from the socket peer and the forwarded-for header (real_ip_recursive) */
+  readonly clientAddress: ((peer: string, chain: string | undefined) => string) | null;
+  /** forwarded-for-header, lower-case: the header `clientAddress` reads */
+  readonly realIpHeader: string;
+  /** use-forwarded-headers: X-Forwarded-Proto/-Host/-Port of the request are believed */
+  readonly useForwardedHeaders: boolean;
+  /** compute-full-forwarded-for: X-Forwarded-For = incoming X-Forwarded-For + socket peer */
+  readonly computeFullForwardedFor: boolean;
+  readonly generateRequestId: boolean;
+  /** proxy-set-headers as a flat [name, value, ...] list for every upstream request */
+  readonly upstreamHeaders: readonly string[];
+  /** lower-case names of upstreamHeaders: the client's headers of those names are replaced */
+  readonly upstreamHeaderNames: Readonly<Record<string, true>> | null;
+  /** response headers of the upstream never passed on (hop-by-hop, Server, hide-headers, and the
+   * add-headers names, which replace the upstream's) */
+  readonly responseDrop: Readonly<Record<string, true>>;
+  /** add-headers and Server (server-tokens) as a flat list, for every response to the client */
+  readonly responseHeaders: readonly string[];
+  /** client-body-timeout in ms: the longest a request body may stay idle (then 408) */
+  readonly clientBodyTimeoutMs: number;
+}
+
+/** Real-IP: the rightmost address of the chain that is not a trusted proxy (NGINX real_ip_recursive on). */
+export function createClientAddress(
+  cidrs: readonly string[],
+): (peer: string, chain: string | undefined) => string {
+  const trusted = new BlockList();
+  for (const cidr of cidrs) {
+    const slash = cidr.indexOf('/');
+    const address = cidr.slice(0, slash);
+    const prefix = Number(cidr.slice(slash + 1));
+    if (isIPv4(address)) trusted.addSubnet(address, prefix, 'ipv4');
+    else if (isIPv6(address)) trusted.addSubnet(address, prefix, 'ipv6');
+  }
+  const isTrusted = (address: string): boolean =>
+    trusted.check(address, address.includes(':') ? 'ipv6' : 'ipv4');
+  return (peer, chain) => {
+    if (chain === undefined || chain === '' || !isTrusted(peer)) return peer;
+    let address = peer;
+    let end = chain.length;
+    while (end > 0) {
+      const comma = chain.lastIndexOf(',', end - 1);
+      const entry = chain.slice(comma + 1, end).trim();
+      end = comma === -1 ? 0 : comma;
+      if (entry === '') continue;
+      // an entry that is not an address ends the walk (NGINX keeps what it found so far)
+      if (!isIPv4(entry) && !isIPv6(entry)) break;
+      address = entry;
+      if (!isTrusted(entry)) break;
+    }
+    return address;
+  };
+}
+
+export function compileHttpPolicy(config: GlobalConfig): HttpPolicy {
+  const { forwarding, headers } = config;
+  const realIp = forwarding.useForwardedHeaders || forwarding.enableRealIp;
+  const upstreamHeaders: string[] = [];
+  let upstreamHeaderNames: Record<string, true> | null = null;
+  for (const [name, value] of headers.proxySetHeaders.headers) {
+    upstreamHeaders.push(name, value);
+    upstreamHeaderNames ??= Object.create(null) as Record<string, true>;
+    upstreamHeaderNames[name.toLowerCase()] = true;
+  }
+  const responseDrop = Object.create(null) as Record<string, true>;
+  for (const name of RESPONSE_DROP) responseDrop[name] = true;
+  for (const name of headers.hideHeaders) responseDrop[name] = true;
+  const responseHeaders: string[] = [];
+  for (const [name, value] of headers.addHeaders.headers) {
+    responseDrop[name.toLowerCase()] = true;
+    responseHeaders.push(name, value);
+  }
+  if (headers.serverTokens) responseHeaders.push('server', SERVER_TOKEN);
+  return {
+    clientAddress: realIp ? createClientAddress(forwarding.realIpCidrs) : null,
+    realIpHeader: forwarding.forwardedForHeader,
+    useForwardedHeaders: forwarding.useForwardedHeaders,
+    computeFullForwardedFor: forwarding.computeFullForwardedFor,
+    generateRequestId: headers.generateRequestId,
+    upstreamHeaders,
+    upstreamHeaderNames,
+    responseDrop,
+    responseHeaders,
+    clientBodyTimeoutMs: config.client.bodyTimeout * 1000,
+  };
+}
+
+/** The default policy (no runtime yet). */
+export const DEFAULT_HTTP_POLICY: HttpPolicy = compileHttpPolicy(DEFAULT_GLOBAL_CONFIG);

@@ -1,0 +1,79 @@
+// The HTTPS listener: one `node:http2` secure server that offers h2 and http/1.1 by ALPN (HTTP/1.1
+// requests, WebSocket upgrades included, take Node's HTTP/1 path). Certificates come from the SNI
+// store as for any TLS server (sni.ts); whether h2 is offered is read at every handshake, so a swap
+// turning ConfigMap `use-http2` off or on applies to the next connection without a restart.
+//
+// Node's http2 server has no closeAllConnections: the listener tracks its TLS sockets and HTTP/2
+// sessions itself, for a graceful close (GOAWAY, idle HTTP/1.1 connections closed) then a hard one.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createSecureServer, type Http2SecureServer, type ServerHttp2Session } from 'node:http2';
+import type { Socket } from 'node:net';
+import { httpsServerOptions, type SniStore } from './sni.ts';
+
+export interface HttpsListener {
+  readonly server: Http2SecureServer;
+  /** offer h2 by ALPN (ConfigMap use-http2); read at every handshake */
+  http2: boolean;
+  /** Graceful: GOAWAY on every HTTP/2 session (in-flight streams finish), idle HTTP/1.1 connections closed. */
+  closeIdle(): void;
+  /** Cuts every connection still open. */
+  destroyAll(): void;
+}
+
+/** The ALPN protocol for a ClientHello's list: h2 first when offered and enabled, like NGINX. */
+export function selectAlpn(offered: readonly string[], http2: boolean): string | undefined {
+  if (http2 && offered.includes('h2')) return 'h2';
+  if (offered.includes('http/1.1')) return 'http/1.1';
+  return undefined;
+}
+
+/**
+ * An HTTP/2 session without any frame for this long is closed gracefully (GOAWAY; streams still open
+ * finish): NGINX's keepalive_timeout for HTTP/2, 75 s in ingress-nginx.
+ */
+export const IDLE_SESSION_MS = 75_000;
+
+export function createHttpsListener(
+  getStore: () => SniStore,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  idleSessionMs = IDLE_SESSION_MS,
+): HttpsListener {
+  const sockets = new Set<Socket>();
+  const sessions = new Set<ServerHttp2Session>();
+  const { ALPNProtocols: _fixed, ...tlsOptions } = httpsServerOptions(getStore);
+  const listener: HttpsListener = {
+    server: createSecureServer(
+      {
+        ...tlsOptions,
+        allowHTTP1: true,
+        ALPNCallback: ({ protocols }) => selectAlpn(protocols, listener.http2),
+      },
+      // the compatibility API's request and response stand in for Node's HTTP/1 ones (proxy.ts reads
+      // the few places they differ: pseudo-headers, the stream's END_STREAM, trailers)
+      handler as unknown as Parameters<typeof createSecureServer>[1],
+    ),
+    http2: true,
+    closeIdle() {
+      for (const session of sessions) if (!session.closed) session.close();
+      // allowHTTP1 servers have HTTP/1's closeIdleConnections (missing from @types/node)
+      (listener.server as unknown as { closeIdleConnections(): void }).closeIdleConnections();
+    },
+    destroyAll() {
+      for (const session of sessions) session.destroy();
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+  listener.server.on('secureConnection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  listener.server.on('session', (session: ServerHttp2Session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+    // a client that breaks its session: one error, no crash
+    session.on('error', () => {});
+    session.setTimeout(idleSessionMs, () => session.close());
+  });
+  return listener;
+}

@@ -1,0 +1,258 @@
+// The global ConfigMap's request/response keys (issue #8, part D): client address and forwarded
+// headers, request ids, Server, header ConfigMaps, connection settings, custom-http-errors, snippets
+// and NGINX-internal keys.
+import t from 'tap';
+import { DEFAULT_GLOBAL_CONFIG } from '../../lib/model/index.ts';
+import { ingress, path, rule, runCases, service, slice } from './helpers.ts';
+
+const configMap = (data: Record<string, unknown>, name = 'ingress-ts', namespace = 'ingress') => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace },
+  data: data as Record<string, string>,
+});
+const OPTIONS = { configMap: 'ingress/ingress-ts' };
+const INVALID = 'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts';
+
+runCases(t, [
+  {
+    name: 'part D keys: ingress-nginx defaults',
+    ingresses: [],
+    check: (t, { model }) => {
+      t.strictSame(model.config.forwarding, {
+        useForwardedHeaders: false,
+        computeFullForwardedFor: false,
+        forwardedForHeader: 'x-forwarded-for',
+        enableRealIp: false,
+        realIpCidrs: ['0.0.0.0/0'],
+      });
+      t.strictSame(model.config.headers, {
+        generateRequestId: true,
+        serverTokens: false,
+        proxySetHeaders: { source: '', headers: [] },
+        addHeaders: { source: '', headers: [] },
+        hideHeaders: [],
+      });
+      t.strictSame(model.config.client, {
+        keepAlive: 75,
+        keepAliveRequests: 1000,
+        headerTimeout: 60,
+        bodyTimeout: 60,
+      });
+      t.strictSame(model.config.upstreamKeepalive, { connections: 320, timeout: 60, requests: 10000 });
+      t.strictSame(model.config.customHttpErrors, []);
+      t.equal(model.config.allowSnippetAnnotations, false);
+    },
+  },
+  {
+    name: 'part D keys: every key is read',
+    ingresses: [],
+    configMaps: [
+      configMap({
+        'use-forwarded-headers': 'true',
+        'compute-full-forwarded-for': 'true',
+        'forwarded-for-header': 'X-Client-Chain',
+        'enable-real-ip': 'true',
+        'proxy-real-ip-cidr': '10.0.0.0/8, 192.168.1.1, fd00::/8',
+        'generate-request-id': 'false',
+        'server-tokens': 'true',
+        'proxy-set-headers': 'ingress/up',
+        'add-headers': 'ingress/down',
+        'hide-headers': 'X-Powered-By, x-internal',
+        'keep-alive': '10',
+        'keep-alive-requests': '5',
+        'client-header-timeout': '7s',
+        'client-body-timeout': '9',
+        'upstream-keepalive-connections': '16',
+        'upstream-keepalive-timeout': '30',
+        'upstream-keepalive-requests': '100',
+        'custom-http-errors': '503, 404,404',
+        'allow-snippet-annotations': 'true',
+      }),
+      configMap({ 'X-Env': 'prod', 'X-Team': 'edge' }, 'up'),
+      configMap({ 'X-Frame-Options': 'DENY' }, 'down'),
+    ],
+    options: OPTIONS,
+    check: (t, { model, references }) => {
+      t.strictSame(model.config.forwarding, {
+        useForwardedHeaders: true,
+        computeFullForwardedFor: true,
+        forwardedForHeader: 'x-client-chain',
+        enableRealIp: true,
+        realIpCidrs: ['10.0.0.0/8', '192.168.1.1/32', 'fd00::/8'],
+      });
+      t.strictSame(model.config.headers, {
+        generateRequestId: false,
+        serverTokens: true,
+        proxySetHeaders: {
+          source: 'ingress/up',
+          headers: [
+            ['X-Env', 'prod'],
+            ['X-Team', 'edge'],
+          ],
+        },
+        addHeaders: { source: 'ingress/down', headers: [['X-Frame-Options', 'DENY']] },
+        hideHeaders: ['x-powered-by', 'x-internal'],
+      });
+      t.strictSame(model.config.client, {
+        keepAlive: 10,
+        keepAliveRequests: 5,
+        headerTimeout: 7,
+        bodyTimeout: 9,
+      });
+      t.strictSame(model.config.upstreamKeepalive, { connections: 16, timeout: 30, requests: 100 });
+      t.strictSame(model.config.customHttpErrors, [404, 503]);
+      t.equal(model.config.allowSnippetAnnotations, true);
+      t.strictSame(references.configMaps, ['ingress/down', 'ingress/up'], 'header ConfigMaps are references');
+    },
+  },
+  {
+    name: 'part D keys: invalid values keep the default, each reported on the ConfigMap',
+    ingresses: [],
+    configMaps: [
+      configMap({
+        'use-forwarded-headers': 'yes',
+        'forwarded-for-header': 'X Forwarded',
+        'proxy-real-ip-cidr': '10.0.0.0/8, 10.0.0.0/33',
+        'generate-request-id': 'maybe',
+        'proxy-set-headers': 'not-a-ref',
+        'add-headers': 'ingress/missing',
+        'hide-headers': 'bad header',
+        'keep-alive': '-1',
+        'keep-alive-requests': '0',
+        'client-header-timeout': '0',
+        'client-body-timeout': '1m',
+        'upstream-keepalive-connections': 'many',
+        'custom-http-errors': '404,302',
+      }),
+    ],
+    options: OPTIONS,
+    diagnostics: Array.from({ length: 13 }, () => INVALID),
+    messages: ['the ConfigMap ingress/missing does not exist', '"10.0.0.0/33" is not an IPv4 or IPv6'],
+    check: (t, { model }) => t.strictSame(model.config, DEFAULT_GLOBAL_CONFIG),
+  },
+  {
+    name: 'part D keys: a header ConfigMap with an entry that is not a header is not used',
+    ingresses: [],
+    configMaps: [
+      configMap({ 'proxy-set-headers': 'ingress/up' }),
+      configMap({ 'X-Ok': 'yes', 'bad name': 'x' }, 'up'),
+    ],
+    options: OPTIONS,
+    diagnostics: [INVALID],
+    messages: ['entries that are not valid headers: bad name'],
+    check: (t, { model, references }) => {
+      t.strictSame(model.config.headers.proxySetHeaders, { source: '', headers: [] });
+      t.strictSame(references.configMaps, ['ingress/up'], 'still a reference: fixing it rebuilds');
+    },
+  },
+  {
+    name: 'part D keys: NGINX-internal keys are told apart from keys not supported yet',
+    ingresses: [],
+    configMaps: [
+      configMap({
+        'worker-processes': '4',
+        'server-names-hash-bucket-size': '128',
+        'lua-shared-dicts': 'a: 1',
+        'proxy-stream-timeout': '600s',
+        'use-gzip': 'true',
+      }),
+    ],
+    options: OPTIONS,
+    diagnostics: Array.from({ length: 5 }, () => 'CONFIG_KEY_UNSUPPORTED ConfigMap:ingress/ingress-ts'),
+    check: (t, { diagnostics }) => {
+      const say = (key: string) => diagnostics.find((d) => d.message.includes(`key ${key} `))?.message ?? '';
+      for (const key of [
+        'worker-processes',
+        'server-names-hash-bucket-size',
+        'lua-shared-dicts',
+        'proxy-stream-timeout',
+      ])
+        t.match(say(key), 'tunes NGINX itself; it does not apply to ingress-ts', key);
+      t.match(say('use-gzip'), 'not supported by ingress-ts yet', 'use-gzip');
+    },
+  },
+  {
+    name: 'allow-snippet-annotations: true is accepted, snippets stay refused and the diagnostic says so',
+    ingresses: [
+      ingress('snip', {
+        nginx: { 'configuration-snippet': 'more_set_headers "X: y";' },
+        rules: [rule('snip.com', path('/', 'web:80'))],
+      }),
+    ],
+    configMaps: [configMap({ 'allow-snippet-annotations': 'true' })],
+    options: OPTIONS,
+    routes: [],
+    diagnostics: ['SNIPPET_REFUSED snip'],
+    messages: [
+      'allow-snippet-annotations is true in the ConfigMap, but ingress-ts refuses snippets regardless',
+    ],
+  },
+  {
+    name: 'allow-snippet-annotations: false (default) keeps the plain refusal',
+    ingresses: [
+      ingress('snip', {
+        nginx: { 'server-snippet': 'return 200;' },
+        rules: [rule('snip.com', path('/', 'web:80'))],
+      }),
+    ],
+    routes: [],
+    diagnostics: ['SNIPPET_REFUSED snip'],
+    check: (t, { diagnostics }) => t.notMatch(diagnostics[0]?.message ?? '', 'allow-snippet-annotations'),
+  },
+]);
+
+const errorsSite = (name: string, nginx: Record<string, string>) =>
+  ingress(name, { nginx, rules: [rule(`${name}.com`, path('/', 'web:80'))] });
+
+runCases(t, [
+  {
+    name: 'custom-http-errors / default-backend annotations: codes and the error backend upstream',
+    ingresses: [errorsSite('site', { 'custom-http-errors': '503,404, 404', 'default-backend': 'errors' })],
+    services: [service('errors', [{ port: 8080, targetPort: 8080 }]), service('other', [{ port: 81 }])],
+    slices: [slice('errors', [{ addresses: ['10.1.0.1'] }], [{ port: 8080 }])],
+    check: (t, { model, references }) => {
+      const route = model.servers[0]?.routes[0];
+      t.strictSame(route?.annotations.customErrors, { codes: [404, 503], backend: 'errors' });
+      t.strictSame(
+        model.servers[0]?.defaultRoute.annotations.customErrors,
+        { codes: [404, 503], backend: 'errors' },
+        'the host default route inherits them',
+      );
+      const upstream = model.upstreams['custom-default-backend-default-errors'];
+      t.strictSame(upstream?.service, { namespace: 'default', name: 'errors', port: '8080' }, 'first port');
+      t.strictSame(upstream?.endpoints, [{ address: '10.1.0.1', port: 8080 }]);
+      t.ok(references.services.includes('default/errors'), 'the Service is a reference');
+    },
+  },
+  {
+    name: 'custom-http-errors: without the annotation the route has none (the ConfigMap list applies)',
+    ingresses: [errorsSite('site', {})],
+    check: (t, { model }) =>
+      t.strictSame(model.servers[0]?.routes[0]?.annotations.customErrors, { codes: null, backend: null }),
+  },
+  {
+    name: 'custom-http-errors: a code outside 400-599 drops the Ingress',
+    ingresses: [errorsSite('site', { 'custom-http-errors': '404,302' })],
+    routes: [],
+    diagnostics: ['ANNOTATION_INVALID site'],
+    check: (t, { diagnostics }) => t.equal(diagnostics[0]?.severity, 'error'),
+  },
+  {
+    name: 'default-backend: a value that is no Service name drops the Ingress',
+    ingresses: [errorsSite('site', { 'default-backend': 'ns/errors' })],
+    routes: [],
+    diagnostics: ['ANNOTATION_INVALID site'],
+  },
+  {
+    name: 'default-backend: a missing Service is reported, the route still works',
+    ingresses: [errorsSite('site', { 'default-backend': 'missing' })],
+    routes: ['site.com Prefix / -> default-web-80 (site)'],
+    diagnostics: ['ANNOTATION_INVALID site'],
+    messages: ['names Service default/missing, which does not exist'],
+    check: (t, { model, diagnostics }) => {
+      t.equal(diagnostics[0]?.severity, 'warning');
+      t.equal(model.upstreams['custom-default-backend-default-missing'], undefined);
+    },
+  },
+]);
