@@ -15,6 +15,7 @@ import { compileHashKey, type HashKey } from './hash-key.ts';
 import { compileHttpPolicy, type HttpPolicy } from './http-policy.ts';
 import type { ProxyTarget, TargetProtocol } from './proxy.ts';
 import { type CompiledRewrite, compileRewrite } from './rewrite.ts';
+import { compileRouteResponse, type RouteResponse } from './route-headers.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
 import { type CertificatePair, compileSniStore, type SniStore } from './sni.ts';
 
@@ -56,6 +57,8 @@ export interface PathSettings {
   httpsRedirect: { code: number; preserveTrailingSlash: boolean } | null;
   /** rewrite-target (with x-forwarded-prefix), or null */
   rewrite: CompiledRewrite | null;
+  /** custom-headers and CORS of the route (route-headers.ts), or null: the runtime's `http` policy */
+  response: RouteResponse | null;
 }
 
 /** What a path matcher of a compiled server holds. */
@@ -220,6 +223,16 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
         accessLog: routeLogs(route.annotations),
       };
     }
+    // custom-headers that cannot be honoured deny the location (CUSTOM_HEADERS_DENIED)
+    if (route.annotations.customHeaders.denied !== null) {
+      const upstream = route.backend.type === 'upstream' ? route.backend.upstream : null;
+      return {
+        type: 'status',
+        status: 503,
+        route: routeInfo(route.ingress, upstream),
+        accessLog: routeLogs(route.annotations),
+      };
+    }
     if (route.backend.type === 'default') return defaultBackend;
     const upstream = route.backend.upstream;
     const protocol = route.annotations.backendProtocol.protocol;
@@ -288,6 +301,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   // no-tls-redirect-locations (prefixes of the rule path); force-ssl-redirect always; ssl-redirect
   // when the host has TLS settings. Unset annotations follow the ConfigMap.
   const { config } = model;
+  const http = compileHttpPolicy(config);
   const httpsRedirectOf = (
     annotations: LocationAnnotations,
     locationPath: string,
@@ -305,6 +319,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       ...actionFor(route),
       httpsRedirect: httpsRedirectOf(route.annotations, locationPath, server.tls !== null),
       rewrite: compileRewrite(locationPath, target, forwardedPrefix),
+      response: compileRouteResponse(route.annotations, http),
     };
   };
 
@@ -352,7 +367,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     balancers,
     peerKeys,
     tlsPolicy: tlsPolicyOf(model),
-    http: compileHttpPolicy(model.config),
+    http,
     model,
   };
 }
