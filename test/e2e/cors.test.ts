@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-import { echoBackend, type Reply, send, seenBy } from '../support/echo.ts';
+import { echoBackend, type Reply, seenBy, send } from '../support/echo.ts';
 import { listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 
@@ -38,7 +38,12 @@ t.test('CORS through the proxy', async (t) => {
       INGRESS_CLASS,
       serviceYaml('web', [webPort]),
       serviceYaml('empty', []),
-      ingressYaml({ name: 'open', host: 'open.test', service: 'web', annotations: { 'enable-cors': 'true' } }),
+      ingressYaml({
+        name: 'open',
+        host: 'open.test',
+        service: 'web',
+        annotations: { 'enable-cors': 'true' },
+      }),
       ingressYaml({ name: 'list', host: 'list.test', service: 'web', annotations: LIST }),
       ingressYaml({ name: 'empty', host: 'empty.test', service: 'empty', annotations: LIST }),
       ingressYaml({
@@ -56,7 +61,9 @@ t.test('CORS through the proxy', async (t) => {
       ingressYaml({ name: 'plain', host: 'plain.test', service: 'web' }),
     ].join(''),
   );
-  const controller = await start(testConfig(dir), createLogger('silent'), { accessLogStdout: { write() {} } });
+  const controller = await start(testConfig(dir), createLogger('silent'), {
+    accessLogStdout: { write() {} },
+  });
   t.teardown(() => controller.stop(0));
   const port = controller.http.port;
   const allowed = { origin: 'https://app.example' };
