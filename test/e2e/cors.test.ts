@@ -7,10 +7,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { echoBackend, type Reply, seenBy, send } from '../support/echo.ts';
-import { listen, testConfig } from '../support/http.ts';
+import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 
 const LIST = {
@@ -158,6 +159,26 @@ t.test('CORS through the proxy', async (t) => {
       headers: { origin: 'https://other.example' },
     });
     t.equal(refused.status, 301, 'an unmatched origin gets what any request gets');
+  });
+
+  await t.test('/debug/model shows the CORS settings per route', async (t) => {
+    const reply = await get(controller.healthz.port, 'localhost', '/debug/model');
+    const model = JSON.parse(reply.body) as ModelDescription;
+    const route = (host: string) => model.hosts.find((h) => h.host === host)?.routes[0];
+    t.strictSame(route('list.test')?.cors, {
+      enabled: true,
+      allowOrigin: ['https://app.example', 'https://*.wild.example:8443'],
+      allowMethods: 'GET, POST',
+      allowHeaders: 'X-Custom, Content-Type',
+      exposeHeaders: 'X-Total',
+      allowCredentials: false,
+      maxAge: 600,
+    });
+    t.match(route('open.test')?.cors, { enabled: true, allowOrigin: ['*'] });
+    t.equal(route('plain.test')?.cors, undefined);
+    t.match(model.diagnostics['Ingress e2e/list'], [
+      { code: 'ANNOTATION_INVALID', message: /not an origin/ },
+    ]);
   });
 
   await t.test('without enable-cors nothing is added', async (t) => {

@@ -7,10 +7,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { echoBackend, seenBy, send } from '../support/echo.ts';
-import { listen, testConfig } from '../support/http.ts';
+import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
 
@@ -100,6 +101,23 @@ t.test('custom-headers through the proxy', async (t) => {
       t.equal(reply.headers['x-team'], undefined);
       t.equal(reply.headers['x-cache'], undefined);
     }
+  });
+
+  await t.test('/debug/model shows the headers and the denials per route', async (t) => {
+    const reply = await get(controller.healthz.port, 'localhost', '/debug/model');
+    const model = JSON.parse(reply.body) as ModelDescription;
+    const route = (host: string) => model.hosts.find((h) => h.host === host)?.routes[0];
+    t.strictSame(route('good.test')?.customHeaders, {
+      configMap: 'good-headers',
+      headers: { 'X-Frame-Options': 'DENY', 'X-Team': 'edge "one"; two' },
+    });
+    t.match(route('disallowed.test')?.customHeaders, {
+      configMap: 'bad-headers',
+      headers: {},
+      denied: /X-Not-Allowed is not listed in global-allowed-response-headers/,
+    });
+    t.equal(route('plain.test')?.customHeaders, undefined);
+    t.match(model.diagnostics['Ingress e2e/cross'], [{ code: 'CUSTOM_HEADERS_DENIED' }]);
   });
 
   await t.test('allow-cross-namespace-resources, and a ConfigMap edit alone', async (t) => {
