@@ -70,6 +70,7 @@ data: { global-allowed-response-headers: X-Route }
     ['/x/%2e%2E/admin', 'admin', 'an encoded .. segment'],
     ['/./admin', 'admin', 'a . segment'],
     ['/admin/.', 'admin', 'a trailing . segment'],
+    ['/admin/%FF', 'admin', 'decoded bytes that are not UTF-8 are routed (NGINX compares bytes)'],
     ['/ADMIN', 'site', 'Prefix is case-sensitive'],
     ['/admin%2F..%2Fpublic', 'site', 'encoded slashes and .. leave the prefix'],
     ['/admin/../public', 'site', '.. leaves the prefix'],
