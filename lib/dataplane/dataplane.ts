@@ -313,6 +313,10 @@ export class DataPlane {
         requestId: incomingId,
       };
     }
+    // a denied location answers 503 in NGINX's rewrite phase, before lua's ssl-redirect
+    if (action.type === 'status' && action.denied === true) {
+      return { kind: 'error', status: 503, host: hostname, match, requestId: incomingId };
+    }
     if (!secure && action.httpsRedirect !== null) {
       return {
         kind: 'redirect',

@@ -56,7 +56,8 @@ export type Action =
       errors?: CustomErrors | null;
     }
   /** the built-in default backend (404), or an upstream the model does not know (503) */
-  | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean }
+  /** `denied`: a "location denied" 503 (NGINX `return 503` in the rewrite phase: before ssl-redirect) */
+  | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean; denied?: boolean }
   /** permanent-redirect / temporal-redirect: `code` to `location`, as written */
   | { type: 'redirect'; code: number; location: string; route: RouteInfo | null; accessLog: boolean };
 
@@ -287,6 +288,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
         status: 503,
         route: routeInfo(route.ingress, upstream),
         accessLog: routeLogs(route.annotations),
+        denied: true,
       };
     }
     if (route.backend.type === 'default') return defaultBackend;

@@ -47,6 +47,12 @@ t.test('custom-headers through the proxy', async (t) => {
       site('empty', 'good-headers', 'empty'),
       site('disallowed', 'bad-headers'),
       site('missing', 'no-such-configmap'),
+      ingressYaml({
+        name: 'forced',
+        host: 'forced.test',
+        service: 'web',
+        annotations: { 'custom-headers': 'bad-headers', 'force-ssl-redirect': 'true' },
+      }),
       site('cross', 'other/shared-headers'),
       ingressYaml({ name: 'plain', host: 'plain.test', service: 'web' }),
     ].join(''),
@@ -90,6 +96,7 @@ t.test('custom-headers through the proxy', async (t) => {
       ['disallowed.test', 'a key not in global-allowed-response-headers'],
       ['missing.test', 'a missing ConfigMap'],
       ['cross.test', 'another namespace without allow-cross-namespace-resources'],
+      ['forced.test', 'before the ssl-redirect (NGINX returns 503 in the rewrite phase)'],
     ] as const) {
       const reply = await send(port, host, '/x');
       t.equal(reply.status, 503, why);
