@@ -68,6 +68,10 @@ export interface GlobalConfig {
   customHttpErrors: number[];
   /** `allow-snippet-annotations`: accepted, but snippets are refused whatever it says */
   allowSnippetAnnotations: boolean;
+  /** `global-allowed-response-headers`: the header names custom-headers ConfigMaps may set (issue #9, part H) */
+  globalAllowedResponseHeaders: string[];
+  /** `allow-cross-namespace-resources`: annotations may name a ConfigMap or Secret of another namespace */
+  allowCrossNamespaceResources: boolean;
 }
 
 export interface ForwardingConfig {
@@ -148,6 +152,8 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
   customHttpErrors: [],
   allowSnippetAnnotations: false,
+  globalAllowedResponseHeaders: [],
+  allowCrossNamespaceResources: false,
   useHttp2: true,
   ssl: {
     minVersion: 'TLSv1.2' as TlsVersion,
@@ -407,6 +413,22 @@ function PART_D_KEYS(): Record<string, KeyParser> {
   };
 }
 
+/** Keys of custom-headers (issue #9, part H). */
+function PART_H_KEYS(): Record<string, KeyParser> {
+  return {
+    'global-allowed-response-headers': (value, config) => {
+      config.globalAllowedResponseHeaders = value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== '');
+      return null;
+    },
+    'allow-cross-namespace-resources': bool((config, value) => {
+      config.allowCrossNamespaceResources = value;
+    }),
+  };
+}
+
 /** Each key: apply the value to the config, or say why it is invalid. */
 const KEYS: Record<string, KeyParser> = {
   'proxy-connect-timeout': proxyInt('connectTimeout'),
@@ -496,6 +518,7 @@ const KEYS: Record<string, KeyParser> = {
     return null;
   },
   ...PART_D_KEYS(),
+  ...PART_H_KEYS(),
   'use-http2': bool((config, value) => {
     config.useHttp2 = value;
   }),

@@ -10,7 +10,9 @@ import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
 import { backendProtocol } from './backend-protocol.ts';
 import { canary } from './canary.ts';
+import { cors } from './cors.ts';
 import { customErrors } from './custom-errors.ts';
+import { customHeaders } from './custom-headers.ts';
 import { fromToWww } from './from-to-www.ts';
 import {
   type AnnotationDoc,
@@ -28,6 +30,7 @@ import { type SslRedirectAnnotations, sslRedirect } from './ssl-redirect.ts';
 import { upstreamHash } from './upstream-hash.ts';
 
 export { customDefaultBackendName } from './custom-errors.ts';
+export { resolveCustomHeaders } from './custom-headers.ts';
 
 const locationGroups = {
   rewrite,
@@ -38,6 +41,8 @@ const locationGroups = {
   backendProtocol,
   proxy,
   upstreamVhost,
+  cors,
+  customHeaders,
 } as const;
 const serverGroups = { alias: serverAlias, appRoot, fromToWww } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash, serviceUpstream } as const;
