@@ -564,14 +564,21 @@ export function parseGlobalConfig(
     const value = typeof raw === 'string' ? raw.trim() : String(raw);
     const parse = KEYS[key];
     if (parse === undefined) {
-      diagnostics.report(
-        'ConfigMap',
-        ref,
-        'CONFIG_KEY_UNSUPPORTED',
-        isNginxInternalKey(key)
-          ? `ConfigMap key ${key} tunes NGINX itself; it does not apply to ingress-ts and has no effect`
-          : `ConfigMap key ${key} is not supported by ingress-ts yet and has no effect`,
-      );
+      if (isNginxInternalKey(key)) {
+        diagnostics.report(
+          'ConfigMap',
+          ref,
+          'CONFIG_KEY_NOT_APPLICABLE',
+          `ConfigMap key ${key} tunes NGINX itself; it does not apply to ingress-ts and has no effect`,
+        );
+      } else {
+        diagnostics.report(
+          'ConfigMap',
+          ref,
+          'CONFIG_KEY_UNSUPPORTED',
+          `ConfigMap key ${key} is not supported by ingress-ts yet and has no effect`,
+        );
+      }
       continue;
     }
     if (value === '') continue;
