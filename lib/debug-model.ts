@@ -8,6 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import { peerKey } from './dataplane/balancer.ts';
 import type { Runtime } from './dataplane/runtime.ts';
 import type { BackendProtocol } from './model/annotations/backend-protocol.ts';
+import type { RateLimitAnnotations } from './model/annotations/rate-limit.ts';
 import type {
   Backend,
   Canary,
@@ -70,6 +71,11 @@ export interface PathSettingsDescription {
   sslRedirect?: boolean;
   forceSslRedirect?: boolean;
   preserveTrailingSlash?: boolean;
+  /** allowlist-source-range / denylist-source-range as `address/prefix` (unset: the ConfigMap's lists) */
+  allowlistSourceRange?: string[];
+  denylistSourceRange?: string[];
+  /** limit-rps, limit-rpm, limit-connections with the burst multiplier and limit-allowlist, when a limit is on */
+  rateLimit?: RateLimitAnnotations;
 }
 
 function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSettingsDescription {
@@ -83,6 +89,11 @@ function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSet
   if (sslRedirect !== null) out.sslRedirect = sslRedirect;
   if (forceSslRedirect !== null) out.forceSslRedirect = forceSslRedirect;
   if (preserveTrailingSlash) out.preserveTrailingSlash = true;
+  const { allow, deny } = annotations.accessControl;
+  if (allow !== null) out.allowlistSourceRange = allow;
+  if (deny !== null) out.denylistSourceRange = deny;
+  const limits = annotations.rateLimit;
+  if (limits.rps > 0 || limits.rpm > 0 || limits.connections > 0) out.rateLimit = limits;
   return out;
 }
 

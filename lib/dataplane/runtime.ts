@@ -2,8 +2,10 @@
 // runtime is immutable once built except for balancer endpoint sets, which an endpoints-only change
 // updates in place (the same Balancer objects serve the old and the new runtime).
 
+import type { BlockList } from 'node:net';
 import { customDefaultBackendName } from '../model/annotations/index.ts';
 import type { DefaultRoute, LocationAnnotations, Model, Route, Server, Upstream } from '../model/index.ts';
+import { AccessCompiler, type AccessPolicy, blockListOf } from './access.ts';
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
 import type { ChashBalancer } from './balancers/chash.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
@@ -14,6 +16,7 @@ import { dataplaneError } from './events.ts';
 import { compileHashKey, type HashKey } from './hash-key.ts';
 import { compileHttpPolicy, type HttpPolicy } from './http-policy.ts';
 import type { ProxyTarget, TargetProtocol } from './proxy.ts';
+import type { Zone } from './rate-limit.ts';
 import { type CompiledRewrite, compileRewrite } from './rewrite.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
 import { type CertificatePair, compileSniStore, type SniStore } from './sni.ts';
@@ -56,6 +59,8 @@ export interface PathSettings {
   httpsRedirect: { code: number; preserveTrailingSlash: boolean } | null;
   /** rewrite-target (with x-forwarded-prefix), or null */
   rewrite: CompiledRewrite | null;
+  /** rate limits and allow/deny lists (access.ts), or null when the path has none */
+  access: AccessPolicy | null;
 }
 
 /** What a path matcher of a compiled server holds. */
@@ -97,6 +102,10 @@ export interface Runtime {
   readonly tlsPolicy: TlsPolicy;
   /** the ConfigMap's request/response settings (client address, headers) */
   readonly http: HttpPolicy;
+  /** block-cidrs: client addresses denied on every request (403), or null */
+  readonly blockCidrs: BlockList | null;
+  /** rate-limit zones by Ingress and limits; the next compile takes over those still in use */
+  readonly rateLimitZones: ReadonlyMap<string, Zone>;
   readonly model: Model;
 }
 
@@ -299,12 +308,14 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       (forceSslRedirect ?? config.forceSslRedirect) || ((sslRedirect ?? config.sslRedirect) && hostHasTls);
     return redirect ? { code: config.httpRedirectCode, preserveTrailingSlash } : null;
   };
+  const access = new AccessCompiler(config.access, previous?.rateLimitZones);
   const routed = (server: Server, route: Route | DefaultRoute, locationPath: string): RoutedAction => {
     const { target, forwardedPrefix } = route.annotations.rewrite;
     return {
       ...actionFor(route),
       httpsRedirect: httpsRedirectOf(route.annotations, locationPath, server.tls !== null),
       rewrite: compileRewrite(locationPath, target, forwardedPrefix),
+      access: access.policyOf(route.annotations, route.ingress),
     };
   };
 
@@ -353,6 +364,8 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     peerKeys,
     tlsPolicy: tlsPolicyOf(model),
     http: compileHttpPolicy(model.config),
+    blockCidrs: blockListOf(model.config.access.blockCidrs),
+    rateLimitZones: access.zones,
     model,
   };
 }

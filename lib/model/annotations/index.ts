@@ -5,6 +5,7 @@
 
 import type { DiagnosticsCollector } from '../diagnostics.ts';
 import type { ObjectRef } from '../types.ts';
+import { accessControl } from './access-control.ts';
 import { accessLog } from './access-log.ts';
 import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
@@ -20,6 +21,7 @@ import {
   parseGoBool,
 } from './group.ts';
 import { loadBalance } from './load-balance.ts';
+import { rateLimit } from './rate-limit.ts';
 import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
@@ -28,7 +30,16 @@ import { upstreamHash } from './upstream-hash.ts';
 
 export { customDefaultBackendName } from './custom-errors.ts';
 
-const locationGroups = { rewrite, accessLog, redirect, sslRedirect, customErrors, backendProtocol } as const;
+const locationGroups = {
+  rewrite,
+  accessLog,
+  redirect,
+  sslRedirect,
+  customErrors,
+  backendProtocol,
+  accessControl,
+  rateLimit,
+} as const;
 const serverGroups = { alias: serverAlias, appRoot, fromToWww } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
 

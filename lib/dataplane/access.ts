@@ -1,0 +1,178 @@
+// The access phase of a route, compiled once per runtime (issue #9, part F), in NGINX's order:
+// preaccess (limit-connections, limit-rpm, limit-rps: limit-conn-status-code / limit-req-status-code,
+// 503 by default), then access (denylist before allowlist: NGINX's `deny …; allow …; deny all;`,
+// 403). The CIDR lists are native `net.BlockList`s (IPv4, IPv6 and IPv4-mapped peers); a request
+// does one lookup per list and, for rate limits, one LRU lookup per zone.
+
+import { BlockList } from 'node:net';
+import type { LocationAnnotations, ObjectRef } from '../model/index.ts';
+import { ConnectionZone, RequestZone, type Zone } from './rate-limit.ts';
+
+export interface RateLimits {
+  /** limit-allowlist: addresses never limited, or null */
+  exempt: BlockList | null;
+  connections: ConnectionZone | null;
+  rpm: RequestZone | null;
+  rps: RequestZone | null;
+  reqStatus: number;
+  connStatus: number;
+}
+
+export interface AccessPolicy {
+  /** denylist-source-range (else the ConfigMap's), or null */
+  deny: BlockList | null;
+  /** allowlist-source-range (else the ConfigMap's whitelist-source-range), or null: everyone */
+  allow: BlockList | null;
+  limits: RateLimits | null;
+}
+
+/** `admit` let the request in and it holds a connection slot: call `leave` when its response ends. */
+export const ADMITTED_WITH_SLOT = 1;
+
+/** Whether `list` contains `address`; an address BlockList cannot parse is in no list. */
+export function listed(list: BlockList, address: string): boolean {
+  try {
+    return list.check(address, address.includes(':') ? 'ipv6' : 'ipv4');
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The access phase for one request from `address`: 0 (go on), ADMITTED_WITH_SLOT (go on, then
+ * `leave`), or the status to answer. Monotonic `now` in ms.
+ */
+export function admit(policy: AccessPolicy, address: string, now: number): number {
+  const limits = policy.limits;
+  let slot = false;
+  if (limits !== null && (limits.exempt === null || !listed(limits.exempt, address))) {
+    const { connections, rpm, rps } = limits;
+    if (connections !== null) {
+      if (!connections.acquire(address)) return limits.connStatus;
+      slot = true;
+    }
+    // every zone must accept before any is charged (NGINX accounts the limit_req zones together)
+    const rpmExcess = rpm === null ? 0 : rpm.probe(address, now);
+    const rpsExcess = rps === null || rpmExcess < 0 ? 0 : rps.probe(address, now);
+    if (rpmExcess < 0 || rpsExcess < 0) {
+      if (slot) connections?.release(address);
+      return limits.reqStatus;
+    }
+    rpm?.commit(address, rpmExcess, now);
+    rps?.commit(address, rpsExcess, now);
+  }
+  // a client the access lists reject was still counted by the rate limits (preaccess comes first)
+  const denied =
+    (policy.deny !== null && listed(policy.deny, address)) ||
+    (policy.allow !== null && !listed(policy.allow, address));
+  if (denied) {
+    if (slot) limits?.connections?.release(address);
+    return 403;
+  }
+  return slot ? ADMITTED_WITH_SLOT : 0;
+}
+
+/** The end of a request `admit` gave a slot. */
+export function leave(policy: AccessPolicy, address: string): void {
+  policy.limits?.connections?.release(address);
+}
+
+/** A BlockList of `address/prefix` entries, or null for none. */
+export function blockListOf(cidrs: readonly string[]): BlockList | null {
+  if (cidrs.length === 0) return null;
+  const list = new BlockList();
+  for (const cidr of cidrs) {
+    const slash = cidr.indexOf('/');
+    const address = cidr.slice(0, slash);
+    list.addSubnet(address, Number(cidr.slice(slash + 1)), address.includes(':') ? 'ipv6' : 'ipv4');
+  }
+  return list;
+}
+
+export interface AccessGlobals {
+  allowlist: readonly string[];
+  denylist: readonly string[];
+  limitReqStatus: number;
+  limitConnStatus: number;
+}
+
+/**
+ * Compiles access policies for one runtime: BlockLists shared between equal lists, rate-limit zones
+ * taken over from the previous runtime when the Ingress's limits are unchanged (state survives a
+ * reconfiguration, as NGINX keeps its zones across reloads).
+ */
+export class AccessCompiler {
+  readonly zones = new Map<string, Zone>();
+  readonly #previous: ReadonlyMap<string, Zone>;
+  readonly #globals: AccessGlobals;
+  readonly #lists = new Map<string, BlockList | null>();
+  readonly #policies = new Map<string, AccessPolicy | null>();
+
+  constructor(globals: AccessGlobals, previous: ReadonlyMap<string, Zone> | undefined) {
+    this.#globals = globals;
+    this.#previous = previous ?? new Map();
+  }
+
+  #list(cidrs: readonly string[]): BlockList | null {
+    const key = cidrs.join(',');
+    let list = this.#lists.get(key);
+    if (list === undefined) {
+      list = blockListOf(cidrs);
+      this.#lists.set(key, list);
+    }
+    return list;
+  }
+
+  #zone<Z extends Zone>(key: string, create: () => Z, same: (zone: Zone) => zone is Z): Z {
+    let zone = this.zones.get(key);
+    if (zone === undefined) {
+      const reused = this.#previous.get(key);
+      zone = reused !== undefined && same(reused) ? reused : create();
+      this.zones.set(key, zone);
+    }
+    return zone as Z;
+  }
+
+  /** The policy of a route of `ingress` (null: a route no Ingress defines), or null when it has none. */
+  policyOf(annotations: LocationAnnotations, ingress: ObjectRef | null): AccessPolicy | null {
+    if (ingress === null) return null;
+    const { accessControl, rateLimit } = annotations;
+    const cacheKey = JSON.stringify([ingress.namespace, ingress.name, accessControl, rateLimit]);
+    const cached = this.#policies.get(cacheKey);
+    if (cached !== undefined) return cached;
+    const deny = this.#list(accessControl.deny ?? this.#globals.denylist);
+    const allow = this.#list(accessControl.allow ?? this.#globals.allowlist);
+    const { rps, rpm, connections, burstMultiplier, allowlist } = rateLimit;
+    let limits: RateLimits | null = null;
+    if (rps > 0 || rpm > 0 || connections > 0) {
+      const zone = `${ingress.namespace}/${ingress.name}`;
+      const requests = (limit: number, perMinute: boolean): RequestZone | null => {
+        if (limit <= 0) return null;
+        const burst = limit * burstMultiplier;
+        return this.#zone(
+          `${zone} ${perMinute ? 'rpm' : 'rps'} ${limit} ${burst}`,
+          () => new RequestZone(limit, burst, perMinute),
+          (z): z is RequestZone => z instanceof RequestZone,
+        );
+      };
+      limits = {
+        exempt: this.#list(allowlist),
+        connections:
+          connections > 0
+            ? this.#zone(
+                `${zone} conn ${connections}`,
+                () => new ConnectionZone(connections),
+                (z): z is ConnectionZone => z instanceof ConnectionZone,
+              )
+            : null,
+        rpm: requests(rpm, true),
+        rps: requests(rps, false),
+        reqStatus: this.#globals.limitReqStatus,
+        connStatus: this.#globals.limitConnStatus,
+      };
+    }
+    const policy = deny === null && allow === null && limits === null ? null : { deny, allow, limits };
+    this.#policies.set(cacheKey, policy);
+    return policy;
+  }
+}
