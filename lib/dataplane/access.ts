@@ -8,9 +8,18 @@ import { BlockList } from 'node:net';
 import type { LocationAnnotations, ObjectRef } from '../model/index.ts';
 import { ConnectionZone, RequestZone, type Zone } from './rate-limit.ts';
 
+/**
+ * A CIDR list split by family: a BlockList matches IPv4 addresses against IPv6 rules through their
+ * mapped form (127.0.0.1 is in ::/64), which NGINX never does.
+ */
+export interface CidrSet {
+  v4: BlockList | null;
+  v6: BlockList | null;
+}
+
 export interface RateLimits {
   /** limit-allowlist: addresses never limited, or null */
-  exempt: BlockList | null;
+  exempt: CidrSet | null;
   connections: ConnectionZone | null;
   rpm: RequestZone | null;
   rps: RequestZone | null;
@@ -20,19 +29,32 @@ export interface RateLimits {
 
 export interface AccessPolicy {
   /** denylist-source-range (else the ConfigMap's), or null */
-  deny: BlockList | null;
+  deny: CidrSet | null;
   /** allowlist-source-range (else the ConfigMap's whitelist-source-range), or null: everyone */
-  allow: BlockList | null;
+  allow: CidrSet | null;
   limits: RateLimits | null;
 }
 
 /** `admit` let the request in and it holds a connection slot: call `leave` when its response ends. */
 export const ADMITTED_WITH_SLOT = 1;
 
-/** Whether `list` contains `address`; an address BlockList cannot parse is in no list. */
-export function listed(list: BlockList, address: string): boolean {
+/**
+ * An IPv4-mapped IPv6 address (a dual-stack listener's IPv4 peer, `::ffff:10.1.2.3`) as the IPv4
+ * address it is: NGINX matches such peers against IPv4 rules only, and they share one rate-limit state.
+ */
+export function unmapped(address: string): string {
+  return address.length > 7 && address.startsWith('::ffff:') && address.includes('.')
+    ? address.slice(7)
+    : address;
+}
+
+/** Whether `list` contains `address` (unmapped); an address BlockList cannot parse is in no list. */
+export function listed(set: CidrSet, address: string): boolean {
+  const v6 = address.includes(':');
+  const list = v6 ? set.v6 : set.v4;
+  if (list === null) return false;
   try {
-    return list.check(address, address.includes(':') ? 'ipv6' : 'ipv4');
+    return list.check(address, v6 ? 'ipv6' : 'ipv4');
   } catch {
     return false;
   }
@@ -42,7 +64,8 @@ export function listed(list: BlockList, address: string): boolean {
  * The access phase for one request from `address`: 0 (go on), ADMITTED_WITH_SLOT (go on, then
  * `leave`), or the status to answer. Monotonic `now` in ms.
  */
-export function admit(policy: AccessPolicy, address: string, now: number): number {
+export function admit(policy: AccessPolicy, peer: string, now: number): number {
+  const address = unmapped(peer);
   const limits = policy.limits;
   let slot = false;
   if (limits !== null && (limits.exempt === null || !listed(limits.exempt, address))) {
@@ -74,19 +97,21 @@ export function admit(policy: AccessPolicy, address: string, now: number): numbe
 
 /** The end of a request `admit` gave a slot. */
 export function leave(policy: AccessPolicy, address: string): void {
-  policy.limits?.connections?.release(address);
+  policy.limits?.connections?.release(unmapped(address));
 }
 
-/** A BlockList of `address/prefix` entries, or null for none. */
-export function blockListOf(cidrs: readonly string[]): BlockList | null {
+/** The set of `address/prefix` entries, or null for none. */
+export function cidrSetOf(cidrs: readonly string[]): CidrSet | null {
   if (cidrs.length === 0) return null;
-  const list = new BlockList();
+  const set: CidrSet = { v4: null, v6: null };
   for (const cidr of cidrs) {
     const slash = cidr.indexOf('/');
     const address = cidr.slice(0, slash);
-    list.addSubnet(address, Number(cidr.slice(slash + 1)), address.includes(':') ? 'ipv6' : 'ipv4');
+    const prefix = Number(cidr.slice(slash + 1));
+    if (address.includes(':')) (set.v6 ??= new BlockList()).addSubnet(address, prefix, 'ipv6');
+    else (set.v4 ??= new BlockList()).addSubnet(address, prefix, 'ipv4');
   }
-  return list;
+  return set;
 }
 
 export interface AccessGlobals {
@@ -105,7 +130,7 @@ export class AccessCompiler {
   readonly zones = new Map<string, Zone>();
   readonly #previous: ReadonlyMap<string, Zone>;
   readonly #globals: AccessGlobals;
-  readonly #lists = new Map<string, BlockList | null>();
+  readonly #lists = new Map<string, CidrSet | null>();
   readonly #policies = new Map<string, AccessPolicy | null>();
 
   constructor(globals: AccessGlobals, previous: ReadonlyMap<string, Zone> | undefined) {
@@ -113,11 +138,11 @@ export class AccessCompiler {
     this.#previous = previous ?? new Map();
   }
 
-  #list(cidrs: readonly string[]): BlockList | null {
+  #list(cidrs: readonly string[]): CidrSet | null {
     const key = cidrs.join(',');
     let list = this.#lists.get(key);
     if (list === undefined) {
-      list = blockListOf(cidrs);
+      list = cidrSetOf(cidrs);
       this.#lists.set(key, list);
     }
     return list;

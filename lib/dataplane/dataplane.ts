@@ -12,7 +12,7 @@ import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { buildModel, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
-import { ADMITTED_WITH_SLOT, admit, leave, listed } from './access.ts';
+import { ADMITTED_WITH_SLOT, admit, leave, listed, unmapped } from './access.ts';
 import { affinityCookie } from './affinity-cookie.ts';
 import type { BalancerEnv } from './balancer.ts';
 import { createEwmaStore } from './balancers/ewma.ts';
@@ -245,7 +245,7 @@ export class DataPlane {
     if (runtime.blockCidrs !== null) {
       const peer = req.socket.remoteAddress ?? '';
       const client = runtime.http.clientAddress === null ? peer : clientAddressOf(req, runtime.http, peer);
-      if (listed(runtime.blockCidrs, client) || client === '') {
+      if (listed(runtime.blockCidrs, unmapped(client)) || client === '') {
         return {
           kind: 'error',
           status: 403,

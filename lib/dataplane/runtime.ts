@@ -2,10 +2,9 @@
 // runtime is immutable once built except for balancer endpoint sets, which an endpoints-only change
 // updates in place (the same Balancer objects serve the old and the new runtime).
 
-import type { BlockList } from 'node:net';
 import { customDefaultBackendName } from '../model/annotations/index.ts';
 import type { DefaultRoute, LocationAnnotations, Model, Route, Server, Upstream } from '../model/index.ts';
-import { AccessCompiler, type AccessPolicy, blockListOf } from './access.ts';
+import { AccessCompiler, type AccessPolicy, type CidrSet, cidrSetOf } from './access.ts';
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
 import type { ChashBalancer } from './balancers/chash.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
@@ -103,7 +102,7 @@ export interface Runtime {
   /** the ConfigMap's request/response settings (client address, headers) */
   readonly http: HttpPolicy;
   /** block-cidrs: client addresses denied on every request (403), or null */
-  readonly blockCidrs: BlockList | null;
+  readonly blockCidrs: CidrSet | null;
   /** rate-limit zones by Ingress and limits; the next compile takes over those still in use */
   readonly rateLimitZones: ReadonlyMap<string, Zone>;
   readonly model: Model;
@@ -364,7 +363,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     peerKeys,
     tlsPolicy: tlsPolicyOf(model),
     http: compileHttpPolicy(model.config),
-    blockCidrs: blockListOf(model.config.access.blockCidrs),
+    blockCidrs: cidrSetOf(model.config.access.blockCidrs),
     rateLimitZones: access.zones,
     model,
   };
