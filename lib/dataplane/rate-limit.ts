@@ -2,8 +2,8 @@
 // zone per Ingress as its template renders them (`<namespace>_<name>_<uid>_rps` …), per replica.
 //
 // Requests (NGINX limit_req … burst=N nodelay): a leaky bucket per address counting "excess" in
-// thousandths of a request. A new address starts at 0; each accepted request adds 1000 after the
-// bucket has drained `rate` per second since the last accepted one; a request that would leave more
+// thousandths of a request. A new address starts at 0; each later request adds 1000 to what is left
+// after draining `rate` per second since the last accepted one (never below 0); a request that would leave more
 // than burst × 1000 is rejected at once and changes nothing (no delay, as with `nodelay`).
 // Connections (NGINX limit_conn): requests in flight per address, released when the response ends.
 //
@@ -42,7 +42,7 @@ export class RequestZone {
     const bucket = this.#buckets?.get(address);
     if (bucket === undefined) return 0;
     const elapsed = Math.max(0, now - bucket.last);
-    const excess = Math.max(0, bucket.excess - (this.rate * elapsed) / 1000) + 1000;
+    const excess = Math.max(0, bucket.excess - Math.floor((this.rate * elapsed) / 1000) + 1000);
     return excess > this.burst ? -1 : excess;
   }
 
