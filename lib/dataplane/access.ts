@@ -108,8 +108,11 @@ export function cidrSetOf(cidrs: readonly string[]): CidrSet | null {
     const slash = cidr.indexOf('/');
     const address = cidr.slice(0, slash);
     const prefix = Number(cidr.slice(slash + 1));
-    if (address.includes(':')) (set.v6 ??= new BlockList()).addSubnet(address, prefix, 'ipv6');
-    else (set.v4 ??= new BlockList()).addSubnet(address, prefix, 'ipv4');
+    const v6 = address.includes(':');
+    const list = (v6 ? set.v6 : set.v4) ?? new BlockList();
+    list.addSubnet(address, prefix, v6 ? 'ipv6' : 'ipv4');
+    if (v6) set.v6 = list;
+    else set.v4 = list;
   }
   return set;
 }
