@@ -21,6 +21,7 @@ import {
   parseGoBool,
 } from './group.ts';
 import { loadBalance } from './load-balance.ts';
+import { proxy, serviceUpstream, upstreamVhost } from './proxy.ts';
 import { rateLimit } from './rate-limit.ts';
 import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
@@ -39,9 +40,11 @@ const locationGroups = {
   backendProtocol,
   accessControl,
   rateLimit,
+  proxy,
+  upstreamVhost,
 } as const;
 const serverGroups = { alias: serverAlias, appRoot, fromToWww } as const;
-const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
+const ingressGroups = { affinity, canary, loadBalance, upstreamHash, serviceUpstream } as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
 export type LocationAnnotations = { [K in keyof typeof locationGroups]: ValueOf<(typeof locationGroups)[K]> };
