@@ -57,10 +57,10 @@ runCases(t, [
   },
   {
     name: 'annotations: an annotation ingress-ts does not know gets one warning and the Ingress is served',
-    ingresses: [site('a', { 'limit-rps': '8', 'some-typo': 'x' })],
+    ingresses: [site('a', { 'limit-rate': '8', 'some-typo': 'x' })],
     routes: ['a.com Prefix /app -> default-web-80 (a)'],
     diagnostics: ['ANNOTATION_UNSUPPORTED a', 'ANNOTATION_UNSUPPORTED a'],
-    messages: [`${PREFIX}/limit-rps is not supported`, `${PREFIX}/some-typo is not supported`],
+    messages: [`${PREFIX}/limit-rate is not supported`, `${PREFIX}/some-typo is not supported`],
   },
   {
     name: 'annotations: NGINX tuning annotations are accepted with an info saying why they do nothing',
