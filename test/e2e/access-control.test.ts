@@ -5,6 +5,7 @@
 // proxy, denylist beating allowlist, and the status precedence (503 without endpoints and the 308
 // ssl-redirect come before the 403).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -175,3 +176,72 @@ t.test('IPv6 and IPv4-mapped clients', { skip: skipIpv6 }, async (t) => {
   t.equal((await getFrom('127.0.0.2', v4, 'four.test')).status, 200, 'IPv4-mapped peer matches an IPv4 CIDR');
   t.equal((await getFrom('::1', v6, 'four.test')).status, 403, '::1 is not in 127.0.0.0/8');
 });
+
+t.test(
+  'a path allowlist cannot be bypassed by encoding tricks; WebSocket upgrades are checked too',
+  async (t) => {
+    const web = await backend(t);
+    const controller = await controllerOver(t, [
+      INGRESS_CLASS,
+      serviceYaml('web', [web]),
+      ingressYaml({
+        name: 'admin',
+        host: 'app.test',
+        path: '/admin',
+        service: 'web',
+        annotations: { 'allowlist-source-range': '10.0.0.0/8' },
+      }),
+      ingressYaml({
+        name: 'public',
+        host: 'app.test',
+        path: '/',
+        service: 'web',
+        created: '2026-01-01T00:01:00Z',
+      }),
+    ]);
+    const port = { port: controller.http.port };
+    t.equal((await getFrom('127.0.0.1', port, 'app.test', '/public')).status, 200, 'the open route');
+    for (const path of [
+      '/admin',
+      '/%61dmin',
+      '//admin',
+      '/x/../admin',
+      '/admin/.',
+      '/admin/x',
+      '/ADMIN/../admin',
+    ]) {
+      t.equal(
+        (await getFrom('127.0.0.1', port, 'app.test', path)).status,
+        403,
+        `${path} reaches the allowlisted route`,
+      );
+    }
+    const upgrade = await new Promise<number>((resolve, reject) => {
+      const req = request({
+        host: '127.0.0.1',
+        port: port.port,
+        localAddress: '127.0.0.1',
+        path: '/admin',
+        agent: false,
+        headers: {
+          host: 'app.test',
+          connection: 'Upgrade',
+          upgrade: 'websocket',
+          'sec-websocket-version': '13',
+          'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        },
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('upgrade', (_res, socket) => {
+        socket.destroy();
+        resolve(101);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    t.equal(upgrade, 403, 'a WebSocket upgrade from a denied address');
+  },
+);
