@@ -12,7 +12,7 @@ import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { buildModel, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
-import { ADMITTED_WITH_SLOT, admit, leave, listed, unmapped } from './access.ts';
+import { type AccessPolicy, ADMITTED_WITH_SLOT, admit, leave, listed, unmapped } from './access.ts';
 import { affinityCookie } from './affinity-cookie.ts';
 import type { BalancerEnv } from './balancer.ts';
 import { createEwmaStore } from './balancers/ewma.ts';
@@ -343,7 +343,11 @@ export class DataPlane {
       };
     }
     if (action.type === 'status') {
-      return { kind: 'error', status: action.status, host: hostname, match, requestId: incomingId };
+      // the built-in default backend (404) answers in NGINX's content phase, after the access phase
+      // (a host's unmatched paths inherit its Ingress's lists); an unknown upstream's 503 comes before
+      const denied =
+        action.access === null || action.status === 503 ? 0 : this.#accessStatus(req, runtime, action.access);
+      return { kind: 'error', status: denied || action.status, host: hostname, match, requestId: incomingId };
     }
     const http = runtime.http;
     if (action.target.balancer.peers.length === 0) {
@@ -448,6 +452,16 @@ export class DataPlane {
       requestId,
       clientAddress: remoteAddress,
     };
+  }
+
+  /** The access phase of a request answered at once: its status, or 0 (a connection slot is given back at once). */
+  #accessStatus(req: IncomingMessage, runtime: Runtime, access: AccessPolicy): number {
+    const peer = req.socket.remoteAddress ?? '';
+    const client = runtime.http.clientAddress === null ? peer : clientAddressOf(req, runtime.http, peer);
+    const verdict = admit(access, client, performance.now());
+    if (verdict !== ADMITTED_WITH_SLOT) return verdict;
+    leave(access, client);
+    return 0;
   }
 
   /** $remote_addr for the request record: the real IP when enabled, else the socket peer. */
