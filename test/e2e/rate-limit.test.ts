@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import t from 'tap';
+import { WebSocket } from 'ws';
 import { echoServer } from '../../examples/demo-backends.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
@@ -174,4 +175,40 @@ t.test('limit-connections: requests in flight per address, released when the res
     if (status !== 200) await new Promise((resolve) => setImmediate(resolve));
   }
   t.equal(status, 200, 'the slots are free again');
+});
+
+t.test('limit-connections: a WebSocket holds its slot until it closes', async (t) => {
+  const web = await echo(t);
+  const controller = await controllerOver(t, [
+    INGRESS_CLASS,
+    serviceYaml('web', [web]),
+    site('ws', { 'limit-connections': '1' }),
+  ]);
+  const port = controller.http.port;
+  const open = (): Promise<WebSocket | number> =>
+    new Promise((resolve, reject) => {
+      const socket = new WebSocket(`ws://127.0.0.1:${port}/chat`, {
+        headers: { host: 'ws.test' },
+        localAddress: '127.0.0.1',
+      });
+      socket.once('open', () => resolve(socket));
+      socket.once('unexpected-response', (_req, res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      socket.once('error', reject);
+    });
+  const first = await open();
+  if (typeof first === 'number') throw new Error(`the first WebSocket was refused: ${first}`);
+  t.equal(await open(), 503, 'a second tunnel from the same address is over the limit');
+  t.equal((await getFrom('127.0.0.1', { port }, 'ws.test')).status, 503, 'so is a plain request');
+  const closed = new Promise((resolve) => first.once('close', resolve));
+  first.close();
+  await closed;
+  let status = 0;
+  for (let i = 0; i < 50 && status !== 200; i++) {
+    status = (await getFrom('127.0.0.1', { port }, 'ws.test')).status;
+    if (status !== 200) await new Promise((resolve) => setImmediate(resolve));
+  }
+  t.equal(status, 200, 'the slot is free once the tunnel closed');
 });
