@@ -76,6 +76,7 @@ runCases(t, [
         allowSnippetAnnotations: DEFAULT_GLOBAL_CONFIG.allowSnippetAnnotations,
         globalAllowedResponseHeaders: DEFAULT_GLOBAL_CONFIG.globalAllowedResponseHeaders,
         allowCrossNamespaceResources: DEFAULT_GLOBAL_CONFIG.allowCrossNamespaceResources,
+        access: DEFAULT_GLOBAL_CONFIG.access,
         useHttp2: false,
         ssl: {
           minVersion: 'TLSv1.3',
