@@ -41,11 +41,20 @@ function compareEndpoints(a: Endpoint, b: Endpoint): number {
 
 /** The first Service port whose port, targetPort or name equals `port` (ingress-nginx's rule). */
 export function findServicePort(service: Service, port: string): ServicePort | undefined {
-  return service.spec?.ports?.find(
-    (candidate) =>
-      String(candidate.port) === port || String(candidate.targetPort) === port || candidate.name === port,
+  // standalone manifests are not validated: ports may be anything, entries may be null
+  const ports: unknown = service.spec?.ports;
+  if (!Array.isArray(ports)) return undefined;
+  return (ports as Array<ServicePort | null>).find(
+    (candidate): candidate is ServicePort =>
+      typeof candidate === 'object' &&
+      candidate !== null &&
+      (String(candidate.port) === port || String(candidate.targetPort) === port || candidate.name === port),
   );
 }
+
+const listOf = <T>(value: T[] | undefined): Array<T | null> => (Array.isArray(value) ? value : []);
+const isPortNumber = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isInteger(value) && value > 0 && value <= 65535;
 
 /** namespace → name → value: lookups without building `namespace/name` strings (hot at 10k+ objects). */
 class ByNamespace<T> {
@@ -195,8 +204,13 @@ export class UpstreamResolver {
       };
     }
     // service-upstream: the one peer is the ClusterIP and the Service port (kube-proxy balances)
-    const clusterIP = service.spec?.clusterIP ?? '';
-    if (serviceUpstream && clusterIP !== '' && clusterIP !== 'None' && typeof port.port === 'number') {
+    const clusterIP: unknown = service.spec?.clusterIP ?? '';
+    if (
+      serviceUpstream &&
+      typeof clusterIP === 'string' &&
+      isIP(clusterIP) !== 0 &&
+      isPortNumber(port.port)
+    ) {
       upstream.endpoints = [{ address: clusterIP, port: port.port }];
       return { upstream, backend: { type: 'upstream', upstream: upstream.name }, problem: null };
     }
@@ -230,7 +244,8 @@ export class UpstreamResolver {
         },
       };
     }
-    const externalName = service.spec?.externalName ?? '';
+    const rawName: unknown = service.spec?.externalName ?? '';
+    const externalName = typeof rawName === 'string' ? rawName : JSON.stringify(rawName);
     const invalid = !isUsableExternalName(externalName);
     if (invalid) {
       return {
@@ -245,8 +260,7 @@ export class UpstreamResolver {
     const port = findServicePort(service, ref.port);
     let portNumber: number;
     if (port !== undefined) {
-      portNumber =
-        typeof port.targetPort === 'number' && port.targetPort > 0 ? port.targetPort : (port.port ?? 0);
+      portNumber = isPortNumber(port.targetPort) ? port.targetPort : isPortNumber(port.port) ? port.port : 0;
     } else {
       // ExternalName Services often declare no ports: the backend's port number is the remote port.
       portNumber = /^\d+$/.test(ref.port) ? Number(ref.port) : 0;
@@ -295,26 +309,32 @@ function isUsableExternalName(name: string): boolean {
  * false are skipped; duplicates (the same ip:port) are dropped.
  */
 export function endpointsFromSlices(slices: readonly EndpointSlice[], servicePort: ServicePort): Endpoint[] {
-  const targetPortNumber = typeof servicePort.targetPort === 'number' ? servicePort.targetPort : null;
+  const targetPortNumber = isPortNumber(servicePort.targetPort) ? servicePort.targetPort : null;
   const out: Endpoint[] = [];
   for (const slice of slices) {
     const ports: number[] = [];
-    const slicePorts = slice.ports ?? [];
+    // unvalidated manifests: non-list fields, null entries, ports outside 1-65535 and addresses that
+    // are not IPs are skipped rather than trusted (a crash here would stop every route)
+    const slicePorts = listOf(slice.ports);
     if (slicePorts.length === 0) {
       if (targetPortNumber !== null) ports.push(targetPortNumber);
     } else {
       for (const slicePort of slicePorts) {
+        if (typeof slicePort !== 'object' || slicePort === null) continue;
         if ((slicePort.protocol ?? 'TCP') !== 'TCP') continue;
-        let port = 0;
+        let port: unknown = 0;
         if (!servicePort.name || servicePort.name === slicePort.name) port = slicePort.port ?? 0;
         else if (targetPortNumber !== null) port = targetPortNumber;
-        if (port > 0) ports.push(port);
+        if (isPortNumber(port)) ports.push(port);
       }
     }
     for (const port of ports) {
-      for (const endpoint of slice.endpoints ?? []) {
+      for (const endpoint of listOf(slice.endpoints)) {
+        if (typeof endpoint !== 'object' || endpoint === null) continue;
         if (endpoint.conditions?.ready === false) continue;
-        for (const address of endpoint.addresses ?? []) out.push({ address, port });
+        for (const address of listOf(endpoint.addresses)) {
+          if (typeof address === 'string' && isIP(address) !== 0) out.push({ address, port });
+        }
       }
     }
   }

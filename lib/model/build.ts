@@ -131,9 +131,25 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   // canaries never create a host, a path or host settings: they attach to main routes (6b)
   const ingresses: CheckedIngress[] = [];
   const canaries: CheckedIngress[] = [];
+  // A snapshot from the API server never holds two Ingresses with one namespace/name; a hand-made one
+  // can. Which copy came first is input order, so none is used (the build stays deterministic).
+  const copies = new Map<string, number>();
+  for (const ingress of ours) {
+    const id = objectKey(String(ingress.metadata?.namespace), String(ingress.metadata?.name));
+    copies.set(id, (copies.get(id) ?? 0) + 1);
+  }
   for (const ingress of sortIngresses(ours)) {
     const checked = checkIngress(ingress, options, diagnostics);
     if (checked === null) continue;
+    if ((copies.get(refName(checked.ref)) ?? 0) > 1) {
+      diagnostics.report(
+        'Ingress',
+        checked.ref,
+        'INGRESS_INVALID',
+        'the snapshot holds more than one Ingress with this namespace and name; none of them is used',
+      );
+      continue;
+    }
     withCustomHeaders(checked, config, lookupConfigMap, diagnostics);
     if (checked.annotations.ingress.canary.enabled) canaries.push(checked);
     else ingresses.push(checked);

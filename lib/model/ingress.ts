@@ -4,7 +4,7 @@
 import { type ParsedAnnotations, parseAnnotations } from './annotations/index.ts';
 import type { ServiceBackendRef } from './backends.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
-import { hostProblem } from './hosts.ts';
+import { hostProblem, isDNS1123Subdomain } from './hosts.ts';
 import type { Ingress, IngressBackend, IngressTLS } from './k8s.ts';
 import type { ModelOptions } from './options.ts';
 import { effectivePathType, isPathType, type PathTypeAsWritten, pathProblem } from './paths.ts';
@@ -69,6 +69,15 @@ export function checkIngress(
     diagnostics.report('Ingress', ref, 'INGRESS_INVALID', message);
     return null;
   };
+  // the API server would refuse these; in standalone manifests they would carry control characters
+  // into upstream names, logs and metric labels
+  if (
+    !isDNS1123Subdomain(name) ||
+    namespace.length > 63 ||
+    !isDNS1123Subdomain(namespace) ||
+    namespace.includes('.')
+  )
+    return invalid('metadata.name must be a DNS-1123 subdomain and metadata.namespace a DNS-1123 label');
   const spec: unknown = ingress.spec ?? {};
   if (!isObject(spec)) return invalid('spec must be an object');
   if (spec.rules !== undefined && spec.rules !== null && !Array.isArray(spec.rules)) {
@@ -140,6 +149,18 @@ export function checkIngress(
     }
     const paths: CheckedPath[] = [];
     const http = rawRule.http;
+    if (
+      http !== undefined &&
+      http !== null &&
+      (!isObject(http) || (http.paths !== undefined && http.paths !== null && !Array.isArray(http.paths)))
+    ) {
+      diagnostics.report(
+        'Ingress',
+        ref,
+        'INGRESS_INVALID',
+        `${describe(ruleIndex)}.http must be an object whose paths is a list; the rule has no paths`,
+      );
+    }
     const rawPaths = isObject(http) && Array.isArray(http.paths) ? (http.paths as unknown[]) : [];
     rawPaths.forEach((rawPath, pathIndex) => {
       const where = describe(ruleIndex, pathIndex);

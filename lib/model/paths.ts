@@ -17,8 +17,13 @@ export function effectivePathType(pathType: PathTypeAsWritten): PathType {
   return pathType === 'Exact' ? 'Exact' : 'Prefix';
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find them
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
 /** Why `path` is not valid for `pathType` (the API server's rules), or null when it is. */
 export function pathProblem(path: string, pathType: PathTypeAsWritten): string | null {
+  // no request path can hold them (NUL, CR, LF...); in standalone manifests they are an injection attempt
+  if (CONTROL_CHARACTER.test(path)) return 'must not contain control characters';
   if (pathType === 'ImplementationSpecific') {
     return path === '' || path.startsWith('/') ? null : 'must be an absolute path (start with "/")';
   }

@@ -90,4 +90,34 @@ runCases(t, [
     diagnostics: ['ANNOTATION_INVALID site'],
     check: (t, result) => t.strictSame(corsOf(result)?.allowOrigin, []),
   },
+  {
+    // these validators backtracked exponentially in V8: 30 such characters took seconds, 1 KiB forever
+    name: 'cors: a long header, method and expose list that fails at its last character is refused at once',
+    ingresses: [
+      site({
+        'enable-cors': 'true',
+        'cors-allow-headers': `${'X-A'.repeat(20000)};`,
+        'cors-allow-methods': `${'GET,'.repeat(20000)}!`,
+        'cors-expose-headers': `${'X-B*'.repeat(20000)};`,
+      }),
+    ],
+    diagnostics: Array.from({ length: 3 }, () => 'ANNOTATION_INVALID site'),
+    check: (t, result) => t.strictSame(corsOf(result)?.allowHeaders, DEFAULT_CORS_HEADERS),
+  },
+  {
+    name: 'cors: the rewritten validators still take what ingress-nginx takes',
+    ingresses: [
+      site({
+        'enable-cors': 'true',
+        'cors-allow-headers': 'X-A,X-B, X-C X-D,',
+        'cors-allow-methods': 'GET, POST,PUT ',
+        'cors-expose-headers': '*, X-A,X-*',
+      }),
+    ],
+    check: (t, result) => {
+      t.equal(corsOf(result)?.allowHeaders, 'X-A,X-B, X-C X-D,');
+      t.equal(corsOf(result)?.allowMethods, 'GET, POST,PUT ');
+      t.equal(corsOf(result)?.exposeHeaders, '*, X-A,X-*');
+    },
+  },
 ]);

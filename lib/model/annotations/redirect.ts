@@ -12,6 +12,9 @@ export interface RedirectAnnotations {
   redirect: { url: string; code: number } | null;
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find them
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
 function target(
   read: AnnotationReader,
   name: 'permanent-redirect' | 'temporal-redirect',
@@ -26,7 +29,13 @@ function target(
   } catch {
     parsed = null;
   }
-  if (parsed === null || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+  // Go's url.Parse refuses control characters (WHATWG URL drops CR/LF/tab silently, and the URL is
+  // sent as written: a CRLF would end up in the Location header)
+  if (
+    parsed === null ||
+    (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') ||
+    CONTROL_CHARACTER.test(url)
+  ) {
     read.invalid(name, url, 'expected an http or https URL', 'drop');
     return null;
   }
