@@ -135,7 +135,9 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   // can. Which copy came first is input order, so none is used (the build stays deterministic).
   const copies = new Map<string, number>();
   for (const ingress of ours) {
-    const id = objectKey(String(ingress.metadata?.namespace), String(ingress.metadata?.name));
+    const { namespace, name } = ingress.metadata ?? {};
+    if (typeof namespace !== 'string' || typeof name !== 'string') continue;
+    const id = objectKey(namespace, name);
     copies.set(id, (copies.get(id) ?? 0) + 1);
   }
   for (const ingress of sortIngresses(ours)) {

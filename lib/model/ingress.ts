@@ -221,7 +221,23 @@ export function checkIngress(
     );
   }
 
-  const tls = ((spec.tls as unknown[] | undefined) ?? []).filter(isObject) as IngressTLS[];
+  const tls: IngressTLS[] = [];
+  ((spec.tls as unknown[] | undefined) ?? []).forEach((entry, index) => {
+    if (!isObject(entry)) return;
+    const { hosts, secretName } = entry;
+    const hostsOk = hosts === undefined || hosts === null || Array.isArray(hosts);
+    const nameOk = secretName === undefined || secretName === null || typeof secretName === 'string';
+    if (!hostsOk || !nameOk) {
+      diagnostics.report(
+        'Ingress',
+        ref,
+        'INGRESS_INVALID',
+        `spec.tls[${index}] needs hosts as a list and secretName as a string; the entry is ignored`,
+      );
+      return;
+    }
+    tls.push(entry as IngressTLS);
+  });
   return { ref, annotations: parsed, defaultBackend, rules, hasRules: rawRules.length > 0, tls };
 }
 
