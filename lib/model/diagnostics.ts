@@ -15,10 +15,16 @@ export interface Diagnostic {
 
 /** Every code with its severity and a one-line meaning. Severity is part of the contract. */
 export const DIAGNOSTIC_CODES = {
-  INGRESS_INVALID: ['error', 'The Ingress is malformed (no name, spec of the wrong type); it is ignored.'],
+  INGRESS_INVALID: [
+    'error',
+    'The Ingress is malformed (no name, a name that is not a DNS name, spec of the wrong type, two Ingresses with one namespace/name); it is ignored (a malformed rule or tls entry: that part is ignored).',
+  ],
   INGRESS_EMPTY: ['warning', 'The Ingress has neither rules nor a defaultBackend; it routes nothing.'],
   HOST_INVALID: ['error', 'A rule host is not a DNS name or a single-label wildcard; that rule is ignored.'],
-  PATH_INVALID: ['error', 'A path is not valid for its pathType; that path is ignored.'],
+  PATH_INVALID: [
+    'error',
+    'A path is not valid for its pathType (or holds control characters); that path is ignored.',
+  ],
   PATH_TYPE_INVALID: ['error', 'A pathType is missing or unknown; that path is ignored.'],
   BACKEND_INVALID: [
     'error',

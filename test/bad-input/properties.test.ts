@@ -16,7 +16,7 @@ import { describeDiagnostic, snapshotFrom } from './corpus.ts';
 
 t.setTimeout(120_000);
 const SEED = process.env.FC_SEED === undefined ? 20261123 : Number(process.env.FC_SEED);
-const RUNS = 300;
+const RUNS = 200;
 const deps = {
   generatedDefaultCertificate: await generateDefaultCertificate(),
   balancerEnv: { random: () => 0, now: () => 0 },
