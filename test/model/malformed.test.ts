@@ -2,7 +2,7 @@
 // the build of anything else.
 import t from 'tap';
 import type { Ingress } from '../../lib/model/index.ts';
-import { ingress, path, rawPath, rawPaths, rule, runCases } from './helpers.ts';
+import { ingress, path, rawPath, rawPaths, rule, runCases, service } from './helpers.ts';
 
 const good = ingress('good', { rules: [rule('good.com', path('/', 'web:80'))] });
 const GOOD_ROUTE = 'good.com Prefix / -> default-web-80 (good)';
@@ -149,5 +149,97 @@ runCases(t, [
     routes: [GOOD_ROUTE],
     diagnostics: ['INGRESS_INVALID s'],
     messages: ['spec must be an object'],
+  },
+  // found by test/bad-input (each of these crashed the build or went unreported)
+  {
+    name: 'malformed: Service ports that are not a list, or hold null, give SERVICE_PORT_NOT_FOUND',
+    ingresses: [good, ingress('p', { rules: [rule('p.com', path('/', 'odd:80'), path('/n', 'nul:80'))] })],
+    services: [
+      raw({ metadata: { name: 'odd', namespace: 'default' }, spec: { ports: { port: 80 } } }) as never,
+      raw({
+        metadata: { name: 'nul', namespace: 'default' },
+        spec: { ports: [null, { port: 'x' }] },
+      }) as never,
+    ],
+    routes: [GOOD_ROUTE, 'p.com Prefix /n -> default-nul-80 (p)', 'p.com Prefix / -> default-odd-80 (p)'],
+    diagnostics: ['SERVICE_PORT_NOT_FOUND p', 'SERVICE_PORT_NOT_FOUND p'],
+  },
+  {
+    name: 'malformed: EndpointSlice ports, endpoints and addresses of the wrong type or range are skipped',
+    ingresses: [good, ingress('e', { rules: [rule('e.com', path('/', 'svc:80'))] })],
+    services: [service('svc', [{ port: 80, targetPort: 8080, name: 'http' }])],
+    slices: [
+      raw({
+        metadata: { name: 's1', namespace: 'default', labels: { 'kubernetes.io/service-name': 'svc' } },
+        ports: [null, { name: 'http', port: 70000 }, { name: 'http', port: '8080' }],
+        endpoints: [{ addresses: ['10.0.0.1'] }],
+      }) as never,
+      raw({
+        metadata: { name: 's2', namespace: 'default', labels: { 'kubernetes.io/service-name': 'svc' } },
+        ports: [{ name: 'http', port: 8080 }],
+        endpoints: [null, { addresses: 'x' }, { addresses: ['not-an-ip', 7, '10.0.0.9'] }],
+      }) as never,
+    ],
+    routes: ['e.com Prefix / -> default-svc-80 (e)', GOOD_ROUTE],
+    check: (t, result) =>
+      t.strictSame(result.model.upstreams['default-svc-80']?.endpoints, [
+        { address: '10.0.0.9', port: 8080 },
+      ]),
+  },
+  {
+    name: 'malformed: http.paths that is not a list, and a tls entry whose hosts is not a list',
+    ingresses: [
+      good,
+      raw({
+        metadata: { name: 'h', namespace: 'default' },
+        spec: {
+          ingressClassName: 'ingress-ts',
+          tls: [{ hosts: 0, secretName: 'x' }],
+          rules: [{ host: 'h.com', http: { paths: '/' } }],
+        },
+      }),
+    ],
+    routes: [GOOD_ROUTE],
+    diagnostics: ['INGRESS_INVALID h', 'INGRESS_INVALID h'],
+    messages: ['http must be an object whose paths is a list', 'spec.tls[0] needs hosts as a list'],
+  },
+  {
+    name: 'malformed: an Ingress name or namespace that is not a DNS name',
+    ingresses: [
+      good,
+      ingress('bad\nname', { rules: [rule('n.com', path('/', 'web:80'))] }),
+      ingress('Upper', { namespace: 'a b', rules: [rule('m.com', path('/', 'web:80'))] }),
+    ],
+    routes: [GOOD_ROUTE],
+    diagnostics: ['INGRESS_INVALID bad\nname', 'INGRESS_INVALID Ingress:a b/Upper'],
+  },
+  {
+    name: 'malformed: two Ingresses with one namespace/name: neither is used, whatever the order',
+    ingresses: [
+      ingress('twin', { rules: [rule('a.com', path('/', 'web:80'))] }),
+      good,
+      ingress('twin', { rules: [rule('b.com', path('/', 'web:80'))] }),
+    ],
+    routes: [GOOD_ROUTE],
+    diagnostics: ['INGRESS_INVALID twin'],
+  },
+  {
+    name: 'malformed: a path with control characters',
+    ingresses: [good, ingress('c', { rules: [rule('c.com', path('/a\r\nX: y', 'web:80'))] })],
+    routes: [GOOD_ROUTE],
+    diagnostics: ['PATH_INVALID c'],
+    messages: ['must not contain control characters'],
+  },
+  {
+    name: 'malformed: a redirect URL with CR/LF drops the Ingress (Go url.Parse refuses it)',
+    ingresses: [
+      good,
+      ingress('r', {
+        nginx: { 'permanent-redirect': 'https://ok.example/\r\nSet-Cookie: a=1' },
+        rules: [rule('r.com', path('/', 'web:80'))],
+      }),
+    ],
+    routes: [GOOD_ROUTE],
+    diagnostics: ['ANNOTATION_INVALID r'],
   },
 ]);
