@@ -20,6 +20,7 @@ import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
 import { modelHashes } from './hash.ts';
 import { type CheckedIngress, checkIngress } from './ingress.ts';
 import { isOurIngress, ownedClassNames } from './ingress-class.ts';
+import { resolveAuthReferences } from './auth-refs.ts';
 import { objectKey, type Secret, type Snapshot } from './k8s.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
 import { sortIngresses } from './order.ts';
@@ -132,6 +133,15 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   for (const ingress of sortIngresses(ours)) {
     const checked = checkIngress(ingress, options, diagnostics);
     if (checked === null) continue;
+    checked.annotations.location = resolveAuthReferences(checked.annotations.location, checked.ref, {
+      allowCrossNamespace: config.allowCrossNamespaceResources,
+      secret: (namespace, name) => {
+        referencedSecrets.add(objectKey(namespace, name));
+        return secrets.get(objectKey(namespace, name));
+      },
+      configMap: lookupConfigMap,
+      diagnostics,
+    });
     if (checked.annotations.ingress.canary.enabled) canaries.push(checked);
     else ingresses.push(checked);
   }

@@ -6,6 +6,7 @@ import { isIP } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { parseGoBool } from './annotations/group.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
+import { DEFAULT_GLOBAL_AUTH, type GlobalAuthConfig, globalAuthKeys } from './global-auth.ts';
 import type { ConfigMap } from './k8s.ts';
 
 /** Load-balancing algorithms ingress-nginx's validator accepts (load-balance annotation and key). */
@@ -56,6 +57,10 @@ export interface GlobalConfig {
   customHttpErrors: number[];
   /** `allow-snippet-annotations`: accepted, but snippets are refused whatever it says */
   allowSnippetAnnotations: boolean;
+  /** `global-auth-*`, `no-auth-locations`: external authentication for every location (global-auth.ts) */
+  globalAuth: GlobalAuthConfig;
+  /** `allow-cross-namespace-resources`: annotations may name Secrets and ConfigMaps of other namespaces */
+  allowCrossNamespaceResources: boolean;
 }
 
 export interface ForwardingConfig {
@@ -118,6 +123,8 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
   customHttpErrors: [],
   allowSnippetAnnotations: false,
+  globalAuth: DEFAULT_GLOBAL_AUTH,
+  allowCrossNamespaceResources: false,
   useHttp2: true,
   ssl: {
     minVersion: 'TLSv1.2' as TlsVersion,
@@ -404,6 +411,7 @@ const KEYS: Record<string, KeyParser> = {
     return null;
   },
   ...PART_D_KEYS(),
+  ...globalAuthKeys(),
   'use-http2': bool((config, value) => {
     config.useHttp2 = value;
   }),

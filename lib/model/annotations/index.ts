@@ -8,9 +8,11 @@ import type { ObjectRef } from '../types.ts';
 import { accessLog } from './access-log.ts';
 import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
+import { basicAuth } from './auth.ts';
 import { backendProtocol } from './backend-protocol.ts';
 import { canary } from './canary.ts';
 import { customErrors } from './custom-errors.ts';
+import { externalAuth } from './external-auth.ts';
 import { fromToWww } from './from-to-www.ts';
 import {
   type AnnotationDoc,
@@ -28,7 +30,16 @@ import { upstreamHash } from './upstream-hash.ts';
 
 export { customDefaultBackendName } from './custom-errors.ts';
 
-const locationGroups = { rewrite, accessLog, redirect, sslRedirect, customErrors, backendProtocol } as const;
+const locationGroups = {
+  rewrite,
+  accessLog,
+  redirect,
+  sslRedirect,
+  customErrors,
+  backendProtocol,
+  basicAuth,
+  externalAuth,
+} as const;
 const serverGroups = { alias: serverAlias, appRoot, fromToWww } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
 
