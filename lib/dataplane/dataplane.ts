@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { buildModel, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
 import { affinityCookie } from './affinity-cookie.ts';
+import { type AuthVerdict, authenticate, type RouteAuth, sendSocketAuthDenial } from './auth.ts';
 import type { BalancerEnv } from './balancer.ts';
 import { createEwmaStore } from './balancers/ewma.ts';
 import { defaultBalancerEnv } from './balancers/index.ts';
@@ -28,6 +29,7 @@ import {
 import type { CustomErrors } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError, requestLogged, runtimeSwapped } from './events.ts';
+import { ExternalAuthClient } from './external-auth.ts';
 import { createHttpsListener, type HttpsListener } from './https-listener.ts';
 import {
   generateRequestId,
@@ -107,6 +109,8 @@ export class DataPlane {
   /** the canary weight draw: the balancers' random source (tests seed it) */
   readonly #random: () => number;
   readonly #proxy = new UpstreamProxy();
+  /** auth-url / global-auth-url requests */
+  readonly #authClient = new ExternalAuthClient();
   readonly #ewmaStore = createEwmaStore();
   readonly #http: Server;
   readonly #https: Http2SecureServer;
@@ -222,6 +226,7 @@ export class DataPlane {
     this.#httpsListener.destroyAll();
     await closed;
     await this.#proxy.close();
+    await this.#authClient.close();
   }
 
   /**
@@ -414,6 +419,65 @@ export class DataPlane {
       record = recordOf(req, decision, https, this.#clientAddress(req, decision));
       finishOnClose(record, res, req.socket, () => (res.headersSent ? res.statusCode : 499));
     }
+    const auth = authOf(decision);
+    if (auth === null) this.#respond(req, res, decision, record);
+    else
+      this.#settle(this.#authenticate(req, decision, auth, https), (verdict) => {
+        if (verdict.allowed) {
+          if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
+          this.#respond(req, res, decision, record);
+          return;
+        }
+        const runtime = this.#runtime;
+        if (runtime !== null) setOwnResponseHeaders(res, runtime.http);
+        for (const [name, value] of verdict.headers) res.setHeader(name, value);
+        if (verdict.location !== null) sendRedirect(req, res, verdict.status, verdict.location);
+        else sendErrorPage(res, verdict.status);
+      });
+  }
+
+  /** The access phase's authentication of a routed request (auth.ts). */
+  #authenticate(
+    req: IncomingMessage,
+    decision: Decision,
+    auth: RouteAuth,
+    https: boolean,
+  ): AuthVerdict | Promise<AuthVerdict> {
+    const context = decision.kind === 'proxy' ? decision.context : null;
+    const remoteAddress =
+      context?.remoteAddress ?? this.#clientAddress(req, decision) ?? req.socket.remoteAddress ?? '';
+    const requestId = context?.requestId || decision.requestId || generateRequestId();
+    return authenticate(auth, req, this.#authClient, {
+      req,
+      uri: normalizePath(req.url ?? '/') ?? '/',
+      host: decision.host,
+      https,
+      remoteAddress,
+      requestId,
+    });
+  }
+
+  /** Runs `then` on the verdict, now or when it arrives; a failure of the check itself answers 500. */
+  #settle(verdict: AuthVerdict | Promise<AuthVerdict>, then: (verdict: AuthVerdict) => void): void {
+    if (!(verdict instanceof Promise)) {
+      then(verdict);
+      return;
+    }
+    verdict.then(then, (error: unknown) => {
+      dataplaneError.publish({
+        message: `authentication: ${error instanceof Error ? error.message : String(error)}`,
+      });
+      then({ allowed: false, status: 500, headers: [], location: null });
+    });
+  }
+
+  /** Carries out a decision: an error page, a redirect, the error backend or the proxy. */
+  #respond(
+    req: IncomingMessage,
+    res: ServerResponse,
+    decision: Decision,
+    record: RequestRecord | null,
+  ): void {
     if (decision.kind === 'error' || decision.kind === 'redirect') {
       const runtime = this.#runtime;
       if (runtime !== null) setOwnResponseHeaders(res, runtime.http);
@@ -442,6 +506,27 @@ export class DataPlane {
       finishOnClose(started, socket, socket, () => (started.status === 0 ? 499 : started.status));
       record = started;
     }
+    const auth = authOf(decision);
+    if (auth === null) this.#respondUpgrade(req, socket, head, decision, record);
+    else
+      this.#settle(this.#authenticate(req, decision, auth, https), (verdict) => {
+        if (verdict.allowed) {
+          if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
+          this.#respondUpgrade(req, socket, head, decision, record);
+        } else {
+          if (record !== null) record.status = verdict.status;
+          sendSocketAuthDenial(socket, verdict);
+        }
+      });
+  }
+
+  #respondUpgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    decision: Decision,
+    record: RequestRecord | null,
+  ): void {
     if (decision.kind === 'error' || decision.kind === 'customError') {
       // an upgrade is not sent to an error backend: the plain error page
       const status = decision.kind === 'error' ? decision.status : decision.code;
@@ -457,6 +542,21 @@ export class DataPlane {
       this.#proxy.upgrade(req, socket, head, decision.target, decision.context, record);
     }
   }
+}
+
+/**
+ * The authentication a decision goes through first: a proxied request's route, or a route that
+ * answers by itself after the access phase (the built-in default backend's 404, FastCGI's 502); never
+ * the 503 of a route without endpoints (the rewrite phase, before access), redirects or errors.
+ */
+function authOf(decision: Decision): RouteAuth | null {
+  const action = decision.match?.value;
+  if (action === undefined || action.type === 'redirect') return null;
+  if (decision.kind === 'proxy') return action.auth ?? null;
+  if (decision.kind === 'error' && action.type === 'status' && action.status === decision.status) {
+    return action.auth ?? null;
+  }
+  return null;
 }
 
 /** The session key of an affinity cookie (`<session key>|<backend key>`) minted by `target`'s upstream. */

@@ -4,6 +4,7 @@
 
 import { customDefaultBackendName } from '../model/annotations/index.ts';
 import type { DefaultRoute, LocationAnnotations, Model, Route, Server, Upstream } from '../model/index.ts';
+import { compileRouteAuth, type RouteAuth } from './auth.ts';
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
 import type { ChashBalancer } from './balancers/chash.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
@@ -44,9 +45,12 @@ export type Action =
       setsAffinityCookie: boolean;
       /** custom-http-errors / default-backend of the route, or null */
       errors?: CustomErrors | null;
+      /** authentication (auth-type basic, auth-url, global auth) before proxying, or none */
+      auth?: RouteAuth | null;
     }
-  /** the built-in default backend (404), or an upstream the model does not know (503) */
-  | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean }
+  /** the built-in default backend (404), or an upstream the model does not know (503);
+   * `auth`: authentication before that answer (404, 502), or none */
+  | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean; auth?: RouteAuth | null }
   /** permanent-redirect / temporal-redirect: `code` to `location`, as written */
   | { type: 'redirect'; code: number; location: string; route: RouteInfo | null; accessLog: boolean };
 
@@ -299,10 +303,38 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       (forceSslRedirect ?? config.forceSslRedirect) || ((sslRedirect ?? config.sslRedirect) && hostHasTls);
     return redirect ? { code: config.httpRedirectCode, preserveTrailingSlash } : null;
   };
+  const http = compileHttpPolicy(model.config);
   const routed = (server: Server, route: Route | DefaultRoute, locationPath: string): RoutedAction => {
     const { target, forwardedPrefix } = route.annotations.rewrite;
+    const action = actionFor(route);
+    // authentication runs in the access phase: after redirects, the 503 of an unknown upstream and
+    // rewrites; a route whose auth cannot be resolved renders `return 503` (before ssl-redirect)
+    const auth = compileRouteAuth(
+      route.annotations,
+      locationPath,
+      route.ingress !== null,
+      model.config,
+      http,
+    );
+    if (auth === 'denied' && action.type !== 'redirect') {
+      return {
+        type: 'status',
+        status: 503,
+        route: action.route,
+        accessLog: action.accessLog,
+        httpsRedirect: null,
+        rewrite: null,
+      };
+    }
+    const guarded =
+      auth === null ||
+      auth === 'denied' ||
+      action.type === 'redirect' ||
+      (action.type === 'status' && action.status === 503)
+        ? action
+        : { ...action, auth };
     return {
-      ...actionFor(route),
+      ...guarded,
       httpsRedirect: httpsRedirectOf(route.annotations, locationPath, server.tls !== null),
       rewrite: compileRewrite(locationPath, target, forwardedPrefix),
     };
@@ -352,7 +384,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     balancers,
     peerKeys,
     tlsPolicy: tlsPolicyOf(model),
-    http: compileHttpPolicy(model.config),
+    http,
     model,
   };
 }

@@ -37,7 +37,9 @@ function place(written: string, ingress: ObjectRef, allowCross: boolean): Object
   const namespace = slash === -1 ? ingress.namespace : written.slice(0, slash);
   const name = slash === -1 ? written : written.slice(slash + 1);
   if (namespace !== ingress.namespace && !allowCross) {
-    return { refused: `${namespace}/${name} is in another namespace and allow-cross-namespace-resources is not true` };
+    return {
+      refused: `${namespace}/${name} is in another namespace and allow-cross-namespace-resources is not true`,
+    };
   }
   return { namespace, name };
 }

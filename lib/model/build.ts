@@ -14,13 +14,13 @@ import {
   serverGroupKeys,
   usesRegex,
 } from './annotations/index.ts';
+import { resolveAuthReferences } from './auth-refs.ts';
 import { type ServiceBackendRef, UpstreamResolver } from './backends.ts';
 import { type GlobalConfig, parseGlobalConfig } from './config.ts';
 import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
 import { modelHashes } from './hash.ts';
 import { type CheckedIngress, checkIngress } from './ingress.ts';
 import { isOurIngress, ownedClassNames } from './ingress-class.ts';
-import { resolveAuthReferences } from './auth-refs.ts';
 import { objectKey, type Secret, type Snapshot } from './k8s.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
 import { sortIngresses } from './order.ts';

@@ -81,7 +81,11 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
       doc: 'External authentication: each request is first sent (without body) to this URL; 2xx allows, 401/403 deny, anything else is 500.',
     },
     { name: 'auth-method', default: '', doc: 'Method of the auth request (default: the request method).' },
-    { name: 'auth-signin', default: '', doc: 'On 401 from the auth service, redirect (302) to this URL with rd=.' },
+    {
+      name: 'auth-signin',
+      default: '',
+      doc: 'On 401 from the auth service, redirect (302) to this URL with rd=.',
+    },
     { name: 'auth-signin-redirect-param', default: 'rd', doc: 'Name of the sign-in redirect parameter.' },
     {
       name: 'auth-response-headers',
@@ -117,7 +121,12 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
     const signin = optionalUrl(read, 'auth-signin');
     let signinRedirectParam = read.string('auth-signin-redirect-param') ?? 'rd';
     if (!PARAM.test(signinRedirectParam)) {
-      read.invalid('auth-signin-redirect-param', signinRedirectParam, 'expected a query parameter name', 'drop');
+      read.invalid(
+        'auth-signin-redirect-param',
+        signinRedirectParam,
+        'expected a query parameter name',
+        'drop',
+      );
       signinRedirectParam = 'rd';
     }
     let responseHeaders: string[] = [];
