@@ -32,7 +32,12 @@ data:
 ${entries}`;
 }
 
-function fetch(port: number, host: string, path: string, headers: Record<string, string> = {}): Promise<Reply> {
+function fetch(
+  port: number,
+  host: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request({ port, host: '127.0.0.1', path, headers: { host, ...headers } }, (res) => {
       let body = '';
