@@ -70,6 +70,62 @@ export interface PathSettingsDescription {
   sslRedirect?: boolean;
   forceSslRedirect?: boolean;
   preserveTrailingSlash?: boolean;
+  /** authentication of the route (never the hashes); the ConfigMap's global-auth-url shows in `config` */
+  auth?: AuthDescription;
+}
+
+/** A route's auth settings as configured: counts and references, never credentials. */
+export interface AuthDescription {
+  basic?: {
+    type: 'basic' | 'digest';
+    /** `namespace/name` of the Secret */
+    secret: string;
+    secretType: 'auth-file' | 'auth-map';
+    realm: string;
+    /** how many users the Secret holds */
+    users: number;
+  };
+  external?: {
+    url: string;
+    method: string | null;
+    signin: string | null;
+    signinRedirectParam: string;
+    responseHeaders: string[];
+    requestRedirect: string;
+    proxySetHeaders: string;
+    alwaysSetCookie: boolean;
+  };
+  /** enable-global-auth: "false" */
+  globalAuth?: false;
+  /** why the route answers 503 instead */
+  denied?: string;
+}
+
+function authOf(annotations: LocationAnnotations): AuthDescription | null {
+  const basic = annotations.basicAuth.auth;
+  const external = annotations.externalAuth.auth;
+  const out: AuthDescription = {};
+  if (basic !== null) {
+    const { type, secret, secretType, realm, users } = basic;
+    out.basic = { type, secret, secretType, realm, users: users.length };
+  }
+  if (external !== null) {
+    const { url, method, signin, signinRedirectParam, responseHeaders, requestRedirect } = external;
+    out.external = {
+      url,
+      method,
+      signin,
+      signinRedirectParam,
+      responseHeaders: [...responseHeaders],
+      requestRedirect,
+      proxySetHeaders: external.proxySetHeaders,
+      alwaysSetCookie: external.alwaysSetCookie,
+    };
+  }
+  if (!annotations.externalAuth.enableGlobalAuth) out.globalAuth = false;
+  const denied = basic?.denied ?? external?.denied ?? null;
+  if (denied !== null) out.denied = denied;
+  return Object.keys(out).length === 0 ? null : out;
 }
 
 function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSettingsDescription {
@@ -83,6 +139,8 @@ function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSet
   if (sslRedirect !== null) out.sslRedirect = sslRedirect;
   if (forceSslRedirect !== null) out.forceSslRedirect = forceSslRedirect;
   if (preserveTrailingSlash) out.preserveTrailingSlash = true;
+  const auth = authOf(annotations);
+  if (auth !== null) out.auth = auth;
   return out;
 }
 

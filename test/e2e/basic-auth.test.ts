@@ -9,9 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import t from 'tap';
+import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-import { listen, type Reply, testConfig } from '../support/http.ts';
+import { get, listen, type Reply, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 
 /** Known vectors for the password `secret` (openssl passwd -apr1, crypt(3), sha1). */
@@ -153,5 +154,17 @@ t.test('basic authentication through the proxy', async (t) => {
     t.equal(seen.length, before, 'nothing reached the backend');
     t.equal((await fetch(port, 'badtype.test', '/')).status, 404, 'a bad auth-type skips the Ingress');
     t.equal((await fetch(port, 'open.test', '/')).status, 200, 'an Ingress without auth is open');
+  });
+
+  await t.test('/debug/model shows the auth settings, never the hashes', async (t) => {
+    const reply = await get(controller.healthz.port, 'localhost', '/debug/model');
+    const model = JSON.parse(reply.body) as ModelDescription;
+    const routes = Object.fromEntries(model.hosts.map((h) => [h.host, h.routes[0]]));
+    t.strictSame(routes['file.test']?.auth, {
+      basic: { type: 'basic', secret: 'e2e/htpasswd', secretType: 'auth-file', realm: 'Team Area', users: 5 },
+    });
+    t.match(routes['missing.test']?.auth, { denied: 'auth-secret e2e/nope does not exist' });
+    t.equal(routes['open.test']?.auth, undefined);
+    for (const hash of [APR1, CRYPT, SHA, bcryptHash.slice(7)]) t.notOk(reply.body.includes(hash), 'no hash');
   });
 });

@@ -151,7 +151,7 @@ runCases(t, [
         },
         enableGlobalAuth: false,
       });
-      t.ok(references.configMaps.includes('default/auth-headers'));
+      t.ok(references.configMaps?.includes('default/auth-headers'));
     },
   },
   {
