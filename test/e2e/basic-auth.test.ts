@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import t from 'tap';
+import { WebSocket, WebSocketServer } from 'ws';
 import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
@@ -63,8 +64,13 @@ t.test('basic authentication through the proxy', async (t) => {
     seen.push(req.headers);
     res.end('app');
   });
+  const sockets = new WebSocketServer({ server: backend });
+  sockets.on('connection', (socket) => socket.send('hello'));
   const backendPort = await listen(backend);
-  t.teardown(() => backend.close());
+  t.teardown(() => {
+    sockets.close();
+    backend.close();
+  });
 
   const bcryptHash = bcrypt.hashSync('secret', 4);
   const htpasswd = [
@@ -154,6 +160,27 @@ t.test('basic authentication through the proxy', async (t) => {
     t.equal(seen.length, before, 'nothing reached the backend');
     t.equal((await fetch(port, 'badtype.test', '/')).status, 404, 'a bad auth-type skips the Ingress');
     t.equal((await fetch(port, 'open.test', '/')).status, 200, 'an Ingress without auth is open');
+  });
+
+  await t.test('WebSocket upgrades are authenticated too', async (t) => {
+    const open = (headers: Record<string, string>) =>
+      new Promise<number | string>((resolve, reject) => {
+        const socket = new WebSocket(`ws://127.0.0.1:${port}/ws`, {
+          headers: { host: 'file.test', ...headers },
+        });
+        socket.on('unexpected-response', (_req, res) => {
+          resolve(res.statusCode ?? 0);
+          res.resume();
+        });
+        socket.on('message', (data) => {
+          resolve(String(data));
+          socket.close();
+        });
+        socket.on('error', reject);
+      });
+    t.equal(await open({}), 401, 'no credentials');
+    t.equal(await open(basic('apr1', 'wrong')), 401, 'a wrong password');
+    t.equal(await open(basic('apr1', 'secret')), 'hello', 'the right password: tunnelled');
   });
 
   await t.test('/debug/model shows the auth settings, never the hashes', async (t) => {
