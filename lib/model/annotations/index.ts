@@ -22,6 +22,7 @@ import {
   parseGoBool,
 } from './group.ts';
 import { loadBalance } from './load-balance.ts';
+import { proxy, serviceUpstream, upstreamVhost } from './proxy.ts';
 import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
@@ -37,11 +38,13 @@ const locationGroups = {
   sslRedirect,
   customErrors,
   backendProtocol,
+  proxy,
+  upstreamVhost,
   basicAuth,
   externalAuth,
 } as const;
 const serverGroups = { alias: serverAlias, appRoot, fromToWww } as const;
-const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
+const ingressGroups = { affinity, canary, loadBalance, upstreamHash, serviceUpstream } as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
 export type LocationAnnotations = { [K in keyof typeof locationGroups]: ValueOf<(typeof locationGroups)[K]> };
