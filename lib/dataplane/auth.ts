@@ -72,6 +72,8 @@ export function compileRouteAuth(
       proxySetHeaders: '',
       proxyHeaders: [],
       alwaysSetCookie: global.alwaysSetCookie,
+      cacheKey: global.cacheKey,
+      cacheDuration: global.cacheDuration,
       denied: null,
     };
   }

@@ -10,8 +10,9 @@
 // URLs may hold NGINX variables, compiled once per runtime: those of upstream-hash-by (hash-key.ts)
 // plus $escaped_request_uri, $http_host, $best_http_host and $pass_access_scheme.
 
+import { LRUCache } from 'lru-cache';
 import { Agent } from 'undici';
-import type { ExternalAuth } from '../model/annotations/external-auth.ts';
+import type { CacheDuration, ExternalAuth } from '../model/annotations/external-auth.ts';
 import { compileHashKey, type KeyInput } from './hash-key.ts';
 import { headerValue } from './request-values.ts';
 
@@ -30,6 +31,32 @@ export interface ExternalAuthCheck {
   /** auth-proxy-set-headers as a flat [name, value, ...] list */
   proxyHeaders: readonly string[];
   alwaysSetCookie: boolean;
+  /** auth-cache-key: responses cached per expanded key, for auth-cache-duration; null: no cache */
+  cache: AuthCache | null;
+}
+
+/** What is kept of an auth response. */
+interface AuthResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+interface AuthCache {
+  key: Template;
+  /** ms to keep a response of this status; 0: not cached */
+  ttl: (status: number) => number;
+  entries: LRUCache<string, AuthResponse>;
+}
+
+/** NGINX's proxy_cache_valid: the first entry naming the status (or `any`); no codes means 200, 301, 302. */
+function cacheTtl(durations: readonly CacheDuration[]): (status: number) => number {
+  return (status) => {
+    for (const { codes, seconds } of durations) {
+      const listed = codes.length === 0 ? [200, 301, 302] : codes;
+      if (listed.includes(status) || listed.includes('any')) return seconds * 1000;
+    }
+    return 0;
+  };
 }
 
 export type ExternalAuthResult =
@@ -104,6 +131,14 @@ export function compileExternalAuth(auth: ExternalAuth): ExternalAuthCheck {
     requestRedirect: auth.requestRedirect === '' ? null : compileTemplate(auth.requestRedirect),
     proxyHeaders,
     alwaysSetCookie: auth.alwaysSetCookie,
+    cache:
+      auth.cacheKey === ''
+        ? null
+        : {
+            key: compileTemplate(auth.cacheKey),
+            ttl: cacheTtl(auth.cacheDuration),
+            entries: new LRUCache<string, AuthResponse>({ max: 10_000, ttl: 1, ttlAutopurge: false }),
+          },
   };
 }
 
@@ -206,17 +241,27 @@ export class ExternalAuthClient {
       check.requestRedirect === null ? requestUri : check.requestRedirect(input),
       ...check.proxyHeaders,
     );
-    let response: Awaited<ReturnType<Agent['request']>>;
-    try {
-      response = await this.#agent.request({
-        origin: url.origin,
-        path: `${url.pathname}${url.search}`,
-        method: (check.method ?? req.method ?? 'GET') as 'GET',
-        headers,
-      });
-      await response.body.dump();
-    } catch {
-      return { allowed: false, status: 500, headers: [], location: null };
+    const cache = check.cache;
+    const cacheKey = cache === null ? '' : cache.key(input);
+    let response = cache?.entries.get(cacheKey);
+    if (response === undefined) {
+      try {
+        const answer = await this.#agent.request({
+          origin: url.origin,
+          path: `${url.pathname}${url.search}`,
+          method: (check.method ?? req.method ?? 'GET') as 'GET',
+          headers,
+        });
+        await answer.body.dump();
+        response = { statusCode: answer.statusCode, headers: answer.headers };
+      } catch {
+        return { allowed: false, status: 500, headers: [], location: null };
+      }
+      // NGINX's proxy_cache never stores a response that sets a cookie
+      const ttl = cache?.ttl(response.statusCode) ?? 0;
+      if (cache !== null && ttl > 0 && response.headers['set-cookie'] === undefined) {
+        cache.entries.set(cacheKey, response, { ttl });
+      }
     }
     const status = response.statusCode;
     const setCookie = response.headers['set-cookie'];

@@ -2,7 +2,14 @@
 // no-auth-locations) and allow-cross-namespace-resources. Invalid values keep the default (as
 // ingress-nginx: an unusable global-auth-url turns global auth off) and are reported on the ConfigMap.
 
-import { AUTH_METHODS, authUrl, headerList } from './annotations/external-auth.ts';
+import {
+  AUTH_METHODS,
+  authUrl,
+  type CacheDuration,
+  cacheDurations,
+  DEFAULT_CACHE_DURATION,
+  headerList,
+} from './annotations/external-auth.ts';
 import type { GlobalConfig } from './config.ts';
 
 export interface GlobalAuthConfig {
@@ -20,6 +27,10 @@ export interface GlobalAuthConfig {
   requestRedirect: string;
   /** `global-auth-always-set-cookie` */
   alwaysSetCookie: boolean;
+  /** `global-auth-cache-key`; '' for no cache */
+  cacheKey: string;
+  /** `global-auth-cache-duration` */
+  cacheDuration: CacheDuration[];
   /** `no-auth-locations`: rule paths (prefixes) global auth never applies to */
   noAuthLocations: string[];
 }
@@ -32,6 +43,8 @@ export const DEFAULT_GLOBAL_AUTH: GlobalAuthConfig = {
   responseHeaders: [],
   requestRedirect: '',
   alwaysSetCookie: false,
+  cacheKey: '',
+  cacheDuration: DEFAULT_CACHE_DURATION,
   noAuthLocations: ['/.well-known/acme-challenge'],
 };
 
@@ -73,6 +86,16 @@ export function globalAuthKeys(): Record<string, Parser> {
     'global-auth-always-set-cookie': (value, config) => {
       if (value !== 'true' && value !== 'false') return 'expected "true" or "false"';
       config.globalAuth.alwaysSetCookie = value === 'true';
+      return null;
+    },
+    'global-auth-cache-key': (value, config) => {
+      config.globalAuth.cacheKey = value;
+      return null;
+    },
+    'global-auth-cache-duration': (value, config) => {
+      const parsed = cacheDurations(value);
+      if (parsed === null) return 'expected "codes time[, codes time]"';
+      config.globalAuth.cacheDuration = parsed;
       return null;
     },
     'no-auth-locations': (value, config) => {

@@ -82,6 +82,11 @@ t.test('external authentication through the proxy', async (t) => {
     } else if (path === '/deny403') {
       res.writeHead(403);
       res.end();
+    } else if (path === '/token') {
+      res.writeHead(seen.headers['x-token'] === 'good' ? 200 : 403, {
+        'x-auth-user': String(seen.headers['x-token']),
+      });
+      res.end();
     } else if (path === '/global') {
       res.writeHead(seen.headers['x-let-in'] === 'yes' ? 204 : 401);
       res.end();
@@ -136,6 +141,12 @@ data: { X-Extra: "yes" }
       site('down', { 'auth-url': `http://127.0.0.1:${gone.port}/ok` }),
       site('notaurl', { 'auth-url': 'ftp://files.example/' }),
       site('missingcm', { 'auth-url': `${base}/ok`, 'auth-proxy-set-headers': 'nope' }),
+      site('cached', {
+        'auth-url': `${base}/token`,
+        'auth-cache-key': '$http_x_token',
+        'auth-cache-duration': '200 1h',
+        'auth-response-headers': 'X-Auth-User',
+      }),
       site('global', {}),
       ingressYaml({ name: 'acme', host: 'global.test', path: '/.well-known/acme-challenge', service: 'web' }),
       site('optout', { 'enable-global-auth': 'false' }),
@@ -229,6 +240,18 @@ data: { X-Extra: "yes" }
       custom.headers.location,
       'https://login.example/start?x=1&return_to=http://signin2.test%2Fa%2520b',
     );
+  });
+
+  await t.test('auth-cache-key: responses cached per key for the listed statuses', async (t) => {
+    const calls = () => auth.seen.filter((s) => s.url === '/token').length;
+    t.equal((await fetch(port, 'cached.test', '/', { 'x-token': 'good' })).status, 200);
+    t.equal(calls(), 1);
+    t.equal((await fetch(port, 'cached.test', '/again', { 'x-token': 'good' })).status, 200);
+    t.equal(calls(), 1, 'the same key: served from the cache');
+    t.equal(backend.seen.at(-1)?.headers['x-auth-user'], 'good', 'cached response headers still copied');
+    t.equal((await fetch(port, 'cached.test', '/', { 'x-token': 'bad' })).status, 403);
+    t.equal((await fetch(port, 'cached.test', '/', { 'x-token': 'bad' })).status, 403);
+    t.equal(calls(), 3, 'another key asks again; 403 is not in auth-cache-duration');
   });
 
   await t.test('global-auth-url, enable-global-auth and no-auth-locations', async (t) => {

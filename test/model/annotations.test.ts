@@ -339,6 +339,8 @@ t.test('annotations: every supported annotation is documented', async (t) => {
       'affinity-mode',
       'app-root',
       'auth-always-set-cookie',
+      'auth-cache-duration',
+      'auth-cache-key',
       'auth-method',
       'auth-proxy-set-headers',
       'auth-realm',

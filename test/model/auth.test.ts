@@ -131,6 +131,8 @@ runCases(t, [
         'auth-request-redirect': '/home',
         'auth-proxy-set-headers': 'auth-headers',
         'auth-always-set-cookie': 'true',
+        'auth-cache-key': '$http_authorization',
+        'auth-cache-duration': '200 202 10m, any 1h30m30',
         'enable-global-auth': 'false',
       }),
     ],
@@ -147,6 +149,11 @@ runCases(t, [
           proxySetHeaders: 'default/auth-headers',
           proxyHeaders: [['X-Extra', 'yes']],
           alwaysSetCookie: true,
+          cacheKey: '$http_authorization',
+          cacheDuration: [
+            { codes: [200, 202], seconds: 600 },
+            { codes: ['any'], seconds: 5430 },
+          ],
           denied: null,
         },
         enableGlobalAuth: false,
@@ -175,6 +182,16 @@ runCases(t, [
     diagnostics: ['ANNOTATION_INVALID headers', 'ANNOTATION_INVALID method', 'ANNOTATION_INVALID signin'],
   },
   {
+    name: 'external auth: an invalid auth-cache-duration keeps the default (warning)',
+    ingresses: [site('a', { 'auth-url': 'http://auth.svc/', 'auth-cache-duration': 'forever' })],
+    diagnostics: ['ANNOTATION_INVALID a'],
+    messages: ['the default is used'],
+    check: (t, { model }) =>
+      t.strictSame(model.servers[0]?.routes[0]?.annotations.externalAuth.auth?.cacheDuration, [
+        { codes: [200, 202, 401], seconds: 300 },
+      ]),
+  },
+  {
     name: 'global auth: the ConfigMap keys; an invalid URL keeps global auth off',
     ingresses: [],
     configMaps: [
@@ -186,6 +203,8 @@ runCases(t, [
         'global-auth-response-headers': 'X-User',
         'global-auth-request-redirect': '/x',
         'global-auth-always-set-cookie': 'true',
+        'global-auth-cache-key': '$cookie_session',
+        'global-auth-cache-duration': '1m',
         'no-auth-locations': '/health, /.well-known/acme-challenge',
       }),
     ],
@@ -199,6 +218,8 @@ runCases(t, [
         responseHeaders: ['X-User'],
         requestRedirect: '/x',
         alwaysSetCookie: true,
+        cacheKey: '$cookie_session',
+        cacheDuration: [{ codes: [], seconds: 60 }],
         noAuthLocations: ['/health', '/.well-known/acme-challenge'],
       }),
   },
@@ -209,11 +230,12 @@ runCases(t, [
       configMap('ingress-ts', 'ingress', {
         'global-auth-url': 'auth.example/verify',
         'global-auth-method': 'FETCH',
+        'global-auth-cache-duration': '200 soon',
         'allow-cross-namespace-resources': 'yes',
       }),
     ],
     options: OPTIONS,
-    diagnostics: Array.from({ length: 3 }, () => 'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts'),
+    diagnostics: Array.from({ length: 4 }, () => 'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts'),
     check: (t, { model }) => {
       t.equal(model.config.globalAuth.url, '');
       t.equal(model.config.globalAuth.method, null);

@@ -25,8 +25,18 @@ export interface ExternalAuth {
   proxyHeaders: Array<[string, string]>;
   /** auth-always-set-cookie: the auth response's Set-Cookie goes on every status, not only 2xx/3xx */
   alwaysSetCookie: boolean;
+  /** auth-cache-key (NGINX variables): auth responses are cached per expanded key; '' for no cache */
+  cacheKey: string;
+  /** auth-cache-duration: how long responses of each status are cached ('any': every status) */
+  cacheDuration: CacheDuration[];
   /** why the route answers 503 instead, or null */
   denied: string | null;
+}
+
+export interface CacheDuration {
+  /** empty: NGINX's default for proxy_cache_valid without codes (200, 301, 302) */
+  codes: Array<number | 'any'>;
+  seconds: number;
 }
 
 export interface ExternalAuthAnnotations {
@@ -39,6 +49,45 @@ export interface ExternalAuthAnnotations {
 export const AUTH_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE'];
 export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const PARAM = /^[A-Za-z0-9_.~-]+$/;
+
+const UNIT_SECONDS: Record<string, number> = {
+  '': 1,
+  s: 1,
+  m: 60,
+  h: 3600,
+  d: 86400,
+  w: 604800,
+  M: 2592000,
+  y: 31536000,
+};
+
+/** ingress-nginx's auth-cache-duration default */
+export const DEFAULT_CACHE_DURATION: CacheDuration[] = [{ codes: [200, 202, 401], seconds: 300 }];
+
+/** `200 202 401 5m, 403 1h30m`: per comma entry, status codes (or `any`) then an NGINX time; null if invalid. */
+export function cacheDurations(value: string): CacheDuration[] | null {
+  const out: CacheDuration[] = [];
+  for (const entry of value.split(',')) {
+    const words = entry
+      .trim()
+      .split(/\s+/)
+      .filter((w) => w !== '');
+    if (words.length === 0) continue;
+    const time = words.pop() as string;
+    if (!/^(\d+[smhdwMy]?)+$/.test(time)) return null;
+    let seconds = 0;
+    for (const m of time.matchAll(/(\d+)([smhdwMy]?)/g))
+      seconds += Number(m[1]) * (UNIT_SECONDS[m[2] ?? ''] ?? 1);
+    const codes: Array<number | 'any'> = [];
+    for (const word of words) {
+      if (word === 'any') codes.push('any');
+      else if (/^[1-5]\d\d$/.test(word)) codes.push(Number(word));
+      else return null;
+    }
+    out.push({ codes, seconds });
+  }
+  return out.length === 0 ? null : out;
+}
 
 /** An http(s) URL (NGINX variables may appear in it), or null. */
 export function authUrl(value: string): URL | null {
@@ -104,6 +153,16 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
       doc: "Pass the auth response's Set-Cookie on every status, not only on success.",
     },
     {
+      name: 'auth-cache-key',
+      default: '',
+      doc: 'Cache auth responses per this key (NGINX variables, e.g. $http_authorization); unset: no cache.',
+    },
+    {
+      name: 'auth-cache-duration',
+      default: '200 202 401 5m',
+      doc: 'How long auth responses are cached per status: `codes time[, codes time]`.',
+    },
+    {
       name: 'enable-global-auth',
       default: 'true',
       doc: 'false: the ConfigMap global-auth-url does not apply to these paths.',
@@ -141,6 +200,15 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
       read.invalid('auth-request-redirect', requestRedirect, 'line breaks are not allowed', 'drop');
     }
     const proxySetHeaders = read.string('auth-proxy-set-headers') ?? '';
+    const cacheKey = read.string('auth-cache-key') ?? '';
+    let cacheDuration = DEFAULT_CACHE_DURATION;
+    const duration = read.string('auth-cache-duration');
+    if (duration !== undefined) {
+      const parsed = cacheDurations(duration);
+      if (parsed === null)
+        read.invalid('auth-cache-duration', duration, 'expected "codes time[, codes time]"', 'default');
+      else cacheDuration = parsed;
+    }
     const url = read.string('auth-url');
     if (url === undefined) return { auth: null, enableGlobalAuth };
     return {
@@ -154,6 +222,8 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
         proxySetHeaders,
         proxyHeaders: [],
         alwaysSetCookie,
+        cacheKey,
+        cacheDuration,
         denied: authUrl(url) === null ? `auth-url ${JSON.stringify(url)} is not an http or https URL` : null,
       },
       enableGlobalAuth,
