@@ -8,6 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import { peerKey } from './dataplane/balancer.ts';
 import type { Runtime } from './dataplane/runtime.ts';
 import type { BackendProtocol } from './model/annotations/backend-protocol.ts';
+import type { CorsAnnotations } from './model/annotations/cors.ts';
 import type {
   Backend,
   Canary,
@@ -77,6 +78,10 @@ export interface PathSettingsDescription {
   sslRedirect?: boolean;
   forceSslRedirect?: boolean;
   preserveTrailingSlash?: boolean;
+  /** enable-cors and its settings (allowOrigin `*`: every request, Allow-Origin `*`) */
+  cors?: CorsAnnotations;
+  /** custom-headers: the ConfigMap, its headers, and why the location is denied (503), if it is */
+  customHeaders?: { configMap: string; headers: Record<string, string>; denied?: string };
   /** authentication of the route (never the hashes); the ConfigMap's global-auth-url shows in `config` */
   auth?: AuthDescription;
 }
@@ -148,6 +153,15 @@ function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSet
   if (preserveTrailingSlash) out.preserveTrailingSlash = true;
   const auth = authOf(annotations);
   if (auth !== null) out.auth = auth;
+  if (annotations.cors.enabled) out.cors = annotations.cors;
+  const { configMap, headers, denied } = annotations.customHeaders;
+  if (configMap !== null) {
+    out.customHeaders = {
+      configMap,
+      headers: Object.fromEntries(headers),
+      ...(denied === null ? {} : { denied }),
+    };
+  }
   return out;
 }
 

@@ -30,6 +30,7 @@ import type { CustomErrors } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError, requestLogged, runtimeSwapped } from './events.ts';
 import { ExternalAuthClient } from './external-auth.ts';
+import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
 import { createHttpsListener, type HttpsListener } from './https-listener.ts';
 import {
   generateRequestId,
@@ -42,8 +43,9 @@ import {
 import { finishOnClose, type RequestRecord, startRecord } from './request-record.ts';
 import { cookieValue } from './request-values.ts';
 import { applyRewrite } from './rewrite.ts';
+import { isPreflight, type RouteResponse, responsePolicy } from './route-headers.ts';
 import { normalizeHost, normalizePath, type PathMatch } from './router.ts';
-import { type Action, compileRuntime, type Runtime } from './runtime.ts';
+import { type Action, compileRuntime, type RoutedAction, type Runtime } from './runtime.ts';
 import { applyDefaultCertificate, type CertificatePair, compileSniStore } from './sni.ts';
 
 export interface DataPlaneOptions {
@@ -85,6 +87,8 @@ interface Placement {
 type Decision = Placement &
   (
     | { kind: 'error'; status: number }
+    /** a CORS preflight from an allowed Origin: 204 with the route's CORS headers */
+    | { kind: 'preflight' }
     /** `location`: permanent-/temporal-redirect's URL; null: the ssl-redirect to https */
     | { kind: 'redirect'; code: number; location: string | null }
     /** `canary`: the canary upstream when the canary serves this request ($proxy_alternative_upstream_name), else '' */
@@ -278,6 +282,10 @@ export class DataPlane {
       return { kind: 'redirect', code: 302, location, host: hostname, match, requestId: incomingId };
     }
     const action = match.value;
+    // CORS preflight: the first thing the location does (before redirects, ssl-redirect, access and 503)
+    if (action.response !== null && isPreflight(req, action.response)) {
+      return { kind: 'preflight', host: hostname, match, requestId: incomingId };
+    }
     // a route's own redirect comes before ssl-redirect (ingress-nginx's rewrite phase order)
     if (action.type === 'redirect') {
       return {
@@ -309,6 +317,10 @@ export class DataPlane {
         match,
         requestId: incomingId,
       };
+    }
+    // a denied location answers 503 in NGINX's rewrite phase, before lua's ssl-redirect
+    if (action.type === 'status' && action.denied === true) {
+      return { kind: 'error', status: 503, host: hostname, match, requestId: incomingId };
     }
     if (!secure && action.httpsRedirect !== null) {
       return {
@@ -441,7 +453,9 @@ export class DataPlane {
           return;
         }
         const runtime = this.#runtime;
-        if (runtime !== null) setOwnResponseHeaders(res, runtime.http);
+        if (runtime !== null) {
+          setOwnResponseHeaders(res, responsePolicy(req, routeResponseOf(decision), runtime.http));
+        }
         for (const [name, value] of verdict.headers) res.setHeader(name, value);
         if (verdict.location !== null) sendRedirect(req, res, verdict.status, verdict.location);
         else sendErrorPage(res, verdict.status);
@@ -490,11 +504,20 @@ export class DataPlane {
     decision: Decision,
     record: RequestRecord | null,
   ): void {
-    if (decision.kind === 'error' || decision.kind === 'redirect') {
-      const runtime = this.#runtime;
-      if (runtime !== null) setOwnResponseHeaders(res, runtime.http);
+    const runtime = this.#runtime;
+    // the route's response headers (custom-headers, CORS) on every response, whoever answers
+    const routeResponse = routeResponseOf(decision);
+    if (decision.kind === 'error' || decision.kind === 'redirect' || decision.kind === 'preflight') {
+      if (runtime !== null) setOwnResponseHeaders(res, responsePolicy(req, routeResponse, runtime.http));
+    } else if (routeResponse !== null) {
+      decision.context.policy = responsePolicy(
+        req,
+        routeResponse,
+        decision.context.policy ?? DEFAULT_HTTP_POLICY,
+      );
     }
-    if (decision.kind === 'error') sendErrorPage(res, decision.status);
+    if (decision.kind === 'preflight') sendPreflight(res);
+    else if (decision.kind === 'error') sendErrorPage(res, decision.status);
     else if (decision.kind === 'redirect')
       sendRedirect(
         req,
@@ -539,7 +562,10 @@ export class DataPlane {
     decision: Decision,
     record: RequestRecord | null,
   ): void {
-    if (decision.kind === 'error' || decision.kind === 'customError') {
+    if (decision.kind === 'preflight') {
+      if (record !== null) record.status = 204;
+      socket.end('HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n');
+    } else if (decision.kind === 'error' || decision.kind === 'customError') {
       // an upgrade is not sent to an error backend: the plain error page
       const status = decision.kind === 'error' ? decision.status : decision.code;
       if (record !== null) record.status = status;
@@ -551,6 +577,13 @@ export class DataPlane {
         `HTTP/1.1 ${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}\r\nLocation: ${decision.location ?? httpsLocation(req)}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
       );
     } else {
+      const routeResponse = routeResponseOf(decision);
+      if (routeResponse !== null && this.#runtime !== null)
+        decision.context.policy = responsePolicy(
+          req,
+          routeResponse,
+          decision.context.policy ?? this.#runtime.http,
+        );
       this.#proxy.upgrade(req, socket, head, decision.target, decision.context, record);
     }
   }
@@ -651,6 +684,17 @@ function httpsLocation(req: IncomingMessage, preserveTrailingSlash = false, forw
   let uri = req.url ?? '/';
   if (!preserveTrailingSlash && uri.endsWith('/')) uri = uri.slice(0, -1);
   return `https://${host}${uri}`;
+}
+
+/** The custom-headers and CORS of the route a request matched, or null. */
+function routeResponseOf(decision: Decision): RouteResponse | null {
+  return (decision.match?.value as RoutedAction | undefined)?.response ?? null;
+}
+
+/** The answer to a CORS preflight (ingress-nginx: 204, this Content-Type as written, no body). */
+function sendPreflight(res: ServerResponse): void {
+  res.writeHead(204, { 'Content-Type': 'text/plain charset=UTF-8', 'Content-Length': '0' });
+  res.end();
 }
 
 /** A redirect answered by the proxy itself, with NGINX's body. */

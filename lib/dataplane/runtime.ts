@@ -25,6 +25,7 @@ import { compileHashKey, type HashKey } from './hash-key.ts';
 import { compileHttpPolicy, type HttpPolicy } from './http-policy.ts';
 import type { ProxyTarget, TargetProtocol } from './proxy.ts';
 import { type CompiledRewrite, compileRewrite } from './rewrite.ts';
+import { compileRouteResponse, type RouteResponse } from './route-headers.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
 import { type CertificatePair, compileSniStore, type SniStore } from './sni.ts';
 
@@ -58,8 +59,16 @@ export type Action =
       auth?: RouteAuth | null;
     }
   /** the built-in default backend (404), or an upstream the model does not know (503);
+   * `denied`: a "location denied" 503 (NGINX `return 503` in the rewrite phase: before ssl-redirect);
    * `auth`: authentication before that answer (404, 502), or none */
-  | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean; auth?: RouteAuth | null }
+  | {
+      type: 'status';
+      status: number;
+      route: RouteInfo | null;
+      accessLog: boolean;
+      denied?: boolean;
+      auth?: RouteAuth | null;
+    }
   /** permanent-redirect / temporal-redirect: `code` to `location`, as written */
   | { type: 'redirect'; code: number; location: string; route: RouteInfo | null; accessLog: boolean };
 
@@ -69,6 +78,8 @@ export interface PathSettings {
   httpsRedirect: { code: number; preserveTrailingSlash: boolean } | null;
   /** rewrite-target (with x-forwarded-prefix), or null */
   rewrite: CompiledRewrite | null;
+  /** custom-headers and CORS of the route (route-headers.ts), or null: the runtime's `http` policy */
+  response: RouteResponse | null;
 }
 
 /** What a path matcher of a compiled server holds. */
@@ -280,6 +291,17 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
         accessLog: routeLogs(route.annotations),
       };
     }
+    // custom-headers that cannot be honoured deny the location (CUSTOM_HEADERS_DENIED)
+    if (route.annotations.customHeaders.denied !== null) {
+      const upstream = route.backend.type === 'upstream' ? route.backend.upstream : null;
+      return {
+        type: 'status',
+        status: 503,
+        route: routeInfo(route.ingress, upstream),
+        accessLog: routeLogs(route.annotations),
+        denied: true,
+      };
+    }
     if (route.backend.type === 'default') return defaultBackend;
     const upstream = route.backend.upstream;
     // the route's upstream settings serve its canary too (a canary's own location annotations are ignored)
@@ -351,6 +373,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   // no-tls-redirect-locations (prefixes of the rule path); force-ssl-redirect always; ssl-redirect
   // when the host has TLS settings. Unset annotations follow the ConfigMap.
   const { config } = model;
+  const http = compileHttpPolicy(config);
   const httpsRedirectOf = (
     annotations: LocationAnnotations,
     locationPath: string,
@@ -362,7 +385,6 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       (forceSslRedirect ?? config.forceSslRedirect) || ((sslRedirect ?? config.sslRedirect) && hostHasTls);
     return redirect ? { code: config.httpRedirectCode, preserveTrailingSlash } : null;
   };
-  const http = compileHttpPolicy(model.config);
   const routed = (server: Server, route: Route | DefaultRoute, locationPath: string): RoutedAction => {
     const { target, forwardedPrefix } = route.annotations.rewrite;
     const action = actionFor(route);
@@ -381,8 +403,10 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
         status: 503,
         route: action.route,
         accessLog: action.accessLog,
+        denied: true,
         httpsRedirect: null,
         rewrite: null,
+        response: compileRouteResponse(route.annotations, http),
       };
     }
     const guarded =
@@ -396,6 +420,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       ...guarded,
       httpsRedirect: httpsRedirectOf(route.annotations, locationPath, server.tls !== null),
       rewrite: compileRewrite(locationPath, target, forwardedPrefix),
+      response: compileRouteResponse(route.annotations, http),
     };
   };
 

@@ -71,7 +71,9 @@ export interface GlobalConfig {
   allowSnippetAnnotations: boolean;
   /** `global-auth-*`, `no-auth-locations`: external authentication for every location (global-auth.ts) */
   globalAuth: GlobalAuthConfig;
-  /** `allow-cross-namespace-resources`: annotations may name Secrets and ConfigMaps of other namespaces */
+  /** `global-allowed-response-headers`: the header names custom-headers ConfigMaps may set (issue #9, part H) */
+  globalAllowedResponseHeaders: string[];
+  /** `allow-cross-namespace-resources`: annotations may name a ConfigMap or Secret of another namespace */
   allowCrossNamespaceResources: boolean;
 }
 
@@ -154,6 +156,7 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   customHttpErrors: [],
   allowSnippetAnnotations: false,
   globalAuth: DEFAULT_GLOBAL_AUTH,
+  globalAllowedResponseHeaders: [],
   allowCrossNamespaceResources: false,
   useHttp2: true,
   ssl: {
@@ -414,6 +417,22 @@ function PART_D_KEYS(): Record<string, KeyParser> {
   };
 }
 
+/** Keys of custom-headers (issue #9, part H). */
+function PART_H_KEYS(): Record<string, KeyParser> {
+  return {
+    'global-allowed-response-headers': (value, config) => {
+      config.globalAllowedResponseHeaders = value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== '');
+      return null;
+    },
+    'allow-cross-namespace-resources': bool((config, value) => {
+      config.allowCrossNamespaceResources = value;
+    }),
+  };
+}
+
 /** Each key: apply the value to the config, or say why it is invalid. */
 const KEYS: Record<string, KeyParser> = {
   'proxy-connect-timeout': proxyInt('connectTimeout'),
@@ -504,6 +523,7 @@ const KEYS: Record<string, KeyParser> = {
   },
   ...PART_D_KEYS(),
   ...globalAuthKeys(),
+  ...PART_H_KEYS(),
   'use-http2': bool((config, value) => {
     config.useHttp2 = value;
   }),

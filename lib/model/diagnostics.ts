@@ -140,6 +140,10 @@ export const DIAGNOSTIC_CODES = {
     'error',
     'On a host in regex mode, a path is not a regex RE2 accepts (e.g. a backreference or lookahead); that path is not served.',
   ],
+  CUSTOM_HEADERS_DENIED: [
+    'error',
+    'custom-headers names a ConfigMap that is missing, in another namespace without allow-cross-namespace-resources, or has a key not listed in global-allowed-response-headers (or not a valid header); the paths of the Ingress answer 503.',
+  ],
   WWW_REDIRECT_SKIPPED: [
     'info',
     'from-to-www-redirect: the other name is a host of its own (or the host is a wildcard); no redirect is made.',

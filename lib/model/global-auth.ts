@@ -1,5 +1,5 @@
 // The ConfigMap's global external authentication (global-auth-url and its companions,
-// no-auth-locations) and allow-cross-namespace-resources. Invalid values keep the default (as
+// no-auth-locations). Invalid values keep the default (as
 // ingress-nginx: an unusable global-auth-url turns global auth off) and are reported on the ConfigMap.
 
 import {
@@ -103,11 +103,6 @@ export function globalAuthKeys(): Record<string, Parser> {
         .split(',')
         .map((entry) => entry.trim())
         .filter((entry) => entry !== '');
-      return null;
-    },
-    'allow-cross-namespace-resources': (value, config) => {
-      if (value !== 'true' && value !== 'false') return 'expected "true" or "false"';
-      config.allowCrossNamespaceResources = value === 'true';
       return null;
     },
   };

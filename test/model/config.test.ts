@@ -75,6 +75,7 @@ runCases(t, [
         customHttpErrors: DEFAULT_GLOBAL_CONFIG.customHttpErrors,
         allowSnippetAnnotations: DEFAULT_GLOBAL_CONFIG.allowSnippetAnnotations,
         globalAuth: DEFAULT_GLOBAL_CONFIG.globalAuth,
+        globalAllowedResponseHeaders: DEFAULT_GLOBAL_CONFIG.globalAllowedResponseHeaders,
         allowCrossNamespaceResources: DEFAULT_GLOBAL_CONFIG.allowCrossNamespaceResources,
         useHttp2: false,
         ssl: {

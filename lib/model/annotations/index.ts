@@ -11,7 +11,9 @@ import { appRoot } from './app-root.ts';
 import { basicAuth } from './auth.ts';
 import { backendProtocol } from './backend-protocol.ts';
 import { canary } from './canary.ts';
+import { cors } from './cors.ts';
 import { customErrors } from './custom-errors.ts';
+import { customHeaders } from './custom-headers.ts';
 import { externalAuth } from './external-auth.ts';
 import { fromToWww } from './from-to-www.ts';
 import {
@@ -30,6 +32,7 @@ import { type SslRedirectAnnotations, sslRedirect } from './ssl-redirect.ts';
 import { upstreamHash } from './upstream-hash.ts';
 
 export { customDefaultBackendName } from './custom-errors.ts';
+export { resolveCustomHeaders } from './custom-headers.ts';
 
 const locationGroups = {
   rewrite,
@@ -42,6 +45,8 @@ const locationGroups = {
   upstreamVhost,
   basicAuth,
   externalAuth,
+  cors,
+  customHeaders,
 } as const;
 const serverGroups = { alias: serverAlias, appRoot, fromToWww } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash, serviceUpstream } as const;
