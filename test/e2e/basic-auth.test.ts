@@ -105,6 +105,7 @@ t.test('basic authentication through the proxy', async (t) => {
       site('digest', { 'auth-type': 'digest', 'auth-secret': 'htpasswd' }),
       site('badtype', { 'auth-type': 'magic', 'auth-secret': 'htpasswd' }),
       site('open', {}),
+      site('cors', { 'auth-type': 'basic', 'auth-secret': 'htpasswd', 'enable-cors': 'true' }),
     ].join(''),
   );
   const controller = await start(testConfig(dir), createLogger('silent'), {
@@ -121,6 +122,9 @@ t.test('basic authentication through the proxy', async (t) => {
     const qualified = await fetch(port, 'qualified.test', '/');
     t.equal(qualified.status, 401, 'namespace/name in the Ingress namespace');
     t.equal(qualified.headers['www-authenticate'], 'Basic realm=""', 'no auth-realm: an empty realm');
+    const cors = await fetch(port, 'cors.test', '/', { origin: 'https://app.example' });
+    t.equal(cors.status, 401);
+    t.equal(cors.headers['access-control-allow-origin'], '*', 'the route response headers (CORS) on the 401');
     t.equal(seen.length, 0, 'nothing reached the backend');
   });
 
