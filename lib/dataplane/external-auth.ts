@@ -30,6 +30,8 @@ export interface ExternalAuthCheck {
   requestRedirect: Template | null;
   /** auth-proxy-set-headers as a flat [name, value, ...] list */
   proxyHeaders: readonly string[];
+  /** lower-case names of the client headers not forwarded (NOT_FORWARDED and the proxyHeaders) */
+  skip: ReadonlySet<string>;
   alwaysSetCookie: boolean;
   /** auth-cache-key: responses cached per expanded key, for auth-cache-duration; null: no cache */
   cache: AuthCache | null;
@@ -130,6 +132,7 @@ export function compileExternalAuth(auth: ExternalAuth): ExternalAuthCheck {
     responseHeaders: auth.responseHeaders.map((name) => name.toLowerCase()),
     requestRedirect: auth.requestRedirect === '' ? null : compileTemplate(auth.requestRedirect),
     proxyHeaders,
+    skip: new Set([...NOT_FORWARDED, ...auth.proxyHeaders.map(([name]) => name.toLowerCase())]),
     alwaysSetCookie: auth.alwaysSetCookie,
     cache:
       auth.cacheKey === ''
@@ -200,9 +203,7 @@ export class ExternalAuthClient {
     }
     const requestUri = req.url ?? '/';
     const headers: string[] = [];
-    const skip = new Set(NOT_FORWARDED);
-    for (let i = 0; i < check.proxyHeaders.length; i += 2)
-      skip.add((check.proxyHeaders[i] as string).toLowerCase());
+    const skip = check.skip;
     const raw = req.rawHeaders;
     let cookies: string | undefined;
     for (let i = 0; i < raw.length; i += 2) {
