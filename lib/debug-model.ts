@@ -9,6 +9,7 @@ import { peerKey } from './dataplane/balancer.ts';
 import type { Runtime } from './dataplane/runtime.ts';
 import type { BackendProtocol } from './model/annotations/backend-protocol.ts';
 import type { CorsAnnotations } from './model/annotations/cors.ts';
+import type { RateLimitAnnotations } from './model/annotations/rate-limit.ts';
 import type {
   Backend,
   Canary,
@@ -82,6 +83,11 @@ export interface PathSettingsDescription {
   cors?: CorsAnnotations;
   /** custom-headers: the ConfigMap, its headers, and why the location is denied (503), if it is */
   customHeaders?: { configMap: string; headers: Record<string, string>; denied?: string };
+  /** allowlist-source-range / denylist-source-range as `address/prefix` (unset: the ConfigMap's lists) */
+  allowlistSourceRange?: string[];
+  denylistSourceRange?: string[];
+  /** limit-rps, limit-rpm, limit-connections with the burst multiplier and limit-allowlist, when a limit is on */
+  rateLimit?: RateLimitAnnotations;
   /** authentication of the route (never the hashes); the ConfigMap's global-auth-url shows in `config` */
   auth?: AuthDescription;
 }
@@ -162,6 +168,11 @@ function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSet
       ...(denied === null ? {} : { denied }),
     };
   }
+  const { allow, deny } = annotations.accessControl;
+  if (allow !== null) out.allowlistSourceRange = allow;
+  if (deny !== null) out.denylistSourceRange = deny;
+  const limits = annotations.rateLimit;
+  if (limits.rps > 0 || limits.rpm > 0 || limits.connections > 0) out.rateLimit = limits;
   return out;
 }
 

@@ -12,6 +12,7 @@ import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { buildModel, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
+import { type AccessPolicy, ADMITTED_WITH_SLOT, admit, leave, listed, unmapped } from './access.ts';
 import { affinityCookie } from './affinity-cookie.ts';
 import { type AuthVerdict, authenticate, type RouteAuth, sendSocketAuthDenial } from './auth.ts';
 import type { BalancerEnv } from './balancer.ts';
@@ -91,8 +92,15 @@ type Decision = Placement &
     | { kind: 'preflight' }
     /** `location`: permanent-/temporal-redirect's URL; null: the ssl-redirect to https */
     | { kind: 'redirect'; code: number; location: string | null }
-    /** `canary`: the canary upstream when the canary serves this request ($proxy_alternative_upstream_name), else '' */
-    | { kind: 'proxy'; target: ProxyTarget; context: RequestContext; canary: string }
+    /** `canary`: the canary upstream when the canary serves this request ($proxy_alternative_upstream_name), else '';
+     * `release`: frees the request's limit-connections slot when it ends, or null */
+    | {
+        kind: 'proxy';
+        target: ProxyTarget;
+        context: RequestContext;
+        canary: string;
+        release?: (() => void) | null;
+      }
     /** the route has no endpoints and its error backend answers (default-backend, custom-http-errors) */
     | { kind: 'customError'; code: number; errors: CustomErrors; context: RequestContext }
   );
@@ -242,6 +250,21 @@ export class DataPlane {
     if (runtime === null) return { kind: 'error', status: 503, host: '', match: null, requestId: undefined };
     const path = normalizePath(req.url ?? '/');
     if (path === null) return { kind: 'error', status: 400, host: '', match: null, requestId: undefined };
+    // block-cidrs: denied whatever the host or path (NGINX's http-level deny)
+    if (runtime.blockCidrs !== null) {
+      const peer = req.socket.remoteAddress ?? '';
+      const client = runtime.http.clientAddress === null ? peer : clientAddressOf(req, runtime.http, peer);
+      if (listed(runtime.blockCidrs, unmapped(client)) || client === '') {
+        return {
+          kind: 'error',
+          status: 403,
+          host: '',
+          match: null,
+          requestId: undefined,
+          clientAddress: client,
+        };
+      }
+    }
     // the two headers routing needs, read from rawHeaders: `req.headers` would build an object per request
     let host: string | undefined;
     let incomingId: string | undefined;
@@ -337,7 +360,11 @@ export class DataPlane {
       };
     }
     if (action.type === 'status') {
-      return { kind: 'error', status: action.status, host: hostname, match, requestId: incomingId };
+      // the built-in default backend (404) answers in NGINX's content phase, after the access phase
+      // (a host's unmatched paths inherit its Ingress's lists); an unknown upstream's 503 comes before
+      const denied =
+        action.access === null || action.status === 503 ? 0 : this.#accessStatus(req, runtime, action.access);
+      return { kind: 'error', status: denied || action.status, host: hostname, match, requestId: incomingId };
     }
     const http = runtime.http;
     if (action.target.balancer.peers.length === 0) {
@@ -375,9 +402,26 @@ export class DataPlane {
         clientAddress: remoteAddress,
       };
     }
-    const requestId = incomingId ?? (http.generateRequestId ? generateRequestId() : '');
     const peerAddress = req.socket.remoteAddress ?? '';
     const remoteAddress = http.clientAddress === null ? peerAddress : clientAddressOf(req, http, peerAddress);
+    // the access phase: rate limits, then denylist/allowlist (access.ts)
+    let release: (() => void) | null = null;
+    const access = action.access;
+    if (access !== null) {
+      const verdict = admit(access, remoteAddress, performance.now());
+      if (verdict === ADMITTED_WITH_SLOT) release = () => leave(access, remoteAddress);
+      else if (verdict !== 0) {
+        return {
+          kind: 'error',
+          status: verdict,
+          host: hostname,
+          match,
+          requestId: incomingId,
+          clientAddress: remoteAddress,
+        };
+      }
+    }
+    const requestId = incomingId ?? (http.generateRequestId ? generateRequestId() : '');
     // the canary decision, once per request (retries stay where it sent them); a canary without
     // endpoints never gets the request. A request whose affinity cookie was minted by the main
     // upstream stays on main, one minted by a sticky canary goes to the canary.
@@ -399,6 +443,7 @@ export class DataPlane {
       kind: 'proxy',
       target,
       canary,
+      release,
       context: {
         https,
         listenPort: https ? 443 : this.#httpPort,
@@ -424,6 +469,16 @@ export class DataPlane {
       requestId,
       clientAddress: remoteAddress,
     };
+  }
+
+  /** The access phase of a request answered at once: its status, or 0 (a connection slot is given back at once). */
+  #accessStatus(req: IncomingMessage, runtime: Runtime, access: AccessPolicy): number {
+    const peer = req.socket.remoteAddress ?? '';
+    const client = runtime.http.clientAddress === null ? peer : clientAddressOf(req, runtime.http, peer);
+    const verdict = admit(access, client, performance.now());
+    if (verdict !== ADMITTED_WITH_SLOT) return verdict;
+    leave(access, client);
+    return 0;
   }
 
   /** $remote_addr for the request record: the real IP when enabled, else the socket peer. */
@@ -452,6 +507,8 @@ export class DataPlane {
           this.#respond(req, res, decision, record);
           return;
         }
+        // the limit-connections slot taken in the access phase is given back with the answer
+        if (decision.kind === 'proxy' && decision.release) res.once('close', decision.release);
         const runtime = this.#runtime;
         if (runtime !== null) {
           setOwnResponseHeaders(res, responsePolicy(req, routeResponseOf(decision), runtime.http));
@@ -527,7 +584,10 @@ export class DataPlane {
       );
     else if (decision.kind === 'customError')
       this.#proxy.customError(req, res, decision.errors, decision.code, decision.context, record);
-    else this.#proxy.web(req, res, decision.target, decision.context, record);
+    else {
+      if (decision.release) res.once('close', decision.release);
+      this.#proxy.web(req, res, decision.target, decision.context, record);
+    }
   }
 
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, https: boolean): void {
@@ -549,6 +609,7 @@ export class DataPlane {
           if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
           this.#respondUpgrade(req, socket, head, decision, record);
         } else {
+          if (decision.kind === 'proxy' && decision.release) socket.once('close', decision.release);
           if (record !== null) record.status = verdict.status;
           sendSocketAuthDenial(socket, verdict);
         }
@@ -584,6 +645,7 @@ export class DataPlane {
           routeResponse,
           decision.context.policy ?? this.#runtime.http,
         );
+      if (decision.release) socket.once('close', decision.release);
       this.#proxy.upgrade(req, socket, head, decision.target, decision.context, record);
     }
   }

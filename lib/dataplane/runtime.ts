@@ -13,6 +13,7 @@ import {
   type UpstreamSettings,
   upstreamSettings,
 } from '../model/index.ts';
+import { AccessCompiler, type AccessPolicy, type CidrSet, cidrSetOf } from './access.ts';
 import { compileRouteAuth, type RouteAuth } from './auth.ts';
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
 import type { ChashBalancer } from './balancers/chash.ts';
@@ -24,6 +25,7 @@ import { dataplaneError } from './events.ts';
 import { compileHashKey, type HashKey } from './hash-key.ts';
 import { compileHttpPolicy, type HttpPolicy } from './http-policy.ts';
 import type { ProxyTarget, TargetProtocol } from './proxy.ts';
+import type { Zone } from './rate-limit.ts';
 import { type CompiledRewrite, compileRewrite } from './rewrite.ts';
 import { compileRouteResponse, type RouteResponse } from './route-headers.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
@@ -80,6 +82,8 @@ export interface PathSettings {
   rewrite: CompiledRewrite | null;
   /** custom-headers and CORS of the route (route-headers.ts), or null: the runtime's `http` policy */
   response: RouteResponse | null;
+  /** rate limits and allow/deny lists (access.ts), or null when the path has none */
+  access: AccessPolicy | null;
 }
 
 /** What a path matcher of a compiled server holds. */
@@ -121,6 +125,10 @@ export interface Runtime {
   readonly tlsPolicy: TlsPolicy;
   /** the ConfigMap's request/response settings (client address, headers) */
   readonly http: HttpPolicy;
+  /** block-cidrs: client addresses denied on every request (403), or null */
+  readonly blockCidrs: CidrSet | null;
+  /** rate-limit zones by Ingress and limits; the next compile takes over those still in use */
+  readonly rateLimitZones: ReadonlyMap<string, Zone>;
   readonly model: Model;
 }
 
@@ -385,6 +393,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       (forceSslRedirect ?? config.forceSslRedirect) || ((sslRedirect ?? config.sslRedirect) && hostHasTls);
     return redirect ? { code: config.httpRedirectCode, preserveTrailingSlash } : null;
   };
+  const access = new AccessCompiler(config.access, previous?.rateLimitZones);
   const routed = (server: Server, route: Route | DefaultRoute, locationPath: string): RoutedAction => {
     const { target, forwardedPrefix } = route.annotations.rewrite;
     const action = actionFor(route);
@@ -407,6 +416,8 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
         httpsRedirect: null,
         rewrite: null,
         response: compileRouteResponse(route.annotations, http),
+        // NGINX's `return 503` in the rewrite phase: the access phase never runs
+        access: null,
       };
     }
     const guarded =
@@ -421,6 +432,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       httpsRedirect: httpsRedirectOf(route.annotations, locationPath, server.tls !== null),
       rewrite: compileRewrite(locationPath, target, forwardedPrefix),
       response: compileRouteResponse(route.annotations, http),
+      access: access.policyOf(route.annotations, route.ingress),
     };
   };
 
@@ -469,6 +481,8 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     peerKeys,
     tlsPolicy: tlsPolicyOf(model),
     http,
+    blockCidrs: cidrSetOf(model.config.access.blockCidrs),
+    rateLimitZones: access.zones,
     model,
   };
 }

@@ -75,6 +75,21 @@ export interface GlobalConfig {
   globalAllowedResponseHeaders: string[];
   /** `allow-cross-namespace-resources`: annotations may name a ConfigMap or Secret of another namespace */
   allowCrossNamespaceResources: boolean;
+  /** client address access control and rate-limit statuses (issue #9, part F) */
+  access: AccessConfig;
+}
+
+export interface AccessConfig {
+  /** `whitelist-source-range`: routes without allowlist-source-range allow only these (empty: all) */
+  allowlist: string[];
+  /** `denylist-source-range`: routes without denylist-source-range deny these */
+  denylist: string[];
+  /** `block-cidrs`: denied on every request, whatever the route */
+  blockCidrs: string[];
+  /** `limit-req-status-code`: the answer to a request over limit-rps / limit-rpm */
+  limitReqStatus: number;
+  /** `limit-conn-status-code`: the answer to a request over limit-connections */
+  limitConnStatus: number;
 }
 
 export interface ForwardingConfig {
@@ -158,6 +173,7 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   globalAuth: DEFAULT_GLOBAL_AUTH,
   globalAllowedResponseHeaders: [],
   allowCrossNamespaceResources: false,
+  access: { allowlist: [], denylist: [], blockCidrs: [], limitReqStatus: 503, limitConnStatus: 503 },
   useHttp2: true,
   ssl: {
     minVersion: 'TLSv1.2' as TlsVersion,
@@ -433,6 +449,53 @@ function PART_H_KEYS(): Record<string, KeyParser> {
   };
 }
 
+// --- access control and rate limits (issue #9, part F) ---------------------------------------------
+
+/** A comma list of addresses/CIDRs, all valid or the key keeps its default. */
+const cidrList =
+  (set: (config: GlobalConfig, cidrs: string[]) => void): KeyParser =>
+  (value, config) => {
+    const cidrs: string[] = [];
+    for (const entry of value.split(',')) {
+      const trimmed = entry.trim();
+      if (trimmed === '') continue;
+      const cidr = parseCidr(trimmed);
+      if (cidr === null) return `${JSON.stringify(trimmed)} is not an IPv4 or IPv6 address or CIDR`;
+      if (!cidrs.includes(cidr)) cidrs.push(cidr);
+    }
+    set(config, cidrs.sort());
+    return null;
+  };
+
+/** limit_req_status / limit_conn_status: NGINX accepts 400-599. */
+const limitStatus =
+  (set: (config: GlobalConfig, status: number) => void): KeyParser =>
+  (value, config) => {
+    if (!/^[45]\d\d$/.test(value)) return 'expected a status code from 400 to 599';
+    set(config, Number(value));
+    return null;
+  };
+
+function PART_F_KEYS(): Record<string, KeyParser> {
+  return {
+    'whitelist-source-range': cidrList((config, cidrs) => {
+      config.access.allowlist = cidrs;
+    }),
+    'denylist-source-range': cidrList((config, cidrs) => {
+      config.access.denylist = cidrs;
+    }),
+    'block-cidrs': cidrList((config, cidrs) => {
+      config.access.blockCidrs = cidrs;
+    }),
+    'limit-req-status-code': limitStatus((config, status) => {
+      config.access.limitReqStatus = status;
+    }),
+    'limit-conn-status-code': limitStatus((config, status) => {
+      config.access.limitConnStatus = status;
+    }),
+  };
+}
+
 /** Each key: apply the value to the config, or say why it is invalid. */
 const KEYS: Record<string, KeyParser> = {
   'proxy-connect-timeout': proxyInt('connectTimeout'),
@@ -524,6 +587,7 @@ const KEYS: Record<string, KeyParser> = {
   ...PART_D_KEYS(),
   ...globalAuthKeys(),
   ...PART_H_KEYS(),
+  ...PART_F_KEYS(),
   'use-http2': bool((config, value) => {
     config.useHttp2 = value;
   }),
@@ -569,14 +633,21 @@ export function parseGlobalConfig(
     const value = typeof raw === 'string' ? raw.trim() : String(raw);
     const parse = KEYS[key];
     if (parse === undefined) {
-      diagnostics.report(
-        'ConfigMap',
-        ref,
-        'CONFIG_KEY_UNSUPPORTED',
-        isNginxInternalKey(key)
-          ? `ConfigMap key ${key} tunes NGINX itself; it does not apply to ingress-ts and has no effect`
-          : `ConfigMap key ${key} is not supported by ingress-ts yet and has no effect`,
-      );
+      if (isNginxInternalKey(key)) {
+        diagnostics.report(
+          'ConfigMap',
+          ref,
+          'CONFIG_KEY_NOT_APPLICABLE',
+          `ConfigMap key ${key} tunes NGINX itself; it does not apply to ingress-ts and has no effect`,
+        );
+      } else {
+        diagnostics.report(
+          'ConfigMap',
+          ref,
+          'CONFIG_KEY_UNSUPPORTED',
+          `ConfigMap key ${key} is not supported by ingress-ts yet and has no effect`,
+        );
+      }
       continue;
     }
     if (value === '') continue;

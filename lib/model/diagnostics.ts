@@ -112,8 +112,12 @@ export const DIAGNOSTIC_CODES = {
     'The --configmap ConfigMap does not exist; ingress-nginx defaults are used.',
   ],
   CONFIG_KEY_UNSUPPORTED: [
+    'warning',
+    'ingress-ts does not implement this ConfigMap key (yet), or it is misspelt; it has no effect.',
+  ],
+  CONFIG_KEY_NOT_APPLICABLE: [
     'info',
-    'ingress-ts does not implement this ConfigMap key yet, or the key only tunes NGINX itself; it has no effect.',
+    'The ConfigMap key tunes NGINX itself (workers, hash sizes, Lua dictionaries...); it means nothing here and is ignored.',
   ],
   CONFIG_VALUE_INVALID: ['warning', 'A ConfigMap value fails its validator; the default is used.'],
   CANARY_NOT_ENABLED: [

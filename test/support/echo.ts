@@ -1,6 +1,9 @@
 // An HTTP backend that answers with what it saw (method, URL, headers) as JSON; `/status/<n>`
 // answers n, and every response carries headers a route may have to replace.
-import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { type Reply, type SendOptions, send as sendRequest } from './http.ts';
+
+export type { Reply } from './http.ts';
 
 export interface Seen {
   method: string;
@@ -8,12 +11,6 @@ export interface Seen {
   headers: IncomingHttpHeaders;
   /** which backend answered */
   name: string;
-}
-
-export interface Reply {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
 }
 
 export function echoBackend(name: string): Server {
@@ -32,35 +29,9 @@ export function echoBackend(name: string): Server {
   });
 }
 
-/** One request to the proxy on 127.0.0.1 with this Host; the raw request target is sent as is. */
-export function send(
-  port: number,
-  host: string,
-  path: string,
-  options: { method?: string; headers?: Record<string, string> } = {},
-): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        port,
-        host: '127.0.0.1',
-        path,
-        method: options.method ?? 'GET',
-        headers: { host, ...options.headers },
-        agent: false,
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          body += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
+/** One request to the proxy on a connection of its own (see `send` in http.ts). */
+export function send(port: number, host: string, path: string, options: SendOptions = {}): Promise<Reply> {
+  return sendRequest(port, host, path, { agent: false, ...options });
 }
 
 export const seenBy = (reply: Reply): Seen => JSON.parse(reply.body) as Seen;

@@ -5,6 +5,7 @@
 
 import type { DiagnosticsCollector } from '../diagnostics.ts';
 import type { ObjectRef } from '../types.ts';
+import { accessControl } from './access-control.ts';
 import { accessLog } from './access-log.ts';
 import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
@@ -25,6 +26,7 @@ import {
 } from './group.ts';
 import { loadBalance } from './load-balance.ts';
 import { proxy, serviceUpstream, upstreamVhost } from './proxy.ts';
+import { rateLimit } from './rate-limit.ts';
 import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
@@ -41,6 +43,8 @@ const locationGroups = {
   sslRedirect,
   customErrors,
   backendProtocol,
+  accessControl,
+  rateLimit,
   proxy,
   upstreamVhost,
   basicAuth,
