@@ -105,6 +105,11 @@ t.test('basic authentication through the proxy', async (t) => {
       site('digest', { 'auth-type': 'digest', 'auth-secret': 'htpasswd' }),
       site('badtype', { 'auth-type': 'magic', 'auth-secret': 'htpasswd' }),
       site('open', {}),
+      site('denied', {
+        'auth-type': 'basic',
+        'auth-secret': 'htpasswd',
+        'denylist-source-range': '127.0.0.1/32',
+      }),
       site('cors', { 'auth-type': 'basic', 'auth-secret': 'htpasswd', 'enable-cors': 'true' }),
     ].join(''),
   );
@@ -125,6 +130,9 @@ t.test('basic authentication through the proxy', async (t) => {
     const cors = await fetch(port, 'cors.test', '/', { origin: 'https://app.example' });
     t.equal(cors.status, 401);
     t.equal(cors.headers['access-control-allow-origin'], '*', 'the route response headers (CORS) on the 401');
+    const denied = await fetch(port, 'denied.test', '/', basic('apr1', 'secret'));
+    t.equal(denied.status, 403, 'denylist-source-range (access phase) answers before auth');
+    t.equal((await fetch(port, 'denied.test', '/')).status, 403, 'also without credentials');
     t.equal(seen.length, 0, 'nothing reached the backend');
   });
 
