@@ -18,6 +18,7 @@ import { createEwmaStore } from './balancers/ewma.ts';
 import { defaultBalancerEnv } from './balancers/index.ts';
 import { StickyBalancer } from './balancers/sticky.ts';
 import { routeToCanary } from './canary.ts';
+import { sendClientAuthRejection, sendSocketClientAuthRejection, serverClientAuth } from './client-cert.ts';
 import {
   applyConnectionSettings,
   clientAddressOf,
@@ -83,6 +84,8 @@ interface Placement {
 type Decision = Placement &
   (
     | { kind: 'error'; status: number }
+    /** auth-tls: 400 (495/496: missing or bad client certificate), 403 (match-cn), 421 (SNI ≠ Host) */
+    | { kind: 'clientAuth'; status: 495 | 496 | 403 | 421 }
     /** `location`: permanent-/temporal-redirect's URL; null: the ssl-redirect to https */
     | { kind: 'redirect'; code: number; location: string | null }
     /** `canary`: the canary upstream when the canary serves this request ($proxy_alternative_upstream_name), else '' */
@@ -251,6 +254,22 @@ export class DataPlane {
     const hostname = normalizeHost(host);
     const server = runtime.hosts.lookup(hostname);
     if (incomingId === '') incomingId = undefined;
+    // server level: the client certificate (auth-tls), before any redirect or location
+    let clientCertHeaders: string[] | undefined;
+    const clientAuth = serverClientAuth(req, https, hostname, server.clientAuth);
+    if (clientAuth !== null) {
+      if (clientAuth.kind === 'redirect') {
+        const location = clientAuth.location;
+        return { kind: 'redirect', code: 302, location, host: hostname, match: null, requestId: incomingId };
+      }
+      if (clientAuth.kind === 'reject') {
+        const { status } = clientAuth;
+        if (status === 503)
+          return { kind: 'error', status, host: hostname, match: null, requestId: incomingId };
+        return { kind: 'clientAuth', status, host: hostname, match: null, requestId: incomingId };
+      }
+      clientCertHeaders = clientAuth.headers;
+    }
     // from-to-www-redirect: the whole name redirects, port always included ($server_port: 443 on HTTPS)
     if (server.redirectTo !== null) {
       let uri = req.url ?? '/';
@@ -388,6 +407,7 @@ export class DataPlane {
             ? ''
             : target.hashKey({ req, uri: rewritten?.uri ?? path, host: hostname, https, remoteAddress }),
         session: sessionOf(req, target, cookie, action.setsAffinityCookie, match.locationPath, https),
+        ...(clientCertHeaders === undefined ? {} : { clientCertHeaders }),
         ...(rewritten === null ? {} : { path: rewritten.path, forwardedPrefix: rewritten.forwardedPrefix }),
       },
       host: hostname,
@@ -414,11 +434,12 @@ export class DataPlane {
       record = recordOf(req, decision, https, this.#clientAddress(req, decision));
       finishOnClose(record, res, req.socket, () => (res.headersSent ? res.statusCode : 499));
     }
-    if (decision.kind === 'error' || decision.kind === 'redirect') {
+    if (decision.kind === 'error' || decision.kind === 'redirect' || decision.kind === 'clientAuth') {
       const runtime = this.#runtime;
       if (runtime !== null) setOwnResponseHeaders(res, runtime.http);
     }
     if (decision.kind === 'error') sendErrorPage(res, decision.status);
+    else if (decision.kind === 'clientAuth') sendClientAuthRejection(req, res, decision.status);
     else if (decision.kind === 'redirect')
       sendRedirect(
         req,
@@ -442,7 +463,10 @@ export class DataPlane {
       finishOnClose(started, socket, socket, () => (started.status === 0 ? 499 : started.status));
       record = started;
     }
-    if (decision.kind === 'error' || decision.kind === 'customError') {
+    if (decision.kind === 'clientAuth') {
+      const status = sendSocketClientAuthRejection(socket, decision.status);
+      if (record !== null) record.status = status;
+    } else if (decision.kind === 'error' || decision.kind === 'customError') {
       // an upgrade is not sent to an error backend: the plain error page
       const status = decision.kind === 'error' ? decision.status : decision.code;
       if (record !== null) record.status = status;

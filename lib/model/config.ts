@@ -56,6 +56,8 @@ export interface GlobalConfig {
   customHttpErrors: number[];
   /** `allow-snippet-annotations`: accepted, but snippets are refused whatever it says */
   allowSnippetAnnotations: boolean;
+  /** `allow-cross-namespace-resources`: annotations may name Secrets of other namespaces (auth-tls-secret) */
+  allowCrossNamespaceResources: boolean;
 }
 
 export interface ForwardingConfig {
@@ -118,6 +120,7 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
   customHttpErrors: [],
   allowSnippetAnnotations: false,
+  allowCrossNamespaceResources: false,
   useHttp2: true,
   ssl: {
     minVersion: 'TLSv1.2' as TlsVersion,
@@ -339,6 +342,12 @@ function PART_D_KEYS(): Record<string, KeyParser> {
     },
     'allow-snippet-annotations': (value, config) => {
       config.allowSnippetAnnotations = parseGoBool(value) === true;
+      return null;
+    },
+    'allow-cross-namespace-resources': (value, config) => {
+      const parsed = parseGoBool(value);
+      if (parsed === undefined) return 'expected "true" or "false"';
+      config.allowCrossNamespaceResources = parsed;
       return null;
     },
   };

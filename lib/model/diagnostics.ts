@@ -132,6 +132,18 @@ export const DIAGNOSTIC_CODES = {
     'error',
     'On a host in regex mode, a path is not a regex RE2 accepts (e.g. a backreference or lookahead); that path is not served.',
   ],
+  AUTH_TLS_SECRET_NOT_FOUND: [
+    'error',
+    'auth-tls-secret names a Secret that does not exist; every request to the host answers 503 (never an open host).',
+  ],
+  AUTH_TLS_SECRET_INVALID: [
+    'error',
+    'The auth-tls-secret Secret has no ca.crt with a PEM certificate; every request to the host answers 503.',
+  ],
+  AUTH_TLS_CROSS_NAMESPACE: [
+    'error',
+    'auth-tls-secret names a Secret in another namespace and allow-cross-namespace-resources is false; every request to the host answers 503.',
+  ],
   WWW_REDIRECT_SKIPPED: [
     'info',
     'from-to-www-redirect: the other name is a host of its own (or the host is a wildcard); no redirect is made.',

@@ -8,6 +8,7 @@ import type { ObjectRef } from '../types.ts';
 import { accessLog } from './access-log.ts';
 import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
+import { authTls } from './auth-tls.ts';
 import { backendProtocol } from './backend-protocol.ts';
 import { canary } from './canary.ts';
 import { customErrors } from './custom-errors.ts';
@@ -29,7 +30,7 @@ import { upstreamHash } from './upstream-hash.ts';
 export { customDefaultBackendName } from './custom-errors.ts';
 
 const locationGroups = { rewrite, accessLog, redirect, sslRedirect, customErrors, backendProtocol } as const;
-const serverGroups = { alias: serverAlias, appRoot, fromToWww } as const;
+const serverGroups = { alias: serverAlias, appRoot, fromToWww, authTls } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
