@@ -28,7 +28,7 @@
 // ssl-client-subject-dn, ssl-client-issuer-dn (RFC 2253, as NGINX's $ssl_client_s_dn), and
 // ssl-client-cert (URL-escaped PEM) with auth-tls-pass-certificate-to-upstream.
 
-import type { X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
@@ -104,9 +104,25 @@ export interface CompiledClientAuth {
   verifyClient: ClientAuth['verifyClient'];
   /** the longest chain accepted, leaf and trust anchor included (ssl_verify_depth + 1) */
   maxChain: number;
+  /** the CA bundle, parsed */
+  cas: readonly X509Certificate[];
   passCertificate: boolean;
   matchCN: RE2JS | null;
   errorPage: string | null;
+}
+
+const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+function parseBundle(pem: string | null): X509Certificate[] {
+  const out: X509Certificate[] = [];
+  for (const block of pem?.match(PEM_BLOCK) ?? []) {
+    try {
+      out.push(new X509Certificate(block));
+    } catch {
+      // the model checked every block; nothing to add
+    }
+  }
+  return out;
 }
 
 export function compileClientAuth(auth: ClientAuth | null): CompiledClientAuth | null {
@@ -125,6 +141,7 @@ export function compileClientAuth(auth: ClientAuth | null): CompiledClientAuth |
     caSha256: auth.caSha256,
     verifyClient: auth.verifyClient,
     maxChain: auth.verifyDepth + 1,
+    cas: parseBundle(auth.caPem),
     passCertificate: auth.passCertificate,
     matchCN,
     errorPage: auth.errorPage,
@@ -194,23 +211,25 @@ export function rfc2253(multiline: string): string {
   return out;
 }
 
-/** Leaf to trust anchor, as Node builds it from the peer's chain and the context's CA store. */
-function chainLength(socket: TLSSocket): number {
-  const leaf = socket.getPeerCertificate(true);
+/**
+ * The length of a verified chain, leaf and trust anchor included. Node gives a server only the leaf
+ * (getPeerCertificate(true) has no issuers there), so the chain is rebuilt from the host's CA bundle;
+ * an issuer the bundle lacks was sent by the client, and counts as one intermediate below a root.
+ */
+function chainLength(leaf: X509Certificate, cas: readonly X509Certificate[]): number {
   let length = 1;
   let current = leaf;
-  const seen = new Set<string>([current.fingerprint256]);
-  while (current.issuerCertificate !== undefined && current.issuerCertificate !== null) {
-    const issuer = current.issuerCertificate;
-    if (seen.has(issuer.fingerprint256)) break;
-    seen.add(issuer.fingerprint256);
+  for (let guard = 0; guard < 16; guard++) {
+    const issuer = cas.find((ca) => current.checkIssued(ca) && current.verify(ca.publicKey));
+    if (issuer === undefined) return length + 2;
     length++;
+    if (issuer.checkIssued(issuer)) return length;
     current = issuer;
   }
   return length;
 }
 
-function readPeer(socket: TLSSocket, maxChain: number): PeerCertificate {
+function readPeer(socket: TLSSocket, auth: CompiledClientAuth): PeerCertificate {
   let x509: X509Certificate | undefined;
   try {
     x509 = socket.getPeerX509Certificate();
@@ -219,7 +238,7 @@ function readPeer(socket: TLSSocket, maxChain: number): PeerCertificate {
   }
   if (x509 === undefined) return NO_CERTIFICATE;
   let error: string | null = socket.authorized ? null : String(socket.authorizationError ?? 'CERT_UNTRUSTED');
-  if (error === null && chainLength(socket) > maxChain) error = 'CERT_CHAIN_TOO_LONG';
+  if (error === null && chainLength(x509, auth.cas) > auth.maxChain) error = 'CERT_CHAIN_TOO_LONG';
   return {
     present: true,
     error,
@@ -241,7 +260,7 @@ export function authorizeClient(
   if (auth.denied) return { kind: 'reject', status: 503 };
   let peer = NO_CERTIFICATE;
   if (auth.verifyClient !== 'off' && binding !== undefined && binding.caSha256 === auth.caSha256) {
-    binding.peer ??= readPeer(req.socket as TLSSocket, auth.maxChain);
+    binding.peer ??= readPeer(req.socket as TLSSocket, auth);
     peer = binding.peer;
   }
   let status: 495 | 496 | null = null;
