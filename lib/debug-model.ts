@@ -19,7 +19,9 @@ import type {
   Server,
   Severity,
   Upstream,
+  UpstreamSettings,
 } from './model/index.ts';
+import { upstreamSettings } from './model/index.ts';
 
 /** What a route or a default route sends requests to: an upstream name, or the controller's default. */
 export const DEFAULT_BACKEND = 'default-backend';
@@ -60,6 +62,11 @@ export interface RouteDescription extends PathSettingsDescription {
   backendProtocol: BackendProtocol;
   /** the canary sharing the route (its Ingress, upstream of `backends` and policy), or null */
   canary: CanaryDescription | null;
+  /**
+   * the route's upstream behaviour (timeouts in seconds, retries, body size in bytes, vhost,
+   * rewrites), present when its annotations make it differ from `upstreamDefaults`
+   */
+  upstream?: UpstreamSettings;
 }
 
 /** Per-path settings, present only when set (annotations); unset ssl-redirect values follow `config`. */
@@ -129,6 +136,7 @@ export interface HostDescription {
     ingress: string | null;
     backend: string;
     canary?: CanaryDescription | null;
+    upstream?: UpstreamSettings;
   } & PathSettingsDescription;
 }
 
@@ -177,6 +185,8 @@ export interface ModelDescription {
   /** diagnostics of the last build by `Kind namespace/name` */
   diagnostics: Record<string, Array<{ severity: Severity; code: string; message: string }>>;
   config: GlobalConfig;
+  /** the upstream behaviour of every route without its own (`upstream`): the ConfigMap's */
+  upstreamDefaults: UpstreamSettings;
 }
 
 /** Parsed certificates by sha256; `describeRuntime` keeps only the ones still in use. */
@@ -276,6 +286,14 @@ export function describeRuntime(
     certificate: certificateInfo(runtime.sni.defaultSha256, runtime.sni.defaultCertificate.certPem),
   };
 
+  const upstreamDefaults = upstreamSettings(null, model.config);
+  const defaultsJson = JSON.stringify(upstreamDefaults);
+  /** `{ upstream }` when the location's settings differ from the ConfigMap's, else nothing */
+  const upstreamOf = (annotations: LocationAnnotations): { upstream?: UpstreamSettings } => {
+    const settings = upstreamSettings(annotations, model.config);
+    return JSON.stringify(settings) === defaultsJson ? {} : { upstream: settings };
+  };
+
   const describeServer = (server: Server): HostDescription => {
     let tls: HostTLS | null = null;
     if (server.tls !== null) {
@@ -310,12 +328,14 @@ export function describeRuntime(
         backendProtocol: route.annotations.backendProtocol.protocol,
         canary: canaryOf(route.canary),
         ...pathSettingsOf(route.annotations, route.path),
+        ...upstreamOf(route.annotations),
       })),
       defaultRoute: {
         ingress: refOf(server.defaultRoute.ingress),
         backend: backendOf(server.defaultRoute.backend),
         ...(server.defaultRoute.canary === null ? {} : { canary: canaryOf(server.defaultRoute.canary) }),
         ...pathSettingsOf(server.defaultRoute.annotations, '/'),
+        ...upstreamOf(server.defaultRoute.annotations),
       },
     };
   };
@@ -340,6 +360,7 @@ export function describeRuntime(
     defaultCertificate,
     diagnostics: groupDiagnostics(diagnostics),
     config: model.config,
+    upstreamDefaults,
   };
   // only the certificates still served stay cached
   for (const sha256 of cache.keys()) if (!used.has(sha256)) cache.delete(sha256);

@@ -239,6 +239,7 @@ export class DataPlane {
     // the two headers routing needs, read from rawHeaders: `req.headers` would build an object per request
     let host: string | undefined;
     let incomingId: string | undefined;
+    let contentLength: string | undefined;
     const raw = req.rawHeaders;
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i] as string;
@@ -249,6 +250,9 @@ export class DataPlane {
         if (host === undefined && name === ':authority') host = raw[i + 1];
       } else if (name.length === 12) {
         if (incomingId === undefined && name.toLowerCase() === 'x-request-id') incomingId = raw[i + 1];
+      } else if (name.length === 14) {
+        if (contentLength === undefined && name.toLowerCase() === 'content-length')
+          contentLength = raw[i + 1];
       }
     }
     const hostname = normalizeHost(host);
@@ -298,6 +302,10 @@ export class DataPlane {
         match,
         requestId: incomingId,
       };
+    }
+    // proxy-body-size: a declared length over the location's limit, before the upstream is involved
+    if (contentLength !== undefined && action.type === 'proxy' && tooLarge(contentLength, action.target)) {
+      return { kind: 'error', status: 413, host: hostname, match, requestId: incomingId };
     }
     // use-forwarded-headers: the scheme the client used in front of the load balancer decides
     const secure = runtime.http.useForwardedHeaders ? forwardedHttps(req, https) : https;
@@ -407,6 +415,10 @@ export class DataPlane {
             ? ''
             : target.hashKey({ req, uri: rewritten?.uri ?? path, host: hostname, https, remoteAddress }),
         session: sessionOf(req, target, cookie, action.setsAffinityCookie, match.locationPath, https),
+        upstreamHost:
+          target.upstreamHostOf == null
+            ? null
+            : target.upstreamHostOf({ req, uri: rewritten?.uri ?? path, host: hostname, https }) || null,
         ...(clientCertHeaders === undefined ? {} : { clientCertHeaders }),
         ...(rewritten === null ? {} : { path: rewritten.path, forwardedPrefix: rewritten.forwardedPrefix }),
       },
@@ -481,6 +493,12 @@ export class DataPlane {
       this.#proxy.upgrade(req, socket, head, decision.target, decision.context, record);
     }
   }
+}
+
+/** A Content-Length over the target's proxy-body-size (0: unlimited). */
+function tooLarge(contentLength: string, target: ProxyTarget): boolean {
+  const limit = target.maxBodySize ?? 0;
+  return limit > 0 && Number(contentLength) > limit;
 }
 
 /** The session key of an affinity cookie (`<session key>|<backend key>`) minted by `target`'s upstream. */

@@ -10,9 +10,9 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
-import type { Duplex } from 'node:stream';
+import { type Duplex, Transform } from 'node:stream';
 import { type Dispatcher, Pool } from 'undici';
-import type { Affinity } from '../model/index.ts';
+import type { Affinity, Rewrite } from '../model/index.ts';
 import type { Balancer, Peer } from './balancer.ts';
 import { StickyBalancer } from './balancers/sticky.ts';
 import { type CustomErrors, errorRequestHeaders, intercepts } from './custom-errors.ts';
@@ -33,8 +33,31 @@ export interface ProxyTarget {
   readTimeoutMs: number;
   /** proxy-next-upstream-tries, default 3: total attempts; 0 = one per peer */
   tries: number;
-  /** proxy-next-upstream, default "error timeout" (+ non_idempotent) */
-  retryOn: { error: boolean; timeout: boolean; nonIdempotent: boolean };
+  /**
+   * proxy-next-upstream, default "error timeout" (+ non_idempotent); `invalidHeader`: an unparsable
+   * response head; `statuses`: http_500... (a try answered with one of them goes to another peer)
+   */
+  retryOn: {
+    error: boolean;
+    timeout: boolean;
+    nonIdempotent: boolean;
+    invalidHeader?: boolean;
+    statuses?: ReadonlySet<number> | null;
+  };
+  /** proxy-next-upstream-timeout: no try starts this long after the first one; 0/absent: no limit */
+  nextUpstreamTimeoutMs?: number;
+  /** proxy-body-size in bytes: a larger request body gets 413; 0/absent: unlimited */
+  maxBodySize?: number;
+  /** proxy-request-buffering on: a body (with a finite maxBodySize) is read whole before the first try */
+  bufferRequest?: boolean;
+  /** upstream-vhost without variables: the Host header sent upstream; null/absent: the request's */
+  upstreamHost?: string | null;
+  /** upstream-vhost with NGINX variables ($host, $http_x...), evaluated per request by the router */
+  upstreamHostOf?:
+    | ((input: { req: IncomingMessage; uri: string; host: string; https: boolean }) => string)
+    | null;
+  /** proxy-cookie-domain, proxy-cookie-path, proxy-redirect-*: null/absent when all are off */
+  rewrite?: ResponseRewrite | null;
   /** affinity: cookie of the upstream (its balancer is then a StickyBalancer), or null */
   affinity: Affinity | null;
   /** upstream-hash-by: computes a request's key (hash-key.ts), or null */
@@ -63,6 +86,16 @@ function poolProtocol(protocol: TargetProtocol | undefined, https: boolean): Poo
   return protocol;
 }
 
+/** Response header rewrites (NGINX proxy_cookie_domain, proxy_cookie_path, proxy_redirect). */
+export interface ResponseRewrite {
+  /** a Set-Cookie Domain equal to `from` (case-insensitive, leading dots ignored) becomes `to` */
+  cookieDomain: Rewrite | null;
+  /** a Set-Cookie Path starting with `from` gets `to` instead of that prefix */
+  cookiePath: Rewrite | null;
+  /** a Location (or a Refresh url=) starting with `from` gets `to` instead of that prefix */
+  redirect: Rewrite | null;
+}
+
 export interface RequestContext {
   /** the connection came in on the HTTPS listener */
   https: boolean;
@@ -84,6 +117,8 @@ export interface RequestContext {
   hashKey: string;
   /** affinity: cookie on the target upstream, else null */
   session: SessionContext | null;
+  /** upstream-vhost evaluated for this request (ProxyTarget.upstreamHostOf), when it has variables */
+  upstreamHost?: string | null;
   /** rewrite-target: the upstream request target (path and query) instead of the client's */
   path?: string;
   /** x-forwarded-prefix (only with rewrite-target): replaces any X-Forwarded-Prefix of the client */
@@ -192,9 +227,11 @@ const NON_IDEMPOTENT = new Set(['POST', 'LOCK', 'PATCH']);
 interface Forward {
   headers: string[];
   hasBody: boolean;
+  /** the request had a Content-Length */
+  hasLength: boolean;
 }
 
-function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
+function forwardHeaders(req: IncomingMessage, ctx: RequestContext, vhost?: string | null): Forward {
   const raw = req.rawHeaders;
   const policy = ctx.policy ?? DEFAULT_HTTP_POLICY;
   const scheme = ctx.https ? 'https' : 'http';
@@ -291,14 +328,15 @@ function forwardHeaders(req: IncomingMessage, ctx: RequestContext): Forward {
     if (xfProto !== undefined && xfProto !== '') out[7] = out[9] = out[11] = xfProto;
     if (firstXfh !== undefined && firstXfh !== '') host = firstXfh;
   }
-  if (host !== undefined) out.push('host', host, 'x-forwarded-host', host);
+  if (host !== undefined) out.push('host', vhost ?? host, 'x-forwarded-host', host);
+  else if (vhost != null) out.push('host', vhost);
   if (ctx.forwardedPrefix !== undefined) out.push('x-forwarded-prefix', ctx.forwardedPrefix);
   if (ctx.clientCertHeaders !== undefined) for (const h of ctx.clientCertHeaders) out.push(h);
   if (crumbs !== undefined) out.push('cookie', crumbs);
   if (xff !== undefined) out.push('x-original-forwarded-for', xff);
   if (xfh !== undefined) out.push('x-original-forwarded-host', xfh);
   if (connection !== undefined) stripConnectionTokens(out, own, connection);
-  return { headers: out, hasBody };
+  return { headers: out, hasBody, hasLength };
 }
 
 /** Removes the client headers (from index `from`) that the Connection header names as hop-by-hop. */
@@ -371,6 +409,61 @@ function responseHeaders(headers: IncomingHttpHeaders, policy: HttpPolicy): Arra
   return out;
 }
 
+/** A `;`-separated cookie attribute whose value a rewrite may change: `; Domain=x`, `; Path=/x`. */
+const COOKIE_DOMAIN = /(;\s*domain\s*=\s*)([^;]*)/gi;
+const COOKIE_PATH = /(;\s*path\s*=\s*)([^;]*)/gi;
+
+function rewriteCookie(cookie: string, rewrite: ResponseRewrite): string {
+  let out = cookie;
+  const domain = rewrite.cookieDomain;
+  if (domain !== null) {
+    const from = (domain.from.startsWith('.') ? domain.from.slice(1) : domain.from).toLowerCase();
+    out = out.replace(COOKIE_DOMAIN, (all: string, lead: string, value: string) => {
+      const v = value.trim();
+      const dot = v.startsWith('.') ? '.' : '';
+      return v.slice(dot.length).toLowerCase() === from ? `${lead}${dot}${domain.to}` : all;
+    });
+  }
+  const path = rewrite.cookiePath;
+  if (path !== null) {
+    out = out.replace(COOKIE_PATH, (all: string, lead: string, value: string) =>
+      value.startsWith(path.from) ? `${lead}${path.to}${value.slice(path.from.length)}` : all,
+    );
+  }
+  return out;
+}
+
+function rewriteLocation(value: string, redirect: Rewrite): string {
+  return value.startsWith(redirect.from) ? redirect.to + value.slice(redirect.from.length) : value;
+}
+
+/** `Refresh: 5; url=<URL>`: the URL part is rewritten like a Location. */
+function rewriteRefresh(value: string, redirect: Rewrite): string {
+  const m = /url\s*=\s*/i.exec(value);
+  if (m === null) return value;
+  const at = m.index + m[0].length;
+  return value.slice(0, at) + rewriteLocation(value.slice(at), redirect);
+}
+
+/** Applies a route's response rewrites to a flat header list (names are lower-case, from undici). */
+function rewriteHeaders(out: Array<string | string[]>, rewrite: ResponseRewrite): void {
+  const cookies = rewrite.cookieDomain !== null || rewrite.cookiePath !== null;
+  const redirect = rewrite.redirect;
+  for (let i = 0; i < out.length; i += 2) {
+    const name = out[i] as string;
+    const value = out[i + 1] as string | string[];
+    if (name === 'set-cookie' && cookies) {
+      out[i + 1] = Array.isArray(value)
+        ? value.map((c) => rewriteCookie(c, rewrite))
+        : rewriteCookie(value, rewrite);
+    } else if (redirect !== null && (name === 'location' || name === 'refresh')) {
+      const one = (v: string) =>
+        name === 'location' ? rewriteLocation(v, redirect) : rewriteRefresh(v, redirect);
+      out[i + 1] = Array.isArray(value) ? value.map(one) : one(value);
+    }
+  }
+}
+
 /** add-headers and Server on a response the proxy answers itself (error page, redirect). */
 export function setOwnResponseHeaders(res: ServerResponse, policy: HttpPolicy): void {
   const extra = policy.responseHeaders;
@@ -397,8 +490,10 @@ function rawHead(status: number, statusText: string, headers: ReadonlyArray<stri
 
 const ERROR = 0; // connect refused/reset, upstream closed before a full head: proxy_next_upstream error
 const TIMEOUT = 1; // connect timeout, read timeout before the head, send timeout: proxy_next_upstream timeout
-const FATAL = 2; // invalid upstream response, bad request for undici: 502, never retried
-type FailureKind = typeof ERROR | typeof TIMEOUT | typeof FATAL;
+const FATAL = 2; // bad request for undici, client gone: 502, never retried
+const INVALID = 3; // unparsable response head: proxy_next_upstream invalid_header, else 502
+const TOO_LARGE = 4; // the request body grew past proxy-body-size: 413, never retried
+type FailureKind = typeof ERROR | typeof TIMEOUT | typeof FATAL | typeof INVALID | typeof TOO_LARGE;
 
 class ProxyError extends Error {
   readonly code: string;
@@ -410,10 +505,15 @@ class ProxyError extends Error {
 
 const SEND_TIMEOUT = 'PROXY_SEND_TIMEOUT';
 const CLIENT_ABORTED = 'PROXY_CLIENT_ABORTED';
+const BODY_TOO_LARGE = 'PROXY_BODY_TOO_LARGE';
+/** the try's response status is one of proxy-next-upstream's http_xxx: discarded, next try */
+const NEXT_STATUS = 'PROXY_NEXT_UPSTREAM_STATUS';
 
 function errorCode(err: Error): string {
   const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' ? code : 'UNKNOWN';
+  if (typeof code === 'string') return code;
+  // llhttp's errors without a code (a response that is not HTTP at all)
+  return err.name === 'HTTPParserError' ? 'HPE_INVALID' : 'UNKNOWN';
 }
 
 function classify(code: string): FailureKind {
@@ -424,6 +524,9 @@ function classify(code: string): FailureKind {
     case 'ETIMEDOUT':
       return TIMEOUT;
     case 'UND_ERR_HEADERS_OVERFLOW':
+      return INVALID;
+    case BODY_TOO_LARGE:
+      return TOO_LARGE;
     case 'UND_ERR_INVALID_ARG':
     case 'UND_ERR_NOT_SUPPORTED':
     case 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH':
@@ -432,11 +535,58 @@ function classify(code: string): FailureKind {
     case CLIENT_ABORTED:
       return FATAL;
     default:
-      return code.startsWith('HPE_') ? FATAL : ERROR;
+      return code.startsWith('HPE_') ? INVALID : ERROR;
   }
 }
 
 function noop(): void {}
+
+/**
+ * Reads a whole request body; `done(null)` as soon as it grows past `limit` bytes (the rest is read
+ * and discarded, so the connection can carry the 413 and stay usable). Nothing happens if the client
+ * goes away meanwhile.
+ */
+function readBody(req: IncomingMessage, limit: number, done: (body: Buffer | null) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const onData = (chunk: Buffer): void => {
+    size += chunk.length;
+    if (size > limit) {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.resume();
+      done(null);
+      return;
+    }
+    chunks.push(chunk);
+  };
+  const onEnd = (): void => done(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+  req.on('error', noop);
+  req.on('data', onData);
+  req.on('end', onEnd);
+}
+
+/** A streamed chunked body that fails the try (413, or a cut once answered) past `limit` bytes. */
+function limitBody(req: IncomingMessage, limit: number): Transform {
+  let size = 0;
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      size += chunk.length;
+      if (size > limit) {
+        // the rest of the client's body is discarded: the 413 (or the cut) answers it
+        req.unpipe(counted);
+        req.resume();
+        callback(new ProxyError(BODY_TOO_LARGE, 'request body larger than proxy-body-size'));
+      } else {
+        callback(null, chunk);
+      }
+    },
+  });
+  req.on('error', (err) => counted.destroy(err));
+  // the send timeout watches the client request: pass the counter's backpressure on to it
+  req.pipe(counted);
+  return counted;
+}
 
 /** Ends a socket once its buffered writes are out, then destroys it (net.Socket#destroySoon). */
 function finish(socket: Duplex): void {
@@ -481,6 +631,8 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
   protected gone = false;
   protected lastKind: FailureKind = ERROR;
   private t0 = 0;
+  /** when the first try was dispatched (proxy-next-upstream-timeout) */
+  private tFirst = 0;
   /** the request's log record (upstream address, status and timings per try), when kept */
   protected readonly record: RequestRecord | null;
 
@@ -541,6 +693,7 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     this.peer = peer;
+    if (this.attempts === 0) this.tFirst = performance.now();
     this.attempts++;
     this.started = false;
     this.controller = null;
@@ -553,6 +706,40 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
     // a dispatch error (closed pool, invalid argument) comes back through onResponseError
     this.proxy.pool(peer.key, this.target.connectTimeoutMs, this.protocol).dispatch(this.opts, this);
   };
+
+  /** Another try is allowed: tries left (proxy-next-upstream-tries) and within -timeout. */
+  protected triesLeft(): boolean {
+    const target = this.target;
+    const max = target.tries > 0 ? target.tries : Math.max(1, target.balancer.peers.length);
+    if (this.attempts >= max) return false;
+    const window = target.nextUpstreamTimeoutMs ?? 0;
+    return window <= 0 || performance.now() - this.tFirst < window;
+  }
+
+  /** The request went out and may go out again: no streamed body, and idempotent unless non_idempotent. */
+  protected resendable(): boolean {
+    return !this.hasBody && (this.idempotent || this.target.retryOn.nonIdempotent);
+  }
+
+  /** The response head's status is one of proxy-next-upstream's http_xxx and another try may start. */
+  protected retriesStatus(statusCode: number): boolean {
+    return (
+      this.target.retryOn.statuses?.has(statusCode) === true &&
+      !this.done &&
+      this.triesLeft() &&
+      this.resendable()
+    );
+  }
+
+  /** Moves on to the next try (the current peer is excluded), out of undici's callback. */
+  protected retry(): void {
+    const peer = this.peer;
+    if (peer !== undefined) {
+      this.tried ??= new Set();
+      this.tried.add(peer.key);
+    }
+    queueMicrotask(this.next);
+  }
 
   protected observe(): void {
     const peer = this.peer;
@@ -571,6 +758,12 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
     this.requestSettled();
     if (this.gone || this.handedOff) return;
     const code = errorCode(err);
+    if (code === NEXT_STATUS) {
+      // a discarded http_xxx answer (its status and timings are already on the record)
+      if (this.record !== null) this.record.responseTime = this.elapsed();
+      if (!this.done) this.retry();
+      return;
+    }
     const record = this.record;
     if (record !== null && !this.responded) {
       record.responseTime = this.elapsed();
@@ -593,24 +786,22 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
     }
     const kind = classify(code);
     this.lastKind = kind;
-    const target = this.target;
-    const max = target.tries > 0 ? target.tries : Math.max(1, target.balancer.peers.length);
-    if (
-      kind !== FATAL &&
-      this.attempts < max &&
-      (kind === TIMEOUT ? target.retryOn.timeout : target.retryOn.error) &&
-      (!this.started || (!this.hasBody && (this.idempotent || target.retryOn.nonIdempotent)))
-    ) {
-      if (peer !== undefined) {
-        this.tried ??= new Set();
-        this.tried.add(peer.key);
-      }
+    const retryOn = this.target.retryOn;
+    const wanted =
+      kind === TIMEOUT
+        ? retryOn.timeout
+        : kind === ERROR
+          ? retryOn.error
+          : kind === INVALID
+            ? retryOn.invalidHeader === true
+            : false;
+    if (wanted && this.triesLeft() && (!this.started || this.resendable())) {
       // out of undici's error path before dispatching again (possibly to the same pool)
-      queueMicrotask(this.next);
+      this.retry();
       return;
     }
     this.done = true;
-    this.fail(kind === TIMEOUT ? 504 : 502);
+    this.fail(kind === TIMEOUT ? 504 : kind === TOO_LARGE ? 413 : 502);
   }
 
   /** Hook: the current try has ended (error or end). */
@@ -775,6 +966,12 @@ class WebExchange extends Exchange {
     headers: IncomingHttpHeaders,
   ): void {
     if (statusCode < 200) return; // 1xx (103 Early Hints...) are not forwarded, like NGINX
+    if (this.retriesStatus(statusCode)) {
+      this.observe();
+      this.noteHead(statusCode);
+      controller.abort(new ProxyError(NEXT_STATUS, `upstream answered ${statusCode}`));
+      return;
+    }
     this.responded = true;
     this.observe();
     this.noteHead(statusCode);
@@ -787,6 +984,7 @@ class WebExchange extends Exchange {
       return;
     }
     const out = responseHeaders(headers, this.policy);
+    if (this.target.rewrite != null) rewriteHeaders(out, this.target.rewrite);
     if (this.hsts !== null) out.push('strict-transport-security', this.hsts);
     if (this.newCookie !== null) out.push('set-cookie', this.newCookie);
     if (this.h2 && headers['grpc-status'] !== undefined) {
@@ -1035,28 +1233,78 @@ export class Proxy {
     ctx: RequestContext,
     record: RequestRecord | null = null,
   ): void {
-    const forward = forwardHeaders(req, ctx);
+    const forward = forwardHeaders(req, ctx, ctx.upstreamHost ?? target.upstreamHost);
     const headers = forward.headers;
+    const hasLength = forward.hasLength;
     // an HTTP/2 request has a body unless its HEADERS frame ended the stream (gRPC sends no length)
     const hasBody = forward.hasBody || (req.httpVersionMajor === 2 && !endedAfterHeaders(req));
     const protocol = poolProtocol(target.protocol, ctx.https);
+    const grpc = protocol === 'GRPC' || protocol === 'GRPCS';
     // grpc_pass sends `TE: trailers` (h2 forbids any other TE; gRPC servers expect it)
-    if (protocol === 'GRPC' || protocol === 'GRPCS') headers.push('te', 'trailers');
+    if (grpc) headers.push('te', 'trailers');
     const method = req.method ?? 'GET';
     const opts: Dispatcher.DispatchOptions = {
       path: ctx.path ?? upstreamPath(req.url),
       method,
       headers,
-      body: hasBody ? req : null,
+      body: null,
       headersTimeout: target.readTimeoutMs,
       bodyTimeout: target.readTimeoutMs,
     };
-    const exchange = new WebExchange(this, req, res, target, opts, hasBody, ctx.hsts, record);
+    const limit = target.maxBodySize ?? 0;
+    // gRPC streams are never buffered (they may last as long as the call)
+    if (hasBody && limit > 0 && target.bufferRequest === true && !grpc) {
+      // proxy-request-buffering on: the whole body first (a Content-Length over the limit was refused
+      // by the router); the tries then send it with its length and may resend it
+      const policy = ctx.policy ?? DEFAULT_HTTP_POLICY;
+      let answered = false;
+      // client-body-timeout while the body is read (watchBody's rule: 408, then the connection closes)
+      if (policy.clientBodyTimeoutMs > 0 && !req.complete) {
+        req.setTimeout(policy.clientBodyTimeoutMs, () => {
+          if (req.complete || answered) return;
+          answered = true;
+          if (record !== null) record.status = 408;
+          res.setHeader('connection', 'close');
+          setOwnResponseHeaders(res, policy);
+          sendErrorPage(res, 408);
+        });
+        req.once('end', () => req.socket?.setTimeout(0));
+      }
+      readBody(req, limit, (body) => {
+        if (answered) return;
+        answered = true;
+        if (body === null) {
+          if (ctx.hsts !== null) res.setHeader('Strict-Transport-Security', ctx.hsts);
+          setOwnResponseHeaders(res, policy);
+          sendErrorPage(res, 413);
+          return;
+        }
+        if (!hasLength) headers.push('content-length', String(body.length));
+        opts.body = body;
+        this.#start(req, res, target, ctx, opts, protocol, false, record);
+      });
+      return;
+    }
+    if (hasBody) opts.body = limit > 0 && !hasLength ? limitBody(req, limit) : req;
+    this.#start(req, res, target, ctx, opts, protocol, hasBody, record);
+  }
+
+  #start(
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: ProxyTarget,
+    ctx: RequestContext,
+    opts: Dispatcher.DispatchOptions,
+    protocol: ReturnType<typeof poolProtocol>,
+    streamed: boolean,
+    record: RequestRecord | null,
+  ): void {
+    const exchange = new WebExchange(this, req, res, target, opts, streamed, ctx.hsts, record);
     exchange.hashKey = ctx.hashKey;
     exchange.session = ctx.session;
     exchange.protocol = protocol;
     if (ctx.policy !== undefined) exchange.policy = ctx.policy;
-    if (hasBody) exchange.watchBody(req, exchange.policy.clientBodyTimeoutMs);
+    if (streamed) exchange.watchBody(req, exchange.policy.clientBodyTimeoutMs);
     if (ctx.errors != null) {
       exchange.errors = ctx.errors;
       exchange.context = ctx;
@@ -1109,7 +1357,7 @@ export class Proxy {
     ctx: RequestContext,
     record: RequestRecord | null = null,
   ): void {
-    const { headers } = forwardHeaders(req, ctx);
+    const { headers } = forwardHeaders(req, ctx, ctx.upstreamHost ?? target.upstreamHost);
     const opts: Dispatcher.DispatchOptions = {
       path: ctx.path ?? upstreamPath(req.url),
       method: req.method ?? 'GET',

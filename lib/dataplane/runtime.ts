@@ -3,7 +3,16 @@
 // updates in place (the same Balancer objects serve the old and the new runtime).
 
 import { customDefaultBackendName } from '../model/annotations/index.ts';
-import type { DefaultRoute, LocationAnnotations, Model, Route, Server, Upstream } from '../model/index.ts';
+import {
+  type DefaultRoute,
+  type LocationAnnotations,
+  type Model,
+  type Route,
+  type Server,
+  type Upstream,
+  type UpstreamSettings,
+  upstreamSettings,
+} from '../model/index.ts';
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
 import type { ChashBalancer } from './balancers/chash.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
@@ -109,13 +118,41 @@ export interface RuntimeDeps {
   ewmaStore: EwmaStore;
 }
 
-const TIMEOUTS = {
-  connectTimeoutMs: 5_000,
-  sendTimeoutMs: 60_000,
-  readTimeoutMs: 60_000,
-  tries: 3,
-  retryOn: { error: true, timeout: true, nonIdempotent: false },
-} as const;
+/** The ProxyTarget fields a location's upstream settings decide (computed once per route). */
+type TargetSettings = Omit<ProxyTarget, 'upstream' | 'balancer' | 'hashKey' | 'affinity'>;
+
+/** upstream-vhost with NGINX variables ($best_http_host is the request's Host header here). */
+function vhostTemplate(vhost: string | null): HashKey | null {
+  if (vhost === null || !vhost.includes('$')) return null;
+  return compileHashKey(vhost.replace(/\$\{best_http_host\}|\$best_http_host\b/g, () => '$http_host'));
+}
+
+export function targetSettings(settings: UpstreamSettings): TargetSettings {
+  const { nextUpstream } = settings;
+  const rewrite =
+    settings.cookieDomain === null && settings.cookiePath === null && settings.redirect === null
+      ? null
+      : { cookieDomain: settings.cookieDomain, cookiePath: settings.cookiePath, redirect: settings.redirect };
+  return {
+    connectTimeoutMs: settings.connectTimeout * 1000,
+    sendTimeoutMs: settings.sendTimeout * 1000,
+    readTimeoutMs: settings.readTimeout * 1000,
+    tries: settings.nextUpstreamTries,
+    retryOn: {
+      error: nextUpstream.error,
+      timeout: nextUpstream.timeout,
+      nonIdempotent: nextUpstream.nonIdempotent,
+      invalidHeader: nextUpstream.invalidHeader,
+      statuses: nextUpstream.statuses.length === 0 ? null : new Set(nextUpstream.statuses),
+    },
+    nextUpstreamTimeoutMs: settings.nextUpstreamTimeout * 1000,
+    maxBodySize: settings.bodySize,
+    bufferRequest: settings.requestBuffering,
+    upstreamHost: settings.upstreamVhost?.includes('$') ? null : settings.upstreamVhost,
+    upstreamHostOf: vhostTemplate(settings.upstreamVhost),
+    rewrite,
+  };
+}
 
 function peersOf(upstream: Upstream): Peer[] {
   return upstream.endpoints.map((e) => ({
@@ -171,33 +208,52 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     return key;
   };
 
+  /** upstream settings by annotation values: routes without their own share the parsed defaults */
+  const settingsCache = new Map<object, Map<object, TargetSettings>>();
+  const settingsOf = (annotations: LocationAnnotations): TargetSettings => {
+    let byVhost = settingsCache.get(annotations.proxy);
+    if (byVhost === undefined) {
+      byVhost = new Map();
+      settingsCache.set(annotations.proxy, byVhost);
+    }
+    let settings = byVhost.get(annotations.upstreamVhost);
+    if (settings === undefined) {
+      settings = targetSettings(upstreamSettings(annotations, model.config));
+      byVhost.set(annotations.upstreamVhost, settings);
+    }
+    return settings;
+  };
+
   const logs = model.config.accessLog;
   const proxyTo = (
     upstreamName: string,
     route: RouteInfo | null,
     accessLog: boolean,
+    settings: TargetSettings,
     whenEmpty: 404 | 503 = 503,
     protocol: TargetProtocol = 'HTTP',
   ): Action => {
     const balancer = balancerFor(upstreamName);
     if (balancer === null) return { type: 'status', status: 503, route, accessLog };
-    const target = {
+    const target: ProxyTarget = {
       upstream: upstreamName,
       balancer,
       hashKey: hashKeyOf(upstreamName),
       affinity: model.upstreams[upstreamName]?.affinity ?? null,
       protocol,
-      ...TIMEOUTS,
+      ...settings,
     };
     return { type: 'proxy', target, route, whenEmpty, accessLog, canary: null, setsAffinityCookie: false };
   };
 
   // The controller's default backend: its Service, answering 404 itself while it has no endpoints.
+  // It (and the custom error backends) get the ConfigMap's upstream settings.
+  const defaultSettings = targetSettings(upstreamSettings(null, model.config));
   const defaultBackendLogs = !logs.disabled && logs.forDefaultBackend;
   const defaultBackend: Action =
     model.defaultBackend === null
       ? { type: 'status', status: 404, route: null, accessLog: defaultBackendLogs }
-      : proxyTo(model.defaultBackend, null, defaultBackendLogs, 404);
+      : proxyTo(model.defaultBackend, null, defaultBackendLogs, defaultSettings, 404);
   const routeLogs = (annotations: LocationAnnotations) => !logs.disabled && annotations.accessLog.enabled;
 
   const routeInfo = (ingress: { namespace: string; name: string } | null, upstream: string | null) => {
@@ -225,6 +281,8 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     }
     if (route.backend.type === 'default') return defaultBackend;
     const upstream = route.backend.upstream;
+    // the route's upstream settings serve its canary too (a canary's own location annotations are ignored)
+    const settings = settingsOf(route.annotations);
     const protocol = route.annotations.backendProtocol.protocol;
     // FastCGI cannot be spoken: 502 rather than HTTP to a FastCGI port (BACKEND_PROTOCOL_UNSUPPORTED)
     if (protocol === 'FCGI') {
@@ -239,6 +297,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       upstream,
       routeInfo(route.ingress, upstream),
       routeLogs(route.annotations),
+      settings,
       503,
       protocol,
     );
@@ -251,14 +310,14 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     if (withErrors.type !== 'proxy' || canary === null) return withErrors;
     const canaryBalancer = balancerFor(canary.upstream);
     if (canaryBalancer === null) return action;
-    const target = {
+    const target: ProxyTarget = {
       upstream: canary.upstream,
       balancer: canaryBalancer,
       hashKey: hashKeyOf(canary.upstream),
       affinity: model.upstreams[canary.upstream]?.affinity ?? null,
-      // the canary is served through the main route's location: its backend-protocol
+      // the canary is served through the main route's location: its backend-protocol and settings
       protocol,
-      ...TIMEOUTS,
+      ...settings,
     };
     return { ...withErrors, canary: compileCanary(canary, target) };
   };
@@ -282,7 +341,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       balancer,
       hashKey: null,
       affinity: null,
-      ...TIMEOUTS,
+      ...defaultSettings,
     };
     return { ...action, errors: compileCustomErrors(effective, target, whenEmpty, action.route) };
   };

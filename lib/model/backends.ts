@@ -20,7 +20,8 @@ export type UpstreamProblem =
   | { code: 'SERVICE_PORT_NOT_FOUND'; message: string }
   | { code: 'ENDPOINTS_NONE'; message: string }
   | { code: 'EXTERNAL_NAME_INVALID'; message: string }
-  | { code: 'EXTERNAL_NAME_DISABLED'; message: string };
+  | { code: 'EXTERNAL_NAME_DISABLED'; message: string }
+  | { code: 'SERVICE_UPSTREAM_NO_CLUSTER_IP'; message: string };
 
 export interface ResolvedUpstream {
   upstream: Upstream;
@@ -108,7 +109,12 @@ export class UpstreamResolver {
    * The upstream of a backend, resolved once per build and shared by every route naming it;
    * `loadBalance` applies when this call creates it (the first Ingress to use an upstream decides).
    */
-  resolve(ref: ServiceBackendRef, loadBalance: string, hashBy: HashBy | null = null): ResolvedUpstream {
+  resolve(
+    ref: ServiceBackendRef,
+    loadBalance: string,
+    hashBy: HashBy | null = null,
+    serviceUpstream = false,
+  ): ResolvedUpstream {
     let known = this.#byService.get(ref.namespace, ref.service);
     if (known === undefined) {
       known = [];
@@ -116,7 +122,7 @@ export class UpstreamResolver {
       this.#referencedServices.push(objectKey(ref.namespace, ref.service));
     }
     for (const resolved of known) if (resolved.upstream.service.port === ref.port) return resolved;
-    const resolved = this.#compute(ref, upstreamName(ref), loadBalance, hashBy);
+    const resolved = this.#compute(ref, upstreamName(ref), loadBalance, hashBy, serviceUpstream);
     known.push(resolved);
     this.#resolved.push(resolved);
     return resolved;
@@ -125,7 +131,7 @@ export class UpstreamResolver {
   /** An upstream with a name of its own (the controller's default backend); not shared with routes. */
   resolveAs(ref: ServiceBackendRef, name: string, loadBalance: string): ResolvedUpstream {
     this.#referencedServices.push(objectKey(ref.namespace, ref.service));
-    const resolved = this.#compute(ref, name, loadBalance, null);
+    const resolved = this.#compute(ref, name, loadBalance, null, false);
     this.#resolved.push(resolved);
     return resolved;
   }
@@ -146,6 +152,7 @@ export class UpstreamResolver {
     name: string,
     loadBalance: string,
     hashBy: HashBy | null,
+    serviceUpstream: boolean,
   ): ResolvedUpstream {
     const upstream: Upstream = {
       name,
@@ -165,7 +172,16 @@ export class UpstreamResolver {
         problem: { code: 'SERVICE_NOT_FOUND', message: `Service ${serviceId()} not found` },
       };
     }
-    if (service.spec?.type === 'ExternalName') return this.#externalName(upstream, service, ref);
+    const noClusterIp = (): UpstreamProblem => ({
+      code: 'SERVICE_UPSTREAM_NO_CLUSTER_IP',
+      message: `Service ${serviceId()} has no ClusterIP for service-upstream; its endpoints are used`,
+    });
+    if (service.spec?.type === 'ExternalName') {
+      const resolved = this.#externalName(upstream, service, ref);
+      return serviceUpstream && resolved.problem === null
+        ? { ...resolved, problem: noClusterIp() }
+        : resolved;
+    }
 
     const port = findServicePort(service, ref.port);
     if (port === undefined) {
@@ -178,7 +194,16 @@ export class UpstreamResolver {
         },
       };
     }
+    // service-upstream: the one peer is the ClusterIP and the Service port (kube-proxy balances)
+    const clusterIP = service.spec?.clusterIP ?? '';
+    if (serviceUpstream && clusterIP !== '' && clusterIP !== 'None' && typeof port.port === 'number') {
+      upstream.endpoints = [{ address: clusterIP, port: port.port }];
+      return { upstream, backend: { type: 'upstream', upstream: upstream.name }, problem: null };
+    }
     upstream.endpoints = endpointsFromSlices(this.#slices.get(ref.namespace, ref.service) ?? [], port);
+    if (serviceUpstream && upstream.endpoints.length > 0) {
+      return { upstream, backend: { type: 'upstream', upstream: upstream.name }, problem: noClusterIp() };
+    }
     if (upstream.endpoints.length === 0) {
       return {
         upstream,

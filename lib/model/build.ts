@@ -142,6 +142,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
       ref,
       ingress.annotations.ingress.loadBalance.algorithm ?? config.loadBalance,
       ingress.annotations.ingress.upstreamHash.hashBy,
+      ingress.annotations.ingress.serviceUpstream.enabled ?? config.serviceUpstream,
     );
     if (problem !== null) diagnostics.report('Ingress', ingress.ref, problem.code, problem.message);
     return backend;

@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { parseGoBool } from './annotations/group.ts';
+import { NEXT_UPSTREAM, type ProxyAnnotations, SIZE } from './annotations/proxy.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import type { ConfigMap } from './k8s.ts';
 
@@ -36,6 +37,17 @@ export interface GlobalConfig {
    * URIs never logged), `access-log-path` ('' or /dev/stdout: standard output)
    */
   accessLog: { disabled: boolean; forDefaultBackend: boolean; skipUrls: string[]; path: string };
+  /**
+   * The upstream behaviour of locations whose Ingress does not set it (`proxy-connect-timeout`,
+   * `proxy-send-timeout`, `proxy-read-timeout`, `proxy-next-upstream`, `-tries`, `-timeout`,
+   * `proxy-body-size`, `proxy-request-buffering`, `proxy-buffering`, `proxy-http-version`,
+   * `proxy-cookie-domain`, `proxy-cookie-path`, `proxy-redirect-from`, `proxy-redirect-to`)
+   */
+  proxy: { [K in keyof ProxyAnnotations]: NonNullable<ProxyAnnotations[K]> };
+  /** `retry-non-idempotent`: POST, LOCK and PATCH may be retried too (adds non_idempotent everywhere) */
+  retryNonIdempotent: boolean;
+  /** `service-upstream`: upstreams go to the Service's ClusterIP unless the Ingress says otherwise */
+  serviceUpstream: boolean;
   /** `use-http2`: the HTTPS listener offers h2 by ALPN (else HTTP/1.1 only) */
   useHttp2: boolean;
   /**
@@ -102,6 +114,24 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   noTlsRedirectLocations: ['/.well-known/acme-challenge'],
   hsts: { enabled: true, maxAge: 31536000, includeSubdomains: true, preload: false },
   accessLog: { disabled: false, forDefaultBackend: false, skipUrls: [], path: '/var/log/nginx/access.log' },
+  proxy: {
+    connectTimeout: 5,
+    sendTimeout: 60,
+    readTimeout: 60,
+    nextUpstream: 'error timeout',
+    nextUpstreamTries: 3,
+    nextUpstreamTimeout: 0,
+    bodySize: '1m',
+    requestBuffering: 'on' as const,
+    buffering: 'off' as const,
+    httpVersion: '1.1' as const,
+    cookieDomain: 'off',
+    cookiePath: 'off',
+    redirectFrom: 'off',
+    redirectTo: 'off',
+  },
+  retryNonIdempotent: false,
+  serviceUpstream: false,
   forwarding: {
     useForwardedHeaders: false,
     computeFullForwardedFor: false,
@@ -140,6 +170,39 @@ const bool =
     const parsed = parseGoBool(value);
     if (parsed === undefined) return 'expected "true" or "false"';
     set(config, parsed);
+    return null;
+  };
+
+/** A whole number (seconds or tries) into `config.proxy[field]`. */
+const proxyInt =
+  (
+    field: 'connectTimeout' | 'sendTimeout' | 'readTimeout' | 'nextUpstreamTries' | 'nextUpstreamTimeout',
+  ): KeyParser =>
+  (value, config) => {
+    if (!/^\d+$/.test(value)) return 'expected a whole number';
+    config.proxy[field] = Number(value);
+    return null;
+  };
+
+/** One of a few words into `config.proxy[field]`. */
+const proxyOption =
+  <F extends 'requestBuffering' | 'buffering' | 'httpVersion'>(
+    field: F,
+    options: ReadonlyArray<GlobalConfig['proxy'][F]>,
+  ): KeyParser =>
+  (value, config) => {
+    const found = options.find((o) => o === value);
+    if (found === undefined) return `expected ${options.join(' or ')}`;
+    config.proxy[field] = found;
+    return null;
+  };
+
+/** A rewrite (`off` or `<from> <to>`, or a redirect prefix) into `config.proxy[field]`. */
+const proxyText =
+  (field: 'cookieDomain' | 'cookiePath' | 'redirectFrom' | 'redirectTo'): KeyParser =>
+  (value, config) => {
+    if (/[\r\n]/.test(value)) return 'line breaks are not allowed';
+    config.proxy[field] = value;
     return null;
   };
 
@@ -355,6 +418,35 @@ function PART_D_KEYS(): Record<string, KeyParser> {
 
 /** Each key: apply the value to the config, or say why it is invalid. */
 const KEYS: Record<string, KeyParser> = {
+  'proxy-connect-timeout': proxyInt('connectTimeout'),
+  'proxy-send-timeout': proxyInt('sendTimeout'),
+  'proxy-read-timeout': proxyInt('readTimeout'),
+  'proxy-next-upstream': (value, config) => {
+    if (!NEXT_UPSTREAM.test(value))
+      return 'expected tokens among error timeout invalid_header http_5xx http_4xx non_idempotent off';
+    config.proxy.nextUpstream = value;
+    return null;
+  },
+  'proxy-next-upstream-tries': proxyInt('nextUpstreamTries'),
+  'proxy-next-upstream-timeout': proxyInt('nextUpstreamTimeout'),
+  'retry-non-idempotent': bool((config, value) => {
+    config.retryNonIdempotent = value;
+  }),
+  'proxy-body-size': (value, config) => {
+    if (!SIZE.test(value)) return 'expected a size such as 1m, 512k or 0';
+    config.proxy.bodySize = value;
+    return null;
+  },
+  'proxy-request-buffering': proxyOption('requestBuffering', ['on', 'off']),
+  'proxy-buffering': proxyOption('buffering', ['on', 'off']),
+  'proxy-http-version': proxyOption('httpVersion', ['1.0', '1.1']),
+  'proxy-cookie-domain': proxyText('cookieDomain'),
+  'proxy-cookie-path': proxyText('cookiePath'),
+  'proxy-redirect-from': proxyText('redirectFrom'),
+  'proxy-redirect-to': proxyText('redirectTo'),
+  'service-upstream': bool((config, value) => {
+    config.serviceUpstream = value;
+  }),
   'load-balance': (value, config) => {
     if (!(LOAD_BALANCE_NAMES as readonly string[]).includes(value)) {
       return `expected one of ${LOAD_BALANCE_NAMES.join(', ')}`;

@@ -78,6 +78,10 @@ export const DIAGNOSTIC_CODES = {
     'warning',
     'ExternalName Services are disabled (--disable-svc-external-name); requests to it get 503.',
   ],
+  SERVICE_UPSTREAM_NO_CLUSTER_IP: [
+    'warning',
+    'service-upstream is on but the Service has no ClusterIP (headless or ExternalName); its endpoints are used.',
+  ],
   DEFAULT_BACKEND_SERVICE_UNUSABLE: [
     'warning',
     'The --default-backend-service is missing or has no port; the built-in 404 backend is used.',

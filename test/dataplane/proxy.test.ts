@@ -986,3 +986,73 @@ t.test('generateRequestId: 32 lower-case hex, unique', async (t) => {
   t.equal(ids.size, 2000);
   for (const id of ids) if (!/^[0-9a-f]{32}$/.test(id)) t.fail(id);
 });
+
+t.test('invalid_header: an unparsable response head goes to the next peer only when listed', async (t) => {
+  const garbage = net.createServer((socket) => {
+    socket.on('error', () => {});
+    socket.once('data', () => socket.end('HELLO THERE\r\n\r\n'));
+  });
+  const bad = await backend(t, garbage);
+  const live = await backend(t, echoServer());
+  const events = errorEvents(t);
+  const plain = target([bad, live]);
+  const f = await front(t, plain);
+  t.equal((await request(f.port)).status, 502, 'not in proxy-next-upstream: 502');
+  t.match(events, [{ code: /^HPE_/ }]);
+  t.equal(plain.balancer.picks.length, 1);
+
+  const listed = target([bad, live], {
+    retryOn: { error: true, timeout: true, nonIdempotent: false, invalidHeader: true },
+  });
+  const g = await front(t, listed);
+  t.equal((await request(g.port)).status, 201, 'invalid_header: the next peer answers');
+  t.equal(listed.balancer.picks.length, 2);
+});
+
+t.test('a buffered request body (proxy-request-buffering) can be resent whole', async (t) => {
+  const reset = await resettingPeer(t);
+  const live = await backend(t, echoServer());
+  const buffered = target([reset.port, live], {
+    bufferRequest: true,
+    maxBodySize: 1024,
+    retryOn: { error: true, timeout: true, nonIdempotent: true },
+  });
+  const f = await front(t, buffered);
+  const reply = await request(f.port, { method: 'POST', body: 'resend me' });
+  t.equal(reply.status, 201, 'retried with non_idempotent');
+  t.equal((JSON.parse(reply.body) as Echo).bodyLength, 9, 'with the whole body');
+  t.equal(reset.seen(), 1);
+
+  const idempotentOnly = target([reset.port, live], { bufferRequest: true, maxBodySize: 1024 });
+  const g = await front(t, idempotentOnly);
+  t.equal(
+    (await request(g.port, { method: 'POST', body: 'once' })).status,
+    502,
+    'POST without non_idempotent',
+  );
+  t.equal(idempotentOnly.balancer.picks.length, 1);
+  const put = await request(g.port, { method: 'PUT', body: 'twice' });
+  t.equal(put.status, 201, 'a buffered PUT is retried');
+});
+
+t.test('http_xxx retries stop at proxy-next-upstream-tries and pass the last answer on', async (t) => {
+  let seen = 0;
+  const busy = () =>
+    http.createServer((_req, res) => {
+      seen++;
+      res.writeHead(429, { 'retry-after': '1' });
+      res.end(`busy ${seen}`);
+    });
+  const a = await backend(t, busy());
+  const b = await backend(t, busy());
+  const tgt = target([a, b], {
+    tries: 2,
+    retryOn: { error: true, timeout: true, nonIdempotent: false, statuses: new Set([429]) },
+  });
+  const f = await front(t, tgt);
+  const reply = await request(f.port);
+  t.equal(reply.status, 429);
+  t.equal(reply.body, 'busy 2', 'the second (last) answer');
+  t.equal(seen, 2);
+  t.equal(new Set(tgt.balancer.picks).size, 2, 'each try on another peer');
+});

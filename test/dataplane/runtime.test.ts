@@ -124,3 +124,56 @@ t.test(
     t.equal(policy.redirectCode, 301);
   },
 );
+
+t.test(
+  'upstream settings: per route from its annotations over the ConfigMap, shared by its canary',
+  async (t) => {
+    const { model } = build({
+      ingresses: [
+        ingress('fast', {
+          nginx: {
+            'proxy-read-timeout': '2',
+            'proxy-next-upstream': 'error http_502 http_503',
+            'proxy-next-upstream-timeout': '4',
+            'proxy-body-size': '10k',
+            'upstream-vhost': 'inner.svc',
+            'proxy-cookie-path': '/a /b',
+          },
+          rules: [rule('a.com', path('/fast', 'web:80'))],
+        }),
+        ingress('plain', { rules: [rule('a.com', path('/plain', 'web:80'))] }),
+        ingress('fast-canary', {
+          created: 10,
+          nginx: { canary: 'true', 'canary-weight': '50', 'proxy-read-timeout': '30' },
+          rules: [rule('a.com', path('/fast', 'web2:80'))],
+        }),
+      ],
+    });
+    const runtime = compileRuntime(model, null, deps);
+    const fast = actionAt(runtime, 'a.com', '/fast');
+    const plain = actionAt(runtime, 'a.com', '/plain');
+    if (fast.type !== 'proxy' || plain.type !== 'proxy') throw new Error('expected proxy actions');
+    t.match(fast.target, {
+      connectTimeoutMs: 5000,
+      readTimeoutMs: 2000,
+      sendTimeoutMs: 60000,
+      tries: 3,
+      retryOn: { error: true, timeout: false, nonIdempotent: false, invalidHeader: false },
+      nextUpstreamTimeoutMs: 4000,
+      maxBodySize: 10 * 1024,
+      bufferRequest: true,
+      upstreamHost: 'inner.svc',
+      upstreamHostOf: null,
+      rewrite: { cookieDomain: null, cookiePath: { from: '/a', to: '/b' }, redirect: null },
+    });
+    t.strictSame([...(fast.target.retryOn.statuses ?? [])], [502, 503]);
+    t.match(fast.canary?.target, { readTimeoutMs: 2000, maxBodySize: 10 * 1024 }, "the canary's own ignored");
+    t.match(plain.target, {
+      readTimeoutMs: 60000,
+      maxBodySize: 1024 * 1024,
+      upstreamHost: null,
+      rewrite: null,
+      retryOn: { statuses: null },
+    });
+  },
+);

@@ -64,6 +64,10 @@ runCases(t, [
           skipUrls: ['/healthz', '/ping?x=1'],
           path: '/var/log/ingress/access.log',
         },
+        // the upstream keys: test/model/proxy-settings.test.ts
+        proxy: DEFAULT_GLOBAL_CONFIG.proxy,
+        retryNonIdempotent: false,
+        serviceUpstream: false,
         forwarding: DEFAULT_GLOBAL_CONFIG.forwarding,
         headers: DEFAULT_GLOBAL_CONFIG.headers,
         client: DEFAULT_GLOBAL_CONFIG.client,
@@ -113,7 +117,7 @@ runCases(t, [
   {
     name: 'config: keys ingress-ts does not implement are reported once, as info',
     ingresses: [],
-    configMaps: [configMap({ 'worker-processes': '4', 'proxy-body-size': '8m', 'ssl-redirect': '' })],
+    configMaps: [configMap({ 'worker-processes': '4', 'worker-cpu-affinity': 'auto', 'ssl-redirect': '' })],
     options: OPTIONS,
     diagnostics: [
       'CONFIG_KEY_UNSUPPORTED ConfigMap:ingress/ingress-ts',

@@ -21,6 +21,7 @@ import {
   parseGoBool,
 } from './group.ts';
 import { loadBalance } from './load-balance.ts';
+import { proxy, serviceUpstream, upstreamVhost } from './proxy.ts';
 import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
@@ -29,9 +30,18 @@ import { upstreamHash } from './upstream-hash.ts';
 
 export { customDefaultBackendName } from './custom-errors.ts';
 
-const locationGroups = { rewrite, accessLog, redirect, sslRedirect, customErrors, backendProtocol } as const;
+const locationGroups = {
+  rewrite,
+  accessLog,
+  redirect,
+  sslRedirect,
+  customErrors,
+  backendProtocol,
+  proxy,
+  upstreamVhost,
+} as const;
 const serverGroups = { alias: serverAlias, appRoot, fromToWww, authTls } as const;
-const ingressGroups = { affinity, canary, loadBalance, upstreamHash } as const;
+const ingressGroups = { affinity, canary, loadBalance, upstreamHash, serviceUpstream } as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
 export type LocationAnnotations = { [K in keyof typeof locationGroups]: ValueOf<(typeof locationGroups)[K]> };
