@@ -16,10 +16,12 @@
 // Binding. The connection remembers the servername and the CA (sha256) it was verified against. A
 // request whose Host differs from a servername that asked for a certificate answers 421 (NGINX does
 // the same when the SNI server has ssl_verify_client); a request for an mTLS host on a connection
-// that was not verified against that very CA counts as "no certificate". Each mTLS SecureContext has
-// its own session id context, so a TLS session (ticket) from an mTLS handshake is never resumed
-// (OpenSSL checks the context before the SNI callback runs): a resumed session cannot carry a
-// certificate from one host, or one CA, to another.
+// that was not verified against that very CA counts as "no certificate". A resumed TLS session runs no
+// SNI callback and OpenSSL's verify result then belongs to the original handshake, whatever host that
+// was (TLS 1.3 ties a session to no servername): its certificate is checked again here against the
+// host's CA (a leaf verified in a full handshake against the same CA is remembered, since the
+// intermediates are not in the session), so resumption neither breaks mTLS clients nor carries a
+// certificate from one CA to another.
 //
 // The request (ngx_http_process_request's order): a certificate that fails verification → 400 "The
 // SSL certificate error" (optional_no_ca forgives only the issuer errors); `on` and no certificate →
@@ -32,6 +34,7 @@ import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
+import { LRUCache } from 'lru-cache';
 import { RE2JS } from 're2js';
 import type { ClientAuth } from '../model/index.ts';
 import { dataplaneError } from './events.ts';
@@ -44,6 +47,9 @@ export interface ConnectionClientAuth {
   caSha256: string;
   /** the connection's certificate, read at its first request */
   peer?: PeerCertificate;
+  /** a resumed TLS session: no SNI callback ran; the certificate is checked here per CA (peerCa) */
+  resumed?: boolean;
+  peerCa?: string;
 }
 
 interface PeerCertificate {
@@ -94,6 +100,24 @@ export function requestClientCertificate(socket: unknown, servername: string, ca
 /** The handshake's client-auth binding of a request's connection, if its servername asked for a certificate. */
 export function connectionClientAuth(req: IncomingMessage): ConnectionClientAuth | undefined {
   return (req.socket as unknown as TlsSocketInternals)[CLIENT_AUTH];
+}
+
+/**
+ * A resumed TLS session that carries a client certificate gets a binding of its own (its servername),
+ * made at its first request for a host with client-auth settings.
+ */
+function resumedBinding(req: IncomingMessage): ConnectionClientAuth | undefined {
+  const socket = req.socket as unknown as TLSSocket & TlsSocketInternals;
+  if (typeof socket.isSessionReused !== 'function' || !socket.isSessionReused()) return undefined;
+  if (peerX509(socket) === undefined) return undefined;
+  const name = typeof socket.servername === 'string' ? socket.servername.toLowerCase() : '';
+  const binding: ConnectionClientAuth = {
+    servername: name.endsWith('.') ? name.slice(0, -1) : name,
+    caSha256: '',
+    resumed: true,
+  };
+  socket[CLIENT_AUTH] = binding;
+  return binding;
 }
 
 /** A host's settings, compiled once per runtime. */
@@ -229,16 +253,15 @@ function chainLength(leaf: X509Certificate, cas: readonly X509Certificate[]): nu
   return length;
 }
 
-function readPeer(socket: TLSSocket, auth: CompiledClientAuth): PeerCertificate {
-  let x509: X509Certificate | undefined;
-  try {
-    x509 = socket.getPeerX509Certificate();
-  } catch {
-    x509 = undefined;
-  }
-  if (x509 === undefined) return NO_CERTIFICATE;
-  let error: string | null = socket.authorized ? null : String(socket.authorizationError ?? 'CERT_UNTRUSTED');
-  if (error === null && chainLength(x509, auth.cas) > auth.maxChain) error = 'CERT_CHAIN_TOO_LONG';
+/**
+ * Leaves that verified in a full handshake, by `<CA sha256>|<max chain>|<sha256 fingerprint>`: a
+ * resumed session carries the leaf only, so its intermediates cannot be checked again.
+ */
+const verifiedLeaves = new LRUCache<string, true>({ max: 10_000 });
+const leafKey = (auth: CompiledClientAuth, x509: X509Certificate): string =>
+  `${auth.caSha256}|${auth.maxChain}|${x509.fingerprint256}`;
+
+function peerOf(x509: X509Certificate, error: string | null): PeerCertificate {
   return {
     present: true,
     error,
@@ -246,6 +269,45 @@ function readPeer(socket: TLSSocket, auth: CompiledClientAuth): PeerCertificate 
     issuerDN: rfc2253(x509.issuer),
     escapedPem: encodeURIComponent(x509.toString()),
   };
+}
+
+function peerX509(socket: TLSSocket): X509Certificate | undefined {
+  try {
+    return socket.getPeerX509Certificate();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The certificate of a resumed session, checked against this host's CA: TLS 1.3 resumes a session of
+ * any host (OpenSSL ties it to no servername), and Node's `authorized` says nothing then. A leaf that
+ * verified against this CA in a full handshake (the client proved its key then) is accepted while it
+ * is valid; else it must chain to the CA bundle by itself.
+ */
+function readResumedPeer(socket: TLSSocket, auth: CompiledClientAuth): PeerCertificate {
+  const x509 = peerX509(socket);
+  if (x509 === undefined) return NO_CERTIFICATE;
+  const now = Date.now();
+  let error: string | null = null;
+  if (now < Date.parse(x509.validFrom)) error = 'CERT_NOT_YET_VALID';
+  else if (now > Date.parse(x509.validTo)) error = 'CERT_HAS_EXPIRED';
+  else if (!verifiedLeaves.has(leafKey(auth, x509))) {
+    const direct = auth.cas.some((ca) => x509.checkIssued(ca) && x509.verify(ca.publicKey));
+    if (!direct)
+      error = x509.checkIssued(x509) ? 'DEPTH_ZERO_SELF_SIGNED_CERT' : 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY';
+    else if (chainLength(x509, auth.cas) > auth.maxChain) error = 'CERT_CHAIN_TOO_LONG';
+  }
+  return peerOf(x509, error);
+}
+
+function readPeer(socket: TLSSocket, auth: CompiledClientAuth): PeerCertificate {
+  const x509 = peerX509(socket);
+  if (x509 === undefined) return NO_CERTIFICATE;
+  let error: string | null = socket.authorized ? null : String(socket.authorizationError ?? 'CERT_UNTRUSTED');
+  if (error === null && chainLength(x509, auth.cas) > auth.maxChain) error = 'CERT_CHAIN_TOO_LONG';
+  if (error === null) verifiedLeaves.set(leafKey(auth, x509), true);
+  return peerOf(x509, error);
 }
 
 /**
@@ -259,9 +321,17 @@ export function authorizeClient(
 ): ClientAuthOutcome {
   if (auth.denied) return { kind: 'reject', status: 503 };
   let peer = NO_CERTIFICATE;
-  if (auth.verifyClient !== 'off' && binding !== undefined && binding.caSha256 === auth.caSha256) {
-    binding.peer ??= readPeer(req.socket as TLSSocket, auth);
-    peer = binding.peer;
+  if (auth.verifyClient !== 'off' && binding !== undefined) {
+    if (binding.resumed === true) {
+      if (binding.peerCa !== auth.caSha256) {
+        binding.peer = readResumedPeer(req.socket as TLSSocket, auth);
+        binding.peerCa = auth.caSha256;
+      }
+      peer = binding.peer ?? NO_CERTIFICATE;
+    } else if (binding.caSha256 === auth.caSha256) {
+      binding.peer ??= readPeer(req.socket as TLSSocket, auth);
+      peer = binding.peer;
+    }
   }
   let status: 495 | 496 | null = null;
   if (peer.error !== null && !(auth.verifyClient === 'optional_no_ca' && ISSUER_ERRORS.has(peer.error))) {
@@ -304,7 +374,10 @@ export function serverClientAuth(
   auth: CompiledClientAuth | null,
 ): ClientAuthOutcome | null {
   if (!https) return auth?.denied === true ? { kind: 'reject', status: 503 } : null;
-  const binding = connectionClientAuth(req);
+  let binding = connectionClientAuth(req);
+  if (binding === undefined && auth !== null && !auth.denied && auth.verifyClient !== 'off') {
+    binding = resumedBinding(req);
+  }
   if (binding !== undefined && binding.servername !== hostname) return { kind: 'reject', status: 421 };
   if (auth === null) return null;
   return authorizeClient(req, auth, binding);

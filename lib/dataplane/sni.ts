@@ -73,7 +73,7 @@ export const FAKE_CERTIFICATE_DNS = 'ingress.local';
 type ContextCache = Map<string, SecureContext | null>;
 
 const cacheOf = new WeakMap<SniStore, ContextCache>();
-/** mTLS SecureContexts by `<certificate sha256>|<CA sha256>|<hostname>`. */
+/** mTLS SecureContexts by `<certificate sha256>|<CA sha256>`. */
 const clientAuthCacheOf = new WeakMap<SniStore, ContextCache>();
 /** Parsed certificates by sha256, only needed to check aliases; small and bounded by the live set. */
 const x509Of = new WeakMap<SniStore, Map<string, X509Certificate | null>>();
@@ -97,14 +97,13 @@ function tryCreateContext(pair: CertificatePair, settings: TlsSettings): SecureC
 }
 
 /**
- * A host's context that verifies client certificates: its certificate, the CA bundle (verify store and
- * the CA names of the CertificateRequest), and a session id context of its own so that no TLS session
- * resumes across hosts or CAs (OpenSSL refuses a session from another context).
+ * A host's context that verifies client certificates: its certificate and the CA bundle (the verify
+ * store and the CA names of the CertificateRequest). Resumed sessions are checked per request
+ * (client-cert.ts): OpenSSL fixes a session's id context before the SNI callback switches contexts.
  */
 function tryCreateClientAuthContext(
   pair: CertificatePair,
   caPem: string,
-  sessionKey: string,
   settings: TlsSettings,
 ): SecureContext | null {
   try {
@@ -112,7 +111,6 @@ function tryCreateClientAuthContext(
       cert: pair.certPem,
       key: pair.keyPem,
       ca: caPem,
-      sessionIdContext: createHash('sha256').update(sessionKey).digest('hex').slice(0, 32),
       minVersion: settings.minVersion,
       maxVersion: settings.maxVersion,
       ciphers: settings.ciphers,
@@ -247,9 +245,9 @@ export function compileSniStore(
     const certificate = id === undefined || id === null ? undefined : model.certificates[id];
     const usable = certificate !== undefined && contexts.get(certificate.sha256) != null;
     const pair = usable ? certificate : defaultPair;
-    const key = `${usable ? certificate.sha256 : defaultSha256}|${auth.caSha256}|${server.hostname}`;
+    const key = `${usable ? certificate.sha256 : defaultSha256}|${auth.caSha256}`;
     let context = clientAuthContexts.get(key) ?? previousClientAuth?.get(key);
-    if (context === undefined) context = tryCreateClientAuthContext(pair, auth.caPem, key, settings);
+    if (context === undefined) context = tryCreateClientAuthContext(pair, auth.caPem, settings);
     clientAuthContexts.set(key, context);
     if (context === null) continue;
     const entry = { context, caSha256: auth.caSha256 };

@@ -10,6 +10,7 @@ import { connect as http2Connect } from 'node:http2';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
@@ -185,6 +186,41 @@ async function caNamesAsked(port: number, servername: string): Promise<string> {
   return m === null ? 'unknown' : (m[1] ?? '').trim();
 }
 
+/** One HTTP/1.1 request on a raw TLS connection (optionally resuming `session`): status and resumption. */
+function rawRequest(
+  port: number,
+  servername: string,
+  client: Client,
+  session?: Buffer,
+): Promise<{ status: number; reused: boolean; session: Buffer | undefined }> {
+  return new Promise((resolve, reject) => {
+    let ticket: Buffer | undefined;
+    const socket = tlsConnect({
+      port,
+      host: '127.0.0.1',
+      servername,
+      rejectUnauthorized: false,
+      ...client,
+      ...(session === undefined ? {} : { session }),
+    });
+    socket.on('session', (value: Buffer) => {
+      ticket = value;
+    });
+    let head = '';
+    let reused = false;
+    socket.setEncoding('utf8');
+    socket.on('secureConnect', () => {
+      reused = socket.isSessionReused();
+      socket.write(`GET / HTTP/1.1\r\nHost: ${servername}\r\nConnection: close\r\n\r\n`);
+    });
+    socket.on('data', (chunk: string) => {
+      head += chunk;
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve({ status: Number(head.slice(9, 12)), reused, session: ticket }));
+  });
+}
+
 t.test('auth-tls: client certificates per host, HTTP/1.1 and HTTP/2', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-mtls-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
@@ -335,6 +371,33 @@ t.test('auth-tls: client certificates per host, HTTP/1.1 and HTTP/2', async (t) 
     t.equal(await caNamesAsked(port, 'off.test'), 'none', 'verify-client off');
     t.equal(await caNamesAsked(port, 'on.test'), 'CN = ca-a');
     t.equal(await caNamesAsked(port, 'b.test'), 'CN = ca-b');
+  });
+
+  t.test('resumed TLS sessions: the certificate is checked against the host of the resumption', async (t) => {
+    const first = await rawRequest(port, 'on.test', alice);
+    t.equal(first.status, 200);
+    t.ok(first.session, 'the server issued a session ticket');
+    const same = await rawRequest(port, 'on.test', {}, first.session);
+    t.strictSame([same.reused, same.status], [true, 200], 'resumed on the same host: still alice');
+    const other = await rawRequest(port, 'b.test', {}, first.session);
+    t.equal(other.status, 400, "offered to b.test: alice's certificate never counts for b's CA");
+    const refused = await rawRequest(port, 'on.test', bob);
+    t.equal(refused.status, 400);
+    const resumedBob = await rawRequest(port, 'on.test', {}, refused.session);
+    t.strictSame([resumedBob.reused, resumedBob.status], [true, 400], 'a refused certificate stays refused');
+    const carolFirst = await rawRequest(port, 'deep.test', carolChain);
+    t.equal(carolFirst.status, 200);
+    const carolAgain = await rawRequest(port, 'deep.test', {}, carolFirst.session);
+    t.strictSame(
+      [carolAgain.reused, carolAgain.status],
+      [true, 200],
+      'an intermediate-issued leaf verified before',
+    );
+    const plain = await rawRequest(port, 'plain.test', {});
+    const again = await rawRequest(port, 'plain.test', {}, plain.session);
+    t.equal(again.status, 200, 'hosts without mTLS are unaffected');
+    const noCert = await rawRequest(port, 'on.test', {}, plain.session);
+    t.equal(noCert.status, 400, 'a resumed session without a certificate has none');
   });
 
   t.test('plain HTTP: a denied host answers 503 there too', async (t) => {
