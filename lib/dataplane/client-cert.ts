@@ -104,15 +104,17 @@ export function connectionClientAuth(req: IncomingMessage): ConnectionClientAuth
 
 /**
  * A resumed TLS session that carries a client certificate gets a binding of its own (its servername),
- * made at its first request for a host with client-auth settings.
+ * made at its first request for a host with client-auth settings. TLS 1.2 resumptions know no
+ * servername: the connection is then bound to the host of that first request.
  */
-function resumedBinding(req: IncomingMessage): ConnectionClientAuth | undefined {
+function resumedBinding(req: IncomingMessage, hostname: string): ConnectionClientAuth | undefined {
   const socket = req.socket as unknown as TLSSocket & TlsSocketInternals;
   if (typeof socket.isSessionReused !== 'function' || !socket.isSessionReused()) return undefined;
   if (peerX509(socket) === undefined) return undefined;
-  const name = typeof socket.servername === 'string' ? socket.servername.toLowerCase() : '';
+  let name = typeof socket.servername === 'string' ? socket.servername.toLowerCase() : hostname;
+  if (name.endsWith('.')) name = name.slice(0, -1);
   const binding: ConnectionClientAuth = {
-    servername: name.endsWith('.') ? name.slice(0, -1) : name,
+    servername: name === '' ? hostname : name,
     caSha256: '',
     resumed: true,
   };
@@ -376,7 +378,7 @@ export function serverClientAuth(
   if (!https) return auth?.denied === true ? { kind: 'reject', status: 503 } : null;
   let binding = connectionClientAuth(req);
   if (binding === undefined && auth !== null && !auth.denied && auth.verifyClient !== 'off') {
-    binding = resumedBinding(req);
+    binding = resumedBinding(req, hostname);
   }
   if (binding !== undefined && binding.servername !== hostname) return { kind: 'reject', status: 421 };
   if (auth === null) return null;

@@ -108,6 +108,7 @@ interface Answer {
 interface Client {
   cert?: string;
   key?: string;
+  maxVersion?: 'TLSv1.2' | 'TLSv1.3';
 }
 
 const parse = (status: number, location: string | undefined, body: string): Answer => {
@@ -392,6 +393,14 @@ t.test('auth-tls: client certificates per host, HTTP/1.1 and HTTP/2', async (t) 
       [carolAgain.reused, carolAgain.status],
       [true, 200],
       'an intermediate-issued leaf verified before',
+    );
+    const tls12 = { ...alice, maxVersion: 'TLSv1.2' as const };
+    const first12 = await rawRequest(port, 'on.test', tls12);
+    const again12 = await rawRequest(port, 'on.test', { maxVersion: 'TLSv1.2' }, first12.session);
+    t.strictSame(
+      [first12.status, again12.reused, again12.status],
+      [200, true, 200],
+      'TLS 1.2 resumption too',
     );
     const plain = await rawRequest(port, 'plain.test', {});
     const again = await rawRequest(port, 'plain.test', {}, plain.session);
