@@ -8,6 +8,8 @@ import { X509Certificate } from 'node:crypto';
 import { peerKey } from './dataplane/balancer.ts';
 import type { Runtime } from './dataplane/runtime.ts';
 import type { BackendProtocol } from './model/annotations/backend-protocol.ts';
+import type { CorsAnnotations } from './model/annotations/cors.ts';
+import type { RateLimitAnnotations } from './model/annotations/rate-limit.ts';
 import type {
   Backend,
   Canary,
@@ -78,6 +80,15 @@ export interface PathSettingsDescription {
   sslRedirect?: boolean;
   forceSslRedirect?: boolean;
   preserveTrailingSlash?: boolean;
+  /** enable-cors and its settings (allowOrigin `*`: every request, Allow-Origin `*`) */
+  cors?: CorsAnnotations;
+  /** custom-headers: the ConfigMap, its headers, and why the location is denied (503), if it is */
+  customHeaders?: { configMap: string; headers: Record<string, string>; denied?: string };
+  /** allowlist-source-range / denylist-source-range as `address/prefix` (unset: the ConfigMap's lists) */
+  allowlistSourceRange?: string[];
+  denylistSourceRange?: string[];
+  /** limit-rps, limit-rpm, limit-connections with the burst multiplier and limit-allowlist, when a limit is on */
+  rateLimit?: RateLimitAnnotations;
 }
 
 function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSettingsDescription {
@@ -91,6 +102,20 @@ function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSet
   if (sslRedirect !== null) out.sslRedirect = sslRedirect;
   if (forceSslRedirect !== null) out.forceSslRedirect = forceSslRedirect;
   if (preserveTrailingSlash) out.preserveTrailingSlash = true;
+  if (annotations.cors.enabled) out.cors = annotations.cors;
+  const { configMap, headers, denied } = annotations.customHeaders;
+  if (configMap !== null) {
+    out.customHeaders = {
+      configMap,
+      headers: Object.fromEntries(headers),
+      ...(denied === null ? {} : { denied }),
+    };
+  }
+  const { allow, deny } = annotations.accessControl;
+  if (allow !== null) out.allowlistSourceRange = allow;
+  if (deny !== null) out.denylistSourceRange = deny;
+  const limits = annotations.rateLimit;
+  if (limits.rps > 0 || limits.rpm > 0 || limits.connections > 0) out.rateLimit = limits;
   return out;
 }
 

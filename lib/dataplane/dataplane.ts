@@ -12,6 +12,7 @@ import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { buildModel, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
+import { type AccessPolicy, ADMITTED_WITH_SLOT, admit, leave, listed, unmapped } from './access.ts';
 import { affinityCookie } from './affinity-cookie.ts';
 import type { BalancerEnv } from './balancer.ts';
 import { createEwmaStore } from './balancers/ewma.ts';
@@ -29,6 +30,7 @@ import {
 import type { CustomErrors } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError, requestLogged, runtimeSwapped } from './events.ts';
+import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
 import { createHttpsListener, type HttpsListener } from './https-listener.ts';
 import {
   generateRequestId,
@@ -41,8 +43,9 @@ import {
 import { finishOnClose, type RequestRecord, startRecord } from './request-record.ts';
 import { cookieValue } from './request-values.ts';
 import { applyRewrite } from './rewrite.ts';
+import { isPreflight, type RouteResponse, responsePolicy } from './route-headers.ts';
 import { normalizeHost, normalizePath, type PathMatch } from './router.ts';
-import { type Action, compileRuntime, type Runtime } from './runtime.ts';
+import { type Action, compileRuntime, type RoutedAction, type Runtime } from './runtime.ts';
 import { applyDefaultCertificate, type CertificatePair, compileSniStore } from './sni.ts';
 
 export interface DataPlaneOptions {
@@ -86,10 +89,19 @@ type Decision = Placement &
     | { kind: 'error'; status: number }
     /** auth-tls: 400 (495/496: missing or bad client certificate), 403 (match-cn), 421 (SNI ≠ Host) */
     | { kind: 'clientAuth'; status: 495 | 496 | 403 | 421 }
+    /** a CORS preflight from an allowed Origin: 204 with the route's CORS headers */
+    | { kind: 'preflight' }
     /** `location`: permanent-/temporal-redirect's URL; null: the ssl-redirect to https */
     | { kind: 'redirect'; code: number; location: string | null }
-    /** `canary`: the canary upstream when the canary serves this request ($proxy_alternative_upstream_name), else '' */
-    | { kind: 'proxy'; target: ProxyTarget; context: RequestContext; canary: string }
+    /** `canary`: the canary upstream when the canary serves this request ($proxy_alternative_upstream_name), else '';
+     * `release`: frees the request's limit-connections slot when it ends, or null */
+    | {
+        kind: 'proxy';
+        target: ProxyTarget;
+        context: RequestContext;
+        canary: string;
+        release?: (() => void) | null;
+      }
     /** the route has no endpoints and its error backend answers (default-backend, custom-http-errors) */
     | { kind: 'customError'; code: number; errors: CustomErrors; context: RequestContext }
   );
@@ -236,6 +248,21 @@ export class DataPlane {
     if (runtime === null) return { kind: 'error', status: 503, host: '', match: null, requestId: undefined };
     const path = normalizePath(req.url ?? '/');
     if (path === null) return { kind: 'error', status: 400, host: '', match: null, requestId: undefined };
+    // block-cidrs: denied whatever the host or path (NGINX's http-level deny)
+    if (runtime.blockCidrs !== null) {
+      const peer = req.socket.remoteAddress ?? '';
+      const client = runtime.http.clientAddress === null ? peer : clientAddressOf(req, runtime.http, peer);
+      if (listed(runtime.blockCidrs, unmapped(client)) || client === '') {
+        return {
+          kind: 'error',
+          status: 403,
+          host: '',
+          match: null,
+          requestId: undefined,
+          clientAddress: client,
+        };
+      }
+    }
     // the two headers routing needs, read from rawHeaders: `req.headers` would build an object per request
     let host: string | undefined;
     let incomingId: string | undefined;
@@ -292,6 +319,10 @@ export class DataPlane {
       return { kind: 'redirect', code: 302, location, host: hostname, match, requestId: incomingId };
     }
     const action = match.value;
+    // CORS preflight: the first thing the location does (before redirects, ssl-redirect, access and 503)
+    if (action.response !== null && isPreflight(req, action.response)) {
+      return { kind: 'preflight', host: hostname, match, requestId: incomingId };
+    }
     // a route's own redirect comes before ssl-redirect (ingress-nginx's rewrite phase order)
     if (action.type === 'redirect') {
       return {
@@ -324,6 +355,10 @@ export class DataPlane {
         requestId: incomingId,
       };
     }
+    // a denied location answers 503 in NGINX's rewrite phase, before lua's ssl-redirect
+    if (action.type === 'status' && action.denied === true) {
+      return { kind: 'error', status: 503, host: hostname, match, requestId: incomingId };
+    }
     if (!secure && action.httpsRedirect !== null) {
       return {
         kind: 'redirect',
@@ -339,7 +374,11 @@ export class DataPlane {
       };
     }
     if (action.type === 'status') {
-      return { kind: 'error', status: action.status, host: hostname, match, requestId: incomingId };
+      // the built-in default backend (404) answers in NGINX's content phase, after the access phase
+      // (a host's unmatched paths inherit its Ingress's lists); an unknown upstream's 503 comes before
+      const denied =
+        action.access === null || action.status === 503 ? 0 : this.#accessStatus(req, runtime, action.access);
+      return { kind: 'error', status: denied || action.status, host: hostname, match, requestId: incomingId };
     }
     const http = runtime.http;
     if (action.target.balancer.peers.length === 0) {
@@ -377,9 +416,26 @@ export class DataPlane {
         clientAddress: remoteAddress,
       };
     }
-    const requestId = incomingId ?? (http.generateRequestId ? generateRequestId() : '');
     const peerAddress = req.socket.remoteAddress ?? '';
     const remoteAddress = http.clientAddress === null ? peerAddress : clientAddressOf(req, http, peerAddress);
+    // the access phase: rate limits, then denylist/allowlist (access.ts)
+    let release: (() => void) | null = null;
+    const access = action.access;
+    if (access !== null) {
+      const verdict = admit(access, remoteAddress, performance.now());
+      if (verdict === ADMITTED_WITH_SLOT) release = () => leave(access, remoteAddress);
+      else if (verdict !== 0) {
+        return {
+          kind: 'error',
+          status: verdict,
+          host: hostname,
+          match,
+          requestId: incomingId,
+          clientAddress: remoteAddress,
+        };
+      }
+    }
+    const requestId = incomingId ?? (http.generateRequestId ? generateRequestId() : '');
     // the canary decision, once per request (retries stay where it sent them); a canary without
     // endpoints never gets the request. A request whose affinity cookie was minted by the main
     // upstream stays on main, one minted by a sticky canary goes to the canary.
@@ -401,6 +457,7 @@ export class DataPlane {
       kind: 'proxy',
       target,
       canary,
+      release,
       context: {
         https,
         listenPort: https ? 443 : this.#httpPort,
@@ -429,6 +486,16 @@ export class DataPlane {
     };
   }
 
+  /** The access phase of a request answered at once: its status, or 0 (a connection slot is given back at once). */
+  #accessStatus(req: IncomingMessage, runtime: Runtime, access: AccessPolicy): number {
+    const peer = req.socket.remoteAddress ?? '';
+    const client = runtime.http.clientAddress === null ? peer : clientAddressOf(req, runtime.http, peer);
+    const verdict = admit(access, client, performance.now());
+    if (verdict !== ADMITTED_WITH_SLOT) return verdict;
+    leave(access, client);
+    return 0;
+  }
+
   /** $remote_addr for the request record: the real IP when enabled, else the socket peer. */
   #clientAddress(req: IncomingMessage, decision: Decision): string | undefined {
     if (decision.clientAddress !== undefined) return decision.clientAddress;
@@ -446,11 +513,25 @@ export class DataPlane {
       record = recordOf(req, decision, https, this.#clientAddress(req, decision));
       finishOnClose(record, res, req.socket, () => (res.headersSent ? res.statusCode : 499));
     }
-    if (decision.kind === 'error' || decision.kind === 'redirect' || decision.kind === 'clientAuth') {
-      const runtime = this.#runtime;
-      if (runtime !== null) setOwnResponseHeaders(res, runtime.http);
+    const runtime = this.#runtime;
+    // the route's response headers (custom-headers, CORS) on every response, whoever answers
+    const routeResponse = routeResponseOf(decision);
+    if (
+      decision.kind === 'error' ||
+      decision.kind === 'redirect' ||
+      decision.kind === 'preflight' ||
+      decision.kind === 'clientAuth'
+    ) {
+      if (runtime !== null) setOwnResponseHeaders(res, responsePolicy(req, routeResponse, runtime.http));
+    } else if (routeResponse !== null) {
+      decision.context.policy = responsePolicy(
+        req,
+        routeResponse,
+        decision.context.policy ?? DEFAULT_HTTP_POLICY,
+      );
     }
-    if (decision.kind === 'error') sendErrorPage(res, decision.status);
+    if (decision.kind === 'preflight') sendPreflight(res);
+    else if (decision.kind === 'error') sendErrorPage(res, decision.status);
     else if (decision.kind === 'clientAuth') sendClientAuthRejection(req, res, decision.status);
     else if (decision.kind === 'redirect')
       sendRedirect(
@@ -461,7 +542,10 @@ export class DataPlane {
       );
     else if (decision.kind === 'customError')
       this.#proxy.customError(req, res, decision.errors, decision.code, decision.context, record);
-    else this.#proxy.web(req, res, decision.target, decision.context, record);
+    else {
+      if (decision.release) res.once('close', decision.release);
+      this.#proxy.web(req, res, decision.target, decision.context, record);
+    }
   }
 
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, https: boolean): void {
@@ -478,6 +562,9 @@ export class DataPlane {
     if (decision.kind === 'clientAuth') {
       const status = sendSocketClientAuthRejection(socket, decision.status);
       if (record !== null) record.status = status;
+    } else if (decision.kind === 'preflight') {
+      if (record !== null) record.status = 204;
+      socket.end('HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n');
     } else if (decision.kind === 'error' || decision.kind === 'customError') {
       // an upgrade is not sent to an error backend: the plain error page
       const status = decision.kind === 'error' ? decision.status : decision.code;
@@ -490,6 +577,14 @@ export class DataPlane {
         `HTTP/1.1 ${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}\r\nLocation: ${decision.location ?? httpsLocation(req)}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
       );
     } else {
+      const routeResponse = routeResponseOf(decision);
+      if (routeResponse !== null && this.#runtime !== null)
+        decision.context.policy = responsePolicy(
+          req,
+          routeResponse,
+          decision.context.policy ?? this.#runtime.http,
+        );
+      if (decision.release) socket.once('close', decision.release);
       this.#proxy.upgrade(req, socket, head, decision.target, decision.context, record);
     }
   }
@@ -575,6 +670,17 @@ function httpsLocation(req: IncomingMessage, preserveTrailingSlash = false, forw
   let uri = req.url ?? '/';
   if (!preserveTrailingSlash && uri.endsWith('/')) uri = uri.slice(0, -1);
   return `https://${host}${uri}`;
+}
+
+/** The custom-headers and CORS of the route a request matched, or null. */
+function routeResponseOf(decision: Decision): RouteResponse | null {
+  return (decision.match?.value as RoutedAction | undefined)?.response ?? null;
+}
+
+/** The answer to a CORS preflight (ingress-nginx: 204, this Content-Type as written, no body). */
+function sendPreflight(res: ServerResponse): void {
+  res.writeHead(204, { 'Content-Type': 'text/plain charset=UTF-8', 'Content-Length': '0' });
+  res.end();
 }
 
 /** A redirect answered by the proxy itself, with NGINX's body. */

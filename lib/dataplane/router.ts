@@ -221,6 +221,35 @@ export function normalizeHost(header: string | undefined): string {
   return host.toLowerCase();
 }
 
+const HEX_ESCAPES = /^(?:[^%]|%[0-9A-Fa-f]{2})*$/;
+const lenientUtf8 = new TextDecoder('utf-8', { fatal: false });
+
+/**
+ * Percent-decoding as NGINX does it: a malformed escape is an error (400), but the decoded bytes need
+ * not be UTF-8 (NGINX compares bytes): those are decoded with U+FFFD for each invalid sequence, so
+ * `/%FF` is routed like any path instead of being refused.
+ */
+function percentDecode(raw: string): string | null {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    if (!HEX_ESCAPES.test(raw)) return null;
+  }
+  const bytes: number[] = [];
+  for (let i = 0; i < raw.length; i++) {
+    const code = raw.charCodeAt(i);
+    if (code === 37) {
+      bytes.push(Number.parseInt(raw.slice(i + 1, i + 3), 16));
+      i += 2;
+    } else if (code < 0x80) {
+      bytes.push(code);
+    } else {
+      for (const byte of Buffer.from(raw[i] as string, 'utf8')) bytes.push(byte);
+    }
+  }
+  return lenientUtf8.decode(Uint8Array.from(bytes));
+}
+
 /**
  * The request path as NGINX matches it ($uri): without the query, percent-decoded, repeated
  * slashes merged, `.` and `..` segments resolved. null when it cannot be decoded or escapes the
@@ -231,13 +260,8 @@ export function normalizePath(target: string): string | null {
   const raw = query === -1 ? target : target.slice(0, query);
   if (raw.charCodeAt(0) !== 47) return raw === '*' || raw === '' ? '/' : null;
   if (!/%|\/\/|\/\.(?:\/|\.|$)/.test(raw)) return raw;
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(raw);
-  } catch {
-    return null;
-  }
-  if (decoded.includes('\0')) return null;
+  const decoded = percentDecode(raw);
+  if (decoded === null || decoded.includes('\0')) return null;
   const out: string[] = [];
   const segments = decoded.split('/');
   for (let i = 1; i < segments.length; i++) {

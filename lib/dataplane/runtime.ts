@@ -13,6 +13,7 @@ import {
   type UpstreamSettings,
   upstreamSettings,
 } from '../model/index.ts';
+import { AccessCompiler, type AccessPolicy, type CidrSet, cidrSetOf } from './access.ts';
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
 import type { ChashBalancer } from './balancers/chash.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
@@ -24,7 +25,9 @@ import { dataplaneError } from './events.ts';
 import { compileHashKey, type HashKey } from './hash-key.ts';
 import { compileHttpPolicy, type HttpPolicy } from './http-policy.ts';
 import type { ProxyTarget, TargetProtocol } from './proxy.ts';
+import type { Zone } from './rate-limit.ts';
 import { type CompiledRewrite, compileRewrite } from './rewrite.ts';
+import { compileRouteResponse, type RouteResponse } from './route-headers.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
 import { type CertificatePair, compileSniStore, type SniStore } from './sni.ts';
 
@@ -56,7 +59,8 @@ export type Action =
       errors?: CustomErrors | null;
     }
   /** the built-in default backend (404), or an upstream the model does not know (503) */
-  | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean }
+  /** `denied`: a "location denied" 503 (NGINX `return 503` in the rewrite phase: before ssl-redirect) */
+  | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean; denied?: boolean }
   /** permanent-redirect / temporal-redirect: `code` to `location`, as written */
   | { type: 'redirect'; code: number; location: string; route: RouteInfo | null; accessLog: boolean };
 
@@ -66,6 +70,10 @@ export interface PathSettings {
   httpsRedirect: { code: number; preserveTrailingSlash: boolean } | null;
   /** rewrite-target (with x-forwarded-prefix), or null */
   rewrite: CompiledRewrite | null;
+  /** custom-headers and CORS of the route (route-headers.ts), or null: the runtime's `http` policy */
+  response: RouteResponse | null;
+  /** rate limits and allow/deny lists (access.ts), or null when the path has none */
+  access: AccessPolicy | null;
 }
 
 /** What a path matcher of a compiled server holds. */
@@ -109,6 +117,10 @@ export interface Runtime {
   readonly tlsPolicy: TlsPolicy;
   /** the ConfigMap's request/response settings (client address, headers) */
   readonly http: HttpPolicy;
+  /** block-cidrs: client addresses denied on every request (403), or null */
+  readonly blockCidrs: CidrSet | null;
+  /** rate-limit zones by Ingress and limits; the next compile takes over those still in use */
+  readonly rateLimitZones: ReadonlyMap<string, Zone>;
   readonly model: Model;
 }
 
@@ -279,6 +291,17 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
         accessLog: routeLogs(route.annotations),
       };
     }
+    // custom-headers that cannot be honoured deny the location (CUSTOM_HEADERS_DENIED)
+    if (route.annotations.customHeaders.denied !== null) {
+      const upstream = route.backend.type === 'upstream' ? route.backend.upstream : null;
+      return {
+        type: 'status',
+        status: 503,
+        route: routeInfo(route.ingress, upstream),
+        accessLog: routeLogs(route.annotations),
+        denied: true,
+      };
+    }
     if (route.backend.type === 'default') return defaultBackend;
     const upstream = route.backend.upstream;
     // the route's upstream settings serve its canary too (a canary's own location annotations are ignored)
@@ -350,6 +373,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   // no-tls-redirect-locations (prefixes of the rule path); force-ssl-redirect always; ssl-redirect
   // when the host has TLS settings. Unset annotations follow the ConfigMap.
   const { config } = model;
+  const http = compileHttpPolicy(config);
   const httpsRedirectOf = (
     annotations: LocationAnnotations,
     locationPath: string,
@@ -361,12 +385,15 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       (forceSslRedirect ?? config.forceSslRedirect) || ((sslRedirect ?? config.sslRedirect) && hostHasTls);
     return redirect ? { code: config.httpRedirectCode, preserveTrailingSlash } : null;
   };
+  const access = new AccessCompiler(config.access, previous?.rateLimitZones);
   const routed = (server: Server, route: Route | DefaultRoute, locationPath: string): RoutedAction => {
     const { target, forwardedPrefix } = route.annotations.rewrite;
     return {
       ...actionFor(route),
       httpsRedirect: httpsRedirectOf(route.annotations, locationPath, server.tls !== null),
       rewrite: compileRewrite(locationPath, target, forwardedPrefix),
+      response: compileRouteResponse(route.annotations, http),
+      access: access.policyOf(route.annotations, route.ingress),
     };
   };
 
@@ -421,7 +448,9 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     balancers,
     peerKeys,
     tlsPolicy: tlsPolicyOf(model),
-    http: compileHttpPolicy(model.config),
+    http,
+    blockCidrs: cidrSetOf(model.config.access.blockCidrs),
+    rateLimitZones: access.zones,
     model,
   };
 }

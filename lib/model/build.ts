@@ -9,6 +9,7 @@ import {
   customDefaultBackendName,
   DEFAULT_LOCATION_ANNOTATIONS,
   DEFAULT_SERVER_ANNOTATIONS,
+  resolveCustomHeaders,
   type ServerAnnotations,
   serverGroupIsSet,
   serverGroupKeys,
@@ -16,7 +17,7 @@ import {
 } from './annotations/index.ts';
 import { type ServiceBackendRef, UpstreamResolver } from './backends.ts';
 import { resolveClientAuth } from './client-auth.ts';
-import { type GlobalConfig, parseGlobalConfig } from './config.ts';
+import { type ConfigMapLookup, type GlobalConfig, parseGlobalConfig } from './config.ts';
 import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
 import { modelHashes } from './hash.ts';
 import { type CheckedIngress, checkIngress } from './ingress.ts';
@@ -34,7 +35,8 @@ export interface ModelReferences {
   services: string[];
   /** `namespace/name` of every Secret the model looked up, in first-use order */
   secrets: string[];
-  /** `namespace/name` of the ConfigMaps the global ConfigMap refers to (proxy-set-headers, add-headers) */
+  /** `namespace/name` of the ConfigMaps the global ConfigMap (proxy-set-headers, add-headers) and the
+   * custom-headers annotations refer to */
   configMaps?: string[];
 }
 
@@ -133,6 +135,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   for (const ingress of sortIngresses(ours)) {
     const checked = checkIngress(ingress, options, diagnostics);
     if (checked === null) continue;
+    withCustomHeaders(checked, config, lookupConfigMap, diagnostics);
     if (checked.annotations.ingress.canary.enabled) canaries.push(checked);
     else ingresses.push(checked);
   }
@@ -417,6 +420,35 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
       configMaps: [...referencedConfigMaps],
     },
   };
+}
+
+/**
+ * custom-headers: the referenced ConfigMap's entries become the Ingress's response headers, or its
+ * location is denied (503) with a diagnostic, as ingress-nginx does.
+ */
+function withCustomHeaders(
+  ingress: CheckedIngress,
+  config: GlobalConfig,
+  lookup: ConfigMapLookup,
+  diagnostics: DiagnosticsCollector,
+): void {
+  const location = ingress.annotations.location;
+  if (location.customHeaders.configMap === null) return;
+  const customHeaders = resolveCustomHeaders(location.customHeaders, {
+    namespace: ingress.ref.namespace,
+    allowCrossNamespace: config.allowCrossNamespaceResources,
+    allowed: config.globalAllowedResponseHeaders,
+    lookup,
+  });
+  if (customHeaders.denied !== null) {
+    diagnostics.report(
+      'Ingress',
+      ingress.ref,
+      'CUSTOM_HEADERS_DENIED',
+      `custom-headers ${customHeaders.configMap}: ${customHeaders.denied}; the paths of this Ingress answer 503`,
+    );
+  }
+  ingress.annotations = { ...ingress.annotations, location: { ...location, customHeaders } };
 }
 
 function canaryOf(ingress: CheckedIngress, upstream: string, diagnostics: DiagnosticsCollector): Canary {

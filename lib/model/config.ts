@@ -68,8 +68,25 @@ export interface GlobalConfig {
   customHttpErrors: number[];
   /** `allow-snippet-annotations`: accepted, but snippets are refused whatever it says */
   allowSnippetAnnotations: boolean;
-  /** `allow-cross-namespace-resources`: annotations may name Secrets of other namespaces (auth-tls-secret) */
+  /** `global-allowed-response-headers`: the header names custom-headers ConfigMaps may set (issue #9, part H) */
+  globalAllowedResponseHeaders: string[];
+  /** `allow-cross-namespace-resources`: annotations may name a ConfigMap or Secret of another namespace */
   allowCrossNamespaceResources: boolean;
+  /** client address access control and rate-limit statuses (issue #9, part F) */
+  access: AccessConfig;
+}
+
+export interface AccessConfig {
+  /** `whitelist-source-range`: routes without allowlist-source-range allow only these (empty: all) */
+  allowlist: string[];
+  /** `denylist-source-range`: routes without denylist-source-range deny these */
+  denylist: string[];
+  /** `block-cidrs`: denied on every request, whatever the route */
+  blockCidrs: string[];
+  /** `limit-req-status-code`: the answer to a request over limit-rps / limit-rpm */
+  limitReqStatus: number;
+  /** `limit-conn-status-code`: the answer to a request over limit-connections */
+  limitConnStatus: number;
 }
 
 export interface ForwardingConfig {
@@ -150,7 +167,9 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
   customHttpErrors: [],
   allowSnippetAnnotations: false,
+  globalAllowedResponseHeaders: [],
   allowCrossNamespaceResources: false,
+  access: { allowlist: [], denylist: [], blockCidrs: [], limitReqStatus: 503, limitConnStatus: 503 },
   useHttp2: true,
   ssl: {
     minVersion: 'TLSv1.2' as TlsVersion,
@@ -407,12 +426,69 @@ function PART_D_KEYS(): Record<string, KeyParser> {
       config.allowSnippetAnnotations = parseGoBool(value) === true;
       return null;
     },
-    'allow-cross-namespace-resources': (value, config) => {
-      const parsed = parseGoBool(value);
-      if (parsed === undefined) return 'expected "true" or "false"';
-      config.allowCrossNamespaceResources = parsed;
+  };
+}
+
+/** Keys of custom-headers (issue #9, part H). */
+function PART_H_KEYS(): Record<string, KeyParser> {
+  return {
+    'global-allowed-response-headers': (value, config) => {
+      config.globalAllowedResponseHeaders = value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== '');
       return null;
     },
+    'allow-cross-namespace-resources': bool((config, value) => {
+      config.allowCrossNamespaceResources = value;
+    }),
+  };
+}
+
+// --- access control and rate limits (issue #9, part F) ---------------------------------------------
+
+/** A comma list of addresses/CIDRs, all valid or the key keeps its default. */
+const cidrList =
+  (set: (config: GlobalConfig, cidrs: string[]) => void): KeyParser =>
+  (value, config) => {
+    const cidrs: string[] = [];
+    for (const entry of value.split(',')) {
+      const trimmed = entry.trim();
+      if (trimmed === '') continue;
+      const cidr = parseCidr(trimmed);
+      if (cidr === null) return `${JSON.stringify(trimmed)} is not an IPv4 or IPv6 address or CIDR`;
+      if (!cidrs.includes(cidr)) cidrs.push(cidr);
+    }
+    set(config, cidrs.sort());
+    return null;
+  };
+
+/** limit_req_status / limit_conn_status: NGINX accepts 400-599. */
+const limitStatus =
+  (set: (config: GlobalConfig, status: number) => void): KeyParser =>
+  (value, config) => {
+    if (!/^[45]\d\d$/.test(value)) return 'expected a status code from 400 to 599';
+    set(config, Number(value));
+    return null;
+  };
+
+function PART_F_KEYS(): Record<string, KeyParser> {
+  return {
+    'whitelist-source-range': cidrList((config, cidrs) => {
+      config.access.allowlist = cidrs;
+    }),
+    'denylist-source-range': cidrList((config, cidrs) => {
+      config.access.denylist = cidrs;
+    }),
+    'block-cidrs': cidrList((config, cidrs) => {
+      config.access.blockCidrs = cidrs;
+    }),
+    'limit-req-status-code': limitStatus((config, status) => {
+      config.access.limitReqStatus = status;
+    }),
+    'limit-conn-status-code': limitStatus((config, status) => {
+      config.access.limitConnStatus = status;
+    }),
   };
 }
 
@@ -505,6 +581,8 @@ const KEYS: Record<string, KeyParser> = {
     return null;
   },
   ...PART_D_KEYS(),
+  ...PART_H_KEYS(),
+  ...PART_F_KEYS(),
   'use-http2': bool((config, value) => {
     config.useHttp2 = value;
   }),
@@ -550,14 +628,21 @@ export function parseGlobalConfig(
     const value = typeof raw === 'string' ? raw.trim() : String(raw);
     const parse = KEYS[key];
     if (parse === undefined) {
-      diagnostics.report(
-        'ConfigMap',
-        ref,
-        'CONFIG_KEY_UNSUPPORTED',
-        isNginxInternalKey(key)
-          ? `ConfigMap key ${key} tunes NGINX itself; it does not apply to ingress-ts and has no effect`
-          : `ConfigMap key ${key} is not supported by ingress-ts yet and has no effect`,
-      );
+      if (isNginxInternalKey(key)) {
+        diagnostics.report(
+          'ConfigMap',
+          ref,
+          'CONFIG_KEY_NOT_APPLICABLE',
+          `ConfigMap key ${key} tunes NGINX itself; it does not apply to ingress-ts and has no effect`,
+        );
+      } else {
+        diagnostics.report(
+          'ConfigMap',
+          ref,
+          'CONFIG_KEY_UNSUPPORTED',
+          `ConfigMap key ${key} is not supported by ingress-ts yet and has no effect`,
+        );
+      }
       continue;
     }
     if (value === '') continue;

@@ -112,8 +112,12 @@ export const DIAGNOSTIC_CODES = {
     'The --configmap ConfigMap does not exist; ingress-nginx defaults are used.',
   ],
   CONFIG_KEY_UNSUPPORTED: [
+    'warning',
+    'ingress-ts does not implement this ConfigMap key (yet), or it is misspelt; it has no effect.',
+  ],
+  CONFIG_KEY_NOT_APPLICABLE: [
     'info',
-    'ingress-ts does not implement this ConfigMap key yet, or the key only tunes NGINX itself; it has no effect.',
+    'The ConfigMap key tunes NGINX itself (workers, hash sizes, Lua dictionaries...); it means nothing here and is ignored.',
   ],
   CONFIG_VALUE_INVALID: ['warning', 'A ConfigMap value fails its validator; the default is used.'],
   CANARY_NOT_ENABLED: [
@@ -147,6 +151,10 @@ export const DIAGNOSTIC_CODES = {
   AUTH_TLS_CROSS_NAMESPACE: [
     'error',
     'auth-tls-secret names a Secret in another namespace and allow-cross-namespace-resources is false; every request to the host answers 503.',
+  ],
+  CUSTOM_HEADERS_DENIED: [
+    'error',
+    'custom-headers names a ConfigMap that is missing, in another namespace without allow-cross-namespace-resources, or has a key not listed in global-allowed-response-headers (or not a valid header); the paths of the Ingress answer 503.',
   ],
   WWW_REDIRECT_SKIPPED: [
     'info',

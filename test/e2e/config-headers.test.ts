@@ -6,7 +6,7 @@
 // and upstream-keepalive-requests; a change to a referenced ConfigMap alone is applied too.
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { Agent, createServer, type IncomingHttpHeaders, request } from 'node:http';
+import { Agent, createServer, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ import { Writable } from 'node:stream';
 import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-import { listen, testConfig } from '../support/http.ts';
+import { listen, type Reply, send as sendRequest, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
 
@@ -47,32 +47,14 @@ function backend() {
   });
 }
 
-interface Reply {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-function send(
+/** A request with these extra headers (and a keep-alive agent when given). */
+const send = (
   port: number,
   host: string,
   path: string,
   headers: Record<string, string> = {},
   agent?: Agent,
-): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request({ port, host: '127.0.0.1', path, headers: { host, ...headers }, agent }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+) => sendRequest(port, host, path, { headers, agent });
 
 const seen = (reply: Reply): Seen => JSON.parse(reply.body) as Seen;
 

@@ -6,13 +6,13 @@
 // Service has no endpoints is served by its default-backend Service (X-Code 503); the proxy's own 502
 // is intercepted too; the ConfigMap list applies where the route sets none, and a swap changes it.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-import { listen, testConfig } from '../support/http.ts';
+import { listen, send as sendRequest, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
 
@@ -49,31 +49,8 @@ function errorBackend(name: string, status: (code: number) => number): Server {
   });
 }
 
-interface Reply {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-function send(
-  port: number,
-  host: string,
-  path: string,
-  headers: Record<string, string> = {},
-): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request({ port, host: '127.0.0.1', path, headers: { host, ...headers } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const send = (port: number, host: string, path: string, headers: Record<string, string> = {}) =>
+  sendRequest(port, host, path, { headers });
 
 const configMap = (data: Record<string, string>) => `---
 apiVersion: v1

@@ -4,13 +4,7 @@
 // the tries run out), proxy-body-size (413 for a declared length, for a chunked body with request
 // buffering on and off), upstream-vhost, and the Set-Cookie / Location / Refresh rewrites.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import {
-  createServer,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  request,
-  type ServerResponse,
-} from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -18,45 +12,13 @@ import { errorPage } from '../../lib/dataplane/error-pages.ts';
 import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-import { get, listen, testConfig } from '../support/http.ts';
+import { get, listen, type SendOptions, send as sendRequest, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 
-interface Reply {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
+type Send = SendOptions & { path?: string };
 
-interface Send {
-  method?: string;
-  path?: string;
-  headers?: Record<string, string>;
-  /** written as is (Content-Length) */
-  body?: string;
-  /** written chunk by chunk without a Content-Length (chunked) */
-  chunks?: string[];
-}
-
-function send(port: number, host: string, options: Send = {}): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { host, ...options.headers };
-    if (options.body !== undefined) headers['content-length'] = String(Buffer.byteLength(options.body));
-    const req = request(
-      { port, host: '127.0.0.1', method: options.method ?? 'GET', path: options.path ?? '/', headers },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          body += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      },
-    );
-    req.on('error', reject);
-    if (options.chunks !== undefined) for (const chunk of options.chunks) req.write(chunk);
-    req.end(options.body);
-  });
-}
+const send = (port: number, host: string, options: Send = {}) =>
+  sendRequest(port, host, options.path ?? '/', options);
 
 /** Reads a request body as text. */
 async function bodyOf(req: IncomingMessage): Promise<string> {

@@ -159,7 +159,10 @@ runCases(t, [
       }),
     ],
     options: OPTIONS,
-    diagnostics: Array.from({ length: 5 }, () => 'CONFIG_KEY_UNSUPPORTED ConfigMap:ingress/ingress-ts'),
+    diagnostics: [
+      ...Array.from({ length: 4 }, () => 'CONFIG_KEY_NOT_APPLICABLE ConfigMap:ingress/ingress-ts'),
+      'CONFIG_KEY_UNSUPPORTED ConfigMap:ingress/ingress-ts',
+    ],
     check: (t, { diagnostics }) => {
       const say = (key: string) => diagnostics.find((d) => d.message.includes(`key ${key} `))?.message ?? '';
       for (const key of [

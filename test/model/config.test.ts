@@ -74,7 +74,9 @@ runCases(t, [
         upstreamKeepalive: DEFAULT_GLOBAL_CONFIG.upstreamKeepalive,
         customHttpErrors: DEFAULT_GLOBAL_CONFIG.customHttpErrors,
         allowSnippetAnnotations: DEFAULT_GLOBAL_CONFIG.allowSnippetAnnotations,
+        globalAllowedResponseHeaders: DEFAULT_GLOBAL_CONFIG.globalAllowedResponseHeaders,
         allowCrossNamespaceResources: DEFAULT_GLOBAL_CONFIG.allowCrossNamespaceResources,
+        access: DEFAULT_GLOBAL_CONFIG.access,
         useHttp2: false,
         ssl: {
           minVersion: 'TLSv1.3',
@@ -115,16 +117,17 @@ runCases(t, [
     },
   },
   {
-    name: 'config: keys ingress-ts does not implement are reported once, as info',
+    name: 'config: NGINX tuning keys are reported once as info, keys ingress-ts does not know as a warning',
     ingresses: [],
-    configMaps: [configMap({ 'worker-processes': '4', 'worker-cpu-affinity': 'auto', 'ssl-redirect': '' })],
+    configMaps: [configMap({ 'worker-processes': '4', 'use-gzipp': 'true', 'ssl-redirect': '' })],
     options: OPTIONS,
     diagnostics: [
       'CONFIG_KEY_UNSUPPORTED ConfigMap:ingress/ingress-ts',
-      'CONFIG_KEY_UNSUPPORTED ConfigMap:ingress/ingress-ts',
+      'CONFIG_KEY_NOT_APPLICABLE ConfigMap:ingress/ingress-ts',
     ],
     check: (t, { model, diagnostics }) => {
-      t.equal(diagnostics[0]?.severity, 'info');
+      t.equal(diagnostics[0]?.severity, 'warning');
+      t.equal(diagnostics[1]?.severity, 'info');
       t.equal(model.config.sslRedirect, true, 'an empty value is unset');
     },
   },

@@ -1,5 +1,5 @@
-// Shared by the end-to-end tests: a plain HTTP GET with a Host header, and the flags that start a
-// controller on free loopback ports.
+// Shared by the end-to-end tests: one HTTP request with a Host header (`send`, `get`), and the flags
+// that start a controller on free loopback ports.
 import { type Agent, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Config, parseFlags } from '../../lib/config/flags.ts';
@@ -10,19 +10,41 @@ export interface Reply {
   body: string;
 }
 
-export function get(port: number, host: string, path = '/', agent?: Agent): Promise<Reply> {
+export interface SendOptions {
+  method?: string;
+  headers?: Record<string, string>;
+  /** written as is, with a Content-Length */
+  body?: string;
+  /** written chunk by chunk without a Content-Length (chunked) */
+  chunks?: string[];
+  /** undefined: Node's global agent; false: a connection of its own */
+  agent?: Agent | false;
+}
+
+/** One request to 127.0.0.1:`port` with this Host; the request target `path` is sent as is. */
+export function send(port: number, host: string, path: string, options: SendOptions = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = request({ port, host: '127.0.0.1', path, headers: { host }, agent }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
+    const headers: Record<string, string> = { host, ...options.headers };
+    if (options.body !== undefined) headers['content-length'] = String(Buffer.byteLength(options.body));
+    const req = request(
+      { port, host: '127.0.0.1', method: options.method ?? 'GET', path, headers, agent: options.agent },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          body += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
     req.on('error', reject);
-    req.end();
+    if (options.chunks !== undefined) for (const chunk of options.chunks) req.write(chunk);
+    req.end(options.body);
   });
+}
+
+export function get(port: number, host: string, path = '/', agent?: Agent): Promise<Reply> {
+  return send(port, host, path, { agent });
 }
 
 /** Flags for a controller over `manifests` on free loopback ports, plus `extra`. */

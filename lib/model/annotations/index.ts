@@ -5,13 +5,16 @@
 
 import type { DiagnosticsCollector } from '../diagnostics.ts';
 import type { ObjectRef } from '../types.ts';
+import { accessControl } from './access-control.ts';
 import { accessLog } from './access-log.ts';
 import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
 import { authTls } from './auth-tls.ts';
 import { backendProtocol } from './backend-protocol.ts';
 import { canary } from './canary.ts';
+import { cors } from './cors.ts';
 import { customErrors } from './custom-errors.ts';
+import { customHeaders } from './custom-headers.ts';
 import { fromToWww } from './from-to-www.ts';
 import {
   type AnnotationDoc,
@@ -22,6 +25,7 @@ import {
 } from './group.ts';
 import { loadBalance } from './load-balance.ts';
 import { proxy, serviceUpstream, upstreamVhost } from './proxy.ts';
+import { rateLimit } from './rate-limit.ts';
 import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
 import { serverAlias } from './server-alias.ts';
@@ -29,6 +33,7 @@ import { type SslRedirectAnnotations, sslRedirect } from './ssl-redirect.ts';
 import { upstreamHash } from './upstream-hash.ts';
 
 export { customDefaultBackendName } from './custom-errors.ts';
+export { resolveCustomHeaders } from './custom-headers.ts';
 
 const locationGroups = {
   rewrite,
@@ -37,8 +42,12 @@ const locationGroups = {
   sslRedirect,
   customErrors,
   backendProtocol,
+  accessControl,
+  rateLimit,
   proxy,
   upstreamVhost,
+  cors,
+  customHeaders,
 } as const;
 const serverGroups = { alias: serverAlias, appRoot, fromToWww, authTls } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash, serviceUpstream } as const;

@@ -1,0 +1,206 @@
+// The access phase of a route, compiled once per runtime (issue #9, part F), in NGINX's order:
+// preaccess (limit-connections, limit-rpm, limit-rps: limit-conn-status-code / limit-req-status-code,
+// 503 by default), then access (denylist before allowlist: NGINX's `deny …; allow …; deny all;`,
+// 403). The CIDR lists are native `net.BlockList`s (IPv4, IPv6 and IPv4-mapped peers); a request
+// does one lookup per list and, for rate limits, one LRU lookup per zone.
+
+import { BlockList } from 'node:net';
+import type { LocationAnnotations, ObjectRef } from '../model/index.ts';
+import { ConnectionZone, RequestZone, type Zone } from './rate-limit.ts';
+
+/**
+ * A CIDR list split by family: a BlockList matches IPv4 addresses against IPv6 rules through their
+ * mapped form (127.0.0.1 is in ::/64), which NGINX never does.
+ */
+export interface CidrSet {
+  v4: BlockList | null;
+  v6: BlockList | null;
+}
+
+export interface RateLimits {
+  /** limit-allowlist: addresses never limited, or null */
+  exempt: CidrSet | null;
+  connections: ConnectionZone | null;
+  rpm: RequestZone | null;
+  rps: RequestZone | null;
+  reqStatus: number;
+  connStatus: number;
+}
+
+export interface AccessPolicy {
+  /** denylist-source-range (else the ConfigMap's), or null */
+  deny: CidrSet | null;
+  /** allowlist-source-range (else the ConfigMap's whitelist-source-range), or null: everyone */
+  allow: CidrSet | null;
+  limits: RateLimits | null;
+}
+
+/** `admit` let the request in and it holds a connection slot: call `leave` when its response ends. */
+export const ADMITTED_WITH_SLOT = 1;
+
+/**
+ * An IPv4-mapped IPv6 address (a dual-stack listener's IPv4 peer, `::ffff:10.1.2.3`) as the IPv4
+ * address it is: NGINX matches such peers against IPv4 rules only, and they share one rate-limit state.
+ */
+export function unmapped(address: string): string {
+  return address.length > 7 && address.startsWith('::ffff:') && address.includes('.')
+    ? address.slice(7)
+    : address;
+}
+
+/** Whether `list` contains `address` (unmapped); an address BlockList cannot parse is in no list. */
+export function listed(set: CidrSet, address: string): boolean {
+  const v6 = address.includes(':');
+  const list = v6 ? set.v6 : set.v4;
+  if (list === null) return false;
+  try {
+    return list.check(address, v6 ? 'ipv6' : 'ipv4');
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The access phase for one request from `address`: 0 (go on), ADMITTED_WITH_SLOT (go on, then
+ * `leave`), or the status to answer. Monotonic `now` in ms.
+ */
+export function admit(policy: AccessPolicy, peer: string, now: number): number {
+  const address = unmapped(peer);
+  const limits = policy.limits;
+  let slot = false;
+  if (limits !== null && (limits.exempt === null || !listed(limits.exempt, address))) {
+    const { connections, rpm, rps } = limits;
+    if (connections !== null) {
+      if (!connections.acquire(address)) return limits.connStatus;
+      slot = true;
+    }
+    // every zone must accept before any is charged (NGINX accounts the limit_req zones together)
+    const rpmExcess = rpm === null ? 0 : rpm.probe(address, now);
+    const rpsExcess = rps === null || rpmExcess < 0 ? 0 : rps.probe(address, now);
+    if (rpmExcess < 0 || rpsExcess < 0) {
+      if (slot) connections?.release(address);
+      return limits.reqStatus;
+    }
+    rpm?.commit(address, rpmExcess, now);
+    rps?.commit(address, rpsExcess, now);
+  }
+  // a client the access lists reject was still counted by the rate limits (preaccess comes first)
+  const denied =
+    (policy.deny !== null && listed(policy.deny, address)) ||
+    (policy.allow !== null && !listed(policy.allow, address));
+  if (denied) {
+    if (slot) limits?.connections?.release(address);
+    return 403;
+  }
+  return slot ? ADMITTED_WITH_SLOT : 0;
+}
+
+/** The end of a request `admit` gave a slot. */
+export function leave(policy: AccessPolicy, address: string): void {
+  policy.limits?.connections?.release(unmapped(address));
+}
+
+/** The set of `address/prefix` entries, or null for none. */
+export function cidrSetOf(cidrs: readonly string[]): CidrSet | null {
+  if (cidrs.length === 0) return null;
+  const set: CidrSet = { v4: null, v6: null };
+  for (const cidr of cidrs) {
+    const slash = cidr.indexOf('/');
+    const address = cidr.slice(0, slash);
+    const prefix = Number(cidr.slice(slash + 1));
+    const v6 = address.includes(':');
+    const list = (v6 ? set.v6 : set.v4) ?? new BlockList();
+    list.addSubnet(address, prefix, v6 ? 'ipv6' : 'ipv4');
+    if (v6) set.v6 = list;
+    else set.v4 = list;
+  }
+  return set;
+}
+
+export interface AccessGlobals {
+  allowlist: readonly string[];
+  denylist: readonly string[];
+  limitReqStatus: number;
+  limitConnStatus: number;
+}
+
+/**
+ * Compiles access policies for one runtime: BlockLists shared between equal lists, rate-limit zones
+ * taken over from the previous runtime when the Ingress's limits are unchanged (state survives a
+ * reconfiguration, as NGINX keeps its zones across reloads).
+ */
+export class AccessCompiler {
+  readonly zones = new Map<string, Zone>();
+  readonly #previous: ReadonlyMap<string, Zone>;
+  readonly #globals: AccessGlobals;
+  readonly #lists = new Map<string, CidrSet | null>();
+  readonly #policies = new Map<string, AccessPolicy | null>();
+
+  constructor(globals: AccessGlobals, previous: ReadonlyMap<string, Zone> | undefined) {
+    this.#globals = globals;
+    this.#previous = previous ?? new Map();
+  }
+
+  #list(cidrs: readonly string[]): CidrSet | null {
+    const key = cidrs.join(',');
+    let list = this.#lists.get(key);
+    if (list === undefined) {
+      list = cidrSetOf(cidrs);
+      this.#lists.set(key, list);
+    }
+    return list;
+  }
+
+  #zone<Z extends Zone>(key: string, create: () => Z, same: (zone: Zone) => zone is Z): Z {
+    let zone = this.zones.get(key);
+    if (zone === undefined) {
+      const reused = this.#previous.get(key);
+      zone = reused !== undefined && same(reused) ? reused : create();
+      this.zones.set(key, zone);
+    }
+    return zone as Z;
+  }
+
+  /** The policy of a route of `ingress` (null: a route no Ingress defines), or null when it has none. */
+  policyOf(annotations: LocationAnnotations, ingress: ObjectRef | null): AccessPolicy | null {
+    if (ingress === null) return null;
+    const { accessControl, rateLimit } = annotations;
+    const cacheKey = JSON.stringify([ingress.namespace, ingress.name, accessControl, rateLimit]);
+    const cached = this.#policies.get(cacheKey);
+    if (cached !== undefined) return cached;
+    const deny = this.#list(accessControl.deny ?? this.#globals.denylist);
+    const allow = this.#list(accessControl.allow ?? this.#globals.allowlist);
+    const { rps, rpm, connections, burstMultiplier, allowlist } = rateLimit;
+    let limits: RateLimits | null = null;
+    if (rps > 0 || rpm > 0 || connections > 0) {
+      const zone = `${ingress.namespace}/${ingress.name}`;
+      const requests = (limit: number, perMinute: boolean): RequestZone | null => {
+        if (limit <= 0) return null;
+        const burst = limit * burstMultiplier;
+        return this.#zone(
+          `${zone} ${perMinute ? 'rpm' : 'rps'} ${limit} ${burst}`,
+          () => new RequestZone(limit, burst, perMinute),
+          (z): z is RequestZone => z instanceof RequestZone,
+        );
+      };
+      limits = {
+        exempt: this.#list(allowlist),
+        connections:
+          connections > 0
+            ? this.#zone(
+                `${zone} conn ${connections}`,
+                () => new ConnectionZone(connections),
+                (z): z is ConnectionZone => z instanceof ConnectionZone,
+              )
+            : null,
+        rpm: requests(rpm, true),
+        rps: requests(rps, false),
+        reqStatus: this.#globals.limitReqStatus,
+        connStatus: this.#globals.limitConnStatus,
+      };
+    }
+    const policy = deny === null && allow === null && limits === null ? null : { deny, allow, limits };
+    this.#policies.set(cacheKey, policy);
+    return policy;
+  }
+}

@@ -1,0 +1,120 @@
+// Response headers of a route (issue #9, part H): custom-headers and CORS, added to every response
+// of the route whatever its status (NGINX's more_set_headers), on top of the ConfigMap's
+// add-headers. Compiled once per route into an HttpPolicy whose `responseHeaders` / `responseDrop`
+// the proxy already applies to upstream responses and the proxy's own answers, so a request only
+// picks a policy: the route's, or, when CORS applies to its Origin, the CORS one (one small object
+// per request when the Origin is echoed).
+//
+// The hook for every response the proxy answers itself (error pages, redirects, denials of other
+// access checks): `setOwnResponseHeaders(res, responsePolicy(req, action.response, runtime.http))`
+// before writeHead. Upstream responses get the same through `RequestContext.policy`.
+
+import type { IncomingMessage } from 'node:http';
+import type { LocationAnnotations } from '../model/index.ts';
+import type { HttpPolicy } from './http-policy.ts';
+
+export interface CompiledCors {
+  /** cors-allow-origin `*`: every request matches and Access-Control-Allow-Origin is `*` */
+  any: boolean;
+  /** the allowed origins (anchored, case-insensitive), or null when none is valid */
+  origins: RegExp | null;
+  /** the route's policy with the CORS headers; without Access-Control-Allow-Origin unless `any` */
+  policy: HttpPolicy;
+}
+
+export interface RouteResponse {
+  /** the route's policy when CORS does not apply (add-headers + custom-headers) */
+  policy: HttpPolicy;
+  /** enable-cors, or null */
+  cors: CompiledCors | null;
+}
+
+/** A policy whose responses also carry `headers`, which replace the upstream's (and add-headers'). */
+function extend(base: HttpPolicy, headers: ReadonlyArray<readonly [string, string]>): HttpPolicy {
+  if (headers.length === 0) return base;
+  const names = new Set(headers.map(([name]) => name.toLowerCase()));
+  const responseDrop = Object.assign(Object.create(null) as Record<string, true>, base.responseDrop);
+  for (const name of names) responseDrop[name] = true;
+  const responseHeaders: string[] = [];
+  const inherited = base.responseHeaders;
+  for (let i = 0; i < inherited.length; i += 2) {
+    const name = inherited[i] as string;
+    if (!names.has(name.toLowerCase())) responseHeaders.push(name, inherited[i + 1] as string);
+  }
+  for (const [name, value] of headers) responseHeaders.push(name, value);
+  return { ...base, responseDrop, responseHeaders };
+}
+
+const escapeRegex = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+/**
+ * ingress-nginx's origin regex: each origin quoted, its `*` one DNS label; matched
+ * case-insensitively against the whole Origin header (NGINX anchors only the end).
+ */
+export function compileOrigins(origins: readonly string[]): RegExp | null {
+  if (origins.length === 0) return null;
+  const alternatives = origins.map((origin) => escapeRegex(origin).replace('\\*', '[A-Za-z0-9-]+'));
+  return new RegExp(`^(?:${alternatives.join('|')})$`, 'i');
+}
+
+/** The route's response headers, or null when it adds nothing to the runtime's policy. */
+export function compileRouteResponse(
+  annotations: LocationAnnotations,
+  base: HttpPolicy,
+): RouteResponse | null {
+  const { cors, customHeaders } = annotations;
+  if (!cors.enabled && customHeaders.headers.length === 0) return null;
+  const policy = extend(base, customHeaders.headers);
+  if (!cors.enabled) return { policy, cors: null };
+  const any = cors.allowOrigin.length === 1 && cors.allowOrigin[0] === '*';
+  const headers: Array<[string, string]> = [];
+  if (any) headers.push(['Access-Control-Allow-Origin', '*']);
+  if (cors.allowCredentials) headers.push(['Access-Control-Allow-Credentials', 'true']);
+  headers.push(['Access-Control-Allow-Methods', cors.allowMethods]);
+  headers.push(['Access-Control-Allow-Headers', cors.allowHeaders]);
+  if (cors.exposeHeaders !== '') headers.push(['Access-Control-Expose-Headers', cors.exposeHeaders]);
+  headers.push(['Access-Control-Max-Age', String(cors.maxAge)]);
+  let corsPolicy = extend(policy, headers);
+  if (!any) {
+    // the echoed Allow-Origin is added per request: the upstream's never passes
+    const responseDrop = Object.assign(Object.create(null) as Record<string, true>, corsPolicy.responseDrop);
+    responseDrop['access-control-allow-origin'] = true;
+    corsPolicy = { ...corsPolicy, responseDrop };
+  }
+  return {
+    policy,
+    cors: { any, origins: any ? null : compileOrigins(cors.allowOrigin), policy: corsPolicy },
+  };
+}
+
+/** The Origin header when the route's CORS applies to it, `*` for allow-origin `*`, else null. */
+export function corsOrigin(req: IncomingMessage, cors: CompiledCors): string | null {
+  if (cors.any) return '*';
+  const origin = req.headers.origin;
+  if (origin === undefined || cors.origins === null || !cors.origins.test(origin)) return null;
+  return origin;
+}
+
+/** The policy of this request's response on a route (`response` null: the runtime's). */
+export function responsePolicy(
+  req: IncomingMessage,
+  response: RouteResponse | null | undefined,
+  base: HttpPolicy,
+): HttpPolicy {
+  if (response === null || response === undefined) return base;
+  const cors = response.cors;
+  if (cors === null) return response.policy;
+  const origin = corsOrigin(req, cors);
+  if (origin === null) return response.policy;
+  if (cors.any) return cors.policy;
+  return {
+    ...cors.policy,
+    responseHeaders: [...cors.policy.responseHeaders, 'Access-Control-Allow-Origin', origin],
+  };
+}
+
+/** A CORS preflight this route answers itself: OPTIONS from an allowed Origin. */
+export function isPreflight(req: IncomingMessage, response: RouteResponse | null | undefined): boolean {
+  const cors = response?.cors;
+  return req.method === 'OPTIONS' && cors !== null && cors !== undefined && corsOrigin(req, cors) !== null;
+}
