@@ -14,9 +14,9 @@
 // hosts with `auth-tls-verify-client: on` answer 400 (closed, never open), which the e2e tests catch.
 //
 // Binding. The connection remembers the servername and the CA (sha256) it was verified against. A
-// request whose Host differs from a servername that asked for a certificate answers 421 (NGINX does
-// the same when the SNI server has ssl_verify_client); a request for an mTLS host on a connection
-// that was not verified against that very CA counts as "no certificate". A resumed TLS session runs no
+// request for an mTLS host whose Host differs from the connection's SNI name answers 421 (NGINX does
+// the same: the handshake followed the other name's settings); a request for an mTLS host on a
+// connection that was not verified against that very CA counts as "no certificate". A resumed TLS session runs no
 // SNI callback and OpenSSL's verify result then belongs to the original handshake, whatever host that
 // was (TLS 1.3 ties a session to no servername): its certificate is checked again here against the
 // host's CA (a leaf verified in a full handshake against the same CA is remembered, since the
@@ -363,11 +363,12 @@ export function authorizeClient(
 }
 
 /**
- * The server-level step of a request (after the host is selected): null when nothing applies, else
- * the outcome. HTTPS: a connection whose servername asked for a certificate serves that name only
- * (421 otherwise, like NGINX), and a host with auth-tls settings checks the certificate. Plain HTTP
- * carries no certificate and is not checked (as in ingress-nginx, where ssl-redirect normally sends it
- * to HTTPS first), except that a host whose Secret cannot be used answers 503 on both.
+ * The server-level step of a request (after the host is selected) for a host with auth-tls settings:
+ * null when nothing applies, else the outcome. A host whose Secret cannot be used answers 503 (HTTP
+ * and HTTPS). Plain HTTP carries no certificate and is not checked (as in ingress-nginx, where
+ * ssl-redirect normally sends it to HTTPS first). HTTPS: as NGINX's ngx_http_set_virtual_server, a
+ * request for a host that verifies certificates on a connection whose SNI named another host is
+ * misdirected (421: the handshake followed the other name's settings); then the certificate.
  */
 export function serverClientAuth(
   req: IncomingMessage,
@@ -375,14 +376,23 @@ export function serverClientAuth(
   hostname: string,
   auth: CompiledClientAuth | null,
 ): ClientAuthOutcome | null {
-  if (!https) return auth?.denied === true ? { kind: 'reject', status: 503 } : null;
-  let binding = connectionClientAuth(req);
-  if (binding === undefined && auth !== null && !auth.denied && auth.verifyClient !== 'off') {
-    binding = resumedBinding(req, hostname);
-  }
-  if (binding !== undefined && binding.servername !== hostname) return { kind: 'reject', status: 421 };
   if (auth === null) return null;
+  if (auth.denied) return { kind: 'reject', status: 503 };
+  if (!https) return null;
+  if (auth.verifyClient === 'off') return authorizeClient(req, auth, undefined);
+  let binding = connectionClientAuth(req);
+  const servername = binding?.servername ?? sniOf(req);
+  if (servername !== '' && servername !== hostname) return { kind: 'reject', status: 421 };
+  binding ??= resumedBinding(req, hostname);
   return authorizeClient(req, auth, binding);
+}
+
+/** The connection's SNI name, lower-case without a trailing dot; '' when none is known. */
+function sniOf(req: IncomingMessage): string {
+  const name = (req.socket as unknown as TLSSocket).servername;
+  if (typeof name !== 'string') return '';
+  const lower = name.toLowerCase();
+  return lower.endsWith('.') ? lower.slice(0, -1) : lower;
 }
 
 /** NGINX's own pages for 495/496 (status 400) and `return 403 "client certificate unauthorized"`. */
