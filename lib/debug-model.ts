@@ -9,6 +9,7 @@ import { peerKey } from './dataplane/balancer.ts';
 import type { Runtime } from './dataplane/runtime.ts';
 import type { BackendProtocol } from './model/annotations/backend-protocol.ts';
 import type { CorsAnnotations } from './model/annotations/cors.ts';
+import type { CacheDuration } from './model/annotations/external-auth.ts';
 import type { RateLimitAnnotations } from './model/annotations/rate-limit.ts';
 import type {
   Backend,
@@ -113,6 +114,9 @@ export interface AuthDescription {
     requestRedirect: string;
     proxySetHeaders: string;
     alwaysSetCookie: boolean;
+    /** auth-cache-key ('' for no cache) and auth-cache-duration */
+    cacheKey: string;
+    cacheDuration: CacheDuration[];
   };
   /** enable-global-auth: "false" */
   globalAuth?: false;
@@ -139,6 +143,8 @@ function authOf(annotations: LocationAnnotations): AuthDescription | null {
       requestRedirect,
       proxySetHeaders: external.proxySetHeaders,
       alwaysSetCookie: external.alwaysSetCookie,
+      cacheKey: external.cacheKey,
+      cacheDuration: external.cacheDuration,
     };
   }
   if (!annotations.externalAuth.enableGlobalAuth) out.globalAuth = false;
