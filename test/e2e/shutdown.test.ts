@@ -62,7 +62,7 @@ spec:
 
   const slow = get(http, 'web.test', '/slow');
   await arrived;
-  const stopped = controller.stop(10_000);
+  const stopped = controller.stop(0, 10_000);
   let stopDone = false;
   void stopped.then(() => {
     stopDone = true;
