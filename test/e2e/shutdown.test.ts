@@ -257,7 +257,11 @@ t.test(
     for (;;) {
       const status = await fresh(child.http);
       if (status !== 200) {
-        t.equal(status, 'ECONNREFUSED', 'after the grace period new connections are refused');
+        // a connection accepted (or still in the kernel's backlog) as the listener closes is reset
+        t.ok(
+          status === 'ECONNREFUSED' || status === 'ECONNRESET',
+          `after the grace period new connections are refused (${status})`,
+        );
         break;
       }
       during.push(status);
