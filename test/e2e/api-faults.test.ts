@@ -17,7 +17,7 @@ const ROUNDS = 6;
 const ROUND_MS = 2000;
 t.setTimeout(120_000);
 
-function ingress(name: string, host: string, service = 'web'): KubeObject {
+function ingress(name: string, host: string): KubeObject {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'Ingress',
@@ -32,7 +32,7 @@ function ingress(name: string, host: string, service = 'web'): KubeObject {
               {
                 path: '/',
                 pathType: 'Prefix',
-                backend: { service: { name: service, port: { number: 80 } } },
+                backend: { service: { name: 'web', port: { number: 80 } } },
               },
             ],
           },
@@ -115,11 +115,10 @@ t.test(`API server faults for ${(ROUNDS * ROUND_MS) / 1000} s under a request lo
     // changed while the controller keeps losing its streams
     if (round === 1) api.apply(ingress('during', 'during.test'));
     if (round === 2) api.remove({ kind: 'Ingress', namespace: 'e2e', name: 'gone' });
-    if (round === 3) {
-      api.apply(service('other'));
-      api.apply(slice('other', movedPort));
-      api.apply(ingress('site', 'site.test', 'other')); // site.test moves to another backend
-    }
+    // the Service's endpoints move to another backend (an Ingress moved to another Service instead
+    // could briefly meet a Service whose EndpointSlice the controller has not seen yet: a 503 in a
+    // real cluster too)
+    if (round === 3) api.apply(slice('web', movedPort));
     if (round === 4) api.compact(); // the history is gone as well: 410 on the next watch, a relist
     await delay(ROUND_MS);
   }
