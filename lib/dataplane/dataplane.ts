@@ -260,6 +260,12 @@ export class DataPlane {
   }
 
   /** A request's response closed (sent or aborted): while draining, its connection may now be idle. */
+  /** One listener for every response (no closure per request): `this` is the response. */
+  readonly #onResponseClose = ((plane: DataPlane) =>
+    function (this: ServerResponse): void {
+      plane.#requestClosed(this);
+    })(this);
+
   #requestClosed(res: ServerResponse): void {
     this.#inFlight.delete(res);
     if (!this.#draining) return;
@@ -536,7 +542,7 @@ export class DataPlane {
   #handle(req: IncomingMessage, res: ServerResponse, https: boolean): void {
     this.#stats.requests++;
     this.#inFlight.add(res);
-    res.on('close', () => this.#requestClosed(res));
+    res.on('close', this.#onResponseClose);
     if (this.#draining) res.shouldKeepAlive = false;
     if (this.#runtime !== null) countRequest(req, res, this.#runtime.model.config);
     const decision = this.#route(req, https);
