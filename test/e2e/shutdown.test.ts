@@ -2,7 +2,7 @@
 // listeners are closed. Then the real process (bin/ingress-ts.ts, real signals): SIGTERM → keep serving
 // and accepting for --shutdown-grace-period, then stop accepting, drain the requests in flight (idle
 // keep-alive connections closed, HTTP/2 GOAWAY), WebSockets closed last, exit 0; a second SIGTERM is
-// ignored; worker-shutdown-timeout cuts a request that never ends.
+// ignored, a second SIGINT exits at once (130); worker-shutdown-timeout cuts a request that never ends.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -314,4 +314,17 @@ t.test('SIGTERM: worker-shutdown-timeout cuts a request that never ends; exit 0'
   const elapsed = performance.now() - signalled;
   t.ok(elapsed >= 900 && elapsed < 10_000, `after the drain timeout (${Math.round(elapsed)} ms)`);
   t.equal(await child.exited, 0, 'exit code 0');
+});
+
+t.test('SIGINT twice: the second one exits at once with 130', async (t) => {
+  const backend = await slowBackend(t);
+  const dir = await manifests(t, backend.port);
+  const child = await startChild(t, dir);
+  const never = send(child.http, 'web.test', '/never', { agent: false }).catch(() => null);
+  await backend.arrivedCount(1);
+  child.process.kill('SIGINT');
+  await child.logged('shutting down');
+  child.process.kill('SIGINT');
+  t.equal(await child.exited, 130, 'exit code 130, without waiting for the drain (240 s)');
+  await never;
 });
