@@ -15,6 +15,7 @@ import {
   serverGroupKeys,
   usesRegex,
 } from './annotations/index.ts';
+import { type AuthLookups, resolveAuthReferences } from './auth-refs.ts';
 import { type ServiceBackendRef, UpstreamResolver } from './backends.ts';
 import { resolveClientAuth } from './client-auth.ts';
 import { type ConfigMapLookup, type GlobalConfig, parseGlobalConfig } from './config.ts';
@@ -138,6 +139,22 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     withCustomHeaders(checked, config, lookupConfigMap, diagnostics);
     if (checked.annotations.ingress.canary.enabled) canaries.push(checked);
     else ingresses.push(checked);
+  }
+  // auth-secret and auth-proxy-set-headers; a canary's location annotations are never used
+  const authLookups: AuthLookups = {
+    allowCrossNamespace: config.allowCrossNamespaceResources,
+    secret: (namespace, name) => {
+      referencedSecrets.add(objectKey(namespace, name));
+      return secrets.get(objectKey(namespace, name));
+    },
+    configMap: lookupConfigMap,
+    diagnostics,
+  };
+  for (const ingress of ingresses) {
+    const { location } = ingress.annotations;
+    const resolved = resolveAuthReferences(location, ingress.ref, authLookups);
+    // Ingresses without annotations share one parsed object: only an Ingress with auth gets a new one
+    if (resolved !== location) ingress.annotations = { ...ingress.annotations, location: resolved };
   }
 
   const useUpstream = (ingress: CheckedIngress, ref: ServiceBackendRef): Backend => {
