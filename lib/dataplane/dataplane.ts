@@ -133,6 +133,11 @@ export class DataPlane {
   #runtime: Runtime | null = null;
   #httpPort = 0;
   readonly #stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
+  /** requests (not WebSocket tunnels) whose response has not closed yet */
+  readonly #inFlight = new Set<ServerResponse>();
+  /** close() has begun: responses say Connection: close, connections are closed as they go idle */
+  #draining = false;
+  #drained: () => void = () => {};
 
   constructor(options: DataPlaneOptions) {
     this.#options = options;
@@ -221,27 +226,57 @@ export class DataPlane {
   }
 
   /**
-   * Stop accepting, let in-flight requests finish for up to `graceMs`, then close what is left
-   * (idle keep-alive connections at once, WebSocket tunnels last).
+   * Graceful stop (NGINX's `quit`): stop accepting, close idle keep-alive connections (GOAWAY on HTTP/2
+   * sessions), let the requests in flight finish for up to `drainMs` (ConfigMap worker-shutdown-timeout),
+   * closing each HTTP/1.1 connection as its last request ends; then cut what is left, WebSocket tunnels
+   * last. Resolves once every listener is closed.
    */
-  async close(graceMs = 0): Promise<void> {
+  async close(drainMs = 0): Promise<void> {
     const servers = [this.#http, this.#https];
     const closed = Promise.all(
       servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
     );
-    this.#http.closeIdleConnections();
-    this.#httpsListener.closeIdle();
+    const drained = new Promise<void>((resolve) => {
+      this.#drained = resolve;
+    });
+    this.#draining = true;
+    // responses not begun yet tell their client the connection closes after them
+    for (const res of this.#inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+    this.#closeIdle();
+    if (this.#inFlight.size === 0) this.#drained();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, graceMs);
+      timer = setTimeout(resolve, drainMs);
     });
-    await Promise.race([closed, deadline]);
+    await Promise.race([drained, deadline]);
     clearTimeout(timer);
+    // the requests are done (or out of time): the connections, then the WebSocket tunnels
     this.#http.closeAllConnections();
     this.#httpsListener.destroyAll();
-    await closed;
     await this.#proxy.close();
     await this.#authClient.close();
+    await closed;
+  }
+
+  /** While draining: idle HTTP/1.1 connections closed, HTTP/2 sessions told GOAWAY. */
+  #closeIdle(): void {
+    this.#http.closeIdleConnections();
+    this.#httpsListener.closeIdle();
+  }
+
+  /** One listener for every response (no closure per request): `this` is the response. */
+  readonly #onResponseClose = ((plane: DataPlane) =>
+    function (this: ServerResponse): void {
+      plane.#requestClosed(this);
+    })(this);
+
+  /** A request's response closed (sent or aborted): while draining, its connection may now be idle. */
+  #requestClosed(res: ServerResponse): void {
+    this.#inFlight.delete(res);
+    if (!this.#draining) return;
+    // the connection goes idle once the response is detached from it (after this event)
+    setImmediate(() => this.#closeIdle());
+    if (this.#inFlight.size === 0) this.#drained();
   }
 
   /**
@@ -511,6 +546,9 @@ export class DataPlane {
 
   #handle(req: IncomingMessage, res: ServerResponse, https: boolean): void {
     this.#stats.requests++;
+    this.#inFlight.add(res);
+    res.on('close', this.#onResponseClose);
+    if (this.#draining) res.shouldKeepAlive = false;
     if (this.#runtime !== null) countRequest(req, res, this.#runtime.model.config);
     const decision = this.#route(req, https);
     let record: RequestRecord | null = null;
