@@ -7,6 +7,7 @@ import { createSecureContext } from 'node:tls';
 import { parseGoBool } from './annotations/group.ts';
 import { NEXT_UPSTREAM, type ProxyAnnotations, SIZE } from './annotations/proxy.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
+import { DEFAULT_GLOBAL_AUTH, type GlobalAuthConfig, globalAuthKeys } from './global-auth.ts';
 import type { ConfigMap } from './k8s.ts';
 
 /** Load-balancing algorithms ingress-nginx's validator accepts (load-balance annotation and key). */
@@ -68,12 +69,16 @@ export interface GlobalConfig {
   customHttpErrors: number[];
   /** `allow-snippet-annotations`: accepted, but snippets are refused whatever it says */
   allowSnippetAnnotations: boolean;
+  /** `global-auth-*`, `no-auth-locations`: external authentication for every location (global-auth.ts) */
+  globalAuth: GlobalAuthConfig;
   /** `global-allowed-response-headers`: the header names custom-headers ConfigMaps may set (issue #9, part H) */
   globalAllowedResponseHeaders: string[];
   /** `allow-cross-namespace-resources`: annotations may name a ConfigMap or Secret of another namespace */
   allowCrossNamespaceResources: boolean;
   /** client address access control and rate-limit statuses (issue #9, part F) */
   access: AccessConfig;
+  /** `worker-shutdown-timeout` in milliseconds: how long in-flight requests may drain at shutdown */
+  workerShutdownTimeoutMs: number;
 }
 
 export interface AccessConfig {
@@ -167,9 +172,11 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
   customHttpErrors: [],
   allowSnippetAnnotations: false,
+  globalAuth: DEFAULT_GLOBAL_AUTH,
   globalAllowedResponseHeaders: [],
   allowCrossNamespaceResources: false,
   access: { allowlist: [], denylist: [], blockCidrs: [], limitReqStatus: 503, limitConnStatus: 503 },
+  workerShutdownTimeoutMs: 240_000,
   useHttp2: true,
   ssl: {
     minVersion: 'TLSv1.2' as TlsVersion,
@@ -492,6 +499,40 @@ function PART_F_KEYS(): Record<string, KeyParser> {
   };
 }
 
+// --- graceful shutdown (issue #11, part L) ---------------------------------------------------------
+
+const NGINX_TIME_UNITS_MS: Record<string, number> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 604_800_000,
+  M: 2_592_000_000,
+  y: 31_536_000_000,
+};
+
+/** NGINX's time syntax (`240s`, `4m`, `1m30s`, `500ms`; a bare number is seconds) in milliseconds, or null. */
+export function parseNginxTimeMs(value: string): number | null {
+  if (!/^(?:\d+(?:ms|[smhdwMy])?)+$/.test(value)) return null;
+  let total = 0;
+  for (const [, digits, unit] of value.matchAll(/(\d+)(ms|[smhdwMy])?/g)) {
+    total += Number(digits) * (NGINX_TIME_UNITS_MS[unit ?? 's'] ?? 1000);
+  }
+  return Number.isSafeInteger(total) ? total : null;
+}
+
+function PART_L_KEYS(): Record<string, KeyParser> {
+  return {
+    'worker-shutdown-timeout': (value, config) => {
+      const ms = parseNginxTimeMs(value);
+      if (ms === null) return 'expected an NGINX time such as 240s, 4m or 1m30s';
+      config.workerShutdownTimeoutMs = ms;
+      return null;
+    },
+  };
+}
+
 /** Each key: apply the value to the config, or say why it is invalid. */
 const KEYS: Record<string, KeyParser> = {
   'proxy-connect-timeout': proxyInt('connectTimeout'),
@@ -581,8 +622,10 @@ const KEYS: Record<string, KeyParser> = {
     return null;
   },
   ...PART_D_KEYS(),
+  ...globalAuthKeys(),
   ...PART_H_KEYS(),
   ...PART_F_KEYS(),
+  ...PART_L_KEYS(),
   'use-http2': bool((config, value) => {
     config.useHttp2 = value;
   }),
