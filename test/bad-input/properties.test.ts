@@ -93,6 +93,15 @@ const annotationValues: Record<string, fc.Arbitrary<string>> = {
   'from-to-www-redirect': fc.constantFrom('true', 'false'),
   'whitelist-source-range': fc.constantFrom('10.0.0.0/8', 'x'),
   'custom-headers': fc.constantFrom('default/cfg', 'team/cfg', 'nope'),
+  'auth-type': fc.constantFrom('basic', 'digest', 'x'),
+  'auth-secret': fc.constantFrom('tls', 'default/web', 'a/b/c'),
+  'auth-secret-type': fc.constantFrom('auth-file', 'auth-map', 'x'),
+  'auth-realm': fc.constantFrom('Realm', '"\r\n'),
+  'auth-tls-secret': fc.constantFrom('default/tls', 'tls', '/'),
+  'auth-tls-verify-client': fc.constantFrom('on', 'optional', 'optional_no_ca', 'off', 'x'),
+  'auth-tls-verify-depth': fc.constantFrom('1', '-1', 'x'),
+  'auth-tls-match-cn': fc.constantFrom('CN=a', '(('),
+  'auth-url': fc.constantFrom('http://auth.example/check', 'auth', 'http://a/\r\n'),
 };
 const annotationsChain = fc.oneof(
   {
