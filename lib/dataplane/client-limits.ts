@@ -45,9 +45,14 @@ const REQUEST_LINE_EXTRA = 1 + 1 + 8 + 2;
  * The status a request that passed Node's parser is refused with, or 0: 414 for a request line
  * longer than one buffer (NGINX: 414), 431 for a header line longer than one buffer (NGINX answers 400
  * "Request Header Or Cookie Too Large"), 400 for a Transfer-Encoding other than `chunked` (NGINX: 501)
- * or on HTTP/1.0. A few string lengths per request; the loop over the headers stops at the first.
+ * or on HTTP/1.0, 505 / 400 for an HTTP/1 request line claiming HTTP/2.0 or HTTP/0.9. A few string lengths per request; the loop over the headers stops at the first.
  */
 export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): number {
+  // llhttp takes `HTTP/2.0` and `HTTP/0.9` in an HTTP/1 request line; NGINX answers 505 and 400
+  // (an HTTP/2 request of the HTTPS listener has its stream and is fine)
+  if (req.httpVersionMajor !== 1 && (req as IncomingMessage & { stream?: unknown }).stream === undefined) {
+    return req.httpVersionMajor > 1 ? 505 : 400;
+  }
   const size = config.largeClientHeaderBuffers.size;
   const method = req.method ?? '';
   if (method.length + (req.url ?? '').length + REQUEST_LINE_EXTRA > size) return 414;
@@ -58,6 +63,21 @@ export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): numb
   }
   const te = req.headers['transfer-encoding'];
   if (te !== undefined && (req.httpVersion === '1.0' || te.trim().toLowerCase() !== 'chunked')) return 400;
+  return 0;
+}
+
+/**
+ * An Upgrade request is refused (400) when it carries a body, besides `rejectedStatus`: Node hands
+ * everything after its head to the tunnel unparsed, so a body (malformed or holding another request)
+ * would reach the upstream as bytes no one checked, and an upstream that declines the upgrade would
+ * read them as its next request. A WebSocket handshake has no body (RFC 6455 §4.1); NGINX would parse
+ * one and refuse a malformed one.
+ */
+export function upgradeRejectedStatus(req: IncomingMessage, config: GlobalConfig): number {
+  const status = rejectedStatus(req, config);
+  if (status !== 0) return status;
+  const length = req.headers['content-length'];
+  if (req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')) return 400;
   return 0;
 }
 
@@ -93,7 +113,16 @@ export function clientErrorStatus(
  * socket that is already gone (reset, or timed out mid-write) is only destroyed.
  */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, size: number): void {
-  if (error.code === 'ECONNRESET' || error.code === 'EPIPE' || !socket.writable || socket.destroyed) {
+  // a malformed body after the response head went out (Node's own check, on its internal field): an
+  // answer written now would land inside that response
+  const current = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (
+    error.code === 'ECONNRESET' ||
+    error.code === 'EPIPE' ||
+    !socket.writable ||
+    socket.destroyed ||
+    current?.headersSent === true
+  ) {
     socket.destroy();
     return;
   }

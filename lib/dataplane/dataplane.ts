@@ -26,6 +26,7 @@ import {
   maxHeaderSize,
   overConnectionCap,
   rejectedStatus,
+  upgradeRejectedStatus,
 } from './client-limits.ts';
 import {
   applyConnectionSettings,
@@ -553,7 +554,7 @@ export class DataPlane {
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, https: boolean): void {
     this.#stats.requests++;
     socket.on('error', (error) => dataplaneError.publish({ message: `client socket: ${error.message}` }));
-    const rejected = this.#runtime === null ? 0 : rejectedStatus(req, this.#runtime.model.config);
+    const rejected = this.#runtime === null ? 0 : upgradeRejectedStatus(req, this.#runtime.model.config);
     if (rejected !== 0) {
       sendSocketErrorPage(socket, rejected);
       return;
