@@ -7,6 +7,7 @@
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -99,6 +100,33 @@ t.test('client limits through the proxy', async (t) => {
       agent: false,
     });
     t.equal(fits.status, 200, 'a header line within 8k is served');
+  });
+
+  await t.test('the HTTPS listener (HTTP/1.1): the same head limits', async (t) => {
+    const status = (headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpsRequest(
+          {
+            port: controller.https.port,
+            host: '127.0.0.1',
+            path: '/tls',
+            headers: { host: 'web.test', ...headers },
+            rejectUnauthorized: false,
+            agent: false,
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    t.equal(await status({}), 200, 'a normal request');
+    t.equal(await status({ 'x-big': 'a'.repeat(9000) }), 431, 'one header line over 8k: 431');
+    const many: Record<string, string> = {};
+    for (let i = 0; i < 5; i++) many[`x-h${i}`] = 'b'.repeat(7000);
+    t.equal(await status(many), 431, 'a head over 32k: 431 (maxHeaderSize of the HTTPS listener)');
   });
 
   await t.test('request smuggling shapes: 400, the backend never sees them', async (t) => {
