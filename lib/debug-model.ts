@@ -13,6 +13,7 @@ import type { RateLimitAnnotations } from './model/annotations/rate-limit.ts';
 import type {
   Backend,
   Canary,
+  ClientAuth,
   Diagnostic,
   GlobalConfig,
   LocationAnnotations,
@@ -151,6 +152,8 @@ export interface HostDescription {
   wwwRedirectFrom?: string;
   /** null: no `spec.tls` for this host; HTTPS answers with the default certificate */
   tls: HostTLS | null;
+  /** auth-tls-*: present only on hosts that set auth-tls-secret */
+  clientAuth?: ClientAuthDescription;
   routes: RouteDescription[];
   /** where requests matching no route go */
   /** `canary`: the catch-all's canary, when a canary Ingress's spec.defaultBackend shares it */
@@ -160,6 +163,22 @@ export interface HostDescription {
     canary?: CanaryDescription | null;
     upstream?: UpstreamSettings;
   } & PathSettingsDescription;
+}
+
+/** A host's client certificate authentication. */
+export interface ClientAuthDescription {
+  /** `namespace/name` of the auth-tls-secret */
+  secret: string;
+  ingress: string;
+  /** the Secret cannot be used: every request to the host answers 503 */
+  denied: boolean;
+  verifyClient: string;
+  verifyDepth: number;
+  passCertificate: boolean;
+  matchCN: string | null;
+  errorPage: string | null;
+  /** the CAs of ca.crt */
+  caCertificates: CertificateInfo[];
 }
 
 export interface BackendDescription {
@@ -230,6 +249,22 @@ export function parseCertificate(certPem: string): CertificateInfo {
       error: `the certificate does not parse: ${error instanceof Error ? error.message : String(error)}`,
     };
   }
+}
+
+const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+function describeClientAuth(auth: ClientAuth): ClientAuthDescription {
+  return {
+    secret: auth.secret,
+    ingress: `${auth.ingress.namespace}/${auth.ingress.name}`,
+    denied: auth.caPem === null,
+    verifyClient: auth.verifyClient,
+    verifyDepth: auth.verifyDepth,
+    passCertificate: auth.passCertificate,
+    matchCN: auth.matchCN,
+    errorPage: auth.errorPage,
+    caCertificates: (auth.caPem?.match(PEM_BLOCK) ?? []).map(parseCertificate),
+  };
 }
 
 function groupDiagnostics(diagnostics: readonly Diagnostic[]): ModelDescription['diagnostics'] {
@@ -308,6 +343,7 @@ export function describeRuntime(
         ? {}
         : { wwwRedirectFrom: server.annotations.fromToWww.from }),
       tls,
+      ...(server.clientAuth === null ? {} : { clientAuth: describeClientAuth(server.clientAuth) }),
       routes: server.routes.map((route) => ({
         path: route.path,
         pathType: route.pathType,

@@ -19,6 +19,7 @@ import { createEwmaStore } from './balancers/ewma.ts';
 import { defaultBalancerEnv } from './balancers/index.ts';
 import { StickyBalancer } from './balancers/sticky.ts';
 import { routeToCanary } from './canary.ts';
+import { sendClientAuthRejection, sendSocketClientAuthRejection, serverClientAuth } from './client-cert.ts';
 import {
   answerClientError,
   applyHeaderSize,
@@ -95,6 +96,8 @@ interface Placement {
 type Decision = Placement &
   (
     | { kind: 'error'; status: number }
+    /** auth-tls: 400 (495/496: missing or bad client certificate), 403 (match-cn), 421 (SNI ≠ Host) */
+    | { kind: 'clientAuth'; status: 495 | 496 | 403 | 421 }
     /** a CORS preflight from an allowed Origin: 204 with the route's CORS headers */
     | { kind: 'preflight' }
     /** `location`: permanent-/temporal-redirect's URL; null: the ssl-redirect to https */
@@ -301,6 +304,22 @@ export class DataPlane {
     const hostname = normalizeHost(host);
     const server = runtime.hosts.lookup(hostname);
     if (incomingId === '') incomingId = undefined;
+    // server level: the client certificate (auth-tls), before any redirect or location
+    let clientCertHeaders: string[] | undefined;
+    const clientAuth = serverClientAuth(req, https, hostname, server.clientAuth);
+    if (clientAuth !== null) {
+      if (clientAuth.kind === 'redirect') {
+        const location = clientAuth.location;
+        return { kind: 'redirect', code: 302, location, host: hostname, match: null, requestId: incomingId };
+      }
+      if (clientAuth.kind === 'reject') {
+        const { status } = clientAuth;
+        if (status === 503)
+          return { kind: 'error', status, host: hostname, match: null, requestId: incomingId };
+        return { kind: 'clientAuth', status, host: hostname, match: null, requestId: incomingId };
+      }
+      clientCertHeaders = clientAuth.headers;
+    }
     // from-to-www-redirect: the whole name redirects, port always included ($server_port: 443 on HTTPS)
     if (server.redirectTo !== null) {
       let uri = req.url ?? '/';
@@ -476,6 +495,7 @@ export class DataPlane {
           target.upstreamHostOf == null
             ? null
             : target.upstreamHostOf({ req, uri: rewritten?.uri ?? path, host: hostname, https }) || null,
+        ...(clientCertHeaders === undefined ? {} : { clientCertHeaders }),
         ...(rewritten === null ? {} : { path: rewritten.path, forwardedPrefix: rewritten.forwardedPrefix }),
       },
       host: hostname,
@@ -525,7 +545,12 @@ export class DataPlane {
     const runtime = this.#runtime;
     // the route's response headers (custom-headers, CORS) on every response, whoever answers
     const routeResponse = routeResponseOf(decision);
-    if (decision.kind === 'error' || decision.kind === 'redirect' || decision.kind === 'preflight') {
+    if (
+      decision.kind === 'error' ||
+      decision.kind === 'redirect' ||
+      decision.kind === 'preflight' ||
+      decision.kind === 'clientAuth'
+    ) {
       if (runtime !== null) setOwnResponseHeaders(res, responsePolicy(req, routeResponse, runtime.http));
     } else if (routeResponse !== null) {
       decision.context.policy = responsePolicy(
@@ -536,6 +561,7 @@ export class DataPlane {
     }
     if (decision.kind === 'preflight') sendPreflight(res);
     else if (decision.kind === 'error') sendErrorPage(res, decision.status);
+    else if (decision.kind === 'clientAuth') sendClientAuthRejection(req, res, decision.status);
     else if (decision.kind === 'redirect')
       sendRedirect(
         req,
@@ -567,7 +593,10 @@ export class DataPlane {
       finishOnClose(started, socket, socket, () => (started.status === 0 ? 499 : started.status));
       record = started;
     }
-    if (decision.kind === 'preflight') {
+    if (decision.kind === 'clientAuth') {
+      const status = sendSocketClientAuthRejection(socket, decision.status);
+      if (record !== null) record.status = status;
+    } else if (decision.kind === 'preflight') {
       if (record !== null) record.status = 204;
       socket.end('HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n');
     } else if (decision.kind === 'error' || decision.kind === 'customError') {

@@ -19,6 +19,7 @@ import type { ChashBalancer } from './balancers/chash.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
 import { balancerKindFor, createBalancer } from './balancers/index.ts';
 import { type CanaryAction, compileCanary } from './canary.ts';
+import { type CompiledClientAuth, compileClientAuth } from './client-cert.ts';
 import { type CustomErrors, compileCustomErrors } from './custom-errors.ts';
 import { dataplaneError } from './events.ts';
 import { compileHashKey, type HashKey } from './hash-key.ts';
@@ -86,6 +87,8 @@ export interface CompiledServer {
   appRoot: string | null;
   /** the host has TLS settings: HTTP requests are redirected to HTTPS and HTTPS responses get HSTS */
   tls: boolean;
+  /** auth-tls-*: client certificate authentication of the host, or null */
+  clientAuth: CompiledClientAuth | null;
   paths: PathMatcher<RoutedAction>;
 }
 
@@ -410,6 +413,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       redirectTo: null,
       appRoot: server.annotations.appRoot.path,
       tls: server.tls !== null,
+      clientAuth: compileClientAuth(server.clientAuth),
       paths: createPathMatcher(rules, fallback, server.regex, (path, error) =>
         dataplaneError.publish({
           message: `host ${server.hostname}: path ${path} is not a valid regex: ${error.message}`,
@@ -427,7 +431,13 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   for (const [server, entry] of compiled) {
     const from = server.annotations.fromToWww.from;
     if (from !== null)
-      hosts.add(from, { ...entry, hostname: from, redirectTo: server.hostname, appRoot: null });
+      hosts.add(from, {
+        ...entry,
+        hostname: from,
+        redirectTo: server.hostname,
+        appRoot: null,
+        clientAuth: null,
+      });
   }
 
   return {

@@ -16,6 +16,7 @@ import {
   usesRegex,
 } from './annotations/index.ts';
 import { type ServiceBackendRef, UpstreamResolver } from './backends.ts';
+import { resolveClientAuth } from './client-auth.ts';
 import { type ConfigMapLookup, type GlobalConfig, parseGlobalConfig } from './config.ts';
 import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
 import { modelHashes } from './hash.ts';
@@ -216,6 +217,24 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
       applyServerAnnotations(draft, ingress, diagnostics);
       applyTLS(draft, ingress, certificateOf, certificates, diagnostics);
     }
+  }
+  // 5b. client certificate authentication: the Secret of the host's auth-tls-secret
+  const secretOf = (namespace: string, name: string): Secret | undefined => {
+    const id = objectKey(namespace, name);
+    referencedSecrets.add(id);
+    return secrets.get(id);
+  };
+  for (const draft of drafts.values()) {
+    const source = draft.annotationSource.authTls;
+    if (source === undefined) continue;
+    draft.server.clientAuth = resolveClientAuth(
+      draft.server.annotations.authTls,
+      source,
+      draft.server.hostname,
+      config.allowCrossNamespaceResources,
+      secretOf,
+      diagnostics,
+    );
   }
 
   // 6. routes: the first (oldest) Ingress to define host + path + pathType wins.
@@ -462,6 +481,7 @@ function newDraft(
       tls: null,
       regex: false,
       annotations: DEFAULT_SERVER_ANNOTATIONS,
+      clientAuth: null,
       defaultRoute,
       routes: [],
     },

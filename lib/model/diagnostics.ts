@@ -140,6 +140,18 @@ export const DIAGNOSTIC_CODES = {
     'error',
     'On a host in regex mode, a path is not a regex RE2 accepts (e.g. a backreference or lookahead); that path is not served.',
   ],
+  AUTH_TLS_SECRET_NOT_FOUND: [
+    'error',
+    'auth-tls-secret names a Secret that does not exist; every request to the host answers 503 (never an open host).',
+  ],
+  AUTH_TLS_SECRET_INVALID: [
+    'error',
+    'The auth-tls-secret Secret has no ca.crt with a PEM certificate; every request to the host answers 503.',
+  ],
+  AUTH_TLS_CROSS_NAMESPACE: [
+    'error',
+    'auth-tls-secret names a Secret in another namespace and allow-cross-namespace-resources is false; every request to the host answers 503.',
+  ],
   CUSTOM_HEADERS_DENIED: [
     'error',
     'custom-headers names a ConfigMap that is missing, in another namespace without allow-cross-namespace-resources, or has a key not listed in global-allowed-response-headers (or not a valid header); the paths of the Ingress answer 503.',

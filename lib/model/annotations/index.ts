@@ -9,6 +9,7 @@ import { accessControl } from './access-control.ts';
 import { accessLog } from './access-log.ts';
 import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
+import { authTls } from './auth-tls.ts';
 import { backendProtocol } from './backend-protocol.ts';
 import { canary } from './canary.ts';
 import { cors } from './cors.ts';
@@ -48,7 +49,7 @@ const locationGroups = {
   cors,
   customHeaders,
 } as const;
-const serverGroups = { alias: serverAlias, appRoot, fromToWww } as const;
+const serverGroups = { alias: serverAlias, appRoot, fromToWww, authTls } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash, serviceUpstream } as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
