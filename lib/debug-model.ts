@@ -9,6 +9,7 @@ import { peerKey } from './dataplane/balancer.ts';
 import type { Runtime } from './dataplane/runtime.ts';
 import type { BackendProtocol } from './model/annotations/backend-protocol.ts';
 import type { CorsAnnotations } from './model/annotations/cors.ts';
+import type { CacheDuration } from './model/annotations/external-auth.ts';
 import type { RateLimitAnnotations } from './model/annotations/rate-limit.ts';
 import type {
   Backend,
@@ -89,6 +90,67 @@ export interface PathSettingsDescription {
   denylistSourceRange?: string[];
   /** limit-rps, limit-rpm, limit-connections with the burst multiplier and limit-allowlist, when a limit is on */
   rateLimit?: RateLimitAnnotations;
+  /** authentication of the route (never the hashes); the ConfigMap's global-auth-url shows in `config` */
+  auth?: AuthDescription;
+}
+
+/** A route's auth settings as configured: counts and references, never credentials. */
+export interface AuthDescription {
+  basic?: {
+    type: 'basic' | 'digest';
+    /** `namespace/name` of the Secret */
+    secret: string;
+    secretType: 'auth-file' | 'auth-map';
+    realm: string;
+    /** how many users the Secret holds */
+    users: number;
+  };
+  external?: {
+    url: string;
+    method: string | null;
+    signin: string | null;
+    signinRedirectParam: string;
+    responseHeaders: string[];
+    requestRedirect: string;
+    proxySetHeaders: string;
+    alwaysSetCookie: boolean;
+    /** auth-cache-key ('' for no cache) and auth-cache-duration */
+    cacheKey: string;
+    cacheDuration: CacheDuration[];
+  };
+  /** enable-global-auth: "false" */
+  globalAuth?: false;
+  /** why the route answers 503 instead */
+  denied?: string;
+}
+
+function authOf(annotations: LocationAnnotations): AuthDescription | null {
+  const basic = annotations.basicAuth.auth;
+  const external = annotations.externalAuth.auth;
+  const out: AuthDescription = {};
+  if (basic !== null) {
+    const { type, secret, secretType, realm, users } = basic;
+    out.basic = { type, secret, secretType, realm, users: users.length };
+  }
+  if (external !== null) {
+    const { url, method, signin, signinRedirectParam, responseHeaders, requestRedirect } = external;
+    out.external = {
+      url,
+      method,
+      signin,
+      signinRedirectParam,
+      responseHeaders: [...responseHeaders],
+      requestRedirect,
+      proxySetHeaders: external.proxySetHeaders,
+      alwaysSetCookie: external.alwaysSetCookie,
+      cacheKey: external.cacheKey,
+      cacheDuration: external.cacheDuration,
+    };
+  }
+  if (!annotations.externalAuth.enableGlobalAuth) out.globalAuth = false;
+  const denied = basic?.denied ?? external?.denied ?? null;
+  if (denied !== null) out.denied = denied;
+  return Object.keys(out).length === 0 ? null : out;
 }
 
 function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSettingsDescription {
@@ -102,6 +164,8 @@ function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSet
   if (sslRedirect !== null) out.sslRedirect = sslRedirect;
   if (forceSslRedirect !== null) out.forceSslRedirect = forceSslRedirect;
   if (preserveTrailingSlash) out.preserveTrailingSlash = true;
+  const auth = authOf(annotations);
+  if (auth !== null) out.auth = auth;
   if (annotations.cors.enabled) out.cors = annotations.cors;
   const { configMap, headers, denied } = annotations.customHeaders;
   if (configMap !== null) {

@@ -14,6 +14,7 @@ import {
   upstreamSettings,
 } from '../model/index.ts';
 import { AccessCompiler, type AccessPolicy, type CidrSet, cidrSetOf } from './access.ts';
+import { compileRouteAuth, type RouteAuth } from './auth.ts';
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
 import type { ChashBalancer } from './balancers/chash.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
@@ -57,10 +58,20 @@ export type Action =
       setsAffinityCookie: boolean;
       /** custom-http-errors / default-backend of the route, or null */
       errors?: CustomErrors | null;
+      /** authentication (auth-type basic, auth-url, global auth) before proxying, or none */
+      auth?: RouteAuth | null;
     }
-  /** the built-in default backend (404), or an upstream the model does not know (503) */
-  /** `denied`: a "location denied" 503 (NGINX `return 503` in the rewrite phase: before ssl-redirect) */
-  | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean; denied?: boolean }
+  /** the built-in default backend (404), or an upstream the model does not know (503);
+   * `denied`: a "location denied" 503 (NGINX `return 503` in the rewrite phase: before ssl-redirect);
+   * `auth`: authentication before that answer (404, 502), or none */
+  | {
+      type: 'status';
+      status: number;
+      route: RouteInfo | null;
+      accessLog: boolean;
+      denied?: boolean;
+      auth?: RouteAuth | null;
+    }
   /** permanent-redirect / temporal-redirect: `code` to `location`, as written */
   | { type: 'redirect'; code: number; location: string; route: RouteInfo | null; accessLog: boolean };
 
@@ -388,8 +399,39 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   const access = new AccessCompiler(config.access, previous?.rateLimitZones);
   const routed = (server: Server, route: Route | DefaultRoute, locationPath: string): RoutedAction => {
     const { target, forwardedPrefix } = route.annotations.rewrite;
+    const action = actionFor(route);
+    // authentication runs in the access phase: after redirects, the 503 of an unknown upstream and
+    // rewrites; a route whose auth cannot be resolved renders `return 503` (before ssl-redirect)
+    const auth = compileRouteAuth(
+      route.annotations,
+      locationPath,
+      route.ingress !== null,
+      model.config,
+      http,
+    );
+    if (auth === 'denied' && action.type !== 'redirect') {
+      return {
+        type: 'status',
+        status: 503,
+        route: action.route,
+        accessLog: action.accessLog,
+        denied: true,
+        httpsRedirect: null,
+        rewrite: null,
+        response: compileRouteResponse(route.annotations, http),
+        // NGINX's `return 503` in the rewrite phase: the access phase never runs
+        access: null,
+      };
+    }
+    const guarded =
+      auth === null ||
+      auth === 'denied' ||
+      action.type === 'redirect' ||
+      (action.type === 'status' && action.status === 503)
+        ? action
+        : { ...action, auth };
     return {
-      ...actionFor(route),
+      ...guarded,
       httpsRedirect: httpsRedirectOf(route.annotations, locationPath, server.tls !== null),
       rewrite: compileRewrite(locationPath, target, forwardedPrefix),
       response: compileRouteResponse(route.annotations, http),

@@ -128,6 +128,10 @@ export const DIAGNOSTIC_CODES = {
     'warning',
     'A canary path matches no main route (same namespace, host, path and pathType); it gets no traffic.',
   ],
+  AUTH_UNAVAILABLE: [
+    'error',
+    'The authentication of an Ingress cannot be used (missing Secret or key, another namespace, digest, bad auth-url); its paths answer 503.',
+  ],
   CANARY_CONFLICT: [
     'warning',
     'An older canary already shares this route; this canary gets no traffic there (one canary per route).',
