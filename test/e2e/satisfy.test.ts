@@ -8,6 +8,7 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { WebSocket, WebSocketServer } from 'ws';
 import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
@@ -29,8 +30,13 @@ t.test('satisfy any / all between the source lists and basic auth', async (t) =>
     seen.push(req.headers);
     res.end('app');
   });
+  const sockets = new WebSocketServer({ server: backend });
+  sockets.on('connection', (socket) => socket.send('hello'));
   const backendPort = await listen(backend);
-  t.teardown(() => backend.close());
+  t.teardown(() => {
+    sockets.close();
+    backend.close();
+  });
   const auths: IncomingHttpHeaders[] = [];
   const authService = createServer((req, res) => {
     auths.push(req.headers);
@@ -133,6 +139,29 @@ data:
     t.equal((await getFrom('127.0.0.1', port, 'either.test', '/')).status, 200, 'allowlisted');
     t.equal(auths.length, asked + 4, 'allowlisted: the auth service is not asked');
     t.equal((await getFrom('127.0.0.2', port, 'both.test', '/', TOKEN)).status, 401, 'all: basic auth first');
+  });
+
+  await t.test('WebSocket upgrades: the same decision', async (t) => {
+    const open = (source: string, host: string) =>
+      new Promise<number | string>((resolve, reject) => {
+        const socket = new WebSocket(`ws://127.0.0.1:${controller.http.port}/ws`, {
+          headers: { host },
+          localAddress: source,
+        });
+        socket.on('unexpected-response', (_req, res) => {
+          resolve(res.statusCode ?? 0);
+          res.resume();
+        });
+        socket.on('message', (data) => {
+          resolve(String(data));
+          socket.close();
+        });
+        socket.on('error', reject);
+      });
+    t.equal(await open('127.0.0.1', 'any.test'), 'hello', 'any: allowlisted, tunnelled without credentials');
+    t.equal(await open('127.0.0.2', 'any.test'), 401, 'any: not allowlisted, no credentials');
+    t.equal(await open('127.0.0.1', 'all.test'), 401, 'all: allowlisted, no credentials');
+    t.equal(await open('127.0.0.2', 'all.test'), 403, 'all: not allowlisted');
   });
 
   await t.test('rate limits still apply under any (allowlisted client)', async (t) => {
