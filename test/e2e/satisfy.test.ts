@@ -2,7 +2,8 @@
 // under any, an allowlisted client skips authentication and any other client may log in (even a
 // denylisted one, as in NGINX); when both refuse, 401 (the client can still log in). Under all (the
 // default) the lists answer 403 first and authentication 401. Rate limits apply under both, and a
-// route without authentication is not changed by satisfy.
+// route without authentication is not changed by satisfy. Also: basic auth and auth-url as
+// alternatives under any, WebSocket upgrades, the host's default-backend paths, /debug/model.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -73,6 +74,13 @@ data:
       site('denylist', { ...auth, 'denylist-source-range': '127.0.0.2', satisfy: 'any' }),
       site('noauth', { 'allowlist-source-range': '127.0.0.1', satisfy: 'any' }),
       site('either', { ...auth, 'auth-url': authUrl, 'allowlist-source-range': '127.0.0.1', satisfy: 'any' }),
+      ingressYaml({
+        name: 'partial',
+        host: 'partial.test',
+        path: '/app',
+        service: 'web',
+        annotations: { ...auth, 'allowlist-source-range': '127.0.0.1', satisfy: 'any' },
+      }),
       site('both', { ...auth, 'auth-url': authUrl }),
       site('limited', {
         ...auth,
@@ -109,6 +117,9 @@ data:
       ['127.0.0.1', 'denylist', {}, 401, 'any: a denylist alone lets nobody skip authentication'],
       ['127.0.0.1', 'denylist', RIGHT, 200, 'any: not denylisted, the right credentials'],
       ['127.0.0.1', 'noauth', {}, 200, 'no authentication: allowlisted'],
+      ['127.0.0.1', 'partial', {}, 404, "any: the host's other paths (default backend), allowlisted"],
+      ['127.0.0.2', 'partial', {}, 401, "any: the host's other paths, not allowlisted, no credentials"],
+      ['127.0.0.2', 'partial', RIGHT, 404, "any: the host's other paths, not allowlisted, logged in"],
       ['127.0.0.2', 'noauth', {}, 403, 'no authentication: satisfy changes nothing'],
     ];
     for (const [source, name, headers, status, why] of cases) {
