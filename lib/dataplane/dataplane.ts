@@ -12,7 +12,15 @@ import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { buildModel, DEFAULT_GLOBAL_CONFIG, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
-import { type AccessPolicy, ADMITTED_WITH_SLOT, admit, leave, listed, unmapped } from './access.ts';
+import {
+  type AccessPolicy,
+  ADMITTED_WITH_SLOT,
+  ALLOWLISTED,
+  admit,
+  leave,
+  listed,
+  unmapped,
+} from './access.ts';
 import { affinityCookie } from './affinity-cookie.ts';
 import { type AuthVerdict, authenticate, type RouteAuth, sendSocketAuthDenial } from './auth.ts';
 import type { BalancerEnv } from './balancer.ts';
@@ -93,6 +101,8 @@ interface Placement {
   requestId: string | undefined;
   /** the client address (real IP when enabled), for the request record; undefined: the socket peer */
   clientAddress?: string;
+  /** satisfy any: the allowlist let the client in, the route's authentication is skipped */
+  allowlisted?: boolean;
 }
 
 type Decision = Placement &
@@ -436,7 +446,19 @@ export class DataPlane {
       // the built-in default backend (404) answers in NGINX's content phase, after the access phase
       // (a host's unmatched paths inherit its Ingress's lists); an unknown upstream's 503 comes before
       const denied =
-        action.access === null || action.status === 503 ? 0 : this.#accessStatus(req, runtime, action.access);
+        action.access === null || action.status === 503
+          ? 0
+          : this.#accessStatus(req, runtime, action.access, action.auth?.any === true);
+      if (denied === ALLOWLISTED) {
+        return {
+          kind: 'error',
+          status: action.status,
+          host: hostname,
+          match,
+          requestId: incomingId,
+          allowlisted: true,
+        };
+      }
       return { kind: 'error', status: denied || action.status, host: hostname, match, requestId: incomingId };
     }
     const http = runtime.http;
@@ -479,11 +501,15 @@ export class DataPlane {
     const remoteAddress = http.clientAddress === null ? peerAddress : clientAddressOf(req, http, peerAddress);
     // the access phase: rate limits, then denylist/allowlist (access.ts)
     let release: (() => void) | null = null;
+    let allowlisted = false;
     const access = action.access;
     if (access !== null) {
-      const verdict = admit(access, remoteAddress, performance.now());
-      if (verdict === ADMITTED_WITH_SLOT) release = () => leave(access, remoteAddress);
-      else if (verdict !== 0) {
+      const verdict = admit(access, remoteAddress, performance.now(), action.auth?.any === true);
+      // satisfy any: an allowlisted client skips authentication (the flags share the verdict)
+      if (verdict > 0 && verdict < 100) {
+        if ((verdict & ADMITTED_WITH_SLOT) !== 0) release = () => leave(access, remoteAddress);
+        allowlisted = (verdict & ALLOWLISTED) !== 0;
+      } else if (verdict !== 0) {
         return {
           kind: 'error',
           status: verdict,
@@ -523,7 +549,7 @@ export class DataPlane {
         remoteAddress,
         peerAddress,
         requestId,
-        policy: http,
+        policy: allowlisted ? (action.auth?.policy ?? http) : http,
         errors: action.errors ?? null,
         hsts: https && server.tls ? policy.hsts : null,
         hashKey:
@@ -542,17 +568,18 @@ export class DataPlane {
       match,
       requestId,
       clientAddress: remoteAddress,
+      ...(allowlisted ? { allowlisted } : {}),
     };
   }
 
-  /** The access phase of a request answered at once: its status, or 0 (a connection slot is given back at once). */
-  #accessStatus(req: IncomingMessage, runtime: Runtime, access: AccessPolicy): number {
+  /** The access phase of a request answered at once: its status, 0, or ALLOWLISTED (satisfy any: skip auth); a connection slot is given back at once. */
+  #accessStatus(req: IncomingMessage, runtime: Runtime, access: AccessPolicy, satisfyAny: boolean): number {
     const peer = req.socket.remoteAddress ?? '';
     const client = runtime.http.clientAddress === null ? peer : clientAddressOf(req, runtime.http, peer);
-    const verdict = admit(access, client, performance.now());
-    if (verdict !== ADMITTED_WITH_SLOT) return verdict;
-    leave(access, client);
-    return 0;
+    const verdict = admit(access, client, performance.now(), satisfyAny);
+    if (verdict >= 100) return verdict;
+    if ((verdict & ADMITTED_WITH_SLOT) !== 0) leave(access, client);
+    return verdict & ALLOWLISTED;
   }
 
   /** $remote_addr for the request record: the real IP when enabled, else the socket peer. */
@@ -759,7 +786,7 @@ export class DataPlane {
  */
 function authOf(decision: Decision): RouteAuth | null {
   const action = decision.match?.value;
-  if (action === undefined || action.type === 'redirect') return null;
+  if (action === undefined || action.type === 'redirect' || decision.allowlisted === true) return null;
   if (decision.kind === 'proxy') return action.auth ?? null;
   if (decision.kind === 'error' && action.type === 'status' && action.status === decision.status) {
     return action.auth ?? null;
