@@ -63,6 +63,11 @@ export interface GlobalConfig {
   headers: HeadersConfig;
   /** `keep-alive` (s), `keep-alive-requests`, `client-header-timeout` (s), `client-body-timeout` (s) */
   client: { keepAlive: number; keepAliveRequests: number; headerTimeout: number; bodyTimeout: number };
+  /** `large-client-header-buffers` ("4 8k"): a request line or header line fits in `size` bytes, the
+   * whole request head in `count` × `size` (issue #11, part K) */
+  largeClientHeaderBuffers: { count: number; size: number };
+  /** `max-worker-connections` (16384): concurrent client connections, HTTP and HTTPS together; 0: no cap */
+  maxWorkerConnections: number;
   /** `upstream-keepalive-connections`, `-timeout` (s), `-requests`: the upstream pools */
   upstreamKeepalive: { connections: number; timeout: number; requests: number };
   /** `custom-http-errors`: upstream statuses answered by the default backend (routes may override) */
@@ -169,6 +174,8 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
     hideHeaders: [],
   },
   client: { keepAlive: 75, keepAliveRequests: 1000, headerTimeout: 60, bodyTimeout: 60 },
+  largeClientHeaderBuffers: { count: 4, size: 8192 },
+  maxWorkerConnections: 16384,
   upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
   customHttpErrors: [],
   allowSnippetAnnotations: false,
@@ -316,7 +323,6 @@ const NGINX_INTERNAL_KEYS = new Set([
   'worker-processes',
   'worker-cpu-affinity',
   'worker-rlimit-nofile',
-  'max-worker-connections',
   'max-worker-open-files',
   'lua-shared-dicts',
   'reuse-port',
@@ -414,6 +420,21 @@ function PART_D_KEYS(): Record<string, KeyParser> {
     'client-body-timeout': seconds((config, value) => {
       config.client.bodyTimeout = value;
     }, false),
+    'large-client-header-buffers': (value, config) => {
+      // NGINX syntax: `<number> <size>`, the size in bytes or with a k / m suffix
+      const m = /^\s*(\d+)\s+(\d+)([km]?)\s*$/i.exec(value);
+      const unit = m === null ? 0 : m[3]?.toLowerCase() === 'm' ? 1 << 20 : m[3] === '' ? 1 : 1024;
+      const count = m === null ? 0 : Number(m[1]);
+      const size = m === null ? 0 : Number(m[2]) * unit;
+      if (count < 1 || size < 1024 || count * size > 1 << 20) {
+        return 'expected "<number> <size>" (like "4 8k"), a size of at least 1k and at most 1m in all';
+      }
+      config.largeClientHeaderBuffers = { count, size };
+      return null;
+    },
+    'max-worker-connections': count((config, value) => {
+      config.maxWorkerConnections = value;
+    }, 0),
     'upstream-keepalive-connections': count((config, value) => {
       config.upstreamKeepalive.connections = value;
     }, 1),

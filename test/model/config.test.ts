@@ -71,6 +71,9 @@ runCases(t, [
         forwarding: DEFAULT_GLOBAL_CONFIG.forwarding,
         headers: DEFAULT_GLOBAL_CONFIG.headers,
         client: DEFAULT_GLOBAL_CONFIG.client,
+        // the client limits: test/model/client-limits-config.test.ts
+        largeClientHeaderBuffers: DEFAULT_GLOBAL_CONFIG.largeClientHeaderBuffers,
+        maxWorkerConnections: DEFAULT_GLOBAL_CONFIG.maxWorkerConnections,
         upstreamKeepalive: DEFAULT_GLOBAL_CONFIG.upstreamKeepalive,
         customHttpErrors: DEFAULT_GLOBAL_CONFIG.customHttpErrors,
         allowSnippetAnnotations: DEFAULT_GLOBAL_CONFIG.allowSnippetAnnotations,
