@@ -53,6 +53,9 @@ const WATCHDOG_MS = 15 * 60 * 1000;
 const CONNECTIONS = 64;
 /** wrk without swaps before the churn: warms the JIT, the pools and the heap */
 const WARMUP_SECONDS = 10;
+/** wrk without swaps after the warm-up, before the *before* reading: RSS under this load reaches its
+ * level first, so the growth measured is the swaps', not the first minute of traffic's */
+const BASELINE_SECONDS = 60;
 /** wrk's -d during the swaps; it is stopped with SIGINT after the last one */
 const CHURN_WRK_MAX_SECONDS = 600;
 /** how often RSS is sampled during the swaps */
@@ -89,10 +92,15 @@ initHarness('churn-bench', WATCHDOG_MS);
 const gc = (globalThis as { gc?: () => void }).gc;
 
 /** Forced full GCs (when --expose-gc), then RSS and heap used, bytes. */
-function memory(): { rss: number; heapUsed: number } {
+function memory(): { rss: number; heapUsed: number; heapTotal: number; external: number } {
   if (gc !== undefined) for (let i = 0; i < 3; i++) gc();
   const usage = process.memoryUsage();
-  return { rss: usage.rss, heapUsed: gc === undefined ? Number.NaN : usage.heapUsed };
+  return {
+    rss: usage.rss,
+    heapUsed: gc === undefined ? Number.NaN : usage.heapUsed,
+    heapTotal: usage.heapTotal,
+    external: usage.external,
+  };
 }
 
 /** Open file descriptors by kind: socket, pipe, anon_inode:[eventpoll], a file path... */
@@ -119,6 +127,8 @@ const load1 = () => loadavg()[0]!;
 interface Reading {
   rss: number;
   heapUsed: number;
+  heapTotal: number;
+  external: number;
   fds: Record<string, number>;
   resources: Record<string, number>;
   /** client connections open on the data plane */
@@ -158,10 +168,8 @@ async function main(): Promise<void> {
   /** Once wrk is gone: no client connection left, then forced GCs. */
   const reading = async (): Promise<Reading> => {
     for (let i = 0; i < 500 && dataPlane.stats.active > 0; i++) await sleep(10);
-    const { rss, heapUsed } = memory();
     return {
-      rss,
-      heapUsed,
+      ...memory(),
       fds: openFds(),
       resources: activeResources(),
       clientConnections: dataPlane.stats.active,
@@ -175,6 +183,9 @@ async function main(): Promise<void> {
       1,
       `the warm-up run failed: ${warmup.requests} requests, ${warmup.non2xx} non-2xx, ${errorText(warmup)}`,
     );
+  const start = await reading();
+  log(`baseline: wrk -c${CONNECTIONS} ${BASELINE_SECONDS} s without swaps`);
+  const baseline = await wrk(url, CONNECTIONS, BASELINE_SECONDS, CHURN_HOST, () => [process.pid]);
   const before = await reading();
   const loadBefore = load1();
 
@@ -221,8 +232,10 @@ async function main(): Promise<void> {
   const report = render({
     options,
     warmup,
+    baseline,
     churn,
     final,
+    start,
     before,
     after,
     settled,
@@ -257,8 +270,10 @@ interface TrendPoint {
 interface Results {
   options: Options;
   warmup: WrkResult;
+  baseline: WrkResult;
   churn: WrkResult;
   final: WrkResult;
+  start: Reading;
   before: Reading;
   after: Reading;
   settled: Reading;
@@ -284,7 +299,7 @@ function render(r: Results): string {
   const failed = errorsOf(r.churn) + r.churn.non2xx;
   const cpu = cpus();
   const row = (label: string, reading: Reading) =>
-    `| ${label} | ${mib(reading.rss)} | ${mib(reading.heapUsed)} | ${total(reading.fds)} (${resourceText(reading.fds)}) | ${reading.clientConnections} | ${resourceText(reading.resources)} |`;
+    `| ${label} | ${mib(reading.rss)} | ${mib(reading.heapUsed)} | ${mib(reading.heapTotal)} | ${mib(reading.external)} | ${total(reading.fds)} (${resourceText(reading.fds)}) | ${reading.clientConnections} | ${resourceText(reading.resources)} |`;
   return `# Churn: ${int(r.options.swaps)} swaps under load
 
 - machine: ${cpu[0]?.model ?? 'unknown'} × ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.version}; ${version(['wrk', '--version'])}; ${version(['nginx', '-v'])}
@@ -301,7 +316,7 @@ function render(r: Results): string {
 | requests during the swaps | ${int(r.churn.requests)} (wrk), ${int(r.requestsDuring)} received while swapping; ${fixed(r.churn.rps, 0)} req/s vs ${fixed(r.warmup.rps, 0)} in the warm-up without swaps |
 | **failed requests** | **${int(failed)}** (socket errors: ${errorText(r.churn)}; non-2xx: ${r.churn.non2xx}) |
 | RSS before / after / peak | ${mib(r.before.rss)} / ${mib(r.after.rss)} / ${mib(r.peakRss)} (sampled every ${RSS_SAMPLE_MS} ms; VmHWM over the whole run ${mib(r.vmHwm)}) |
-| **RSS growth** | **${fixed(growth * 100, 1)} %** (target < 10 %) |
+| **RSS growth** (after vs before) | **${fixed(growth * 100, 1)} %** (target < 10 %); vs *start* (right after the warm-up): ${fixed(((r.after.rss - r.start.rss) / r.start.rss) * 100, 1)} % |
 | heap used after forced GC before / after | ${mib(r.before.heapUsed)} / ${mib(r.after.heapUsed)} |
 | open fds before / after | ${total(r.before.fds)} / ${total(r.after.fds)} |
 | latency p50 / p99 during the swaps | ${fixed(r.churn.p50, 2)} / ${fixed(r.churn.p99, 2)} ms (warm-up: ${fixed(r.warmup.p50, 2)} / ${fixed(r.warmup.p99, 2)} ms) |
@@ -309,7 +324,10 @@ function render(r: Results): string {
 ## Readings
 
 Each reading is taken with wrk stopped, once the data plane has no client connection left, after three
-forced full GCs. *before*: after the ${WARMUP_SECONDS} s warm-up; *after*: after the swaps;
+forced full GCs. *start*: after the ${WARMUP_SECONDS} s warm-up; *before*: after a further
+${BASELINE_SECONDS} s of wrk without swaps (${fixed(r.baseline.rps, 0)} req/s,
+${int(errorsOf(r.baseline) + r.baseline.non2xx)} failed), so that RSS has reached its level under this
+load before the swaps start; *after*: after the swaps;
 *settled*: after a further ${WARMUP_SECONDS} s of wrk without swaps (${fixed(r.final.rps, 0)} req/s,
 ${int(errorsOf(r.final) + r.final.non2xx)} failed), a control: how RSS moves under load without swaps.
 Open fds are \`/proc/self/fd\` by kind; the sockets are the two listeners and the pooled upstream
@@ -318,8 +336,9 @@ connections (the upstream's NGINX keeps them for 75 s). Active resources are
 a pooled connection while it is idle, so idle upstream connections show in the fds, not here;
 ProcessWrap and PipeWrap are this bench's own children (NGINX, wrk); Timeout counts the Node timers.
 
-| reading | RSS | heap used | open fds | client connections | active resources |
-| --- | --: | --: | --: | --: | --- |
+| reading | RSS | heap used | heap total | external | open fds | client connections | active resources |
+| --- | --: | --: | --: | --: | --: | --: | --- |
+${row('start', r.start)}
 ${row('before', r.before)}
 ${row('after', r.after)}
 ${row('settled', r.settled)}
@@ -334,7 +353,7 @@ ${r.trend.map((p) => `| ${int(p.step)} | ${fixed(p.seconds, 1)} | ${mib(p.rss)} 
 
 The data plane runs in this process (core 0) with HTTP on a loopback port; the upstream is one NGINX
 worker answering 1 KiB on two ports (core 1). wrk -c${CONNECTIONS} (core 1) sends \`GET /\` with
-\`Host: ${CHURN_HOST}\`, first for ${WARMUP_SECONDS} s without swaps, then during the swaps (stopped with
+\`Host: ${CHURN_HOST}\`, first for ${WARMUP_SECONDS} + ${BASELINE_SECONDS} s without swaps, then during the swaps (stopped with
 SIGINT after the last one). Each swap builds the model of the next step of a four-step cycle from its
 Kubernetes objects and calls \`DataPlane.swap\`, then yields to the event loop once (setImmediate), so
 the swaps take the process's time in turns with the requests. Steps alternate endpoints-only (a
