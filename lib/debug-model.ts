@@ -9,10 +9,12 @@ import { peerKey } from './dataplane/balancer.ts';
 import type { Runtime } from './dataplane/runtime.ts';
 import type { BackendProtocol } from './model/annotations/backend-protocol.ts';
 import type { CorsAnnotations } from './model/annotations/cors.ts';
+import type { CacheDuration } from './model/annotations/external-auth.ts';
 import type { RateLimitAnnotations } from './model/annotations/rate-limit.ts';
 import type {
   Backend,
   Canary,
+  ClientAuth,
   Diagnostic,
   GlobalConfig,
   LocationAnnotations,
@@ -88,6 +90,67 @@ export interface PathSettingsDescription {
   denylistSourceRange?: string[];
   /** limit-rps, limit-rpm, limit-connections with the burst multiplier and limit-allowlist, when a limit is on */
   rateLimit?: RateLimitAnnotations;
+  /** authentication of the route (never the hashes); the ConfigMap's global-auth-url shows in `config` */
+  auth?: AuthDescription;
+}
+
+/** A route's auth settings as configured: counts and references, never credentials. */
+export interface AuthDescription {
+  basic?: {
+    type: 'basic' | 'digest';
+    /** `namespace/name` of the Secret */
+    secret: string;
+    secretType: 'auth-file' | 'auth-map';
+    realm: string;
+    /** how many users the Secret holds */
+    users: number;
+  };
+  external?: {
+    url: string;
+    method: string | null;
+    signin: string | null;
+    signinRedirectParam: string;
+    responseHeaders: string[];
+    requestRedirect: string;
+    proxySetHeaders: string;
+    alwaysSetCookie: boolean;
+    /** auth-cache-key ('' for no cache) and auth-cache-duration */
+    cacheKey: string;
+    cacheDuration: CacheDuration[];
+  };
+  /** enable-global-auth: "false" */
+  globalAuth?: false;
+  /** why the route answers 503 instead */
+  denied?: string;
+}
+
+function authOf(annotations: LocationAnnotations): AuthDescription | null {
+  const basic = annotations.basicAuth.auth;
+  const external = annotations.externalAuth.auth;
+  const out: AuthDescription = {};
+  if (basic !== null) {
+    const { type, secret, secretType, realm, users } = basic;
+    out.basic = { type, secret, secretType, realm, users: users.length };
+  }
+  if (external !== null) {
+    const { url, method, signin, signinRedirectParam, responseHeaders, requestRedirect } = external;
+    out.external = {
+      url,
+      method,
+      signin,
+      signinRedirectParam,
+      responseHeaders: [...responseHeaders],
+      requestRedirect,
+      proxySetHeaders: external.proxySetHeaders,
+      alwaysSetCookie: external.alwaysSetCookie,
+      cacheKey: external.cacheKey,
+      cacheDuration: external.cacheDuration,
+    };
+  }
+  if (!annotations.externalAuth.enableGlobalAuth) out.globalAuth = false;
+  const denied = basic?.denied ?? external?.denied ?? null;
+  if (denied !== null) out.denied = denied;
+  return Object.keys(out).length === 0 ? null : out;
 }
 
 function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSettingsDescription {
@@ -101,6 +164,8 @@ function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSet
   if (sslRedirect !== null) out.sslRedirect = sslRedirect;
   if (forceSslRedirect !== null) out.forceSslRedirect = forceSslRedirect;
   if (preserveTrailingSlash) out.preserveTrailingSlash = true;
+  const auth = authOf(annotations);
+  if (auth !== null) out.auth = auth;
   if (annotations.cors.enabled) out.cors = annotations.cors;
   const { configMap, headers, denied } = annotations.customHeaders;
   if (configMap !== null) {
@@ -151,6 +216,8 @@ export interface HostDescription {
   wwwRedirectFrom?: string;
   /** null: no `spec.tls` for this host; HTTPS answers with the default certificate */
   tls: HostTLS | null;
+  /** auth-tls-*: present only on hosts that set auth-tls-secret */
+  clientAuth?: ClientAuthDescription;
   routes: RouteDescription[];
   /** where requests matching no route go */
   /** `canary`: the catch-all's canary, when a canary Ingress's spec.defaultBackend shares it */
@@ -160,6 +227,22 @@ export interface HostDescription {
     canary?: CanaryDescription | null;
     upstream?: UpstreamSettings;
   } & PathSettingsDescription;
+}
+
+/** A host's client certificate authentication. */
+export interface ClientAuthDescription {
+  /** `namespace/name` of the auth-tls-secret */
+  secret: string;
+  ingress: string;
+  /** the Secret cannot be used: every request to the host answers 503 */
+  denied: boolean;
+  verifyClient: string;
+  verifyDepth: number;
+  passCertificate: boolean;
+  matchCN: string | null;
+  errorPage: string | null;
+  /** the CAs of ca.crt */
+  caCertificates: CertificateInfo[];
 }
 
 export interface BackendDescription {
@@ -230,6 +313,22 @@ export function parseCertificate(certPem: string): CertificateInfo {
       error: `the certificate does not parse: ${error instanceof Error ? error.message : String(error)}`,
     };
   }
+}
+
+const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+function describeClientAuth(auth: ClientAuth): ClientAuthDescription {
+  return {
+    secret: auth.secret,
+    ingress: `${auth.ingress.namespace}/${auth.ingress.name}`,
+    denied: auth.caPem === null,
+    verifyClient: auth.verifyClient,
+    verifyDepth: auth.verifyDepth,
+    passCertificate: auth.passCertificate,
+    matchCN: auth.matchCN,
+    errorPage: auth.errorPage,
+    caCertificates: (auth.caPem?.match(PEM_BLOCK) ?? []).map(parseCertificate),
+  };
 }
 
 function groupDiagnostics(diagnostics: readonly Diagnostic[]): ModelDescription['diagnostics'] {
@@ -308,6 +407,7 @@ export function describeRuntime(
         ? {}
         : { wwwRedirectFrom: server.annotations.fromToWww.from }),
       tls,
+      ...(server.clientAuth === null ? {} : { clientAuth: describeClientAuth(server.clientAuth) }),
       routes: server.routes.map((route) => ({
         path: route.path,
         pathType: route.pathType,

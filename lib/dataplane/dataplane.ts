@@ -14,11 +14,13 @@ import type { Duplex } from 'node:stream';
 import { buildModel, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
 import { type AccessPolicy, ADMITTED_WITH_SLOT, admit, leave, listed, unmapped } from './access.ts';
 import { affinityCookie } from './affinity-cookie.ts';
+import { type AuthVerdict, authenticate, type RouteAuth, sendSocketAuthDenial } from './auth.ts';
 import type { BalancerEnv } from './balancer.ts';
 import { createEwmaStore } from './balancers/ewma.ts';
 import { defaultBalancerEnv } from './balancers/index.ts';
 import { StickyBalancer } from './balancers/sticky.ts';
 import { routeToCanary } from './canary.ts';
+import { sendClientAuthRejection, sendSocketClientAuthRejection, serverClientAuth } from './client-cert.ts';
 import {
   applyConnectionSettings,
   clientAddressOf,
@@ -29,6 +31,7 @@ import {
 import type { CustomErrors } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError, requestLogged, runtimeSwapped } from './events.ts';
+import { ExternalAuthClient } from './external-auth.ts';
 import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
 import { createHttpsListener, type HttpsListener } from './https-listener.ts';
 import {
@@ -86,6 +89,8 @@ interface Placement {
 type Decision = Placement &
   (
     | { kind: 'error'; status: number }
+    /** auth-tls: 400 (495/496: missing or bad client certificate), 403 (match-cn), 421 (SNI ≠ Host) */
+    | { kind: 'clientAuth'; status: 495 | 496 | 403 | 421 }
     /** a CORS preflight from an allowed Origin: 204 with the route's CORS headers */
     | { kind: 'preflight' }
     /** `location`: permanent-/temporal-redirect's URL; null: the ssl-redirect to https */
@@ -119,6 +124,8 @@ export class DataPlane {
   /** the canary weight draw: the balancers' random source (tests seed it) */
   readonly #random: () => number;
   readonly #proxy = new UpstreamProxy();
+  /** auth-url / global-auth-url requests */
+  readonly #authClient = new ExternalAuthClient();
   readonly #ewmaStore = createEwmaStore();
   readonly #http: Server;
   readonly #https: Http2SecureServer;
@@ -234,6 +241,7 @@ export class DataPlane {
     this.#httpsListener.destroyAll();
     await closed;
     await this.#proxy.close();
+    await this.#authClient.close();
   }
 
   /**
@@ -282,6 +290,22 @@ export class DataPlane {
     const hostname = normalizeHost(host);
     const server = runtime.hosts.lookup(hostname);
     if (incomingId === '') incomingId = undefined;
+    // server level: the client certificate (auth-tls), before any redirect or location
+    let clientCertHeaders: string[] | undefined;
+    const clientAuth = serverClientAuth(req, https, hostname, server.clientAuth);
+    if (clientAuth !== null) {
+      if (clientAuth.kind === 'redirect') {
+        const location = clientAuth.location;
+        return { kind: 'redirect', code: 302, location, host: hostname, match: null, requestId: incomingId };
+      }
+      if (clientAuth.kind === 'reject') {
+        const { status } = clientAuth;
+        if (status === 503)
+          return { kind: 'error', status, host: hostname, match: null, requestId: incomingId };
+        return { kind: 'clientAuth', status, host: hostname, match: null, requestId: incomingId };
+      }
+      clientCertHeaders = clientAuth.headers;
+    }
     // from-to-www-redirect: the whole name redirects, port always included ($server_port: 443 on HTTPS)
     if (server.redirectTo !== null) {
       let uri = req.url ?? '/';
@@ -457,6 +481,7 @@ export class DataPlane {
           target.upstreamHostOf == null
             ? null
             : target.upstreamHostOf({ req, uri: rewritten?.uri ?? path, host: hostname, https }) || null,
+        ...(clientCertHeaders === undefined ? {} : { clientCertHeaders }),
         ...(rewritten === null ? {} : { path: rewritten.path, forwardedPrefix: rewritten.forwardedPrefix }),
       },
       host: hostname,
@@ -493,10 +518,78 @@ export class DataPlane {
       record = recordOf(req, decision, https, this.#clientAddress(req, decision));
       finishOnClose(record, res, req.socket, () => (res.headersSent ? res.statusCode : 499));
     }
+    const auth = authOf(decision);
+    if (auth === null) this.#respond(req, res, decision, record);
+    else
+      this.#settle(this.#authenticate(req, decision, auth, https), (verdict) => {
+        if (verdict.allowed) {
+          if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
+          this.#respond(req, res, decision, record);
+          return;
+        }
+        // the limit-connections slot taken in the access phase is given back with the answer
+        if (decision.kind === 'proxy' && decision.release) res.once('close', decision.release);
+        const runtime = this.#runtime;
+        if (runtime !== null) {
+          setOwnResponseHeaders(res, responsePolicy(req, routeResponseOf(decision), runtime.http));
+        }
+        for (const [name, value] of verdict.headers) res.setHeader(name, value);
+        if (verdict.location !== null) sendRedirect(req, res, verdict.status, verdict.location);
+        else sendErrorPage(res, verdict.status);
+      });
+  }
+
+  /** The access phase's authentication of a routed request (auth.ts). */
+  #authenticate(
+    req: IncomingMessage,
+    decision: Decision,
+    auth: RouteAuth,
+    https: boolean,
+  ): AuthVerdict | Promise<AuthVerdict> {
+    const context = decision.kind === 'proxy' ? decision.context : null;
+    const remoteAddress =
+      context?.remoteAddress ?? this.#clientAddress(req, decision) ?? req.socket.remoteAddress ?? '';
+    const requestId = context?.requestId || decision.requestId || generateRequestId();
+    return authenticate(auth, req, this.#authClient, {
+      req,
+      uri: normalizePath(req.url ?? '/') ?? '/',
+      host: decision.host,
+      https,
+      remoteAddress,
+      requestId,
+    });
+  }
+
+  /** Runs `then` on the verdict, now or when it arrives; a failure of the check itself answers 500. */
+  #settle(verdict: AuthVerdict | Promise<AuthVerdict>, then: (verdict: AuthVerdict) => void): void {
+    if (!(verdict instanceof Promise)) {
+      then(verdict);
+      return;
+    }
+    verdict.then(then, (error: unknown) => {
+      dataplaneError.publish({
+        message: `authentication: ${error instanceof Error ? error.message : String(error)}`,
+      });
+      then({ allowed: false, status: 500, headers: [], location: null });
+    });
+  }
+
+  /** Carries out a decision: an error page, a redirect, the error backend or the proxy. */
+  #respond(
+    req: IncomingMessage,
+    res: ServerResponse,
+    decision: Decision,
+    record: RequestRecord | null,
+  ): void {
     const runtime = this.#runtime;
     // the route's response headers (custom-headers, CORS) on every response, whoever answers
     const routeResponse = routeResponseOf(decision);
-    if (decision.kind === 'error' || decision.kind === 'redirect' || decision.kind === 'preflight') {
+    if (
+      decision.kind === 'error' ||
+      decision.kind === 'redirect' ||
+      decision.kind === 'preflight' ||
+      decision.kind === 'clientAuth'
+    ) {
       if (runtime !== null) setOwnResponseHeaders(res, responsePolicy(req, routeResponse, runtime.http));
     } else if (routeResponse !== null) {
       decision.context.policy = responsePolicy(
@@ -507,6 +600,7 @@ export class DataPlane {
     }
     if (decision.kind === 'preflight') sendPreflight(res);
     else if (decision.kind === 'error') sendErrorPage(res, decision.status);
+    else if (decision.kind === 'clientAuth') sendClientAuthRejection(req, res, decision.status);
     else if (decision.kind === 'redirect')
       sendRedirect(
         req,
@@ -533,7 +627,32 @@ export class DataPlane {
       finishOnClose(started, socket, socket, () => (started.status === 0 ? 499 : started.status));
       record = started;
     }
-    if (decision.kind === 'preflight') {
+    const auth = authOf(decision);
+    if (auth === null) this.#respondUpgrade(req, socket, head, decision, record);
+    else
+      this.#settle(this.#authenticate(req, decision, auth, https), (verdict) => {
+        if (verdict.allowed) {
+          if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
+          this.#respondUpgrade(req, socket, head, decision, record);
+        } else {
+          if (decision.kind === 'proxy' && decision.release) socket.once('close', decision.release);
+          if (record !== null) record.status = verdict.status;
+          sendSocketAuthDenial(socket, verdict);
+        }
+      });
+  }
+
+  #respondUpgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    decision: Decision,
+    record: RequestRecord | null,
+  ): void {
+    if (decision.kind === 'clientAuth') {
+      const status = sendSocketClientAuthRejection(socket, decision.status);
+      if (record !== null) record.status = status;
+    } else if (decision.kind === 'preflight') {
       if (record !== null) record.status = 204;
       socket.end('HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n');
     } else if (decision.kind === 'error' || decision.kind === 'customError') {
@@ -559,6 +678,21 @@ export class DataPlane {
       this.#proxy.upgrade(req, socket, head, decision.target, decision.context, record);
     }
   }
+}
+
+/**
+ * The authentication a decision goes through first: a proxied request's route, or a route that
+ * answers by itself after the access phase (the built-in default backend's 404, FastCGI's 502); never
+ * the 503 of a route without endpoints (the rewrite phase, before access), redirects or errors.
+ */
+function authOf(decision: Decision): RouteAuth | null {
+  const action = decision.match?.value;
+  if (action === undefined || action.type === 'redirect') return null;
+  if (decision.kind === 'proxy') return action.auth ?? null;
+  if (decision.kind === 'error' && action.type === 'status' && action.status === decision.status) {
+    return action.auth ?? null;
+  }
+  return null;
 }
 
 /** A Content-Length over the target's proxy-body-size (0: unlimited). */

@@ -123,6 +123,8 @@ export interface RequestContext {
   path?: string;
   /** x-forwarded-prefix (only with rewrite-target): replaces any X-Forwarded-Prefix of the client */
   forwardedPrefix?: string | undefined;
+  /** auth-tls: the ssl-client-* headers for the upstream (name, value pairs), replacing the client's */
+  clientCertHeaders?: readonly string[];
 }
 
 export interface SessionContext {
@@ -209,6 +211,11 @@ const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.creat
   'x-scheme': DROP,
   'x-original-forwarded-for': DROP,
   'x-original-forwarded-host': DROP,
+  // auth-tls: set by the proxy from the client certificate, never taken from the client
+  'ssl-client-verify': DROP,
+  'ssl-client-subject-dn': DROP,
+  'ssl-client-issuer-dn': DROP,
+  'ssl-client-cert': DROP,
 });
 
 /** Connection tokens that name no header to strip. */
@@ -324,6 +331,7 @@ function forwardHeaders(req: IncomingMessage, ctx: RequestContext, vhost?: strin
   if (host !== undefined) out.push('host', vhost ?? host, 'x-forwarded-host', host);
   else if (vhost != null) out.push('host', vhost);
   if (ctx.forwardedPrefix !== undefined) out.push('x-forwarded-prefix', ctx.forwardedPrefix);
+  if (ctx.clientCertHeaders !== undefined) for (const h of ctx.clientCertHeaders) out.push(h);
   if (crumbs !== undefined) out.push('cookie', crumbs);
   if (xff !== undefined) out.push('x-original-forwarded-for', xff);
   if (xfh !== undefined) out.push('x-original-forwarded-host', xfh);

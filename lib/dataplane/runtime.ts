@@ -14,11 +14,13 @@ import {
   upstreamSettings,
 } from '../model/index.ts';
 import { AccessCompiler, type AccessPolicy, type CidrSet, cidrSetOf } from './access.ts';
+import { compileRouteAuth, type RouteAuth } from './auth.ts';
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
 import type { ChashBalancer } from './balancers/chash.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
 import { balancerKindFor, createBalancer } from './balancers/index.ts';
 import { type CanaryAction, compileCanary } from './canary.ts';
+import { type CompiledClientAuth, compileClientAuth } from './client-cert.ts';
 import { type CustomErrors, compileCustomErrors } from './custom-errors.ts';
 import { dataplaneError } from './events.ts';
 import { compileHashKey, type HashKey } from './hash-key.ts';
@@ -56,10 +58,20 @@ export type Action =
       setsAffinityCookie: boolean;
       /** custom-http-errors / default-backend of the route, or null */
       errors?: CustomErrors | null;
+      /** authentication (auth-type basic, auth-url, global auth) before proxying, or none */
+      auth?: RouteAuth | null;
     }
-  /** the built-in default backend (404), or an upstream the model does not know (503) */
-  /** `denied`: a "location denied" 503 (NGINX `return 503` in the rewrite phase: before ssl-redirect) */
-  | { type: 'status'; status: number; route: RouteInfo | null; accessLog: boolean; denied?: boolean }
+  /** the built-in default backend (404), or an upstream the model does not know (503);
+   * `denied`: a "location denied" 503 (NGINX `return 503` in the rewrite phase: before ssl-redirect);
+   * `auth`: authentication before that answer (404, 502), or none */
+  | {
+      type: 'status';
+      status: number;
+      route: RouteInfo | null;
+      accessLog: boolean;
+      denied?: boolean;
+      auth?: RouteAuth | null;
+    }
   /** permanent-redirect / temporal-redirect: `code` to `location`, as written */
   | { type: 'redirect'; code: number; location: string; route: RouteInfo | null; accessLog: boolean };
 
@@ -86,6 +98,8 @@ export interface CompiledServer {
   appRoot: string | null;
   /** the host has TLS settings: HTTP requests are redirected to HTTPS and HTTPS responses get HSTS */
   tls: boolean;
+  /** auth-tls-*: client certificate authentication of the host, or null */
+  clientAuth: CompiledClientAuth | null;
   paths: PathMatcher<RoutedAction>;
 }
 
@@ -385,8 +399,39 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   const access = new AccessCompiler(config.access, previous?.rateLimitZones);
   const routed = (server: Server, route: Route | DefaultRoute, locationPath: string): RoutedAction => {
     const { target, forwardedPrefix } = route.annotations.rewrite;
+    const action = actionFor(route);
+    // authentication runs in the access phase: after redirects, the 503 of an unknown upstream and
+    // rewrites; a route whose auth cannot be resolved renders `return 503` (before ssl-redirect)
+    const auth = compileRouteAuth(
+      route.annotations,
+      locationPath,
+      route.ingress !== null,
+      model.config,
+      http,
+    );
+    if (auth === 'denied' && action.type !== 'redirect') {
+      return {
+        type: 'status',
+        status: 503,
+        route: action.route,
+        accessLog: action.accessLog,
+        denied: true,
+        httpsRedirect: null,
+        rewrite: null,
+        response: compileRouteResponse(route.annotations, http),
+        // NGINX's `return 503` in the rewrite phase: the access phase never runs
+        access: null,
+      };
+    }
+    const guarded =
+      auth === null ||
+      auth === 'denied' ||
+      action.type === 'redirect' ||
+      (action.type === 'status' && action.status === 503)
+        ? action
+        : { ...action, auth };
     return {
-      ...actionFor(route),
+      ...guarded,
       httpsRedirect: httpsRedirectOf(route.annotations, locationPath, server.tls !== null),
       rewrite: compileRewrite(locationPath, target, forwardedPrefix),
       response: compileRouteResponse(route.annotations, http),
@@ -410,6 +455,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       redirectTo: null,
       appRoot: server.annotations.appRoot.path,
       tls: server.tls !== null,
+      clientAuth: compileClientAuth(server.clientAuth),
       paths: createPathMatcher(rules, fallback, server.regex, (path, error) =>
         dataplaneError.publish({
           message: `host ${server.hostname}: path ${path} is not a valid regex: ${error.message}`,
@@ -427,7 +473,13 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   for (const [server, entry] of compiled) {
     const from = server.annotations.fromToWww.from;
     if (from !== null)
-      hosts.add(from, { ...entry, hostname: from, redirectTo: server.hostname, appRoot: null });
+      hosts.add(from, {
+        ...entry,
+        hostname: from,
+        redirectTo: server.hostname,
+        appRoot: null,
+        clientAuth: null,
+      });
   }
 
   return {

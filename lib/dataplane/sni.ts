@@ -13,6 +13,7 @@ import type { SecureContext, SecureVersion, Server as TlsServer } from 'node:tls
 import { createSecureContext } from 'node:tls';
 import { generate } from 'selfsigned';
 import { type Certificate, DEFAULT_GLOBAL_CONFIG, type Model } from '../model/index.ts';
+import { requestClientCertificate } from './client-cert.ts';
 
 export interface CertificatePair {
   certPem: string;
@@ -29,6 +30,20 @@ export interface SniStore {
   readonly defaultSha256: string;
   /** ssl-protocols and ssl-ciphers, on every context of the store and on the server's own credentials */
   readonly settings: TlsSettings;
+  /**
+   * auth-tls-*: for a servername whose host verifies client certificates, the host's context with its
+   * CA bundle; undefined for every other name (no certificate is requested there)
+   */
+  clientAuthFor?(servername: string | undefined): ClientAuthContext | undefined;
+}
+
+/** A handshake that asks for a client certificate: the context to use and what it verifies against. */
+export interface ClientAuthContext {
+  context: SecureContext;
+  /** sha256 of the host's CA bundle */
+  caSha256: string;
+  /** the servername, lower-case, without a trailing dot */
+  servername: string;
 }
 
 /** The ConfigMap's TLS settings every SecureContext is created with. */
@@ -58,6 +73,8 @@ export const FAKE_CERTIFICATE_DNS = 'ingress.local';
 type ContextCache = Map<string, SecureContext | null>;
 
 const cacheOf = new WeakMap<SniStore, ContextCache>();
+/** mTLS SecureContexts by `<certificate sha256>|<CA sha256>`. */
+const clientAuthCacheOf = new WeakMap<SniStore, ContextCache>();
 /** Parsed certificates by sha256, only needed to check aliases; small and bounded by the live set. */
 const x509Of = new WeakMap<SniStore, Map<string, X509Certificate | null>>();
 
@@ -70,6 +87,30 @@ function tryCreateContext(pair: CertificatePair, settings: TlsSettings): SecureC
     return createSecureContext({
       cert: pair.certPem,
       key: pair.keyPem,
+      minVersion: settings.minVersion,
+      maxVersion: settings.maxVersion,
+      ciphers: settings.ciphers,
+    });
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A host's context that verifies client certificates: its certificate and the CA bundle (the verify
+ * store and the CA names of the CertificateRequest). Resumed sessions are checked per request
+ * (client-cert.ts): OpenSSL fixes a session's id context before the SNI callback switches contexts.
+ */
+function tryCreateClientAuthContext(
+  pair: CertificatePair,
+  caPem: string,
+  settings: TlsSettings,
+): SecureContext | null {
+  try {
+    return createSecureContext({
+      cert: pair.certPem,
+      key: pair.keyPem,
+      ca: caPem,
       minVersion: settings.minVersion,
       maxVersion: settings.maxVersion,
       ciphers: settings.ciphers,
@@ -184,6 +225,40 @@ export function compileSniStore(
     if (x509 !== null && coversAlias(x509, certificate.dnsNames, name)) hosts.set(name, context);
   }
 
+  // auth-tls: hosts (and their aliases) that ask for a client certificate
+  const previousClientAuth =
+    previous === undefined || settingsKey(previous.settings) !== settingsKey(settings)
+      ? undefined
+      : clientAuthCacheOf.get(previous);
+  const clientAuthContexts: ContextCache = new Map();
+  const clientAuthHosts = new Map<string, { context: SecureContext; caSha256: string }>();
+  const defaultPair = defaultCertificate;
+  const namedHosts = new Set<string>();
+  for (const server of model.servers) {
+    namedHosts.add(server.hostname);
+    for (const alias of server.annotations.alias.aliases) namedHosts.add(alias.toLowerCase());
+  }
+  for (const server of model.servers) {
+    const auth = server.clientAuth;
+    if (auth === null || auth.caPem === null || auth.verifyClient === 'off') continue;
+    const id = server.tls?.certificate;
+    const certificate = id === undefined || id === null ? undefined : model.certificates[id];
+    const usable = certificate !== undefined && contexts.get(certificate.sha256) != null;
+    const pair = usable ? certificate : defaultPair;
+    const key = `${usable ? certificate.sha256 : defaultSha256}|${auth.caSha256}`;
+    let context = clientAuthContexts.get(key) ?? previousClientAuth?.get(key);
+    if (context === undefined) context = tryCreateClientAuthContext(pair, auth.caPem, settings);
+    clientAuthContexts.set(key, context);
+    if (context === null) continue;
+    const entry = { context, caSha256: auth.caSha256 };
+    clientAuthHosts.set(server.hostname, entry);
+    for (const alias of server.annotations.alias.aliases) {
+      const name = alias.toLowerCase();
+      if (!clientAuthHosts.has(name) && !model.servers.some((other) => other.hostname === name))
+        clientAuthHosts.set(name, entry);
+    }
+  }
+
   const fallback = defaultContext;
   const store: SniStore = {
     defaultContext: fallback,
@@ -203,8 +278,21 @@ export function compileSniStore(
       }
       return fallback;
     },
+    clientAuthFor(servername: string | undefined): ClientAuthContext | undefined {
+      if (clientAuthHosts.size === 0 || typeof servername !== 'string' || servername === '') return undefined;
+      let name = servername.toLowerCase();
+      if (name.endsWith('.')) name = name.slice(0, -1);
+      let entry = clientAuthHosts.get(name);
+      if (entry === undefined) {
+        const dot = name.indexOf('.');
+        // a wildcard host applies only when no exact host of that name exists
+        if (dot > 0 && !namedHosts.has(name)) entry = clientAuthHosts.get(`*${name.slice(dot)}`);
+      }
+      return entry === undefined ? undefined : { ...entry, servername: name };
+    },
   };
   cacheOf.set(store, contexts);
+  clientAuthCacheOf.set(store, clientAuthContexts);
   x509Of.set(store, parsed);
   return store;
 }
@@ -262,10 +350,22 @@ export function httpsServerOptions(getStore: () => SniStore): https.ServerOption
   return {
     ...defaultCredentials(store.defaultCertificate, store.settings),
     ALPNProtocols: [...ALPN],
-    SNICallback(servername: string, callback: (error: Error | null, context?: SecureContext) => void) {
+    SNICallback(
+      this: unknown,
+      servername: string,
+      callback: (error: Error | null, context?: SecureContext) => void,
+    ) {
       let context: SecureContext;
       try {
-        context = getStore().contextFor(servername);
+        const store = getStore();
+        const clientAuth = store.clientAuthFor?.(servername);
+        if (clientAuth !== undefined) {
+          // `this` is the TLS socket of the handshake: only its client is asked for a certificate
+          requestClientCertificate(this, clientAuth.servername, clientAuth.caSha256);
+          callback(null, clientAuth.context);
+          return;
+        }
+        context = store.contextFor(servername);
       } catch (error) {
         callback(error instanceof Error ? error : new Error(String(error)));
         return;

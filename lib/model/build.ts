@@ -15,7 +15,9 @@ import {
   serverGroupKeys,
   usesRegex,
 } from './annotations/index.ts';
+import { type AuthLookups, resolveAuthReferences } from './auth-refs.ts';
 import { type ServiceBackendRef, UpstreamResolver } from './backends.ts';
+import { resolveClientAuth } from './client-auth.ts';
 import { type ConfigMapLookup, type GlobalConfig, parseGlobalConfig } from './config.ts';
 import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
 import { modelHashes } from './hash.ts';
@@ -138,6 +140,22 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     if (checked.annotations.ingress.canary.enabled) canaries.push(checked);
     else ingresses.push(checked);
   }
+  // auth-secret and auth-proxy-set-headers; a canary's location annotations are never used
+  const authLookups: AuthLookups = {
+    allowCrossNamespace: config.allowCrossNamespaceResources,
+    secret: (namespace, name) => {
+      referencedSecrets.add(objectKey(namespace, name));
+      return secrets.get(objectKey(namespace, name));
+    },
+    configMap: lookupConfigMap,
+    diagnostics,
+  };
+  for (const ingress of ingresses) {
+    const { location } = ingress.annotations;
+    const resolved = resolveAuthReferences(location, ingress.ref, authLookups);
+    // Ingresses without annotations share one parsed object: only an Ingress with auth gets a new one
+    if (resolved !== location) ingress.annotations = { ...ingress.annotations, location: resolved };
+  }
 
   const useUpstream = (ingress: CheckedIngress, ref: ServiceBackendRef): Backend => {
     const { backend, problem } = resolver.resolve(
@@ -216,6 +234,24 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
       applyServerAnnotations(draft, ingress, diagnostics);
       applyTLS(draft, ingress, certificateOf, certificates, diagnostics);
     }
+  }
+  // 5b. client certificate authentication: the Secret of the host's auth-tls-secret
+  const secretOf = (namespace: string, name: string): Secret | undefined => {
+    const id = objectKey(namespace, name);
+    referencedSecrets.add(id);
+    return secrets.get(id);
+  };
+  for (const draft of drafts.values()) {
+    const source = draft.annotationSource.authTls;
+    if (source === undefined) continue;
+    draft.server.clientAuth = resolveClientAuth(
+      draft.server.annotations.authTls,
+      source,
+      draft.server.hostname,
+      config.allowCrossNamespaceResources,
+      secretOf,
+      diagnostics,
+    );
   }
 
   // 6. routes: the first (oldest) Ingress to define host + path + pathType wins.
@@ -462,6 +498,7 @@ function newDraft(
       tls: null,
       regex: false,
       annotations: DEFAULT_SERVER_ANNOTATIONS,
+      clientAuth: null,
       defaultRoute,
       routes: [],
     },

@@ -7,6 +7,7 @@ import { createSecureContext } from 'node:tls';
 import { parseGoBool } from './annotations/group.ts';
 import { NEXT_UPSTREAM, type ProxyAnnotations, SIZE } from './annotations/proxy.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
+import { DEFAULT_GLOBAL_AUTH, type GlobalAuthConfig, globalAuthKeys } from './global-auth.ts';
 import type { ConfigMap } from './k8s.ts';
 
 /** Load-balancing algorithms ingress-nginx's validator accepts (load-balance annotation and key). */
@@ -68,6 +69,8 @@ export interface GlobalConfig {
   customHttpErrors: number[];
   /** `allow-snippet-annotations`: accepted, but snippets are refused whatever it says */
   allowSnippetAnnotations: boolean;
+  /** `global-auth-*`, `no-auth-locations`: external authentication for every location (global-auth.ts) */
+  globalAuth: GlobalAuthConfig;
   /** `global-allowed-response-headers`: the header names custom-headers ConfigMaps may set (issue #9, part H) */
   globalAllowedResponseHeaders: string[];
   /** `allow-cross-namespace-resources`: annotations may name a ConfigMap or Secret of another namespace */
@@ -167,6 +170,7 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
   customHttpErrors: [],
   allowSnippetAnnotations: false,
+  globalAuth: DEFAULT_GLOBAL_AUTH,
   globalAllowedResponseHeaders: [],
   allowCrossNamespaceResources: false,
   access: { allowlist: [], denylist: [], blockCidrs: [], limitReqStatus: 503, limitConnStatus: 503 },
@@ -581,6 +585,7 @@ const KEYS: Record<string, KeyParser> = {
     return null;
   },
   ...PART_D_KEYS(),
+  ...globalAuthKeys(),
   ...PART_H_KEYS(),
   ...PART_F_KEYS(),
   'use-http2': bool((config, value) => {

@@ -128,6 +128,10 @@ export const DIAGNOSTIC_CODES = {
     'warning',
     'A canary path matches no main route (same namespace, host, path and pathType); it gets no traffic.',
   ],
+  AUTH_UNAVAILABLE: [
+    'error',
+    'The authentication of an Ingress cannot be used (missing Secret or key, another namespace, digest, bad auth-url); its paths answer 503.',
+  ],
   CANARY_CONFLICT: [
     'warning',
     'An older canary already shares this route; this canary gets no traffic there (one canary per route).',
@@ -139,6 +143,18 @@ export const DIAGNOSTIC_CODES = {
   PATH_REGEX_INVALID: [
     'error',
     'On a host in regex mode, a path is not a regex RE2 accepts (e.g. a backreference or lookahead); that path is not served.',
+  ],
+  AUTH_TLS_SECRET_NOT_FOUND: [
+    'error',
+    'auth-tls-secret names a Secret that does not exist; every request to the host answers 503 (never an open host).',
+  ],
+  AUTH_TLS_SECRET_INVALID: [
+    'error',
+    'The auth-tls-secret Secret has no ca.crt with a PEM certificate; every request to the host answers 503.',
+  ],
+  AUTH_TLS_CROSS_NAMESPACE: [
+    'error',
+    'auth-tls-secret names a Secret in another namespace and allow-cross-namespace-resources is false; every request to the host answers 503.',
   ],
   CUSTOM_HEADERS_DENIED: [
     'error',

@@ -72,7 +72,7 @@ class Fingerprint {
     this.line(
       `S\t${server.hostname}\t${this.ref(server.ingress)}\t${this.tls(server.tls)}\t${server.regex}\t${this.shared(
         server.annotations,
-      )}\t${this.defaultRoute(server.defaultRoute)}`,
+      )}\t${this.defaultRoute(server.defaultRoute)}\t${clientAuthKey(server.clientAuth)}`,
     );
     for (const route of server.routes) {
       this.line(
@@ -113,4 +113,11 @@ export function modelHashes(body: ModelBody): { hash: string; routesHash: string
     all.line(line);
   }
   return { hash: all.digest(), routesHash };
+}
+
+/** A host's client-auth settings; the CA bundle is named by its sha256. */
+function clientAuthKey(auth: Server['clientAuth']): string {
+  if (auth === null) return '';
+  const { caPem: _pem, ...rest } = auth;
+  return JSON.stringify(rest);
 }

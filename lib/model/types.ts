@@ -72,6 +72,31 @@ export interface ServerTLS {
   ingress: ObjectRef;
 }
 
+/**
+ * Client certificate authentication (mTLS) of a host: auth-tls-* of the oldest Ingress of the host
+ * that sets auth-tls-secret, with the Secret's ca.crt.
+ */
+export interface ClientAuth {
+  /** the Ingress the settings come from */
+  ingress: ObjectRef;
+  /** `namespace/name` of the Secret */
+  secret: string;
+  /**
+   * the PEM CA bundle (ca.crt); null: the Secret is missing, has no usable ca.crt or may not be read
+   * (cross-namespace): every request to the host answers 503, never an open host
+   */
+  caPem: string | null;
+  /** sha256 of caPem ('' when null): identifies the CA a connection was verified against */
+  caSha256: string;
+  verifyClient: 'on' | 'off' | 'optional' | 'optional_no_ca';
+  verifyDepth: number;
+  passCertificate: boolean;
+  /** `CN=<regex>` matched (unanchored, RE2) against the subject DN; null: any */
+  matchCN: string | null;
+  /** 302 to this URL instead of the 400 page on a missing or invalid certificate */
+  errorPage: string | null;
+}
+
 export interface Server {
   /** lower-cased: `example.com`, `*.example.com`, or `_` for the catch-all server */
   hostname: string;
@@ -88,6 +113,8 @@ export interface Server {
    */
   regex: boolean;
   annotations: ServerAnnotations;
+  /** auth-tls-*: client certificate authentication of the host (its Secret resolved), or null */
+  clientAuth: ClientAuth | null;
   defaultRoute: DefaultRoute;
   /**
    * Longest path first, ties by reverse-lexicographic path, equal paths in Ingress order. Outside

@@ -395,12 +395,12 @@ if ('skip' in helmBinary) {
         rule.resources.some((resource) => resource === 'configmaps' || resource === 'leases'),
       ),
     );
-    t.same(
-      one(objects, 'Role').rules.find((rule: { resources: string[] }) =>
-        rule.resources.includes('configmaps'),
-      ).resourceNames,
-      ['edge-ingress-ts-controller'],
+    // the controller lists and watches every ConfigMap of the --configmap namespace (the release's)
+    const configMaps = one(objects, 'Role').rules.find((rule: { resources: string[] }) =>
+      rule.resources.includes('configmaps'),
     );
+    t.same(configMaps.verbs, ['get', 'list', 'watch']);
+    t.notOk(configMaps.resourceNames, 'not limited by name: the source lists the namespace');
   });
 
   t.test('daemonset: one Pod per node, host ports 80/443 onto 8080/8443, no PDB', async (t) => {

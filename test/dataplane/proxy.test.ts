@@ -13,6 +13,8 @@ import { errorPage, sendErrorPage } from '../../lib/dataplane/error-pages.ts';
 import { dataplaneError } from '../../lib/dataplane/events.ts';
 import { Proxy as DataplaneProxy, generateRequestId, type ProxyTarget } from '../../lib/dataplane/proxy.ts';
 
+t.setTimeout(120_000); // 100 MB each way through the proxy: tap's 30 s default is tight on a loaded machine
+
 // ---------------------------------------------------------------------------------------------------
 // helpers
 

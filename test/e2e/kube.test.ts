@@ -15,6 +15,8 @@ import { get, LOOPBACK_PORT_0, listen, type Reply } from '../support/http.ts';
 import { parseExposition, sampleValue } from '../support/prometheus.ts';
 import { nextSwap } from '../support/swaps.ts';
 
+t.setTimeout(120_000); // two controller processes start and elect a leader: slow on a loaded machine
+
 const backendOf = (reply: Reply): string => (JSON.parse(reply.body) as { backend: string }).backend;
 
 const ingressClass: KubeObject = {
@@ -351,7 +353,7 @@ function controllerProcess(kubeconfig: string, podName: string, extra: string[])
       waiters = waiters.filter((w) => !w.match(line));
     }
   });
-  const logged = (match: (line: Record<string, unknown>) => boolean, what: string, timeoutMs = 10_000) =>
+  const logged = (match: (line: Record<string, unknown>) => boolean, what: string, timeoutMs = 30_000) =>
     new Promise<void>((resolve, reject) => {
       if (lines.some(match)) return resolve();
       const timer = setTimeout(() => reject(new Error(`${podName}: no log line ${what}`)), timeoutMs);

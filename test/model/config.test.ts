@@ -74,6 +74,7 @@ runCases(t, [
         upstreamKeepalive: DEFAULT_GLOBAL_CONFIG.upstreamKeepalive,
         customHttpErrors: DEFAULT_GLOBAL_CONFIG.customHttpErrors,
         allowSnippetAnnotations: DEFAULT_GLOBAL_CONFIG.allowSnippetAnnotations,
+        globalAuth: DEFAULT_GLOBAL_CONFIG.globalAuth,
         globalAllowedResponseHeaders: DEFAULT_GLOBAL_CONFIG.globalAllowedResponseHeaders,
         allowCrossNamespaceResources: DEFAULT_GLOBAL_CONFIG.allowCrossNamespaceResources,
         access: DEFAULT_GLOBAL_CONFIG.access,

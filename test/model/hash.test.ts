@@ -15,6 +15,7 @@ import {
   slice,
   tlsSecret,
 } from './helpers.ts';
+import { caSecret } from './helpers-client-auth.ts';
 
 const { model } = build(
   {
@@ -23,7 +24,14 @@ const { model } = build(
       ingress('site', {
         created: 2,
         defaultBackend: 'site-default:80',
-        nginx: { 'server-alias': 'alias.example.com', 'use-regex': 'true', 'rewrite-target': '/$1' },
+        nginx: {
+          'server-alias': 'alias.example.com',
+          'use-regex': 'true',
+          'rewrite-target': '/$1',
+          'auth-tls-secret': 'client-ca',
+          'auth-tls-match-cn': 'CN=client',
+          'auth-tls-error-page': 'https://example.com/cert-error',
+        },
         tls: [{ hosts: ['a.example.com'], secretName: 'a-tls' }],
         rules: [
           rule(
@@ -45,6 +53,7 @@ const { model } = build(
     slices: [slice('db', [{ addresses: ['10.9.0.1'] }], [{ port: 80 }], { namespace: 'infra' })],
     secrets: [
       tlsSecret('a-tls', pem('a-example')),
+      caSecret('client-ca', pem('a-example').crt),
       tlsSecret('default-cert', pem('wildcard-example'), 'infra'),
     ],
   },
@@ -59,7 +68,7 @@ function leaves(value: Json, at: string[] = []): string[][] {
   const out: string[][] = [];
   for (const [key, child] of Object.entries(value)) {
     if (at.length === 0 && (key === 'hash' || key === 'routesHash')) continue;
-    if (key === 'certPem' || key === 'keyPem') continue;
+    if (key === 'certPem' || key === 'keyPem' || key === 'caPem') continue;
     out.push(...leaves(child, [...at, key]));
   }
   return out;
@@ -106,6 +115,10 @@ t.test('the rich model really uses every feature', async (t) => {
   );
   t.ok(model.defaultBackend && model.defaultCertificate, 'controller defaults');
   t.ok(model.catchAll.routes.length > 0, 'host-less rule');
+  t.ok(
+    model.servers.some((s) => s.clientAuth?.caPem),
+    'client certificate authentication',
+  );
   t.strictSame(modelHashes(body), { hash, routesHash }, 'recomputing gives the same hashes');
 });
 

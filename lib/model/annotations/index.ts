@@ -9,11 +9,14 @@ import { accessControl } from './access-control.ts';
 import { accessLog } from './access-log.ts';
 import { affinity } from './affinity.ts';
 import { appRoot } from './app-root.ts';
+import { basicAuth } from './auth.ts';
+import { authTls } from './auth-tls.ts';
 import { backendProtocol } from './backend-protocol.ts';
 import { canary } from './canary.ts';
 import { cors } from './cors.ts';
 import { customErrors } from './custom-errors.ts';
 import { customHeaders } from './custom-headers.ts';
+import { externalAuth } from './external-auth.ts';
 import { fromToWww } from './from-to-www.ts';
 import {
   type AnnotationDoc,
@@ -45,10 +48,12 @@ const locationGroups = {
   rateLimit,
   proxy,
   upstreamVhost,
+  basicAuth,
+  externalAuth,
   cors,
   customHeaders,
 } as const;
-const serverGroups = { alias: serverAlias, appRoot, fromToWww } as const;
+const serverGroups = { alias: serverAlias, appRoot, fromToWww, authTls } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash, serviceUpstream } as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;

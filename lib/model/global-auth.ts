@@ -1,0 +1,109 @@
+// The ConfigMap's global external authentication (global-auth-url and its companions,
+// no-auth-locations). Invalid values keep the default (as
+// ingress-nginx: an unusable global-auth-url turns global auth off) and are reported on the ConfigMap.
+
+import {
+  AUTH_METHODS,
+  authUrl,
+  type CacheDuration,
+  cacheDurations,
+  DEFAULT_CACHE_DURATION,
+  headerList,
+} from './annotations/external-auth.ts';
+import type { GlobalConfig } from './config.ts';
+
+export interface GlobalAuthConfig {
+  /** `global-auth-url`; '' for none */
+  url: string;
+  /** `global-auth-method`; null: the request's own method */
+  method: string | null;
+  /** `global-auth-signin`; null for none */
+  signin: string | null;
+  /** `global-auth-signin-redirect-param` */
+  signinRedirectParam: string;
+  /** `global-auth-response-headers` */
+  responseHeaders: string[];
+  /** `global-auth-request-redirect`; '' for the request URI */
+  requestRedirect: string;
+  /** `global-auth-always-set-cookie` */
+  alwaysSetCookie: boolean;
+  /** `global-auth-cache-key`; '' for no cache */
+  cacheKey: string;
+  /** `global-auth-cache-duration` */
+  cacheDuration: CacheDuration[];
+  /** `no-auth-locations`: rule paths (prefixes) global auth never applies to */
+  noAuthLocations: string[];
+}
+
+export const DEFAULT_GLOBAL_AUTH: GlobalAuthConfig = {
+  url: '',
+  method: null,
+  signin: null,
+  signinRedirectParam: 'rd',
+  responseHeaders: [],
+  requestRedirect: '',
+  alwaysSetCookie: false,
+  cacheKey: '',
+  cacheDuration: DEFAULT_CACHE_DURATION,
+  noAuthLocations: ['/.well-known/acme-challenge'],
+};
+
+type Parser = (value: string, config: GlobalConfig) => string | null;
+
+export function globalAuthKeys(): Record<string, Parser> {
+  return {
+    'global-auth-url': (value, config) => {
+      if (authUrl(value) === null) return 'expected an http or https URL';
+      config.globalAuth.url = value;
+      return null;
+    },
+    'global-auth-method': (value, config) => {
+      if (!AUTH_METHODS.includes(value)) return `expected one of ${AUTH_METHODS.join(', ')}`;
+      config.globalAuth.method = value;
+      return null;
+    },
+    'global-auth-signin': (value, config) => {
+      if (authUrl(value) === null) return 'expected an http or https URL';
+      config.globalAuth.signin = value;
+      return null;
+    },
+    'global-auth-signin-redirect-param': (value, config) => {
+      if (!/^[A-Za-z0-9_.~-]+$/.test(value)) return 'expected a query parameter name';
+      config.globalAuth.signinRedirectParam = value;
+      return null;
+    },
+    'global-auth-response-headers': (value, config) => {
+      const list = headerList(value);
+      if (list === null) return 'expected a comma list of header names';
+      config.globalAuth.responseHeaders = list;
+      return null;
+    },
+    'global-auth-request-redirect': (value, config) => {
+      if (/[\r\n]/.test(value)) return 'line breaks are not allowed';
+      config.globalAuth.requestRedirect = value;
+      return null;
+    },
+    'global-auth-always-set-cookie': (value, config) => {
+      if (value !== 'true' && value !== 'false') return 'expected "true" or "false"';
+      config.globalAuth.alwaysSetCookie = value === 'true';
+      return null;
+    },
+    'global-auth-cache-key': (value, config) => {
+      config.globalAuth.cacheKey = value;
+      return null;
+    },
+    'global-auth-cache-duration': (value, config) => {
+      const parsed = cacheDurations(value);
+      if (parsed === null) return 'expected "codes time[, codes time]"';
+      config.globalAuth.cacheDuration = parsed;
+      return null;
+    },
+    'no-auth-locations': (value, config) => {
+      config.globalAuth.noAuthLocations = value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== '');
+      return null;
+    },
+  };
+}
