@@ -1,8 +1,10 @@
 // Configuration churn under requests, in process: 1,000 swaps of one DataPlane alternating
 // endpoints-only and full (test/support/churn.ts), with two clients sending requests all along.
-// No request may fail, and once the clients are gone the process must hold exactly the handles
-// (sockets, servers, timers) it held before the churn: a retired peer's pool closed, no timer or
-// socket per swap. bench/churn-bench.ts runs the same churn 10,000 times under wrk.
+// No request may fail, and once the clients are gone the process must hold exactly the active
+// handles (sockets, servers, timers: process.getActiveResourcesInfo()) it held before the churn, with
+// no timer or socket per swap. undici unreferences idle pooled connections, so that list does not
+// show them: the retired peer's pool is checked on its backend, which must see its connections
+// closed. bench/churn-bench.ts runs the same churn 10,000 times under wrk.
 import { Agent, createServer, type Server } from 'node:http';
 import t from 'tap';
 import { DataPlane } from '../../lib/dataplane/dataplane.ts';
