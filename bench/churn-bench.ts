@@ -326,7 +326,7 @@ function render(r: Results): string {
 Each reading is taken with wrk stopped, once the data plane has no client connection left, after three
 forced full GCs. *start*: after the ${WARMUP_SECONDS} s warm-up; *before*: after a further
 ${BASELINE_SECONDS} s of wrk without swaps (${fixed(r.baseline.rps, 0)} req/s,
-${int(errorsOf(r.baseline) + r.baseline.non2xx)} failed), so that RSS has reached its level under this
+${int(errorsOf(r.baseline) + r.baseline.non2xx)} failed: ${errorText(r.baseline)}, non-2xx ${r.baseline.non2xx}), so that RSS has reached its level under this
 load before the swaps start; *after*: after the swaps;
 *settled*: after a further ${WARMUP_SECONDS} s of wrk without swaps (${fixed(r.final.rps, 0)} req/s,
 ${int(errorsOf(r.final) + r.final.non2xx)} failed), a control: how RSS moves under load without swaps.
