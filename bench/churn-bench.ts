@@ -303,6 +303,7 @@ function render(r: Results): string {
   return `# Churn: ${int(r.options.swaps)} swaps under load
 
 - machine: ${cpu[0]?.model ?? 'unknown'} × ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.version}; ${version(['wrk', '--version'])}; ${version(['nginx', '-v'])}
+- node flags: \`${[...process.execArgv, ...(process.env.NODE_OPTIONS ? [process.env.NODE_OPTIONS] : [])].join(' ') || 'none'}\` (V8 heap limits change the RSS figures: see bench/README.md)
 - pinning: ${isPinned() ? 'data plane (this process) on core 0, wrk and the NGINX upstream on core 1' : 'none (taskset missing)'}
 - load average (1 min) before / after the swaps: ${fixed(r.loadBefore, 2)} / ${fixed(r.loadAfter, 2)} on ${cpu.length} cores (this bench accounts for ~2; more means other processes competed)
 - wrk: ${wrkCommands.map((c) => `\`${c}\``).join(', ')}
