@@ -42,18 +42,34 @@ try {
     },
     `ingress-ts ${version} serving`,
   );
-  const shutdown = (signal: string) => {
+  // The first SIGTERM or SIGINT starts the graceful stop; exit 0 once drained. Another SIGTERM during
+  // the stop is ignored, as ingress-nginx does (the kubelet's SIGKILL after terminationGracePeriodSeconds
+  // is the hard stop); another SIGINT (a second Ctrl-C at a terminal) exits at once with 130.
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      if (signal === 'SIGINT') {
+        log.warn({ signal }, 'second interrupt: exiting without waiting for the drain');
+        exit(130);
+      }
+      log.info({ signal }, 'already shutting down; the graceful stop continues');
+      return;
+    }
+    stopping = true;
     log.info({ signal, gracePeriodSeconds: config.shutdownGracePeriod }, 'shutting down');
     controller.stop().then(
-      () => exit(0),
+      () => {
+        log.info('stopped');
+        exit(0);
+      },
       (error: unknown) => {
         log.error({ err: error }, 'shutdown failed');
         exit(1);
       },
     );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
 } catch (error) {
   log.fatal({ err: error }, 'ingress-ts could not start');
   exit(1);

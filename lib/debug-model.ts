@@ -120,6 +120,8 @@ export interface AuthDescription {
   };
   /** enable-global-auth: "false" */
   globalAuth?: false;
+  /** satisfy: "any" (the allowlist or authentication is enough); absent: all */
+  satisfy?: 'any';
   /** why the route answers 503 instead */
   denied?: string;
 }
@@ -148,6 +150,7 @@ function authOf(annotations: LocationAnnotations): AuthDescription | null {
     };
   }
   if (!annotations.externalAuth.enableGlobalAuth) out.globalAuth = false;
+  if (annotations.satisfy.any) out.satisfy = 'any';
   const denied = basic?.denied ?? external?.denied ?? null;
   if (denied !== null) out.denied = denied;
   return Object.keys(out).length === 0 ? null : out;

@@ -18,7 +18,13 @@ import { createHealthz } from './healthz.ts';
 import type { Logger } from './log.ts';
 import { type ControllerMetrics, createControllerMetrics } from './metrics/controller.ts';
 import { excludedSocketMetrics } from './metrics/requests.ts';
-import { buildModel, type Diagnostic, type ModelReferences, type Snapshot } from './model/index.ts';
+import {
+  buildModel,
+  DEFAULT_GLOBAL_CONFIG,
+  type Diagnostic,
+  type ModelReferences,
+  type Snapshot,
+} from './model/index.ts';
 import { createManifestSource } from './source/manifests.ts';
 import { createScheduler } from './store/scheduler.ts';
 
@@ -27,8 +33,13 @@ export interface Controller {
   readonly https: AddressInfo;
   readonly healthz: AddressInfo;
   readonly dataPlane: DataPlane;
-  /** graceful stop: /healthz 500, keep serving for the grace period, then close */
-  stop(gracePeriodMs?: number): Promise<void>;
+  /**
+   * Graceful stop: /healthz 500 at once, keep serving (and accepting) for the grace period, then stop
+   * accepting and let the requests in flight finish for up to the drain timeout, WebSockets closed last.
+   * Without arguments: --shutdown-grace-period and ConfigMap worker-shutdown-timeout. A grace period
+   * given without a drain timeout drains for 0 ms (tests: stop(0) cuts everything at once).
+   */
+  stop(gracePeriodMs?: number, drainTimeoutMs?: number): Promise<void>;
 }
 
 const diagnosticKey = (d: Diagnostic) => `${d.kind}/${d.namespace}/${d.name}/${d.code}/${d.message}`;
@@ -262,13 +273,20 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     ...addresses,
     healthz: healthzAddress,
     dataPlane,
-    stop(gracePeriodMs = config.shutdownGracePeriod * 1000) {
+    stop(gracePeriodMs, drainTimeoutMs) {
+      const graceMs = gracePeriodMs ?? config.shutdownGracePeriod * 1000;
       stopping ??= (async () => {
         healthz.shuttingDown();
+        // ingress-nginx sleeps the grace period before `nginx -s quit`: still serving, still syncing
+        if (graceMs > 0) await new Promise((resolve) => setTimeout(resolve, graceMs));
+        const configured =
+          dataPlane.current?.model.config.workerShutdownTimeoutMs ??
+          DEFAULT_GLOBAL_CONFIG.workerShutdownTimeoutMs;
+        const drainMs = drainTimeoutMs ?? (gracePeriodMs === undefined ? configured : 0);
         await reporting?.stop(); // releases the Lease: a successor need not wait for the TTL
         await source.stop();
         scheduler.stop();
-        await dataPlane.close(gracePeriodMs);
+        await dataPlane.close(drainMs);
         await healthz.close();
         subscribeRequests(false);
         await accessLog.close();

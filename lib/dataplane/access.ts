@@ -37,6 +37,8 @@ export interface AccessPolicy {
 
 /** `admit` let the request in and it holds a connection slot: call `leave` when its response ends. */
 export const ADMITTED_WITH_SLOT = 1;
+/** with `satisfy any`: the allowlist let the client in, authentication is skipped (a flag, with ADMITTED_WITH_SLOT) */
+export const ALLOWLISTED = 2;
 
 /**
  * An IPv4-mapped IPv6 address (a dual-stack listener's IPv4 peer, `::ffff:10.1.2.3`) as the IPv4
@@ -63,8 +65,13 @@ export function listed(set: CidrSet, address: string): boolean {
 /**
  * The access phase for one request from `address`: 0 (go on), ADMITTED_WITH_SLOT (go on, then
  * `leave`), or the status to answer. Monotonic `now` in ms.
+ *
+ * `satisfyAny` (a route with authentication and `satisfy any`): the lists never answer 403, as NGINX
+ * then asks the next access module; a client the allowlist names (and the denylist does not) comes
+ * back with the ALLOWLISTED flag, so authentication is skipped. Without an allowlist, or for a client
+ * the lists reject, authentication decides (its denial is the answer: 401, or 403).
  */
-export function admit(policy: AccessPolicy, peer: string, now: number): number {
+export function admit(policy: AccessPolicy, peer: string, now: number, satisfyAny = false): number {
   const address = unmapped(peer);
   const limits = policy.limits;
   let slot = false;
@@ -88,6 +95,8 @@ export function admit(policy: AccessPolicy, peer: string, now: number): number {
   const denied =
     (policy.deny !== null && listed(policy.deny, address)) ||
     (policy.allow !== null && !listed(policy.allow, address));
+  if (satisfyAny)
+    return (slot ? ADMITTED_WITH_SLOT : 0) | (denied || policy.allow === null ? 0 : ALLOWLISTED);
   if (denied) {
     if (slot) limits?.connections?.release(address);
     return 403;

@@ -25,6 +25,8 @@ export interface RouteAuth {
   /** the upstream request's policy once authenticated: Authorization removed with basic auth, the
    * client's copies of auth-response-headers replaced */
   policy: HttpPolicy;
+  /** satisfy any: one access module letting the request in is enough (basic auth, or the auth service) */
+  any: boolean;
 }
 
 export type AuthVerdict =
@@ -85,6 +87,7 @@ export function compileRouteAuth(
     basic: basic === null ? null : compileBasicAuth(basic),
     external: check,
     policy: replacing(http, names),
+    any: annotations.satisfy.any,
   };
 }
 
@@ -123,10 +126,39 @@ export function authenticate(
       : externalStep(auth.external, auth.policy, client, input);
   if (auth.basic === null) return afterBasic();
   const basic = auth.basic;
+  if (auth.any) return eitherStep(auth, basic, client, input, denied(basic));
   const ok = checkBasicAuth(basic, headerValue(req, 'authorization'));
   if (ok === true) return afterBasic();
   if (ok === false) return denied(basic);
   return ok.then((passed) => (passed ? afterBasic() : denied(basic)));
+}
+
+/**
+ * satisfy any with basic auth: valid credentials let the request in without asking the auth service;
+ * otherwise the auth service may (NGINX runs auth_basic, then auth_request, and stops at the first
+ * that allows). When both refuse, the answer stays basic auth's 401 (NGINX keeps the first 401), or
+ * the auth service's sign-in redirect; an auth service error (500) is answered as is.
+ */
+function eitherStep(
+  auth: RouteAuth,
+  basic: BasicAuthCheck,
+  client: ExternalAuthClient,
+  input: AuthRequestInput,
+  refused: AuthVerdict,
+): AuthVerdict | Promise<AuthVerdict> {
+  const external = auth.external;
+  const otherwise = (): AuthVerdict | Promise<AuthVerdict> =>
+    external === null
+      ? refused
+      : externalStep(external, auth.policy, client, input).then((verdict) =>
+          verdict.allowed || verdict.location !== null || (verdict.status !== 401 && verdict.status !== 403)
+            ? verdict
+            : refused,
+        );
+  const ok = checkBasicAuth(basic, headerValue(input.req, 'authorization'));
+  if (ok === true) return { allowed: true, policy: auth.policy };
+  if (ok === false) return otherwise();
+  return ok.then((passed) => (passed ? { allowed: true, policy: auth.policy } : otherwise()));
 }
 
 /** A denial written on the socket of an Upgrade request (it left the HTTP server). */

@@ -11,8 +11,16 @@ import {
 import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { buildModel, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
-import { type AccessPolicy, ADMITTED_WITH_SLOT, admit, leave, listed, unmapped } from './access.ts';
+import { buildModel, DEFAULT_GLOBAL_CONFIG, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
+import {
+  type AccessPolicy,
+  ADMITTED_WITH_SLOT,
+  ALLOWLISTED,
+  admit,
+  leave,
+  listed,
+  unmapped,
+} from './access.ts';
 import { affinityCookie } from './affinity-cookie.ts';
 import { type AuthVerdict, authenticate, type RouteAuth, sendSocketAuthDenial } from './auth.ts';
 import type { BalancerEnv } from './balancer.ts';
@@ -21,6 +29,15 @@ import { defaultBalancerEnv } from './balancers/index.ts';
 import { StickyBalancer } from './balancers/sticky.ts';
 import { routeToCanary } from './canary.ts';
 import { sendClientAuthRejection, sendSocketClientAuthRejection, serverClientAuth } from './client-cert.ts';
+import {
+  answerClientError,
+  applyHeaderSize,
+  type HeaderSizeLimited,
+  maxHeaderSize,
+  overConnectionCap,
+  rejectedStatus,
+  upgradeRejectedStatus,
+} from './client-limits.ts';
 import {
   applyConnectionSettings,
   clientAddressOf,
@@ -84,6 +101,8 @@ interface Placement {
   requestId: string | undefined;
   /** the client address (real IP when enabled), for the request record; undefined: the socket peer */
   clientAddress?: string;
+  /** satisfy any: the allowlist let the client in, the route's authentication is skipped */
+  allowlisted?: boolean;
 }
 
 type Decision = Placement &
@@ -133,12 +152,23 @@ export class DataPlane {
   #runtime: Runtime | null = null;
   #httpPort = 0;
   readonly #stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
+  /** requests (not WebSocket tunnels) whose response has not closed yet */
+  readonly #inFlight = new Set<ServerResponse>();
+  /** close() has begun: responses say Connection: close, connections are closed as they go idle */
+  #draining = false;
+  #drained: () => void = () => {};
+  /** ConfigMap max-worker-connections and large-client-header-buffers, set at each swap */
+  #maxConnections = DEFAULT_GLOBAL_CONFIG.maxWorkerConnections;
+  #headerBufferSize = DEFAULT_GLOBAL_CONFIG.largeClientHeaderBuffers.size;
 
   constructor(options: DataPlaneOptions) {
     this.#options = options;
     const env = options.balancerEnv ?? defaultBalancerEnv;
     this.#random = () => env.random();
-    this.#http = createHttpServer((req, res) => this.#handle(req, res, false));
+    // Node checks client-header-timeout every connectionsCheckingInterval (30 s by default): each
+    // second keeps the limit within a second of NGINX's
+    const http1 = { maxHeaderSize: maxHeaderSize(DEFAULT_GLOBAL_CONFIG), connectionsCheckingInterval: 1000 };
+    this.#http = createHttpServer(http1, (req, res) => this.#handle(req, res, false));
     // until the first swap, every handshake gets the generated default certificate
     const empty = buildModel(EMPTY_SNAPSHOT);
     const initialSni = compileSniStore(empty.model, options.generatedDefaultCertificate);
@@ -147,12 +177,18 @@ export class DataPlane {
       (req, res) => this.#handle(req, res, true),
     );
     this.#https = this.#httpsListener.server;
+    applyHeaderSize(DEFAULT_GLOBAL_CONFIG, [this.#https as HeaderSizeLimited]);
     for (const [server, https] of [
       [this.#http, false],
       [this.#https, true],
     ] as const) {
       // HTTPS counts TCP connections too ('connection'), before the handshake, as NGINX does
       (server as Server).on('connection', (socket: Duplex) => {
+        // max-worker-connections: over the cap the connection is closed at once, as NGINX does
+        if (overConnectionCap(this.#stats.active, this.#maxConnections)) {
+          socket.destroy();
+          return;
+        }
         this.#stats.accepted++;
         this.#stats.active++;
         socket.once('close', () => this.#stats.active--);
@@ -160,14 +196,9 @@ export class DataPlane {
       (server as Server).on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
         this.#upgrade(req, socket, head, https),
       );
-      (server as Server).on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
-        if (socket.writable && !socket.destroyed) {
-          const status =
-            error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
-          socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-        }
-        socket.destroy();
-      });
+      (server as Server).on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) =>
+        answerClientError(error, socket, this.#headerBufferSize),
+      );
     }
   }
 
@@ -194,6 +225,9 @@ export class DataPlane {
     // handshakes without SNI use the server's own credentials, not the SNICallback
     applyDefaultCertificate(this.#https, next.sni);
     applyConnectionSettings(model.config, [this.#http, this.#https as unknown as Http1Timeouts], this.#proxy);
+    applyHeaderSize(model.config, [this.#http as HeaderSizeLimited, this.#https as HeaderSizeLimited]);
+    this.#maxConnections = model.config.maxWorkerConnections;
+    this.#headerBufferSize = model.config.largeClientHeaderBuffers.size;
     this.#httpsListener.http2 = next.model.config.useHttp2;
     const kind = previous !== null && previous.routesHash === model.routesHash ? 'endpoints' : 'full';
     if (previous !== null) {
@@ -221,27 +255,57 @@ export class DataPlane {
   }
 
   /**
-   * Stop accepting, let in-flight requests finish for up to `graceMs`, then close what is left
-   * (idle keep-alive connections at once, WebSocket tunnels last).
+   * Graceful stop (NGINX's `quit`): stop accepting, close idle keep-alive connections (GOAWAY on HTTP/2
+   * sessions), let the requests in flight finish for up to `drainMs` (ConfigMap worker-shutdown-timeout),
+   * closing each HTTP/1.1 connection as its last request ends; then cut what is left, WebSocket tunnels
+   * last. Resolves once every listener is closed.
    */
-  async close(graceMs = 0): Promise<void> {
+  async close(drainMs = 0): Promise<void> {
     const servers = [this.#http, this.#https];
     const closed = Promise.all(
       servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
     );
-    this.#http.closeIdleConnections();
-    this.#httpsListener.closeIdle();
+    const drained = new Promise<void>((resolve) => {
+      this.#drained = resolve;
+    });
+    this.#draining = true;
+    // responses not begun yet tell their client the connection closes after them
+    for (const res of this.#inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+    this.#closeIdle();
+    if (this.#inFlight.size === 0) this.#drained();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, graceMs);
+      timer = setTimeout(resolve, drainMs);
     });
-    await Promise.race([closed, deadline]);
+    await Promise.race([drained, deadline]);
     clearTimeout(timer);
+    // the requests are done (or out of time): the connections, then the WebSocket tunnels
     this.#http.closeAllConnections();
     this.#httpsListener.destroyAll();
-    await closed;
     await this.#proxy.close();
     await this.#authClient.close();
+    await closed;
+  }
+
+  /** While draining: idle HTTP/1.1 connections closed, HTTP/2 sessions told GOAWAY. */
+  #closeIdle(): void {
+    this.#http.closeIdleConnections();
+    this.#httpsListener.closeIdle();
+  }
+
+  /** One listener for every response (no closure per request): `this` is the response. */
+  readonly #onResponseClose = ((plane: DataPlane) =>
+    function (this: ServerResponse): void {
+      plane.#requestClosed(this);
+    })(this);
+
+  /** A request's response closed (sent or aborted): while draining, its connection may now be idle. */
+  #requestClosed(res: ServerResponse): void {
+    this.#inFlight.delete(res);
+    if (!this.#draining) return;
+    // the connection goes idle once the response is detached from it (after this event)
+    setImmediate(() => this.#closeIdle());
+    if (this.#inFlight.size === 0) this.#drained();
   }
 
   /**
@@ -382,7 +446,19 @@ export class DataPlane {
       // the built-in default backend (404) answers in NGINX's content phase, after the access phase
       // (a host's unmatched paths inherit its Ingress's lists); an unknown upstream's 503 comes before
       const denied =
-        action.access === null || action.status === 503 ? 0 : this.#accessStatus(req, runtime, action.access);
+        action.access === null || action.status === 503
+          ? 0
+          : this.#accessStatus(req, runtime, action.access, action.auth?.any === true);
+      if (denied === ALLOWLISTED) {
+        return {
+          kind: 'error',
+          status: action.status,
+          host: hostname,
+          match,
+          requestId: incomingId,
+          allowlisted: true,
+        };
+      }
       return { kind: 'error', status: denied || action.status, host: hostname, match, requestId: incomingId };
     }
     const http = runtime.http;
@@ -425,11 +501,15 @@ export class DataPlane {
     const remoteAddress = http.clientAddress === null ? peerAddress : clientAddressOf(req, http, peerAddress);
     // the access phase: rate limits, then denylist/allowlist (access.ts)
     let release: (() => void) | null = null;
+    let allowlisted = false;
     const access = action.access;
     if (access !== null) {
-      const verdict = admit(access, remoteAddress, performance.now());
-      if (verdict === ADMITTED_WITH_SLOT) release = () => leave(access, remoteAddress);
-      else if (verdict !== 0) {
+      const verdict = admit(access, remoteAddress, performance.now(), action.auth?.any === true);
+      // satisfy any: an allowlisted client skips authentication (the flags share the verdict)
+      if (verdict > 0 && verdict < 100) {
+        if ((verdict & ADMITTED_WITH_SLOT) !== 0) release = () => leave(access, remoteAddress);
+        allowlisted = (verdict & ALLOWLISTED) !== 0;
+      } else if (verdict !== 0) {
         return {
           kind: 'error',
           status: verdict,
@@ -469,7 +549,7 @@ export class DataPlane {
         remoteAddress,
         peerAddress,
         requestId,
-        policy: http,
+        policy: allowlisted ? (action.auth?.policy ?? http) : http,
         errors: action.errors ?? null,
         hsts: https && server.tls ? policy.hsts : null,
         hashKey:
@@ -488,17 +568,18 @@ export class DataPlane {
       match,
       requestId,
       clientAddress: remoteAddress,
+      ...(allowlisted ? { allowlisted } : {}),
     };
   }
 
-  /** The access phase of a request answered at once: its status, or 0 (a connection slot is given back at once). */
-  #accessStatus(req: IncomingMessage, runtime: Runtime, access: AccessPolicy): number {
+  /** The access phase of a request answered at once: its status, 0, or ALLOWLISTED (satisfy any: skip auth); a connection slot is given back at once. */
+  #accessStatus(req: IncomingMessage, runtime: Runtime, access: AccessPolicy, satisfyAny: boolean): number {
     const peer = req.socket.remoteAddress ?? '';
     const client = runtime.http.clientAddress === null ? peer : clientAddressOf(req, runtime.http, peer);
-    const verdict = admit(access, client, performance.now());
-    if (verdict !== ADMITTED_WITH_SLOT) return verdict;
-    leave(access, client);
-    return 0;
+    const verdict = admit(access, client, performance.now(), satisfyAny);
+    if (verdict >= 100) return verdict;
+    if ((verdict & ADMITTED_WITH_SLOT) !== 0) leave(access, client);
+    return verdict & ALLOWLISTED;
   }
 
   /** $remote_addr for the request record: the real IP when enabled, else the socket peer. */
@@ -511,7 +592,20 @@ export class DataPlane {
 
   #handle(req: IncomingMessage, res: ServerResponse, https: boolean): void {
     this.#stats.requests++;
-    if (this.#runtime !== null) countRequest(req, res, this.#runtime.model.config);
+    this.#inFlight.add(res);
+    res.on('close', this.#onResponseClose);
+    if (this.#draining) res.shouldKeepAlive = false;
+    if (this.#runtime !== null) {
+      countRequest(req, res, this.#runtime.model.config);
+      // too long a request line or header, or a body whose framing cannot be trusted: refused before
+      // routing, and the connection closed after the answer
+      const rejected = rejectedStatus(req, this.#runtime.model.config);
+      if (rejected !== 0) {
+        res.shouldKeepAlive = false;
+        sendErrorPage(res, rejected);
+        return;
+      }
+    }
     const decision = this.#route(req, https);
     let record: RequestRecord | null = null;
     if (requestLogged.hasSubscribers) {
@@ -619,6 +713,11 @@ export class DataPlane {
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, https: boolean): void {
     this.#stats.requests++;
     socket.on('error', (error) => dataplaneError.publish({ message: `client socket: ${error.message}` }));
+    const rejected = this.#runtime === null ? 0 : upgradeRejectedStatus(req, this.#runtime.model.config);
+    if (rejected !== 0) {
+      sendSocketErrorPage(socket, rejected);
+      return;
+    }
     const decision = this.#route(req, https);
     let record: RequestRecord | null = null;
     if (requestLogged.hasSubscribers) {
@@ -687,7 +786,7 @@ export class DataPlane {
  */
 function authOf(decision: Decision): RouteAuth | null {
   const action = decision.match?.value;
-  if (action === undefined || action.type === 'redirect') return null;
+  if (action === undefined || action.type === 'redirect' || decision.allowlisted === true) return null;
   if (decision.kind === 'proxy') return action.auth ?? null;
   if (decision.kind === 'error' && action.type === 'status' && action.status === decision.status) {
     return action.auth ?? null;

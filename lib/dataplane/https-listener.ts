@@ -42,10 +42,14 @@ export function createHttpsListener(
   const sockets = new Set<Socket>();
   const sessions = new Set<ServerHttp2Session>();
   const { ALPNProtocols: _fixed, ...tlsOptions } = httpsServerOptions(getStore);
+  // client-header-timeout checked every second on HTTP/1.1 connections, as on the HTTP listener (an
+  // allowHTTP1 option Node reads, missing from @types/node)
+  const http1Options = { connectionsCheckingInterval: 1000 } as object;
   const listener: HttpsListener = {
     server: createSecureServer(
       {
         ...tlsOptions,
+        ...http1Options,
         allowHTTP1: true,
         ALPNCallback: ({ protocols }) => selectAlpn(protocols, listener.http2),
       },

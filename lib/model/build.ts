@@ -23,7 +23,7 @@ import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
 import { modelHashes } from './hash.ts';
 import { type CheckedIngress, checkIngress } from './ingress.ts';
 import { isOurIngress, ownedClassNames } from './ingress-class.ts';
-import { objectKey, type Secret, type Snapshot } from './k8s.ts';
+import { type ConfigMap, objectKey, type Secret, type Snapshot } from './k8s.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
 import { sortIngresses } from './order.ts';
 import { prefixMatchKey } from './paths.ts';
@@ -103,10 +103,23 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   const certificates = new Map<string, Certificate>();
 
   // The global ConfigMap (--configmap), and the ConfigMaps its keys refer to.
+  // (in Kubernetes mode the snapshot holds every watched namespace's ConfigMaps: indexed on first use)
   const referencedConfigMaps = new Set<string>();
+  let configMapIndex: Map<string, ConfigMap> | null = null;
   const lookupConfigMap = (namespace: string, name: string) => {
-    referencedConfigMaps.add(objectKey(namespace, name));
-    return snapshot.configMaps.find((c) => c.metadata?.namespace === namespace && c.metadata?.name === name);
+    const key = objectKey(namespace, name);
+    referencedConfigMaps.add(key);
+    if (configMapIndex === null) {
+      configMapIndex = new Map();
+      for (const c of snapshot.configMaps) {
+        const { namespace: ns, name: n } = c.metadata ?? {};
+        if (typeof ns === 'string' && typeof n === 'string') {
+          const k = objectKey(ns, n);
+          if (!configMapIndex.has(k)) configMapIndex.set(k, c);
+        }
+      }
+    }
+    return configMapIndex.get(key);
   };
   let config: GlobalConfig;
   if (options.configMap === null) {

@@ -63,6 +63,11 @@ export interface GlobalConfig {
   headers: HeadersConfig;
   /** `keep-alive` (s), `keep-alive-requests`, `client-header-timeout` (s), `client-body-timeout` (s) */
   client: { keepAlive: number; keepAliveRequests: number; headerTimeout: number; bodyTimeout: number };
+  /** `large-client-header-buffers` ("4 8k"): a request line or header line fits in `size` bytes, the
+   * whole request head in `count` × `size` (issue #11, part K) */
+  largeClientHeaderBuffers: { count: number; size: number };
+  /** `max-worker-connections` (16384): concurrent client connections, HTTP and HTTPS together; 0: no cap */
+  maxWorkerConnections: number;
   /** `upstream-keepalive-connections`, `-timeout` (s), `-requests`: the upstream pools */
   upstreamKeepalive: { connections: number; timeout: number; requests: number };
   /** `custom-http-errors`: upstream statuses answered by the default backend (routes may override) */
@@ -77,6 +82,8 @@ export interface GlobalConfig {
   allowCrossNamespaceResources: boolean;
   /** client address access control and rate-limit statuses (issue #9, part F) */
   access: AccessConfig;
+  /** `worker-shutdown-timeout` in milliseconds: how long in-flight requests may drain at shutdown */
+  workerShutdownTimeoutMs: number;
 }
 
 export interface AccessConfig {
@@ -167,6 +174,8 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
     hideHeaders: [],
   },
   client: { keepAlive: 75, keepAliveRequests: 1000, headerTimeout: 60, bodyTimeout: 60 },
+  largeClientHeaderBuffers: { count: 4, size: 8192 },
+  maxWorkerConnections: 16384,
   upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
   customHttpErrors: [],
   allowSnippetAnnotations: false,
@@ -174,6 +183,7 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   globalAllowedResponseHeaders: [],
   allowCrossNamespaceResources: false,
   access: { allowlist: [], denylist: [], blockCidrs: [], limitReqStatus: 503, limitConnStatus: 503 },
+  workerShutdownTimeoutMs: 240_000,
   useHttp2: true,
   ssl: {
     minVersion: 'TLSv1.2' as TlsVersion,
@@ -313,7 +323,6 @@ const NGINX_INTERNAL_KEYS = new Set([
   'worker-processes',
   'worker-cpu-affinity',
   'worker-rlimit-nofile',
-  'max-worker-connections',
   'max-worker-open-files',
   'lua-shared-dicts',
   'reuse-port',
@@ -411,6 +420,21 @@ function PART_D_KEYS(): Record<string, KeyParser> {
     'client-body-timeout': seconds((config, value) => {
       config.client.bodyTimeout = value;
     }, false),
+    'large-client-header-buffers': (value, config) => {
+      // NGINX syntax: `<number> <size>`, the size in bytes or with a k / m suffix
+      const m = /^\s*(\d+)\s+(\d+)([km]?)\s*$/i.exec(value);
+      const unit = m === null ? 0 : m[3]?.toLowerCase() === 'm' ? 1 << 20 : m[3] === '' ? 1 : 1024;
+      const count = m === null ? 0 : Number(m[1]);
+      const size = m === null ? 0 : Number(m[2]) * unit;
+      if (count < 1 || size < 1024 || count * size > 1 << 20) {
+        return 'expected "<number> <size>" (like "4 8k"), a size of at least 1k and at most 1m in all';
+      }
+      config.largeClientHeaderBuffers = { count, size };
+      return null;
+    },
+    'max-worker-connections': count((config, value) => {
+      config.maxWorkerConnections = value;
+    }, 0),
     'upstream-keepalive-connections': count((config, value) => {
       config.upstreamKeepalive.connections = value;
     }, 1),
@@ -493,6 +517,40 @@ function PART_F_KEYS(): Record<string, KeyParser> {
     'limit-conn-status-code': limitStatus((config, status) => {
       config.access.limitConnStatus = status;
     }),
+  };
+}
+
+// --- graceful shutdown (issue #11, part L) ---------------------------------------------------------
+
+const NGINX_TIME_UNITS_MS: Record<string, number> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 604_800_000,
+  M: 2_592_000_000,
+  y: 31_536_000_000,
+};
+
+/** NGINX's time syntax (`240s`, `4m`, `1m30s`, `500ms`; a bare number is seconds) in milliseconds, or null. */
+export function parseNginxTimeMs(value: string): number | null {
+  if (!/^(?:\d+(?:ms|[smhdwMy])?)+$/.test(value)) return null;
+  let total = 0;
+  for (const [, digits, unit] of value.matchAll(/(\d+)(ms|[smhdwMy])?/g)) {
+    total += Number(digits) * (NGINX_TIME_UNITS_MS[unit ?? 's'] ?? 1000);
+  }
+  return Number.isSafeInteger(total) ? total : null;
+}
+
+function PART_L_KEYS(): Record<string, KeyParser> {
+  return {
+    'worker-shutdown-timeout': (value, config) => {
+      const ms = parseNginxTimeMs(value);
+      if (ms === null) return 'expected an NGINX time such as 240s, 4m or 1m30s';
+      config.workerShutdownTimeoutMs = ms;
+      return null;
+    },
   };
 }
 
@@ -588,6 +646,7 @@ const KEYS: Record<string, KeyParser> = {
   ...globalAuthKeys(),
   ...PART_H_KEYS(),
   ...PART_F_KEYS(),
+  ...PART_L_KEYS(),
   'use-http2': bool((config, value) => {
     config.useHttp2 = value;
   }),

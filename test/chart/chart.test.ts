@@ -388,12 +388,19 @@ if ('skip' in helmBinary) {
     t.equal(one(objects, 'Deployment').spec.replicas, 1);
     // The controller watches its ConfigMap: a config change must not roll the Pods.
     t.notOk(one(objects, 'Deployment').spec.template.metadata.annotations, 'no checksum annotation');
-    // Only the cluster-scoped IngressClasses and the per-namespace reads are cluster-wide: the
-    // ConfigMap and the Lease are granted in the release namespace only.
+    // Only the cluster-scoped IngressClasses and the per-namespace reads (ConfigMaps among them:
+    // annotations name ConfigMaps in any namespace) are cluster-wide: the Lease is granted in the
+    // release namespace only.
     t.notOk(
       one(objects, 'ClusterRole').rules.some((rule: { resources: string[] }) =>
-        rule.resources.some((resource) => resource === 'configmaps' || resource === 'leases'),
+        rule.resources.some((resource) => resource === 'leases'),
       ),
+    );
+    t.ok(
+      one(objects, 'ClusterRole').rules.some((rule: { resources: string[] }) =>
+        rule.resources.includes('configmaps'),
+      ),
+      'ConfigMaps read where Ingresses are',
     );
     // the controller lists and watches every ConfigMap of the --configmap namespace (the release's)
     const configMaps = one(objects, 'Role').rules.find((rule: { resources: string[] }) =>

@@ -6,6 +6,7 @@ import {
   AccessCompiler,
   type AccessPolicy,
   ADMITTED_WITH_SLOT,
+  ALLOWLISTED,
   admit,
   cidrSetOf,
   leave,
@@ -75,6 +76,42 @@ t.test('limit-connections: slots, release, exemption, order with the lists', asy
   t.equal(admit(policy, '10.0.0.2', 0), 403, 'denied after the limits');
   t.equal(connections.inFlight('10.0.0.2'), 0, "a denied request's slot is given back");
 });
+
+t.test(
+  'satisfy any: the lists never answer 403, an allowlisted client is flagged to skip auth',
+  async (t) => {
+    const connections = new ConnectionZone(1);
+    const policy: AccessPolicy = {
+      ...limits({ connections }),
+      deny: cidrSetOf(['10.0.0.2/32']),
+      allow: cidrSetOf(['10.0.0.0/24']),
+    };
+    t.equal(
+      admit(policy, '10.0.0.1', 0, true),
+      ADMITTED_WITH_SLOT | ALLOWLISTED,
+      'allowlisted, with its slot',
+    );
+    t.equal(admit(policy, '10.0.0.1', 0, true), 429, 'the limits still answer');
+    leave(policy, '10.0.0.1');
+    t.equal(admit(policy, '10.0.0.2', 0, true), ADMITTED_WITH_SLOT, 'denylisted: authentication decides');
+    t.equal(connections.inFlight('10.0.0.2'), 1, 'the slot is held while authentication runs');
+    leave(policy, '10.0.0.2');
+    t.equal(
+      admit(policy, '10.1.0.1', 0, true),
+      ADMITTED_WITH_SLOT,
+      'outside the allowlist: authentication decides',
+    );
+    leave(policy, '10.1.0.1');
+    const denyOnly: AccessPolicy = { deny: cidrSetOf(['10.0.0.2/32']), allow: null, limits: null };
+    t.equal(
+      admit(denyOnly, '10.0.0.1', 0, true),
+      0,
+      'a denylist alone never lets a client skip authentication',
+    );
+    t.equal(admit(denyOnly, '10.0.0.2', 0, true), 0);
+    t.equal(admit(denyOnly, '10.0.0.2', 0), 403, 'satisfy all: 403');
+  },
+);
 
 t.test('a connection zone full of addresses rejects new ones', async (t) => {
   const zone = new ConnectionZone(1);

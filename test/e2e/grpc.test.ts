@@ -630,13 +630,13 @@ t.test('HTTP/2 listener and backend-protocol', async (t) => {
     const inFlight = h2Request(session, '/web/slow');
     await arrived;
     const goaway = new Promise<void>((resolve) => session.once('goaway', () => resolve()));
-    const stopped = controller.stop(60000);
+    const stopped = controller.stop(0, 60000);
     await goaway;
     slow.release();
     const reply = await inFlight;
     t.equal(reply.status, 200);
     t.equal(reply.body.toString(), 'slow done', 'the in-flight stream finished');
     await stopped;
-    t.pass('the controller stopped once the stream was done, before the grace period');
+    t.pass('the controller stopped once the stream was done, before the drain timeout');
   });
 });

@@ -118,8 +118,8 @@ t.test('Kubernetes mode end to end, in process', async (t) => {
     t.equal((await get(port, 'theirs.test', '/')).status, 404, 'another class is not served');
     t.equal(
       api.openWatches(),
-      5,
-      'one watch per kind: IngressClass, Ingress, Service, EndpointSlice, Secret',
+      6,
+      'one watch per kind: IngressClass, Ingress, Service, EndpointSlice, Secret, ConfigMap',
     );
   });
 

@@ -407,6 +407,7 @@ t.test('annotations: every supported annotation is documented', async (t) => {
       'proxy-request-buffering',
       'proxy-send-timeout',
       'rewrite-target',
+      'satisfy',
       'server-alias',
       'service-upstream',
       'session-cookie-change-on-failure',

@@ -1,7 +1,7 @@
 // The global ConfigMap and the load-balance annotation.
 import t from 'tap';
 import { DEFAULT_GLOBAL_CONFIG, SUPPORTED_CONFIG_KEYS } from '../../lib/model/index.ts';
-import { ingress, path, rule, runCases } from './helpers.ts';
+import { type Case, ingress, path, rule, runCases } from './helpers.ts';
 
 const configMap = (data: Record<string, unknown>) => ({
   apiVersion: 'v1',
@@ -71,6 +71,9 @@ runCases(t, [
         forwarding: DEFAULT_GLOBAL_CONFIG.forwarding,
         headers: DEFAULT_GLOBAL_CONFIG.headers,
         client: DEFAULT_GLOBAL_CONFIG.client,
+        // the client limits: test/model/client-limits-config.test.ts
+        largeClientHeaderBuffers: DEFAULT_GLOBAL_CONFIG.largeClientHeaderBuffers,
+        maxWorkerConnections: DEFAULT_GLOBAL_CONFIG.maxWorkerConnections,
         upstreamKeepalive: DEFAULT_GLOBAL_CONFIG.upstreamKeepalive,
         customHttpErrors: DEFAULT_GLOBAL_CONFIG.customHttpErrors,
         allowSnippetAnnotations: DEFAULT_GLOBAL_CONFIG.allowSnippetAnnotations,
@@ -78,6 +81,7 @@ runCases(t, [
         globalAllowedResponseHeaders: DEFAULT_GLOBAL_CONFIG.globalAllowedResponseHeaders,
         allowCrossNamespaceResources: DEFAULT_GLOBAL_CONFIG.allowCrossNamespaceResources,
         access: DEFAULT_GLOBAL_CONFIG.access,
+        workerShutdownTimeoutMs: DEFAULT_GLOBAL_CONFIG.workerShutdownTimeoutMs,
         useHttp2: false,
         ssl: {
           minVersion: 'TLSv1.3',
@@ -131,6 +135,37 @@ runCases(t, [
       t.equal(diagnostics[1]?.severity, 'info');
       t.equal(model.config.sslRedirect, true, 'an empty value is unset');
     },
+  },
+  {
+    name: 'worker-shutdown-timeout: 240 s by default, NGINX time syntax',
+    ingresses: [],
+    check: (t, { model }) => t.equal(model.config.workerShutdownTimeoutMs, 240_000),
+  },
+  ...(
+    [
+      ['10s', 10_000],
+      ['45', 45_000],
+      ['4m', 240_000],
+      ['1m30s', 90_000],
+      ['500ms', 500],
+      ['0', 0],
+    ] as const
+  ).map(
+    ([value, ms]): Case => ({
+      name: `worker-shutdown-timeout: ${value} is ${ms} ms`,
+      ingresses: [],
+      configMaps: [configMap({ 'worker-shutdown-timeout': value })],
+      options: OPTIONS,
+      check: (t, { model }) => t.equal(model.config.workerShutdownTimeoutMs, ms),
+    }),
+  ),
+  {
+    name: 'worker-shutdown-timeout: an invalid value keeps 240 s',
+    ingresses: [],
+    configMaps: [configMap({ 'worker-shutdown-timeout': '10 seconds' })],
+    options: OPTIONS,
+    diagnostics: ['CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts'],
+    check: (t, { model }) => t.equal(model.config.workerShutdownTimeoutMs, 240_000),
   },
   {
     name: 'config: a ConfigMap in another namespace or with another name is not used',

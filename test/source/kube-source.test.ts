@@ -64,8 +64,14 @@ t.test('watch targets follow the flags', async (t) => {
       ['Service', '/api/v1/services', undefined, undefined],
       ['EndpointSlice', '/apis/discovery.k8s.io/v1/endpointslices', undefined, undefined],
       ['Secret', '/api/v1/secrets', undefined, 'type!=helm.sh/release.v1'],
-      ['ConfigMap', '/api/v1/namespaces/ingress/configmaps', undefined, undefined],
+      ['ConfigMap', '/api/v1/configmaps', undefined, undefined],
     ],
+  );
+  const elsewhere = watchTargets({ watchNamespace: 'web', namespaceSelector: null, model });
+  t.same(
+    elsewhere.filter((w) => w.kind === 'ConfigMap').map((w) => w.path),
+    ['/api/v1/namespaces/web/configmaps', '/api/v1/namespaces/ingress/configmaps'],
+    'ConfigMaps of the namespace served and of the --configmap namespace',
   );
   const one = watchTargets({ watchNamespace: 'web', namespaceSelector: null, model: DEFAULT_MODEL_OPTIONS });
   t.same(
@@ -76,6 +82,7 @@ t.test('watch targets follow the flags', async (t) => {
       '/api/v1/namespaces/web/services',
       '/apis/discovery.k8s.io/v1/namespaces/web/endpointslices',
       '/api/v1/namespaces/web/secrets',
+      '/api/v1/namespaces/web/configmaps',
     ],
     '--watch-namespace: namespaced paths, IngressClasses stay cluster-wide',
   );
@@ -124,7 +131,7 @@ t.test('synced gate, then onChange only for relevant changes', async (t) => {
   t.same(names(first.secrets), ['tls'], 'Helm release Secrets are filtered out by the server');
   t.same(
     source.informers().map((i) => [i.kind, i.synced]),
-    ['IngressClass', 'Ingress', 'Service', 'EndpointSlice', 'Secret'].map((k) => [k, true]),
+    ['IngressClass', 'Ingress', 'Service', 'EndpointSlice', 'Secret', 'ConfigMap'].map((k) => [k, true]),
   );
   source.setReferences({ services: ['web/api'], secrets: ['web/tls'] });
 

@@ -6,7 +6,7 @@ served, else in a Role in the one namespace served. */}}
   resources: ["ingresses"]
   verbs: ["get", "list", "watch"]
 - apiGroups: [""]
-  resources: ["services", "secrets"]
+  resources: ["services", "secrets", "configmaps"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["discovery.k8s.io"]
   resources: ["endpointslices"]

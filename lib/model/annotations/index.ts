@@ -30,6 +30,7 @@ import { proxy, serviceUpstream, upstreamVhost } from './proxy.ts';
 import { rateLimit } from './rate-limit.ts';
 import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
+import { satisfy } from './satisfy.ts';
 import { serverAlias } from './server-alias.ts';
 import { type SslRedirectAnnotations, sslRedirect } from './ssl-redirect.ts';
 import { upstreamHash } from './upstream-hash.ts';
@@ -50,6 +51,7 @@ const locationGroups = {
   upstreamVhost,
   basicAuth,
   externalAuth,
+  satisfy,
   cors,
   customHeaders,
 } as const;

@@ -1,8 +1,9 @@
 // The Kubernetes source: one resilient informer per kind feeding the object store, and a synced gate.
 //
-// Watched: IngressClasses (cluster-scoped), Ingresses, Services, EndpointSlices and Secrets (every
-// namespace, or --watch-namespace), the ConfigMaps of the --configmap namespace (the global one, and
-// those its proxy-set-headers / add-headers keys name, which therefore must live there),
+// Watched: IngressClasses (cluster-scoped), Ingresses, Services, EndpointSlices, Secrets and ConfigMaps
+// (every namespace, or --watch-namespace; ConfigMaps also in the --configmap namespace: the global one,
+// the ones its proxy-set-headers / add-headers keys name, and the ones custom-headers and
+// auth-proxy-set-headers annotations name; the store ignores changes to any other ConfigMap),
 // and with --watch-namespace-selector the Namespaces it selects (the API server evaluates the
 // selector; the store keeps only those namespaces' objects in the snapshot). Helm release Secrets
 // (type helm.sh/release.v1, large and never TLS material) are filtered out by the server.
@@ -92,13 +93,17 @@ export function watchTargets(
       fieldSelector: HELM_RELEASE_SECRETS,
     },
   ];
-  if (options.model.configMap !== null) {
+  // ConfigMaps where Ingresses are watched (annotations name them), and the --configmap namespace
+  targets.push({ kind: 'ConfigMap', store: 'ConfigMap', path: collectionPath('/api/v1', 'configmaps', ns) });
+  if (options.model.configMap !== null && ns !== null) {
     const { namespace } = splitRef(options.model.configMap);
-    targets.push({
-      kind: 'ConfigMap',
-      store: 'ConfigMap',
-      path: collectionPath('/api/v1', 'configmaps', namespace),
-    });
+    if (namespace !== ns) {
+      targets.push({
+        kind: 'ConfigMap',
+        store: 'ConfigMap',
+        path: collectionPath('/api/v1', 'configmaps', namespace),
+      });
+    }
   }
   if (options.namespaceSelector !== null) {
     targets.push({

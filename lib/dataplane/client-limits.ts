@@ -1,0 +1,155 @@
+// Client-facing limits of the listeners (issue #11, part K): the request head size
+// (`large-client-header-buffers`), the URI length, the cap on concurrent client connections
+// (`max-worker-connections`), the framing checks llhttp leaves to us, and the answer to a request
+// Node's parser refused (`clientError`).
+//
+// What Node's parser (llhttp, strict mode: `insecureHTTPParser` stays off) already refuses, before any
+// handler runs, so such a request never reaches a route or a backend: Content-Length together with
+// Transfer-Encoding, two Content-Length headers (even equal ones) or a list, a negative one,
+// obs-fold (a header line continued on the next line), `Transfer-Encoding: chunked, identity` (chunked
+// not last), two Transfer-Encoding headers, whitespace before a header's colon, bare LF line ends,
+// NUL and other control bytes in a header, a head over `maxHeaderSize`, an HTTP/1.1 request without
+// Host. What it lets through and `rejectedStatus` refuses: a Transfer-Encoding other than `chunked`
+// (`identity`, `xchunked`: the body's length is unknowable, as NGINX also says with a 501), a
+// Transfer-Encoding on an HTTP/1.0 request, a request line or header line over the buffer size.
+
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { GlobalConfig } from '../model/index.ts';
+import { errorPage } from './error-pages.ts';
+
+/** The server property Node reads for every new HTTP/1 connection (the HTTPS listener's too). */
+export interface HeaderSizeLimited {
+  maxHeaderSize?: number;
+}
+
+/** The whole request head, in bytes: `large-client-header-buffers` count × size (32 KiB by default). */
+export function maxHeaderSize(config: GlobalConfig): number {
+  const { count, size } = config.largeClientHeaderBuffers;
+  return count * size;
+}
+
+/**
+ * Applies the head size limit to connections accepted from now on (Node reads `server.maxHeaderSize`
+ * when it sets up a connection's parser; open connections keep the limit they started with).
+ */
+export function applyHeaderSize(config: GlobalConfig, servers: readonly HeaderSizeLimited[]): void {
+  const size = maxHeaderSize(config);
+  for (const server of servers) server.maxHeaderSize = size;
+}
+
+/** `HTTP/1.1` plus the spaces of a request line, for its length: method SP target SP version CRLF. */
+const REQUEST_LINE_EXTRA = 1 + 1 + 8 + 2;
+
+/**
+ * The status a request that passed Node's parser is refused with, or 0: 414 for a request line
+ * longer than one buffer (NGINX: 414), 431 for a header line longer than one buffer (NGINX answers 400
+ * "Request Header Or Cookie Too Large"), 400 for a Transfer-Encoding other than `chunked` (NGINX: 501)
+ * or on HTTP/1.0, 505 / 400 for an HTTP/1 request line claiming HTTP/2.0 or HTTP/0.9. A few string lengths per request; the loop over the headers stops at the first.
+ */
+export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): number {
+  // llhttp takes `HTTP/2.0` and `HTTP/0.9` in an HTTP/1 request line; NGINX answers 505 and 400
+  // (an HTTP/2 request of the HTTPS listener has its stream and is fine)
+  if (req.httpVersionMajor !== 1 && (req as IncomingMessage & { stream?: unknown }).stream === undefined) {
+    return req.httpVersionMajor > 1 ? 505 : 400;
+  }
+  const size = config.largeClientHeaderBuffers.size;
+  const method = req.method ?? '';
+  if (method.length + (req.url ?? '').length + REQUEST_LINE_EXTRA > size) return 414;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    // name ": " value CRLF
+    if ((raw[i] as string).length + (raw[i + 1] as string).length + 4 > size) return 431;
+  }
+  const te = req.headers['transfer-encoding'];
+  if (te !== undefined && (req.httpVersion === '1.0' || te.trim().toLowerCase() !== 'chunked')) return 400;
+  return 0;
+}
+
+/**
+ * An Upgrade request is refused (400) when it carries a body, besides `rejectedStatus`: Node hands
+ * everything after its head to the tunnel unparsed, so a body (malformed or holding another request)
+ * would reach the upstream as bytes no one checked, and an upstream that declines the upgrade would
+ * read them as its next request. A WebSocket handshake has no body (RFC 6455 §4.1); NGINX would parse
+ * one and refuse a malformed one.
+ */
+export function upgradeRejectedStatus(req: IncomingMessage, config: GlobalConfig): number {
+  const status = rejectedStatus(req, config);
+  if (status !== 0) return status;
+  const length = req.headers['content-length'];
+  if (req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')) return 400;
+  return 0;
+}
+
+/** A method token then a space: how a request line starts. */
+const REQUEST_LINE_START = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ /;
+
+/**
+ * The status for a request Node's parser refused: 431 for a head over `maxHeaderSize`, except 414
+ * when the request line itself did not end within one buffer (its first line, in the bytes the
+ * parser failed on, is longer than `size` or has no end); 408 when the head did not arrive within
+ * client-header-timeout; 400 for everything else (malformed, or the smuggling shapes above).
+ */
+export function clientErrorStatus(
+  error: NodeJS.ErrnoException & { rawPacket?: Buffer },
+  size: number,
+): number {
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return 408;
+  if (error.code !== 'HPE_HEADER_OVERFLOW') return 400;
+  const packet = error.rawPacket;
+  if (packet !== undefined) {
+    const start = packet.subarray(0, Math.min(packet.length, 64)).toString('latin1');
+    if (REQUEST_LINE_START.test(start)) {
+      const end = packet.indexOf('\r\n');
+      if (end === -1 || end > size) return 414;
+    }
+  }
+  return 431;
+}
+
+/**
+ * Answers a request Node's parser refused, with NGINX's error page, then closes the connection once
+ * the answer is written (nothing after a malformed head can be trusted to be the next request). A
+ * socket that is already gone (reset, or timed out mid-write) is only destroyed.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, size: number): void {
+  // a malformed body after the response head went out (Node's own check, on its internal field): an
+  // answer written now would land inside that response
+  const current = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (
+    error.code === 'ECONNRESET' ||
+    error.code === 'EPIPE' ||
+    !socket.writable ||
+    socket.destroyed ||
+    current?.headersSent === true
+  ) {
+    socket.destroy();
+    return;
+  }
+  const status = clientErrorStatus(error, size);
+  const page = errorPage(status);
+  socket.end(
+    Buffer.concat([
+      Buffer.from(
+        `HTTP/1.1 ${status} ${page.statusMessage}\r\nContent-Type: text/html\r\nContent-Length: ${page.body.length}\r\nConnection: close\r\n\r\n`,
+        'latin1',
+      ),
+      page.body,
+    ]),
+    () => socket.destroy(),
+  );
+  // a peer that does not read its answer does not keep the socket
+  setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
+}
+
+/** How long a refused connection may take to read its error answer. */
+const CLIENT_ERROR_LINGER_MS = 5_000;
+
+/**
+ * `max-worker-connections`: whether one more client connection may be accepted with `active` open
+ * (NGINX's worker_connections for a single worker; it counts upstream connections too, ingress-ts
+ * only client ones). 0: no cap.
+ */
+export function overConnectionCap(active: number, cap: number): boolean {
+  return cap > 0 && active >= cap;
+}

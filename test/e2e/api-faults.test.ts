@@ -1,0 +1,153 @@
+// The API server misbehaving for a while, without going away (the outage itself:
+// test/e2e/kube-outage.test.ts): every watch stream cut every two seconds, lists and watches
+// answered 500 and 429, lists answered late, while a client sends requests in a loop. Every request
+// is served by the last good configuration, and what changed meanwhile (an Ingress created, one
+// deleted, a Service's endpoints moved) is applied once the faults stop.
+import { setTimeout as delay } from 'node:timers/promises';
+import t from 'tap';
+import { echoServer } from '../../examples/demo-backends.ts';
+import { parseFlags } from '../../lib/config/flags.ts';
+import { createLogger } from '../../lib/log.ts';
+import { start } from '../../lib/main.ts';
+import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
+import { get, LOOPBACK_PORT_0, listen } from '../support/http.ts';
+
+/** Fault rounds, two seconds apart. */
+const ROUNDS = 6;
+const ROUND_MS = 2000;
+t.setTimeout(120_000);
+
+function ingress(name: string, host: string): KubeObject {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: { name, namespace: 'e2e' },
+    spec: {
+      ingressClassName: 'ingress-ts',
+      rules: [
+        {
+          host,
+          http: {
+            paths: [
+              {
+                path: '/',
+                pathType: 'Prefix',
+                backend: { service: { name: 'web', port: { number: 80 } } },
+              },
+            ],
+          },
+        },
+      ],
+    },
+  };
+}
+
+function slice(service: string, port: number): KubeObject {
+  return {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: { name: `${service}-1`, namespace: 'e2e', labels: { 'kubernetes.io/service-name': service } },
+    addressType: 'IPv4',
+    ports: [{ name: 'http', port, protocol: 'TCP' }],
+    endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
+  };
+}
+
+const service = (name: string): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { name, namespace: 'e2e' },
+  spec: { ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
+});
+
+t.test(`API server faults for ${(ROUNDS * ROUND_MS) / 1000} s under a request loop`, async (t) => {
+  const web = echoServer('web');
+  const moved = echoServer('moved');
+  const webPort = await listen(web);
+  const movedPort = await listen(moved);
+  t.teardown(() => {
+    web.close();
+    moved.close();
+  });
+  const api = await startFakeApiServer({
+    objects: [
+      {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'IngressClass',
+        metadata: { name: 'ingress-ts' },
+        spec: { controller: 'ingress-ts.dev/controller' },
+      },
+      service('web'),
+      slice('web', webPort),
+      ingress('site', 'site.test'),
+      ingress('gone', 'gone.test'),
+    ],
+  });
+  t.teardown(() => api.close());
+  const kubeconfig = await api.writeKubeconfig();
+  const parsed = parseFlags(['--kubeconfig', kubeconfig, ...LOOPBACK_PORT_0, '--disable-leader-election']);
+  if (parsed.kind !== 'run') throw new Error('expected run');
+  const controller = await start(parsed.config, createLogger('silent'));
+  t.teardown(() => controller.stop(0));
+  const port = controller.http.port;
+  t.equal((await get(port, 'site.test', '/')).status, 200, 'served before the faults');
+
+  let looping = true;
+  const statuses = new Map<number, number>();
+  const loop = (async () => {
+    while (looping) {
+      const status = await get(port, 'site.test', '/').then(
+        (reply) => reply.status,
+        () => 0, // a failed connection counts as status 0
+      );
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      await delay(3);
+    }
+  })();
+
+  const watchesBefore = api.count({ verb: 'watch' });
+  for (let round = 0; round < ROUNDS; round++) {
+    api.failNext({ verb: 'list' }, { status: 500, count: 2 });
+    api.failNext({ verb: 'watch' }, { status: 429, count: 2 });
+    api.failNext({ verb: 'watch' }, { status: 500, count: 1 });
+    api.delayNext({ verb: 'list' }, 1000, 2);
+    api.cutWatches();
+    // changed while the controller keeps losing its streams
+    if (round === 1) api.apply(ingress('during', 'during.test'));
+    if (round === 2) api.remove({ kind: 'Ingress', namespace: 'e2e', name: 'gone' });
+    // the Service's endpoints move to another backend (an Ingress moved to another Service instead
+    // could briefly meet a Service whose EndpointSlice the controller has not seen yet: a 503 in a
+    // real cluster too)
+    if (round === 3) api.apply(slice('web', movedPort));
+    if (round === 4) api.compact(); // the history is gone as well: 410 on the next watch, a relist
+    await delay(ROUND_MS);
+  }
+  const failed = api.requests.filter((r) => (r.status ?? 0) >= 429).length;
+  t.ok(failed >= ROUNDS, `${failed} requests of the controller answered 429 or 500`);
+  t.ok(api.count({ verb: 'watch' }) - watchesBefore >= ROUNDS, 'the controller watched again after each cut');
+
+  // converged: everything changed during the faults is served (polled: requests are the only signal)
+  const deadline = Date.now() + 40_000; // the informers' backoff may be at up to 30 s
+  const converged = async () =>
+    (await get(port, 'during.test', '/')).status === 200 &&
+    (await get(port, 'gone.test', '/')).status === 404 &&
+    (await get(port, 'site.test', '/')).body.includes('"backend": "moved"');
+  while (!(await converged())) {
+    if (Date.now() > deadline) {
+      looping = false;
+      await loop;
+      throw new Error('did not converge after the faults');
+    }
+    await delay(50);
+  }
+  looping = false;
+  await loop;
+  const served = statuses.get(200) ?? 0;
+  t.ok(served > 100, `${served} requests served during the faults`);
+  t.same([...statuses.keys()], [200], 'every one of them a 200');
+  t.equal(
+    (await get(controller.healthz.port, 'localhost', '/healthz')).status,
+    200,
+    '/healthz 200 throughout',
+  );
+});
