@@ -16,7 +16,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { GlobalConfig } from '../model/index.ts';
-import { errorPage } from './error-pages.ts';
+import { rawErrorResponse } from './error-pages.ts';
 
 /** The server property Node reads for every new HTTP/1 connection (the HTTPS listener's too). */
 export interface HeaderSizeLimited {
@@ -126,18 +126,7 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, 
     socket.destroy();
     return;
   }
-  const status = clientErrorStatus(error, size);
-  const page = errorPage(status);
-  socket.end(
-    Buffer.concat([
-      Buffer.from(
-        `HTTP/1.1 ${status} ${page.statusMessage}\r\nContent-Type: text/html\r\nContent-Length: ${page.body.length}\r\nConnection: close\r\n\r\n`,
-        'latin1',
-      ),
-      page.body,
-    ]),
-    () => socket.destroy(),
-  );
+  socket.end(rawErrorResponse(clientErrorStatus(error, size)), () => socket.destroy());
   // a peer that does not read its answer does not keep the socket
   setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
 }

@@ -78,14 +78,17 @@ export function sendSocketErrorPage(socket: Duplex, status: number): void {
     socket.destroy();
     return;
   }
+  socket.end(rawErrorResponse(status));
+}
+
+/** A whole HTTP/1.1 error response (head and NGINX's page) that closes the connection. */
+export function rawErrorResponse(status: number): Buffer {
   const page = errorPage(status);
-  socket.end(
-    Buffer.concat([
-      Buffer.from(
-        `HTTP/1.1 ${status} ${page.statusMessage}\r\nContent-Type: text/html\r\nContent-Length: ${page.body.length}\r\nConnection: close\r\n\r\n`,
-        'latin1',
-      ),
-      page.body,
-    ]),
-  );
+  return Buffer.concat([
+    Buffer.from(
+      `HTTP/1.1 ${status} ${page.statusMessage}\r\nContent-Type: text/html\r\nContent-Length: ${page.body.length}\r\nConnection: close\r\n\r\n`,
+      'latin1',
+    ),
+    page.body,
+  ]);
 }

@@ -9,7 +9,7 @@ import type { ExternalAuth } from './annotations/external-auth.ts';
 import { HEADER_NAME } from './annotations/external-auth.ts';
 import type { LocationAnnotations } from './annotations/index.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
-import type { ConfigMap, Secret } from './k8s.ts';
+import { type ConfigMap, type Secret, secretValue } from './k8s.ts';
 import type { ObjectRef } from './types.ts';
 
 export interface AuthLookups {
@@ -17,14 +17,6 @@ export interface AuthLookups {
   secret(namespace: string, name: string): Secret | undefined;
   configMap(namespace: string, name: string): ConfigMap | undefined;
   diagnostics: DiagnosticsCollector;
-}
-
-function secretValue(secret: Secret, key: string): string | undefined {
-  const plain = secret.stringData?.[key];
-  if (typeof plain === 'string') return plain;
-  const encoded = secret.data?.[key];
-  if (typeof encoded !== 'string') return undefined;
-  return Buffer.from(encoded, 'base64').toString('utf8');
 }
 
 function secretKeys(secret: Secret): string[] {

@@ -7,18 +7,10 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import type { AuthTlsAnnotations } from './annotations/auth-tls.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
-import type { Secret } from './k8s.ts';
+import { type Secret, secretValue } from './k8s.ts';
 import type { ClientAuth, ObjectRef } from './types.ts';
 
 const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
-
-function secretValue(secret: Secret, key: string): string | undefined {
-  const plain = secret.stringData?.[key];
-  if (typeof plain === 'string') return plain;
-  const encoded = secret.data?.[key];
-  if (typeof encoded !== 'string') return undefined;
-  return Buffer.from(encoded, 'base64').toString('utf8');
-}
 
 /** The PEM certificates of a ca.crt, or why it is unusable. */
 export function readCaBundle(secret: Secret): { pem: string } | { problem: string } {

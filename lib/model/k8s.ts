@@ -131,3 +131,12 @@ export const LEGACY_CLASS_ANNOTATION = 'kubernetes.io/ingress.class';
 export function objectKey(namespace: string, name: string): string {
   return `${namespace}/${name}`;
 }
+
+/** A Secret's value for `key`: `stringData` as written, else `data` decoded from base64. */
+export function secretValue(secret: Secret, key: string): string | undefined {
+  const plain = secret.stringData?.[key];
+  if (typeof plain === 'string') return plain;
+  const encoded = secret.data?.[key];
+  if (typeof encoded !== 'string') return undefined;
+  return Buffer.from(encoded, 'base64').toString('utf8');
+}

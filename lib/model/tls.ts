@@ -4,7 +4,7 @@
 
 import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { IngressTLS, Secret } from './k8s.ts';
+import { type IngressTLS, type Secret, secretValue } from './k8s.ts';
 import type { Certificate } from './types.ts';
 
 export interface ParsedCertificate {
@@ -15,14 +15,6 @@ export interface ParsedCertificate {
 export type CertificateResult = { ok: ParsedCertificate } | { problem: string };
 
 const parsed = new LRUCache<string, CertificateResult>({ max: 4096 });
-
-function secretValue(secret: Secret, key: string): string | undefined {
-  const plain = secret.stringData?.[key];
-  if (typeof plain === 'string') return plain;
-  const encoded = secret.data?.[key];
-  if (typeof encoded !== 'string') return undefined;
-  return Buffer.from(encoded, 'base64').toString('utf8');
-}
 
 /** The certificate of a `kubernetes.io/tls`-style Secret (keys tls.crt and tls.key), or why not. */
 export function readCertificate(secret: Secret, id: string): CertificateResult {
