@@ -56,12 +56,17 @@ export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): numb
   const size = config.largeClientHeaderBuffers.size;
   const method = req.method ?? '';
   if (method.length + (req.url ?? '').length + REQUEST_LINE_EXTRA > size) return 414;
+  // rawHeaders, not `req.headers` (which would build an object per request); llhttp already refuses
+  // a second Transfer-Encoding header
   const raw = req.rawHeaders;
+  let te: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const value = raw[i + 1] as string;
     // name ": " value CRLF
-    if ((raw[i] as string).length + (raw[i + 1] as string).length + 4 > size) return 431;
+    if (name.length + value.length + 4 > size) return 431;
+    if (name.length === 17 && te === undefined && name.toLowerCase() === 'transfer-encoding') te = value;
   }
-  const te = req.headers['transfer-encoding'];
   if (te !== undefined && (req.httpVersion === '1.0' || te.trim().toLowerCase() !== 'chunked')) return 400;
   return 0;
 }
