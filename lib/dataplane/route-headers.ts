@@ -15,10 +15,10 @@ import type { HttpPolicy } from './http-policy.ts';
 
 export interface CompiledCors {
   /** cors-allow-origin `*`: every request matches and Access-Control-Allow-Origin is `*` */
-  any: boolean;
+  anyOrigin: boolean;
   /** the allowed origins (anchored, case-insensitive), or null when none is valid */
   origins: RegExp | null;
-  /** the route's policy with the CORS headers; without Access-Control-Allow-Origin unless `any` */
+  /** the route's policy with the CORS headers; without Access-Control-Allow-Origin unless `anyOrigin` */
   policy: HttpPolicy;
 }
 
@@ -66,16 +66,16 @@ export function compileRouteResponse(
   if (!cors.enabled && customHeaders.headers.length === 0) return null;
   const policy = extend(base, customHeaders.headers);
   if (!cors.enabled) return { policy, cors: null };
-  const any = cors.allowOrigin.length === 1 && cors.allowOrigin[0] === '*';
+  const anyOrigin = cors.allowOrigin.length === 1 && cors.allowOrigin[0] === '*';
   const headers: Array<[string, string]> = [];
-  if (any) headers.push(['Access-Control-Allow-Origin', '*']);
+  if (anyOrigin) headers.push(['Access-Control-Allow-Origin', '*']);
   if (cors.allowCredentials) headers.push(['Access-Control-Allow-Credentials', 'true']);
   headers.push(['Access-Control-Allow-Methods', cors.allowMethods]);
   headers.push(['Access-Control-Allow-Headers', cors.allowHeaders]);
   if (cors.exposeHeaders !== '') headers.push(['Access-Control-Expose-Headers', cors.exposeHeaders]);
   headers.push(['Access-Control-Max-Age', String(cors.maxAge)]);
   let corsPolicy = extend(policy, headers);
-  if (!any) {
+  if (!anyOrigin) {
     // the echoed Allow-Origin is added per request: the upstream's never passes
     const responseDrop = Object.assign(Object.create(null) as Record<string, true>, corsPolicy.responseDrop);
     responseDrop['access-control-allow-origin'] = true;
@@ -83,13 +83,13 @@ export function compileRouteResponse(
   }
   return {
     policy,
-    cors: { any, origins: any ? null : compileOrigins(cors.allowOrigin), policy: corsPolicy },
+    cors: { anyOrigin, origins: anyOrigin ? null : compileOrigins(cors.allowOrigin), policy: corsPolicy },
   };
 }
 
 /** The Origin header when the route's CORS applies to it, `*` for allow-origin `*`, else null. */
 export function corsOrigin(req: IncomingMessage, cors: CompiledCors): string | null {
-  if (cors.any) return '*';
+  if (cors.anyOrigin) return '*';
   const origin = req.headers.origin;
   if (origin === undefined || cors.origins === null || !cors.origins.test(origin)) return null;
   return origin;
@@ -106,7 +106,7 @@ export function responsePolicy(
   if (cors === null) return response.policy;
   const origin = corsOrigin(req, cors);
   if (origin === null) return response.policy;
-  if (cors.any) return cors.policy;
+  if (cors.anyOrigin) return cors.policy;
   return {
     ...cors.policy,
     responseHeaders: [...cors.policy.responseHeaders, 'Access-Control-Allow-Origin', origin],

@@ -91,7 +91,7 @@ export interface ClientAuth {
   verifyClient: 'on' | 'off' | 'optional' | 'optional_no_ca';
   verifyDepth: number;
   passCertificate: boolean;
-  /** `CN=<regex>` matched (unanchored, RE2) against the subject DN; null: any */
+  /** `CN=<regex>` matched (unanchored, RE2) against the subject DN; null: every CN */
   matchCN: string | null;
   /** 302 to this URL instead of the 400 page on a missing or invalid certificate */
   errorPage: string | null;

@@ -23,7 +23,7 @@ export interface AuthTlsAnnotations {
   verifyDepth: number;
   /** send the client certificate upstream in `ssl-client-cert` */
   passCertificate: boolean;
-  /** `CN=<regex>`: matched (unanchored) against the subject DN; null: any */
+  /** `CN=<regex>`: matched (unanchored) against the subject DN; null: every CN */
   matchCN: string | null;
   /** redirect target instead of the 400 error page; null: the error page */
   errorPage: string | null;

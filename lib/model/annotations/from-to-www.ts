@@ -1,5 +1,5 @@
 // from-to-www-redirect: host `foo.com` also answers `www.foo.com` (and `www.foo.com` answers
-// `foo.com`) with a redirect to itself, unless that other name is a host of its own. Host-level: any
+// `foo.com`) with a redirect to itself, unless that other name is a host of its own. Host-level: each
 // Ingress of the host that sets it turns it on. The build resolves the name redirected (`from`); an
 // invalid value drops the Ingress (ingress-nginx's redirect parser propagates the error).
 

@@ -6,7 +6,7 @@
 import type { AnnotationGroup } from './group.ts';
 
 export interface SatisfyAnnotations {
-  /** satisfy: any */
+  /** `satisfy: "any"` */
   any: boolean;
 }
 
