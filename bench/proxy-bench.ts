@@ -103,8 +103,9 @@ const USAGE = `Usage: node bench/proxy-bench.ts [--duration S] [--warmup S] [--r
   --features       only what metrics and the access log cost: ingress-ts against ingress-ts off,
                    plain HTTP and TLS at 64 connections, the order alternating per round (on, off,
                    off, on, ...); writes bench/results/features-YYYY-MM-DD.md
-  --cpu-prof DIR   only profile ingress-ts (node --cpu-prof into DIR) under one plain -c64 run and
-                   print the top self-time functions
+  --cpu-prof DIR   only profile ingress-ts (node --cpu-prof into DIR/on) under one plain -c64 run
+                   after a warm-up and print the top self-time functions; with --features, ingress-ts
+                   off too (DIR/off)
   --no-write       print the report only, do not write bench/results/proxy-YYYY-MM-DD.md
 `;
 
@@ -867,20 +868,32 @@ function summariseProfile(file: string, top: number): string {
 
 async function runProfile(env: Env, dir: string, options: Options): Promise<string> {
   mkdirSync(dir, { recursive: true });
-  await stopProcess(env.ingressTs, 'SIGINT');
-  const profiled = await startIngressTs(env, 'warn', ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-  env.ingressTs = profiled.started;
-  const started = Date.now();
-  const result = await wrk(`http://127.0.0.1:${env.ports.tsHttp}/`, 64, options.duration, () => [
-    env.ingressTs.pid,
-  ]);
-  await stopProcess(env.ingressTs, 'SIGINT', 15000);
-  const files = spawnSync('sh', ['-c', `ls -t ${dir}/*.cpuprofile 2>/dev/null | head -1`], {
-    encoding: 'utf8',
-  }).stdout.trim();
-  if (files === '') fail(1, `no .cpuprofile was written to ${dir}`);
-  const elapsed = ((Date.now() - started) / 1000).toFixed(0);
-  return `## CPU profile of ingress-ts under plain HTTP, 64 connections\n\n\`${profiled.command}\`, then \`${commands.at(-1)}\`: ${Math.round(result.rps)} req/s (profiler on), ${elapsed} s of process life after start-up. Profile: \`${files}\`.\n\n${summariseProfile(files, 15)}\n`;
+  // with --features, ingress-ts off is profiled too, so that the two tables can be compared
+  const sides = options.features ? [false, true] : [false];
+  const out: string[] = [];
+  for (const off of sides) {
+    const side = join(dir, off ? 'off' : 'on');
+    mkdirSync(side, { recursive: true });
+    const key = off ? 'ingressTsOff' : 'ingressTs';
+    await stopProcess(env[key], 'SIGINT');
+    const profiled = await startIngressTs(env, 'warn', ['--cpu-prof', `--cpu-prof-dir=${side}`], off);
+    env[key] = profiled.started;
+    const port = off ? env.ports.offHttp : env.ports.tsHttp;
+    const warm = await wrk(`http://127.0.0.1:${port}/`, 64, options.warmup, () => [profiled.started.pid]);
+    const started = Date.now();
+    const result = await wrk(`http://127.0.0.1:${port}/`, 64, options.duration, () => [profiled.started.pid]);
+    await stopProcess(env[key], 'SIGINT', 15000);
+    const files = spawnSync('sh', ['-c', `ls -t ${side}/*.cpuprofile 2>/dev/null | head -1`], {
+      encoding: 'utf8',
+    }).stdout.trim();
+    if (files === '') fail(1, `no .cpuprofile was written to ${side}`);
+    const elapsed = ((Date.now() - started) / 1000).toFixed(0);
+    const name = off ? 'ingress-ts off (no metrics, no access log)' : 'ingress-ts';
+    out.push(
+      `## CPU profile of ${name} under plain HTTP, 64 connections\n\n\`${profiled.command}\`, then a ${options.warmup} s warm-up and \`${commands.at(-1)}\`: ${Math.round(result.rps)} req/s (profiler on), ${elapsed} s of process life after the warm-up, ${int(warm.requests + result.requests)} requests in the profile. Profile: \`${files}\`.\n\n${summariseProfile(files, 15)}\n`,
+    );
+  }
+  return out.join('\n');
 }
 
 // --- report ---------------------------------------------------------------------------------------------

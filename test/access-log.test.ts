@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import t from 'tap';
-import { accessLogLine, BATCH_CHARS, createAccessLog, isoClock } from '../lib/access-log.ts';
+import { accessLogLine, BATCH_BYTES, createAccessLog, isoClock, seconds } from '../lib/access-log.ts';
 import { createLogger } from '../lib/log.ts';
 import { record } from './support/request-record.ts';
 
@@ -103,6 +103,27 @@ t.test('accessLogLine: any string the client controls comes back intact from JSO
   t.pass('every generated line parsed back to its values');
 });
 
+t.test('seconds: NGINX millisecond resolution, as toFixed(3) prints it', async (t) => {
+  const table: [number, string][] = [
+    [0, '0.000'],
+    [0.004, '0.004'],
+    [0.0123, '0.012'],
+    [0.0996, '0.100'],
+    [0.1, '0.100'],
+    [1.5, '1.500'],
+    [59.9999, '60.000'],
+    [123.45678, '123.457'],
+  ];
+  for (const [value, text] of table) t.equal(seconds(value), text, String(value));
+  // away from exact halves of a millisecond, the same text as toFixed(3) for any duration
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 3_600_000 }), fc.double({ min: 0.01, max: 0.49, noNaN: true }), (ms, frac) => {
+      const value = (ms + frac) / 1000;
+      return seconds(value) === value.toFixed(3);
+    }),
+  );
+});
+
 t.test('isoClock: what Date#toISOString says, across seconds and milliseconds', async (t) => {
   for (const now of [0, 5, 99, 999, 1000, 1001, 59_999, 1_795_432_768_861, 253_402_300_799_999]) {
     t.equal(isoClock(() => now)(), new Date(now).toISOString(), String(now));
@@ -175,12 +196,28 @@ t.test('a full batch is written at once, the rest waits', async (t) => {
   t.teardown(() => log.close());
   log.configure(SETTINGS);
   const lineLength = accessLogLine(record(), 'x'.repeat(24)).length + 1;
-  const perBatch = Math.ceil(BATCH_CHARS / lineLength);
+  const perBatch = Math.ceil(BATCH_BYTES / lineLength);
   for (let i = 0; i < perBatch + 1; i++) log.write(record());
   t.equal(out.writes.length, 1, 'one write, synchronously, once a batch is full');
   t.equal(out.lines().length, perBatch);
   await once(out.stream, 'wrote');
   t.equal(out.lines().length, perBatch + 1, 'the last line came with the timer');
+});
+
+t.test('lines with non-ASCII text are written as UTF-8; a line longer than a batch on its own', async (t) => {
+  const out = sink();
+  const log = createAccessLog({ log: createLogger('silent'), stdout: out.stream });
+  log.configure(SETTINGS);
+  log.write(record({ uri: '/caf\u00e9/\u65e5\u672c/\u{1f600}' }));
+  const huge = `/${'\u00e9'.repeat(BATCH_BYTES)}`;
+  log.write(record({ uri: huge }));
+  log.write(record({ uri: '/after' }));
+  await log.close();
+  t.strictSame(
+    out.lines().map((l) => (JSON.parse(l) as { request_uri: string }).request_uri),
+    ['/caf\u00e9/\u65e5\u672c/\u{1f600}', huge, '/after'],
+  );
+  t.equal(out.writes.length, 3, 'the batch before, the long line, the batch after');
 });
 
 t.test('what is not logged: disabled, skipped URLs, routes without a log', async (t) => {
