@@ -27,7 +27,7 @@
 // SIGINT; every run is bounded in time. Traffic stays on 127.0.0.1.
 
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -90,10 +90,11 @@ interface Options {
   skipReloads: boolean;
   features: boolean;
   cpuProf: string | null;
+  accessLog: string | null;
   out: string | null;
 }
 
-const USAGE = `Usage: node bench/proxy-bench.ts [--duration S] [--warmup S] [--rounds N] [--reload-only | --skip-reloads | --features] [--cpu-prof DIR] [--no-write]
+const USAGE = `Usage: node bench/proxy-bench.ts [--duration S] [--warmup S] [--rounds N] [--reload-only | --skip-reloads | --features] [--cpu-prof DIR] [--access-log PATH] [--no-write]
   --duration S     seconds per wrk run (1-60) [8; 10 makes the whole run ~6.5 min]
   --warmup S       unrecorded seconds per contender before each scenario (1-120) [2]
   --rounds N       interleaved rounds per scenario (1-10; 1-40 with --features) [3]
@@ -102,10 +103,13 @@ const USAGE = `Usage: node bench/proxy-bench.ts [--duration S] [--warmup S] [--r
   --skip-reloads   only the throughput scenarios (implies --no-write)
   --features       only what metrics and the access log cost: ingress-ts against ingress-ts off,
                    plain HTTP and TLS at 64 connections, the order alternating per round (on, off,
-                   off, on, ...); writes bench/results/features-YYYY-MM-DD.md
+                   off, on, ...), then the two side by side on one core; writes
+                   bench/results/features-YYYY-MM-DD.md
   --cpu-prof DIR   only profile ingress-ts (node --cpu-prof into DIR/on) under one plain -c64 run
                    after a warm-up and print the top self-time functions; with --features, ingress-ts
                    off too (DIR/off)
+  --access-log PATH  where ingress-ts writes its access log (ConfigMap access-log-path) [a file in
+                   the temp folder]; e.g. /dev/null to leave the file system out
   --no-write       print the report only, do not write bench/results/proxy-YYYY-MM-DD.md
 `;
 
@@ -118,6 +122,7 @@ function parseOptions(args: readonly string[]): Options {
     skipReloads: false,
     features: false,
     cpuProf: null,
+    accessLog: null,
     out: join(REPO, 'bench', 'results', `proxy-${new Date().toISOString().slice(0, 10)}.md`),
   };
   let rounds: string | undefined;
@@ -139,6 +144,10 @@ function parseOptions(args: readonly string[]): Options {
       const dir = args[++i];
       if (dir === undefined || dir === '') fail(2, '--cpu-prof expects a directory');
       options.cpuProf = dir;
+    } else if (arg === '--access-log') {
+      const path = args[++i];
+      if (path === undefined || path === '') fail(2, '--access-log expects a path');
+      options.accessLog = path;
     } else if (arg === '--no-write') options.out = null;
     else if (arg === '--help') {
       process.stdout.write(USAGE);
@@ -330,8 +339,11 @@ function writeManifests(
   return at;
 }
 
+/** --access-log: where the default contender's access log goes instead of a file in the temp folder */
+let accessLogPath: string | null = null;
+
 /** The default contender's access log. */
-const accessLogFile = (dir: string) => join(dir, 'access.log');
+const accessLogFile = (dir: string) => accessLogPath ?? join(dir, 'access.log');
 
 /** One wrk run against bench.test; the CPU of `cpuPids` (the proxy) is sampled around it. */
 const wrk = (url: string, connections: number, seconds: number, cpuPids: () => number[]) =>
@@ -538,6 +550,12 @@ interface ScenarioResult {
   featureRatios: number[];
   /** per round: proxy CPU per request of ingress-ts off ÷ that of ingress-ts */
   featureCpuRatios: number[];
+  /** per side-by-side round: ingress-ts ÷ ingress-ts off req/s, both loaded at once on one core */
+  sideRatios: number[];
+  /** per side-by-side round: the CPU both used, as a share of the round's wall time (1 = the core) */
+  sideBusy: number[];
+  /** requests wrk sent to ingress-ts in the side-by-side rounds */
+  sideRequests: number;
   rssKiB: number | null;
   nginxRssKiB: number | null;
 }
@@ -574,6 +592,27 @@ async function runScenario(env: Env, scenario: Scenario, options: Options): Prom
     const offCpu = cpuThisRound.get('ingress-ts off');
     if (onCpu && offCpu) featureCpuRatios.push(offCpu / onCpu);
   }
+  // --features, side by side: both contenders share core 0 under two wrk at once, so the scheduler
+  // gives each the same CPU time and their req/s ratio is their CPU cost per request's, whatever the
+  // machine's speed does meanwhile (which the rounds above, one after the other, cannot rule out)
+  const sideRatios: number[] = [];
+  const sideBusy: number[] = [];
+  let sideRequests = 0;
+  for (let round = 1; options.features && round <= options.rounds; round++) {
+    const on = target(env, 'ingress-ts', scenario);
+    const off = target(env, 'ingress-ts off', scenario);
+    const [onRun, offRun] = await Promise.all([
+      wrk(on.url, scenario.connections, options.duration, on.cpu),
+      wrk(off.url, scenario.connections, options.duration, off.cpu),
+    ]);
+    if (offRun.rps > 0) sideRatios.push(onRun.rps / offRun.rps);
+    sideRequests += onRun.requests;
+    const cpuUs = (onRun.cpuUsPerReq ?? 0) * onRun.requests + (offRun.cpuUsPerReq ?? 0) * offRun.requests;
+    sideBusy.push(cpuUs / (Math.max(onRun.seconds, offRun.seconds) * 1e6));
+    log(
+      `${scenario.name} side by side ${round}: ${Math.round(onRun.rps)} vs ${Math.round(offRun.rps)} req/s`,
+    );
+  }
   const workers = processTree(env.nginx.pid).slice(1);
   const nginxRss = workers.reduce((sum, pid) => sum + (rssKiB(pid) ?? 0), 0);
   return {
@@ -582,6 +621,9 @@ async function runScenario(env: Env, scenario: Scenario, options: Options): Prom
     ratios,
     featureRatios,
     featureCpuRatios,
+    sideRatios,
+    sideBusy,
+    sideRequests,
     rssKiB: rssKiB(env.ingressTs.pid),
     nginxRssKiB: workers.length > 0 ? nginxRss : null,
   };
@@ -898,15 +940,25 @@ async function runProfile(env: Env, dir: string, options: Options): Promise<stri
 
 // --- report ---------------------------------------------------------------------------------------------
 
+function isRegularFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
 /** The default contender's access log after the scenarios: one line per request wrk sent it? */
 function accessLogSection(env: Env, results: ScenarioResult[]): string {
   const file = accessLogFile(env.dir);
   const counted = spawnSync('wc', ['-l', file], { encoding: 'utf8' }).stdout.trim().split(/\s+/)[0];
   const lines = Number(counted);
   const sent = results.reduce(
-    (sum, r) => sum + (r.runs.get('ingress-ts') ?? []).reduce((s, w) => s + w.requests, 0),
+    (sum, r) => sum + r.sideRequests + (r.runs.get('ingress-ts') ?? []).reduce((s, w) => s + w.requests, 0),
     0,
   );
+  if (!isRegularFile(file))
+    return `## Access log\n\nThe default contender wrote its access log to \`${file}\` (ConfigMap \`access-log-path\`, from --access-log), which is not a regular file: its lines were not counted. wrk counted ${int(sent)} requests to it in the recorded runs.\n`;
   return `## Access log\n\nThe default contender wrote ${Number.isFinite(lines) ? int(lines) : 'n/a'} access log lines to \`${file}\` (ConfigMap \`access-log-path\`); wrk counted ${int(sent)} requests to it in the recorded runs (the warm-ups and the readiness probes are logged too, so the log holds a few more).\n`;
 }
 
@@ -928,6 +980,12 @@ function scenarioTable(result: ScenarioResult): string {
       `ingress-ts with metrics and access log ÷ ingress-ts off: **${fixed(median(result.featureRatios), 2)}** (median of the rounds: ${result.featureRatios.map((r) => fixed(r, 2)).join(' / ')})`,
     );
   }
+  if (result.sideRatios.length > 0) {
+    lines.push(
+      '',
+      `side by side (both on core 0 at once, one wrk -c${result.scenario.connections} each): ingress-ts ÷ ingress-ts off req/s **${fixed(median(result.sideRatios), 2)}** (median of the rounds: ${result.sideRatios.map((r) => fixed(r, 2)).join(' / ')}; CPU the two used ÷ wall time: ${result.sideBusy.map((r) => fixed(r, 2)).join(' / ')})`,
+    );
+  }
   if (result.featureCpuRatios.length > 0) {
     lines.push(
       '',
@@ -945,8 +1003,8 @@ function header(options: Options, commandLines: Record<string, string>): string 
 - machine: ${cpu[0]?.model ?? 'unknown'} × ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB
 - node: ${process.version}; ${version(['nginx', '-v'])}; ${version(['wrk', '-v'])}; ${version(['openssl', 'version'])}
 - pinning: ${isPinned() ? 'proxies on core 0 (`taskset -c 0`), wrk and the upstream NGINX on core 1' : '**taskset missing: nothing pinned**'}
-- contenders: ingress-ts runs with its default features (per-request metrics, and the access log as JSON lines to a file); ingress-ts off is the same with \`--enable-metrics=false\` and \`disable-access-log: "true"\`
-- method: each scenario starts with a ${options.warmup} s unrecorded warm-up per contender, then ${options.rounds} interleaved rounds ${options.features ? '(ingress-ts, ingress-ts off, then ingress-ts off, ingress-ts, ...: the order alternates per round)' : '(direct, nginx, undici floor, ingress-ts, ingress-ts off, direct, ...; the undici floor only in plain HTTP)'} of ${options.duration} s each; medians over rounds. × NGINX is the median of the per-round ratios. Proxy CPU is utime+stime of the proxy process (NGINX: master + worker) over the run, divided by the requests.
+- contenders: ingress-ts runs with its default features (per-request metrics, and the access log as JSON lines to ${accessLogPath === null ? 'a file' : `\`${accessLogPath}\``}); ingress-ts off is the same with \`--enable-metrics=false\` and \`disable-access-log: "true"\`
+- method: each scenario starts with a ${options.warmup} s unrecorded warm-up per contender, then ${options.rounds} interleaved rounds ${options.features ? '(ingress-ts, ingress-ts off, then ingress-ts off, ingress-ts, ...: the order alternates per round)' : '(direct, nginx, undici floor, ingress-ts, ingress-ts off, direct, ...; the undici floor only in plain HTTP)'} of ${options.duration} s each${options.features ? `, then ${options.rounds} side-by-side rounds of ${options.duration} s: both contenders on core 0 at once, each under its own wrk (both wrk on core 1), so each gets half the core and the req/s ratio is the inverse ratio of their CPU cost per request, unaffected by how fast the machine runs meanwhile` : ''}; medians over rounds. × NGINX is the median of the per-round ratios. Proxy CPU is utime+stime of the proxy process (NGINX: master + worker) over the run, divided by the requests.
 - upstream: NGINX, 1 worker, \`return 200\` with a 1,024-byte body (\`/\`) or a 1 MiB file (\`/1m\`, sendfile), keep-alive
 - TLS: one self-signed RSA-2048 certificate from \`openssl req -x509\` for both proxies. wrk sends no SNI, so each proxy answers with its default certificate: for NGINX its only server, for ingress-ts \`--default-ssl-certificate bench/bench-tls\` (the same Secret the Ingress names for bench.test), so both serve the same certificate.
 
@@ -967,6 +1025,7 @@ ${commands.join('\n')}
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
+  accessLogPath = options.accessLog;
   ensureTools();
   const startedAt = Date.now();
   log('starting upstream, nginx and ingress-ts');

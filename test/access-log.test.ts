@@ -117,10 +117,14 @@ t.test('seconds: NGINX millisecond resolution, as toFixed(3) prints it', async (
   for (const [value, text] of table) t.equal(seconds(value), text, String(value));
   // away from exact halves of a millisecond, the same text as toFixed(3) for any duration
   fc.assert(
-    fc.property(fc.integer({ min: 0, max: 3_600_000 }), fc.double({ min: 0.01, max: 0.49, noNaN: true }), (ms, frac) => {
-      const value = (ms + frac) / 1000;
-      return seconds(value) === value.toFixed(3);
-    }),
+    fc.property(
+      fc.integer({ min: 0, max: 3_600_000 }),
+      fc.double({ min: 0.01, max: 0.49, noNaN: true }),
+      (ms, frac) => {
+        const value = (ms + frac) / 1000;
+        return seconds(value) === value.toFixed(3);
+      },
+    ),
   );
 });
 

@@ -59,7 +59,7 @@ import {
   setOwnResponseHeaders,
   Proxy as UpstreamProxy,
 } from './proxy.ts';
-import { finishOnClose, type RequestRecord, startRecord } from './request-record.ts';
+import { finishOnClose, finishRecord, type RequestRecord, startRecord } from './request-record.ts';
 import { cookieValue } from './request-values.ts';
 import { applyRewrite } from './rewrite.ts';
 import { isPreflight, type RouteResponse, responsePolicy } from './route-headers.ts';
@@ -153,7 +153,8 @@ export class DataPlane {
   #httpPort = 0;
   readonly #stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
   /** requests (not WebSocket tunnels) whose response has not closed yet */
-  readonly #inFlight = new Set<ServerResponse>();
+  /** Responses not closed yet, with their request's record when one is kept (published at close). */
+  readonly #inFlight = new Map<ServerResponse, RequestRecord | null>();
   /** close() has begun: responses say Connection: close, connections are closed as they go idle */
   #draining = false;
   #drained: () => void = () => {};
@@ -270,7 +271,7 @@ export class DataPlane {
     });
     this.#draining = true;
     // responses not begun yet tell their client the connection closes after them
-    for (const res of this.#inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+    for (const res of this.#inFlight.keys()) if (!res.headersSent) res.shouldKeepAlive = false;
     this.#closeIdle();
     if (this.#inFlight.size === 0) this.#drained();
     let timer: NodeJS.Timeout | undefined;
@@ -301,7 +302,9 @@ export class DataPlane {
 
   /** A request's response closed (sent or aborted): while draining, its connection may now be idle. */
   #requestClosed(res: ServerResponse): void {
+    const record = this.#inFlight.get(res);
     this.#inFlight.delete(res);
+    if (record != null) finishRecord(record, res.req.socket, res.headersSent ? res.statusCode : 499);
     if (!this.#draining) return;
     // the connection goes idle once the response is detached from it (after this event)
     setImmediate(() => this.#closeIdle());
@@ -592,7 +595,7 @@ export class DataPlane {
 
   #handle(req: IncomingMessage, res: ServerResponse, https: boolean): void {
     this.#stats.requests++;
-    this.#inFlight.add(res);
+    this.#inFlight.set(res, null);
     res.on('close', this.#onResponseClose);
     if (this.#draining) res.shouldKeepAlive = false;
     if (this.#runtime !== null) {
@@ -609,8 +612,9 @@ export class DataPlane {
     const decision = this.#route(req, https);
     let record: RequestRecord | null = null;
     if (requestLogged.hasSubscribers) {
+      // published when the response closes (#requestClosed)
       record = recordOf(req, decision, https, this.#clientAddress(req, decision));
-      finishOnClose(record, res, req.socket, () => (res.headersSent ? res.statusCode : 499));
+      this.#inFlight.set(res, record);
     }
     const auth = authOf(decision);
     if (auth === null) this.#respond(req, res, decision, record);

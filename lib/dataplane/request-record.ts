@@ -33,7 +33,7 @@ export interface RequestRecord {
   requestLength: number;
   /** the status sent to the client; 499 when the client left before a response head went out */
   status: number;
-  /** bytes sent to the client, head included ($bytes_sent) */
+  /** bytes sent to the client, head included ($bytes_sent); negative until the record is finished */
   bytesSent: number;
   /** seconds from the first byte read to the last byte sent ($request_time) */
   requestTime: number;
@@ -120,7 +120,8 @@ export function startRecord(req: IncomingMessage, at: RecordStart): RequestRecor
     requestId: at.requestId,
     requestLength: length + (contentLength > 0 ? contentLength : 0),
     status: 0,
-    bytesSent: 0,
+    // minus the socket's count before this request: finishRecord adds the count after it
+    bytesSent: -socketBytes(req.socket),
     requestTime: 0,
     namespace: route?.namespace ?? '',
     ingress: route?.ingress ?? '',
@@ -141,27 +142,32 @@ export function startRecord(req: IncomingMessage, at: RecordStart): RequestRecor
   };
 }
 
+/** Bytes the socket has been handed so far (keep-alive: the requests before this one too). */
+function socketBytes(socket: Duplex): number {
+  return (socket as Duplex & { bytesWritten?: number }).bytesWritten ?? 0;
+}
+
 /**
- * Publishes the record once the exchange is over (the client stream closed): status, bytes and time
- * are read from the socket then. `bytesWritten` counts what was handed to the socket for this
- * request (keep-alive: the difference from the start).
+ * Publishes the record once the exchange is over (the client stream closed), with the status sent
+ * and the bytes and time it took. `startRecord` set `bytesSent` to minus what `socket` had been handed
+ * before this request, so adding its count now leaves this request's bytes.
  */
+export function finishRecord(record: RequestRecord, socket: Duplex, status: number): void {
+  record.status = status;
+  record.bytesSent += socketBytes(socket);
+  record.requestTime = (performance.now() - record.start) / 1000;
+  requestLogged.publish(record);
+}
+
+/** `finishRecord` when `emitter` closes, with the status `status()` says then. */
 export function finishOnClose(
   record: RequestRecord,
   emitter: { on(event: 'close', listener: () => void): unknown },
   socket: Duplex,
   status: () => number,
 ): void {
-  const sock = socket as Duplex & { bytesWritten?: number };
-  const written = sock.bytesWritten ?? 0;
-  // `on`, not `once`: 'close' comes once, and the emitter is dropped after it (no wrapper to make,
-  // no listener to remove, per request)
-  emitter.on('close', () => {
-    record.status = status();
-    record.bytesSent = (sock.bytesWritten ?? 0) - written;
-    record.requestTime = (performance.now() - record.start) / 1000;
-    requestLogged.publish(record);
-  });
+  // `on`, not `once`: 'close' comes once, and the emitter is dropped after it
+  emitter.on('close', () => finishRecord(record, socket, status()));
 }
 
 /** The exchange moves to another peer: the try that failed goes to the NGINX-style lists. */

@@ -148,6 +148,33 @@ function rawExchange(port: number, bytes: string): Promise<Buffer> {
   });
 }
 
+/** Requests one after the other on one connection, each sent once the previous response ended
+ * (with a Content-Length, or chunked); resolves with each response's bytes. */
+function sequentialExchange(port: number, requests: string[]): Promise<Buffer[]> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const responses: Buffer[] = [];
+    let current: Buffer[] = [];
+    const sendNext = () => socket.write(requests[responses.length] as string);
+    socket.on('connect', sendNext);
+    socket.on('data', (chunk: Buffer) => {
+      current.push(chunk);
+      const text = Buffer.concat(current).toString('latin1');
+      const head = text.indexOf('\r\n\r\n');
+      if (head < 0) return;
+      const length = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, head));
+      const complete =
+        length === null ? text.endsWith('\r\n0\r\n\r\n') : text.length >= head + 4 + Number(length[1]);
+      if (!complete) return;
+      responses.push(Buffer.concat(current));
+      current = [];
+      if (responses.length < requests.length) sendNext();
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(responses));
+  });
+}
+
 async function setUp(t: Test, configData = '{ skip-access-log-urls: "/api" }', ...flags: string[]) {
   const backend = await startBackend();
   t.teardown(() => backend.close());
@@ -370,6 +397,19 @@ t.test('upstream fields, exact lengths and the deletion of an Ingress', async (t
     bytes_sent: received.length,
   });
   t.match(String(line.upstream_response_time), /^\d+\.\d+$/);
+
+  // keep-alive: each request's $bytes_sent counts its own response, not the connection's so far
+  const keptAlive = nextRecords(2);
+  const both = await sequentialExchange(http, [
+    'GET /exact HTTP/1.1\r\nHost: quiet.example.test\r\n\r\n',
+    'GET /exact HTTP/1.1\r\nHost: quiet.example.test\r\nConnection: close\r\n\r\n',
+  ]);
+  const [first, second] = await keptAlive;
+  t.strictSame(
+    [first?.bytesSent, second?.bytesSent],
+    both.map((response) => response.length),
+    'each: the bytes of its own response',
+  );
 
   // an Ingress that goes away takes its series with it
   const before = await scrape();
