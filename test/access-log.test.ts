@@ -4,7 +4,13 @@ import { once } from 'node:events';
 import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import t from 'tap';
-import { accessLogLine, BATCH_BYTES, createAccessLog, isoClock, seconds } from '../lib/access-log.ts';
+import { accessLogLine, BATCH_BYTES, createAccessLog } from '../lib/access-log.ts';
+import {
+  encodeAccessLogLine,
+  isoBytes,
+  maxLineBytes,
+  secondsText as seconds,
+} from '../lib/access-log-encoder.ts';
 import { createLogger } from '../lib/log.ts';
 import { record } from './support/request-record.ts';
 
@@ -128,22 +134,78 @@ t.test('seconds: NGINX millisecond resolution, as toFixed(3) prints it', async (
   );
 });
 
-t.test('isoClock: what Date#toISOString says, across seconds and milliseconds', async (t) => {
+t.test('isoBytes: what Date#toISOString says, across seconds and milliseconds', async (t) => {
+  const iso = isoBytes();
+  const text = (now: number) => {
+    const buf = Buffer.alloc(64);
+    return buf.toString('latin1', 0, iso.put(buf, 0, now));
+  };
   for (const now of [0, 5, 99, 999, 1000, 1001, 59_999, 1_795_432_768_861, 253_402_300_799_999]) {
-    t.equal(isoClock(() => now)(), new Date(now).toISOString(), String(now));
+    t.equal(text(now), new Date(now).toISOString(), String(now));
   }
   // one clock through a sequence: the cached second prefix follows
   let now = 1_795_432_768_000;
-  const clock = isoClock(() => now);
   fc.assert(
     fc.property(fc.array(fc.integer({ min: 0, max: 3000 }), { maxLength: 50 }), (steps) => {
       for (const step of steps) {
         now += step;
-        if (clock() !== new Date(now).toISOString()) return false;
+        if (text(now) !== new Date(now).toISOString()) return false;
       }
       return true;
     }),
   );
+});
+
+t.test('encodeAccessLogLine: the bytes of accessLogLine, for any record', async (t) => {
+  const anyText = fc.oneof(
+    fc.string({ unit: 'binary', maxLength: 30 }),
+    fc.string({ unit: 'grapheme', maxLength: 30 }),
+    fc.string({ unit: 'grapheme-ascii', maxLength: 30 }),
+    fc.constantFrom('', '-', '10.0.0.1:8080, ', '0.001, ', '502, '),
+  );
+  const count = fc.oneof(fc.constant(-1), fc.nat(), fc.integer({ min: -1, max: 2 ** 40 }));
+  const duration = fc.oneof(fc.constant(-1), fc.double({ min: 0, max: 100_000, noNaN: true }));
+  const fields = fc.record({
+    remoteAddress: anyText,
+    method: anyText,
+    uri: anyText,
+    protocol: anyText,
+    host: anyText,
+    referer: anyText,
+    userAgent: anyText,
+    requestId: anyText,
+    namespace: anyText,
+    ingress: anyText,
+    service: anyText,
+    servicePort: anyText,
+    path: anyText,
+    upstream: anyText,
+    canary: anyText,
+    upstreamAddr: anyText,
+    previousAddrs: anyText,
+    previousStatuses: anyText,
+    previousTimes: anyText,
+    status: fc.integer({ min: 0, max: 999 }),
+    upstreamStatus: fc.integer({ min: 0, max: 599 }),
+    bytesSent: count,
+    requestLength: count,
+    upstreamResponseLength: count,
+    requestTime: fc.double({ min: 0, max: 100_000, noNaN: true }),
+    responseTime: duration,
+  });
+  const time = fc.integer({ min: 0, max: 253_402_300_799_999 });
+  const iso = isoBytes();
+  const buf = Buffer.alloc(64 * 1024);
+  fc.assert(
+    fc.property(fields, time, (overrides, now) => {
+      const r = record(overrides);
+      const end = encodeAccessLogLine(buf, 7, r, now, iso);
+      const expected = Buffer.from(accessLogLine(r, new Date(now).toISOString()));
+      return end - 7 <= maxLineBytes(r) && buf.subarray(7, end).equals(expected);
+    }),
+    { numRuns: 2000 },
+  );
+  t.pass('the same bytes, within maxLineBytes');
 });
 
 /** A stand-in for standard output that remembers each write. */

@@ -11,8 +11,6 @@ import { requestLogged } from './events.ts';
 import type { RouteInfo } from './runtime.ts';
 
 export interface RequestRecord {
-  /** when the request started, ms since the epoch ($time_iso8601) */
-  time: number;
   /** performance.now() at the start */
   start: number;
   remoteAddress: string;
@@ -76,6 +74,14 @@ export interface RecordStart {
   accessLog: boolean;
 }
 
+/** $server_protocol, without making the common ones again per request. */
+function protocolOf(version: string): string {
+  if (version === '1.1') return 'HTTP/1.1';
+  if (version === '2.0') return 'HTTP/2.0';
+  if (version === '1.0') return 'HTTP/1.0';
+  return `HTTP/${version}`;
+}
+
 /**
  * Starts the record of a request: reads the head once more for the log-only headers and the
  * request length. Call only when `requestLogged.hasSubscribers`.
@@ -106,12 +112,11 @@ export function startRecord(req: IncomingMessage, at: RecordStart): RequestRecor
   }
   const route = at.route;
   return {
-    time: Date.now(),
     start: performance.now(),
     remoteAddress: at.remoteAddress ?? req.socket.remoteAddress ?? '',
     method,
     uri,
-    protocol: `HTTP/${req.httpVersion}`,
+    protocol: protocolOf(req.httpVersion),
     host: at.host,
     path: at.path,
     https: at.https,

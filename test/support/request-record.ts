@@ -3,7 +3,6 @@ import type { RequestRecord } from '../../lib/dataplane/request-record.ts';
 
 export function record(overrides: Partial<RequestRecord> = {}): RequestRecord {
   return {
-    time: 0,
     start: 0,
     remoteAddress: '127.0.0.1',
     method: 'GET',
