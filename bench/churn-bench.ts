@@ -19,6 +19,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { DataPlane } from '../lib/dataplane/dataplane.ts';
 import { generateDefaultCertificate } from '../lib/dataplane/sni.ts';
 import { buildModel } from '../lib/model/index.ts';
@@ -103,6 +104,46 @@ function memory(): { rss: number; heapUsed: number; heapTotal: number; external:
   };
 }
 
+/** Where the resident memory is, bytes: V8's heap by space, and the rest of /proc/self/smaps. */
+interface MemoryMap {
+  /** V8's committed pages by space (new, old, code, large_object, ...) */
+  v8: Record<string, number>;
+  /** the main thread's malloc arena ([heap]) */
+  brk: number;
+  /** anonymous mappings that are not V8's heap: other threads' malloc arenas, WebAssembly memory, ... */
+  otherAnonymous: number;
+  /** mapped files: the node binary, libraries */
+  files: number;
+}
+
+function memoryMap(): MemoryMap {
+  const v8: Record<string, number> = {};
+  let v8Total = 0;
+  for (const space of getHeapSpaceStatistics()) {
+    v8[space.space_name.replace(/_space$/, '')] = space.physical_space_size;
+    v8Total += space.physical_space_size;
+  }
+  let brk = 0;
+  let anonymous = 0;
+  let files = 0;
+  let kind: 'brk' | 'anonymous' | 'file' = 'anonymous';
+  for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    const mapping = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (mapping !== null) {
+      const name = mapping[1] ?? '';
+      kind = name === '[heap]' ? 'brk' : name.startsWith('/') ? 'file' : 'anonymous';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss === null) continue;
+    const bytes = Number(rss[1]) * 1024;
+    if (kind === 'brk') brk += bytes;
+    else if (kind === 'file') files += bytes;
+    else anonymous += bytes;
+  }
+  return { v8, brk, otherAnonymous: Math.max(0, anonymous - v8Total), files };
+}
+
 /** Open file descriptors by kind: socket, pipe, anon_inode:[eventpoll], a file path... */
 function openFds(): Record<string, number> {
   const counts: Record<string, number> = {};
@@ -133,6 +174,7 @@ interface Reading {
   resources: Record<string, number>;
   /** client connections open on the data plane */
   clientConnections: number;
+  map: MemoryMap;
 }
 
 async function main(): Promise<void> {
@@ -173,6 +215,7 @@ async function main(): Promise<void> {
       fds: openFds(),
       resources: activeResources(),
       clientConnections: dataPlane.stats.active,
+      map: memoryMap(),
     };
   };
 
@@ -294,6 +337,30 @@ const resourceText = (counts: Record<string, number>) =>
     .map(([type, n]) => `${type} ${n}`)
     .join(', ');
 
+function mapTable(readings: [string, Reading][]): string {
+  const spaces = [...new Set(readings.flatMap(([, reading]) => Object.keys(reading.map.v8)))].filter(
+    (space) => readings.some(([, reading]) => (reading.map.v8[space] ?? 0) >= 2 ** 20),
+  );
+  const header = [
+    'reading',
+    ...spaces.map((space) => `V8 ${space}`),
+    'malloc [heap]',
+    'other anonymous',
+    'files',
+  ];
+  return [
+    `| ${header.join(' | ')} |`,
+    `| --- | ${header
+      .slice(1)
+      .map(() => '--:')
+      .join(' | ')} |`,
+    ...readings.map(
+      ([label, { map }]) =>
+        `| ${label} | ${[...spaces.map((space) => map.v8[space] ?? 0), map.brk, map.otherAnonymous, map.files].map(mib).join(' | ')} |`,
+    ),
+  ].join('\n');
+}
+
 function render(r: Results): string {
   const growth = (r.after.rss - r.before.rss) / r.before.rss;
   const failed = errorsOf(r.churn) + r.churn.non2xx;
@@ -343,6 +410,18 @@ ${row('start', r.start)}
 ${row('before', r.before)}
 ${row('after', r.after)}
 ${row('settled', r.settled)}
+
+Where the resident memory is at each reading: V8's committed heap by space
+(\`v8.getHeapSpaceStatistics()\`), then \`/proc/self/smaps\`: the main malloc arena (\`[heap]\`), other
+anonymous memory (other threads' malloc arenas, WebAssembly memory; V8's heap taken out) and mapped
+files.
+
+${mapTable([
+  ['start', r.start],
+  ['before', r.before],
+  ['after', r.after],
+  ['settled', r.settled],
+])}
 
 During the swaps (no forced GC, so heap used includes garbage not yet collected):
 

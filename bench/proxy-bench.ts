@@ -959,7 +959,7 @@ function accessLogSection(env: Env, results: ScenarioResult[]): string {
   );
   if (!isRegularFile(file))
     return `## Access log\n\nThe default contender wrote its access log to \`${file}\` (ConfigMap \`access-log-path\`, from --access-log), which is not a regular file: its lines were not counted. wrk counted ${int(sent)} requests to it in the recorded runs.\n`;
-  return `## Access log\n\nThe default contender wrote ${Number.isFinite(lines) ? int(lines) : 'n/a'} access log lines to \`${file}\` (ConfigMap \`access-log-path\`); wrk counted ${int(sent)} requests to it in the recorded runs (the warm-ups and the readiness probes are logged too, so the log holds a few more).\n`;
+  return `## Access log\n\nThe default contender wrote ${Number.isFinite(lines) ? int(lines) : 'n/a'} access log lines to \`${file}\` (ConfigMap \`access-log-path\`); wrk counted ${int(sent)} requests to it in the recorded runs (the warm-ups and the readiness probes are logged too, so the log holds more).\n`;
 }
 
 function scenarioTable(result: ScenarioResult): string {
