@@ -152,8 +152,8 @@ export class DataPlane {
   #runtime: Runtime | null = null;
   #httpPort = 0;
   readonly #stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
-  /** requests (not WebSocket tunnels) whose response has not closed yet */
-  /** Responses not closed yet, with their request's record when one is kept (published at close). */
+  /** requests (not WebSocket tunnels) whose response has not closed yet, with the request's record
+   * when one is kept (published when the response closes) */
   readonly #inFlight = new Map<ServerResponse, RequestRecord | null>();
   /** close() has begun: responses say Connection: close, connections are closed as they go idle */
   #draining = false;
