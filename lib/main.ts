@@ -10,7 +10,7 @@ import type { DestinationStream } from 'pino';
 import { type AccessLog, createAccessLog } from './access-log.ts';
 import type { Config } from './config/flags.ts';
 import { DataPlane } from './dataplane/dataplane.ts';
-import { dataplaneError, requestLogged } from './dataplane/events.ts';
+import { dataplaneError, requestLogged, requestRefused } from './dataplane/events.ts';
 import type { RequestRecord } from './dataplane/request-record.ts';
 import { type CertificatePair, generateDefaultCertificate } from './dataplane/sni.ts';
 import { type CertificateCache, describeRuntime } from './debug-model.ts';
@@ -168,13 +168,22 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     metrics?.observe(record);
     if (accessLogOn) accessLog.write(record);
   };
+  /** requests refused before routing: an access log line, no metrics (as NGINX) */
+  const onRefused = (message: unknown) => accessLog.write(message as RequestRecord);
   let subscribed = false;
+  let refusalsSubscribed = false;
   /** Records are built only while somebody reads them. */
-  const subscribeRequests = (wanted: boolean) => {
-    if (wanted === subscribed) return;
-    subscribed = wanted;
-    if (wanted) subscribe(requestLogged.name, onRequest);
-    else unsubscribe(requestLogged.name, onRequest);
+  const subscribeRequests = (wanted: boolean, refusals: boolean) => {
+    if (wanted !== subscribed) {
+      subscribed = wanted;
+      if (wanted) subscribe(requestLogged.name, onRequest);
+      else unsubscribe(requestLogged.name, onRequest);
+    }
+    if (refusals !== refusalsSubscribed) {
+      refusalsSubscribed = refusals;
+      if (refusals) subscribe(requestRefused.name, onRefused);
+      else unsubscribe(requestRefused.name, onRefused);
+    }
   };
 
   let reported = new Set<string>();
@@ -204,7 +213,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       });
       accessLog.configure(model.config.accessLog);
       accessLogOn = !model.config.accessLog.disabled;
-      subscribeRequests(metrics !== null || accessLogOn);
+      subscribeRequests(metrics !== null || accessLogOn, accessLogOn);
       const current = new Set<string>();
       for (const diagnostic of diagnostics) {
         const key = diagnosticKey(diagnostic);
@@ -288,7 +297,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         scheduler.stop();
         await dataPlane.close(drainMs);
         await healthz.close();
-        subscribeRequests(false);
+        subscribeRequests(false, false);
         await accessLog.close();
         unsubscribe(dataplaneError.name, onDataplaneError);
       })();

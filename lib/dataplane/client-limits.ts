@@ -113,13 +113,13 @@ export function clientErrorStatus(
 }
 
 /**
- * Answers a request Node's parser refused, with NGINX's error page, then closes the connection once
- * the answer is written (nothing after a malformed head can be trusted to be the next request). A
- * socket that is already gone (reset, or timed out mid-write) is only destroyed.
+ * The status to answer a request Node's parser refused with (clientErrorStatus), or 0 when nothing
+ * can be answered: the socket is already gone (reset, or timed out mid-write), or a malformed body
+ * came after the response head went out, where an answer written now would land inside that
+ * response.
  */
-export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, size: number): void {
-  // a malformed body after the response head went out (Node's own check, on its internal field): an
-  // answer written now would land inside that response
+export function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Duplex, size: number): number {
+  // Node's own check, on its internal field
   const current = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
   if (
     error.code === 'ECONNRESET' ||
@@ -128,10 +128,22 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, 
     socket.destroyed ||
     current?.headersSent === true
   ) {
+    return 0;
+  }
+  return clientErrorStatus(error, size);
+}
+
+/**
+ * Answers a request Node's parser refused with NGINX's error page for `status`, then closes the
+ * connection once the answer is written (nothing after a malformed head can be trusted to be the
+ * next request); status 0 (clientErrorAnswer): the socket is only destroyed.
+ */
+export function answerClientError(socket: Duplex, status: number): void {
+  if (status === 0) {
     socket.destroy();
     return;
   }
-  socket.end(rawErrorResponse(clientErrorStatus(error, size)), () => socket.destroy());
+  socket.end(rawErrorResponse(status), () => socket.destroy());
   // a peer that does not read its answer does not keep the socket
   setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
 }

@@ -32,6 +32,7 @@ import { sendClientAuthRejection, sendSocketClientAuthRejection, serverClientAut
 import {
   answerClientError,
   applyHeaderSize,
+  clientErrorAnswer,
   type HeaderSizeLimited,
   maxHeaderSize,
   overConnectionCap,
@@ -47,7 +48,7 @@ import {
 } from './connection-settings.ts';
 import type { CustomErrors } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
-import { dataplaneError, requestLogged, runtimeSwapped } from './events.ts';
+import { dataplaneError, requestLogged, requestRefused, runtimeSwapped } from './events.ts';
 import { ExternalAuthClient } from './external-auth.ts';
 import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
 import { createHttpsListener, type HttpsListener } from './https-listener.ts';
@@ -59,7 +60,13 @@ import {
   setOwnResponseHeaders,
   Proxy as UpstreamProxy,
 } from './proxy.ts';
-import { finishOnClose, finishRecord, type RequestRecord, startRecord } from './request-record.ts';
+import {
+  finishOnClose,
+  finishRecord,
+  type RequestRecord,
+  startRecord,
+  unparsedRecord,
+} from './request-record.ts';
 import { cookieValue } from './request-values.ts';
 import { applyRewrite } from './rewrite.ts';
 import { isPreflight, type RouteResponse, responsePolicy } from './route-headers.ts';
@@ -197,8 +204,16 @@ export class DataPlane {
       (server as Server).on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
         this.#upgrade(req, socket, head, https),
       );
-      (server as Server).on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) =>
-        answerClientError(error, socket, this.#headerBufferSize),
+      (server as Server).on(
+        'clientError',
+        (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
+          const status = clientErrorAnswer(error, socket, this.#headerBufferSize);
+          if (status !== 0 && requestRefused.hasSubscribers) {
+            const record = unparsedRecord(socket, error.rawPacket, https, generateRequestId());
+            finishOnClose(record, socket, socket, () => status, requestRefused);
+          }
+          answerClientError(socket, status);
+        },
       );
     }
   }
@@ -605,6 +620,9 @@ export class DataPlane {
       const rejected = rejectedStatus(req, this.#runtime.model.config);
       if (rejected !== 0) {
         res.shouldKeepAlive = false;
+        if (requestRefused.hasSubscribers) {
+          finishOnClose(refusedRecord(req, https), res, req.socket, () => rejected, requestRefused);
+        }
         sendErrorPage(res, rejected);
         return;
       }
@@ -719,6 +737,9 @@ export class DataPlane {
     socket.on('error', (error) => dataplaneError.publish({ message: `client socket: ${error.message}` }));
     const rejected = this.#runtime === null ? 0 : upgradeRejectedStatus(req, this.#runtime.model.config);
     if (rejected !== 0) {
+      if (requestRefused.hasSubscribers) {
+        finishOnClose(refusedRecord(req, https), socket, socket, () => rejected, requestRefused);
+      }
       sendSocketErrorPage(socket, rejected);
       return;
     }
@@ -862,6 +883,23 @@ function recordOf(
     https,
     // requests nothing routed (not ready, malformed) are logged
     accessLog: action?.accessLog ?? true,
+  });
+}
+
+/**
+ * The record of a request refused before routing (client-limits.ts): its Host, but no route, and the
+ * socket's peer as the client (NGINX refuses these before real_ip runs).
+ */
+function refusedRecord(req: IncomingMessage, https: boolean): RequestRecord {
+  return startRecord(req, {
+    host: normalizeHost(req.headers.host),
+    path: '',
+    route: null,
+    upstream: '',
+    canary: '',
+    requestId: generateRequestId(),
+    https,
+    accessLog: true,
   });
 }
 

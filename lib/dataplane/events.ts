@@ -12,3 +12,10 @@ export const runtimeSwapped = channel('ingress-ts:dataplane:swap');
  * while somebody subscribes (metrics, the access log).
  */
 export const requestLogged = channel('ingress-ts:dataplane:request');
+/**
+ * A request refused before routing: Node's parser could not read it, or its head is over a limit or
+ * its framing cannot be trusted (client-limits.ts). One `RequestRecord` with no route, once its
+ * answer is out. For the access log only: NGINX refuses these before any location, so they reach
+ * none of its request metrics either.
+ */
+export const requestRefused = channel('ingress-ts:dataplane:refused');

@@ -3,8 +3,12 @@
 // `requestLogged` channel when the response is over. Metrics and the access log read the same
 // record. Plain data (numbers and strings), so a batch of them could cross a thread boundary.
 //
+// A request refused before routing (client-limits.ts) gets a record too, published on the
+// `requestRefused` channel instead (the access log reads it, the metrics do not).
+//
 // Built only while somebody subscribes; otherwise the hot path does none of this.
 
+import type { Channel } from 'node:diagnostics_channel';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { requestLogged } from './events.ts';
@@ -110,23 +114,89 @@ export function startRecord(req: IncomingMessage, at: RecordStart): RequestRecor
       }
     }
   }
+  return newRecord(
+    req.socket,
+    method,
+    uri,
+    protocolOf(req.httpVersion),
+    length + (contentLength > 0 ? contentLength : 0),
+    userAgent,
+    referer,
+    at,
+  );
+}
+
+/** A request line as NGINX logs it in $request: method, target, protocol. */
+const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\S+) (HTTP\/\d\.\d)\r?$/;
+/** The most of an unparsable first line that goes into the record. */
+const MAX_UNPARSED_LINE = 8192;
+
+/**
+ * The record of a request Node's parser refused (nothing routed it, no header was read): the
+ * method, target and protocol of its first line when that line is a request line, else the line
+ * itself as the target (NGINX logs it raw as $request, e.g. a TLS handshake sent to the HTTP port);
+ * the bytes the parser failed on as its length.
+ */
+export function unparsedRecord(
+  socket: ClientSocket,
+  packet: Buffer | undefined,
+  https: boolean,
+  requestId: string,
+): RequestRecord {
+  let method = '';
+  let uri = '';
+  let protocol = '';
+  if (packet !== undefined && packet.length > 0) {
+    const newline = packet.indexOf(0x0a);
+    const end = Math.min(newline === -1 ? packet.length : newline, MAX_UNPARSED_LINE);
+    const line = packet.toString('latin1', 0, end);
+    const m = REQUEST_LINE.exec(line);
+    if (m === null) uri = line.endsWith('\r') ? line.slice(0, -1) : line;
+    else [, method = '', uri = '', protocol = ''] = m;
+  }
+  return newRecord(socket, method, uri, protocol, packet?.length ?? 0, '', '', {
+    host: '',
+    path: '',
+    route: null,
+    upstream: '',
+    canary: '',
+    requestId,
+    https,
+    accessLog: true,
+  });
+}
+
+/** A client connection: a TCP or TLS socket (the remote address is theirs). */
+type ClientSocket = Duplex & { remoteAddress?: string };
+
+/** One record, every field in one order (one object shape for all of them). */
+function newRecord(
+  socket: ClientSocket,
+  method: string,
+  uri: string,
+  protocol: string,
+  requestLength: number,
+  userAgent: string,
+  referer: string,
+  at: RecordStart,
+): RequestRecord {
   const route = at.route;
   return {
     start: performance.now(),
-    remoteAddress: at.remoteAddress ?? req.socket.remoteAddress ?? '',
+    remoteAddress: at.remoteAddress ?? socket.remoteAddress ?? '',
     method,
     uri,
-    protocol: protocolOf(req.httpVersion),
+    protocol,
     host: at.host,
     path: at.path,
     https: at.https,
     userAgent,
     referer,
     requestId: at.requestId,
-    requestLength: length + (contentLength > 0 ? contentLength : 0),
+    requestLength,
     status: 0,
     // minus the socket's count before this request: finishRecord adds the count after it
-    bytesSent: -socketBytes(req.socket),
+    bytesSent: -socketBytes(socket),
     requestTime: 0,
     namespace: route?.namespace ?? '',
     ingress: route?.ingress ?? '',
@@ -153,15 +223,20 @@ function socketBytes(socket: Duplex): number {
 }
 
 /**
- * Publishes the record once the exchange is over (the client stream closed), with the status sent
- * and the bytes and time it took. `startRecord` set `bytesSent` to minus what `socket` had been handed
+ * Publishes the record on `to` once the exchange is over (the client stream closed), with the status
+ * sent and the bytes and time it took. `startRecord` set `bytesSent` to minus what `socket` had been handed
  * before this request, so adding its count now leaves this request's bytes.
  */
-export function finishRecord(record: RequestRecord, socket: Duplex, status: number): void {
+export function finishRecord(
+  record: RequestRecord,
+  socket: Duplex,
+  status: number,
+  to: Channel = requestLogged,
+): void {
   record.status = status;
   record.bytesSent += socketBytes(socket);
   record.requestTime = (performance.now() - record.start) / 1000;
-  requestLogged.publish(record);
+  to.publish(record);
 }
 
 /** `finishRecord` when `emitter` closes, with the status `status()` says then. */
@@ -170,9 +245,10 @@ export function finishOnClose(
   emitter: { on(event: 'close', listener: () => void): unknown },
   socket: Duplex,
   status: () => number,
+  to: Channel = requestLogged,
 ): void {
   // `on`, not `once`: 'close' comes once, and the emitter is dropped after it
-  emitter.on('close', () => finishRecord(record, socket, status()));
+  emitter.on('close', () => finishRecord(record, socket, status(), to));
 }
 
 /** The exchange moves to another peer: the try that failed goes to the NGINX-style lists. */

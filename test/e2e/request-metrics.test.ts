@@ -18,6 +18,7 @@ import { start } from '../../lib/main.ts';
 import { get, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS } from '../support/manifests.ts';
 import { parseExposition, samplesOf, sampleValue } from '../support/prometheus.ts';
+import { raw } from '../support/raw-http.ts';
 import { nextSwap } from '../support/swaps.ts';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url), 'utf8');
@@ -427,6 +428,70 @@ t.test('upstream fields, exact lengths and the deletion of an Ingress', async (t
       `${name}: the deleted Ingress's series are gone`,
     );
   }
+});
+
+t.test('requests refused before routing: an access log line each, no request metrics', async (t) => {
+  const { controller, lines, linesAt, scrape } = await setUp(t, '{}');
+  const http = controller.http.port;
+  const host = 'a.example.com';
+  const requests = (samples: ReturnType<typeof parseExposition>) =>
+    samplesOf(samples, 'nginx_ingress_controller_requests').reduce((sum, s) => sum + s.value, 0);
+  t.equal((await get(http, host, '/app')).status, 308, 'a routed request (to HTTPS), counted');
+  await linesAt(1);
+  const counted = requests(await scrape());
+  t.equal(counted, 1);
+
+  const longLine = `GET /${'u'.repeat(9000)} HTTP/1.1\r\nHost: ${host}\r\n\r\n`;
+  const bigHead = `GET /big HTTP/1.1\r\nHost: ${host}\r\n${'X-A: b\r\n'.repeat(6000)}\r\n`;
+  const identity = `POST /te HTTP/1.1\r\nHost: ${host}\r\nTransfer-Encoding: identity\r\n\r\n`;
+  const smuggling = `POST /cl HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n`;
+  // what a TLS ClientHello looks like to the HTTP port
+  const handshake = Buffer.from([0x16, 0x03, 0x01, 0x00, 0xf1, 0x01, 0x00, 0x00, 0xed, 0x03, 0x03]);
+  const cases: Array<[string, string | Buffer, number, Record<string, unknown>]> = [
+    [
+      'a request line over one buffer (parsed, then refused)',
+      longLine,
+      414,
+      { request_method: 'GET', server_protocol: 'HTTP/1.1', host, location_path: '', ingress: '' },
+    ],
+    [
+      "a head over the whole limit (Node's parser)",
+      bigHead,
+      431,
+      { request_method: 'GET', request_uri: '/big', server_protocol: 'HTTP/1.1', host: '' },
+    ],
+    [
+      'Transfer-Encoding: identity (parsed, then refused)',
+      identity,
+      400,
+      { request_method: 'POST', request_uri: '/te', host, request_length: Buffer.byteLength(identity) },
+    ],
+    [
+      "two Content-Length headers (Node's parser)",
+      smuggling,
+      400,
+      { request_method: 'POST', request_uri: '/cl', server_protocol: 'HTTP/1.1' },
+    ],
+    [
+      'TLS bytes on the HTTP port (no request line)',
+      handshake,
+      400,
+      { request_method: '', request_uri: handshake.toString('latin1'), server_protocol: '' },
+    ],
+  ];
+  for (const [name, bytes, status, fields] of cases) {
+    const before = lines.length;
+    const reply = await raw(http, bytes);
+    t.equal(reply.status, status, `${name}: ${status}`);
+    const [line] = (await linesAt(before + 1)).slice(before);
+    t.match(
+      line,
+      { status, bytes_sent: Buffer.byteLength(reply.text, 'latin1'), remote_addr: '127.0.0.1', ...fields },
+      `${name}: its access log line`,
+    );
+    t.match(String(line?.req_id), /^[0-9a-f]{32}$/, `${name}: a request id`);
+  }
+  t.equal(requests(await scrape()), counted, 'none of them in nginx_ingress_controller_requests');
 });
 
 t.test('access log settings from the ConfigMap: disable-access-log, access-log-path', async (t) => {
