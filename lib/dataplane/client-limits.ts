@@ -8,10 +8,11 @@
 // Transfer-Encoding, two Content-Length headers (even equal ones) or a list, a negative one,
 // obs-fold (a header line continued on the next line), `Transfer-Encoding: chunked, identity` (chunked
 // not last), two Transfer-Encoding headers, whitespace before a header's colon, bare LF line ends,
-// NUL and other control bytes in a header, a head over `maxHeaderSize`, an HTTP/1.1 request without
-// Host. What it lets through and `rejectedStatus` refuses: a Transfer-Encoding other than `chunked`
-// (`identity`, `xchunked`: the body's length is unknowable, as NGINX also says with a 501), a
-// Transfer-Encoding on an HTTP/1.0 request, a request line or header line over the buffer size.
+// NUL and other control bytes in a header, a head over `maxHeaderSize`. What it lets through and
+// `rejectedStatus` refuses: a Transfer-Encoding other than `chunked` (`identity`, `xchunked`: the
+// body's length is unknowable, as NGINX also says with a 501), a Transfer-Encoding on an HTTP/1.0
+// request, a request line or header line over the buffer size, an HTTP/1.1 request without Host
+// (Node's server would refuse it, but with a bare 400 of its own).
 
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -45,7 +46,10 @@ const REQUEST_LINE_EXTRA = 1 + 1 + 8 + 2;
  * The status a request that passed Node's parser is refused with, or 0: 414 for a request line
  * longer than one buffer (NGINX: 414), 431 for a header line longer than one buffer (NGINX answers 400
  * "Request Header Or Cookie Too Large"), 400 for a Transfer-Encoding other than `chunked` (NGINX: 501)
- * or on HTTP/1.0, 505 / 400 for an HTTP/1 request line claiming HTTP/2.0 or HTTP/0.9. A few string lengths per request; the loop over the headers stops at the first.
+ * or on HTTP/1.0, 400 for an HTTP/1.1 request without Host or any request with an empty one (Node's
+ * own check, `requireHostHeader`, is off so that these get NGINX's page and an access log line),
+ * 505 / 400 for an HTTP/1 request line claiming HTTP/2.0 or HTTP/0.9. A few string lengths per
+ * request; the loop over the headers stops at the first.
  */
 export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): number {
   // llhttp takes `HTTP/2.0` and `HTTP/0.9` in an HTTP/1 request line; NGINX answers 505 and 400
@@ -60,14 +64,22 @@ export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): numb
   // a second Transfer-Encoding header
   const raw = req.rawHeaders;
   let te: string | undefined;
+  let host: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
     // name ": " value CRLF
     if (name.length + value.length + 4 > size) return 431;
-    if (name.length === 17 && te === undefined && name.toLowerCase() === 'transfer-encoding') te = value;
+    if (name.length === 17) {
+      if (te === undefined && name.toLowerCase() === 'transfer-encoding') te = value;
+    } else if (name.length === 4) {
+      if (host === undefined && name.toLowerCase() === 'host') host = value;
+    }
   }
   if (te !== undefined && (req.httpVersion === '1.0' || te.trim().toLowerCase() !== 'chunked')) return 400;
+  // NGINX: "client sent HTTP/1.1 request without "Host" header", "client sent invalid host header"
+  // (an HTTP/2 request has its :authority instead)
+  if (host === '' || (host === undefined && req.httpVersion === '1.1')) return 400;
   return 0;
 }
 

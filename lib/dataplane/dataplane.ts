@@ -70,7 +70,7 @@ import {
 import { cookieValue } from './request-values.ts';
 import { applyRewrite } from './rewrite.ts';
 import { isPreflight, type RouteResponse, responsePolicy } from './route-headers.ts';
-import { normalizeHost, normalizePath, type PathMatch } from './router.ts';
+import { absoluteForm, normalizeHost, normalizePath, type PathMatch } from './router.ts';
 import { type Action, compileRuntime, type RoutedAction, type Runtime } from './runtime.ts';
 import { applyDefaultCertificate, type CertificatePair, compileSniStore } from './sni.ts';
 
@@ -175,7 +175,12 @@ export class DataPlane {
     this.#random = () => env.random();
     // Node checks client-header-timeout every connectionsCheckingInterval (30 s by default): each
     // second keeps the limit within a second of NGINX's
-    const http1 = { maxHeaderSize: maxHeaderSize(DEFAULT_GLOBAL_CONFIG), connectionsCheckingInterval: 1000 };
+    // requireHostHeader: rejectedStatus checks Host instead, answering with NGINX's page
+    const http1 = {
+      maxHeaderSize: maxHeaderSize(DEFAULT_GLOBAL_CONFIG),
+      connectionsCheckingInterval: 1000,
+      requireHostHeader: false,
+    };
     this.#http = createHttpServer(http1, (req, res) => this.#handle(req, res, false));
     // until the first swap, every handshake gets the generated default certificate
     const empty = buildModel(EMPTY_SNAPSHOT);
@@ -627,6 +632,7 @@ export class DataPlane {
         return;
       }
     }
+    if (req.url !== undefined && req.url.charCodeAt(0) !== 47 /* / */) toOriginForm(req);
     const decision = this.#route(req, https);
     let record: RequestRecord | null = null;
     if (requestLogged.hasSubscribers) {
@@ -743,6 +749,7 @@ export class DataPlane {
       sendSocketErrorPage(socket, rejected);
       return;
     }
+    if (req.url !== undefined && req.url.charCodeAt(0) !== 47 /* / */) toOriginForm(req);
     const decision = this.#route(req, https);
     let record: RequestRecord | null = null;
     if (requestLogged.hasSubscribers) {
@@ -884,6 +891,27 @@ function recordOf(
     // requests nothing routed (not ready, malformed) are logged
     accessLog: action?.accessLog ?? true,
   });
+}
+
+/**
+ * An absolute-form request (`GET http://host/p HTTP/1.1`) becomes the origin-form request it stands
+ * for: its target's authority replaces the Host header (RFC 9112 §3.2.2: a server MUST ignore the
+ * received Host then; NGINX too takes $host from the request line), so routing, the upstream's Host
+ * and X-Forwarded-Host all see one host, and `req.url` is the path and query. Any other target that
+ * does not start with "/" is left alone (`*`; the rest are refused with 400 where the path is
+ * normalised).
+ */
+function toOriginForm(req: IncomingMessage): void {
+  const split = absoluteForm(req.url ?? '');
+  if (split === null) return;
+  req.url = split.target;
+  const raw = req.rawHeaders;
+  let at = -1;
+  for (let i = 0; i < raw.length && at === -1; i += 2)
+    if ((raw[i] as string).toLowerCase() === 'host') at = i;
+  if (at === -1) raw.push('Host', split.authority);
+  else raw[at + 1] = split.authority;
+  req.headers.host = split.authority;
 }
 
 /**

@@ -42,9 +42,9 @@ export function createHttpsListener(
   const sockets = new Set<Socket>();
   const sessions = new Set<ServerHttp2Session>();
   const { ALPNProtocols: _fixed, ...tlsOptions } = httpsServerOptions(getStore);
-  // client-header-timeout checked every second on HTTP/1.1 connections, as on the HTTP listener (an
-  // allowHTTP1 option Node reads, missing from @types/node)
-  const http1Options = { connectionsCheckingInterval: 1000 } as object;
+  // client-header-timeout checked every second on HTTP/1.1 connections, and Host checked by
+  // rejectedStatus, as on the HTTP listener (allowHTTP1 options Node reads, missing from @types/node)
+  const http1Options = { connectionsCheckingInterval: 1000, requireHostHeader: false } as object;
   const listener: HttpsListener = {
     server: createSecureServer(
       {

@@ -250,6 +250,24 @@ function percentDecode(raw: string): string | null {
   return lenientUtf8.decode(Uint8Array.from(bytes));
 }
 
+/** An http(s) URL as a request target: authority (no userinfo, RFC 9110 §4.2.4), then path and query. */
+const ABSOLUTE_FORM = /^https?:\/\/([^/?#@\s]+)([/?][^#\s]*)?$/i;
+
+/**
+ * An absolute-form request target (`GET http://host:8080/p?q HTTP/1.1`, RFC 9112 §3.2.2) split into
+ * its authority and its origin-form target (`/p?q`; `/` when it has no path). null when `target` is
+ * not one (origin-form, `*`, or a URL NGINX would refuse too: another scheme, userinfo, a fragment).
+ */
+export function absoluteForm(target: string): { authority: string; target: string } | null {
+  const m = ABSOLUTE_FORM.exec(target);
+  if (m === null) return null;
+  const rest = m[2] ?? '';
+  return {
+    authority: m[1] as string,
+    target: rest === '' ? '/' : rest.charCodeAt(0) === 63 /* ? */ ? `/${rest}` : rest,
+  };
+}
+
 /**
  * The request path as NGINX matches it ($uri): without the query, percent-decoded, repeated
  * slashes merged, `.` and `..` segments resolved. null when it cannot be decoded or escapes the

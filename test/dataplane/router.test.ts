@@ -1,6 +1,7 @@
 // Host and path matching, and request path/host normalisation, as tables.
 import t from 'tap';
 import {
+  absoluteForm,
   compilePathRegex,
   createPathMatcher,
   HostTable,
@@ -163,4 +164,23 @@ t.test('regex mode: the literal-prefix shortcut never changes which route matche
   t.equal(literalPrefix('/a|/b'), '', 'a top-level alternation has no common prefix');
   t.equal(literalPrefix('/ab?c'), '/a', 'an optional character is left out');
   t.equal(literalPrefix('/Foo'), '/foo');
+});
+
+t.test('absoluteForm: absolute-form request targets', async (t) => {
+  const table: Array<[string, { authority: string; target: string } | null]> = [
+    ['http://a.test/p?q=1', { authority: 'a.test', target: '/p?q=1' }],
+    ['HTTPS://A.test:8443/', { authority: 'A.test:8443', target: '/' }],
+    ['http://a.test', { authority: 'a.test', target: '/' }],
+    ['http://a.test?x', { authority: 'a.test', target: '/?x' }],
+    ['http://[::1]:80/p', { authority: '[::1]:80', target: '/p' }],
+    ['/p', null],
+    ['*', null],
+    ['a.test:443', null],
+    ['ftp://a.test/p', null],
+    ['http://user:pw@a.test/p', null],
+    ['http:///p', null],
+    ['http://a.test/p#frag', null],
+    ['http://a b/p', null],
+  ];
+  for (const [target, expected] of table) t.strictSame(absoluteForm(target), expected, target);
 });

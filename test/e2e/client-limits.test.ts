@@ -176,6 +176,17 @@ t.test('client limits through the proxy', async (t) => {
       `${head(['POST /rejected HTTP/1.0', 'Host: web.test', 'Transfer-Encoding: chunked'])}0\r\n\r\n${hidden}`,
     );
     t.equal(http10.status, 400, 'Transfer-Encoding on HTTP/1.0: 400');
+    for (const [name, request] of [
+      ['HTTP/1.1 without Host', head(['GET /no-host HTTP/1.1'])],
+      ['an empty Host', head(['GET /no-host HTTP/1.1', 'Host: '])],
+      ['HTTP/1.0 with an empty Host', head(['GET /no-host HTTP/1.0', 'Host:'])],
+    ]) {
+      const reply = await raw(port, request as string);
+      t.equal(reply.status, 400, `${name}: 400`);
+      t.match(reply.text, /<center><h1>400 Bad Request<\/h1><\/center>/, `${name}: NGINX's page`);
+    }
+    const http10NoHost = await raw(port, head(['GET /ok HTTP/1.0']));
+    t.equal(http10NoHost.status, 404, 'HTTP/1.0 without Host: no host, so the default backend');
     t.notOk(
       seen.includes('/smuggled') || seen.includes('/rejected'),
       'no smuggled or rejected request upstream',

@@ -3,7 +3,7 @@
 // /admin that 127.0.0.1 may not reach). Properties, for every request: the answer is a well-formed
 // HTTP/1.1 response or a closed connection, never a hang (the per-request timeout); input known to be
 // invalid gets a 4xx; a request that reaches a backend reached the one the router picks for
-// normalizePath(target), and never the denied /admin (routing and access decide on the same path);
+// normalizePath(target) (of an absolute-form target: its host and path), and never the denied /admin (routing and access decide on the same path);
 // after each run the process still answers /healthz and a normal request.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, get as httpGet } from 'node:http';
@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import t from 'tap';
-import { normalizePath } from '../../lib/dataplane/router.ts';
+import { absoluteForm, normalizeHost, normalizePath } from '../../lib/dataplane/router.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { listen, send, testConfig } from '../support/http.ts';
@@ -395,11 +395,16 @@ t.test('HTTP fuzzing through the proxy', async (t) => {
   const port = controller.http.port;
   const runtime = controller.dataPlane.current;
   if (runtime === null) throw new Error('no runtime after start');
-  /** The backend the router picks for a request target, from normalizePath and the compiled host. */
+  /**
+   * The backend the router picks for a request target, from normalizePath and the compiled host (an
+   * absolute-form target's own host and path).
+   */
   const expectedBackend = (target: string): string | null => {
-    const path = normalizePath(target);
+    const split = absoluteForm(target);
+    const path = normalizePath(split === null ? target : split.target);
     if (path === null) return null;
-    const location = runtime.hosts.lookup(HOST).paths.match(path).locationPath;
+    const host = split === null ? HOST : normalizeHost(split.authority);
+    const location = runtime.hosts.lookup(host).paths.match(path).locationPath;
     return location === '/app' ? 'app' : location === '/admin' ? 'admin' : 'root';
   };
 

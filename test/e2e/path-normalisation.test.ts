@@ -1,7 +1,8 @@
 // The path-normalisation guarantee (issue #9, part H): a path-based route cannot be reached or
 // bypassed by encoding tricks. Routing matches the normalised path NGINX's ngx_http_parse_complex_uri
 // gives $uri (percent-decoding, `.`/`..` segments, merged slashes; `..` above the root and `%00` are
-// 400), while the upstream gets the request URI exactly as the client sent it (no rewrite).
+// 400), while the upstream gets the request URI exactly as the client sent it (no rewrite). An
+// absolute-form target is routed by its own host and forwarded in origin-form.
 // Two Ingresses on one host: /admin (Prefix) to backend A, whose route adds a response header from
 // custom-headers, and / to backend B.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -39,6 +40,7 @@ t.test('encoded paths reach the route ingress-nginx would pick', async (t) => {
         annotations: { 'custom-headers': 'admin-headers' },
       }),
       ingressYaml({ name: 'site', host: 'paths.test', path: '/', service: 'site' }),
+      ingressYaml({ name: 'other', host: 'other.test', path: '/', service: 'admin' }),
       `---
 apiVersion: v1
 kind: ConfigMap
@@ -99,5 +101,32 @@ data: { global-allowed-response-headers: X-Route }
     const reply = await send(port, 'paths.test', path as string);
     t.equal(reply.status, 400, `${path}: ${why}`);
     t.equal(reply.headers['x-route'], undefined);
+  }
+
+  // absolute-form targets (RFC 9112 §3.2.2): the target's authority is the host, whatever Host says
+  // (Node's client sends a path that is a URL as the request target, as it does for a forward proxy)
+  const absolute = async (target: string, host: string) => {
+    const reply = await send(port, host, target);
+    return { status: reply.status, seen: reply.status === 200 ? seenBy(reply) : null };
+  };
+  const viaOther = await absolute('http://other.test/admin/x?q=1', 'paths.test');
+  t.equal(viaOther.seen?.name, 'admin', "routed by the target's host, not the Host header");
+  t.equal(viaOther.seen?.url, '/admin/x?q=1', 'the upstream gets the origin-form target');
+  t.equal(viaOther.seen?.headers.host, 'other.test', "and the target's host as Host");
+  const viaPaths = await absolute('HTTP://paths.test:80/admin', 'other.test');
+  t.equal(viaPaths.seen?.name, 'admin', 'paths.test /admin: the admin route');
+  t.equal(viaPaths.seen?.headers.host, 'paths.test:80', 'the authority as sent, port included');
+  const noPath = await absolute('http://paths.test?x=1', 'other.test');
+  t.equal(noPath.seen?.name, 'site', 'no path: /');
+  t.equal(noPath.seen?.url, '/?x=1');
+  const escaped = await absolute('http://paths.test/x/%2e%2e/admin', 'paths.test');
+  t.equal(escaped.seen?.name, 'admin', 'normalised as any path');
+  for (const [target, why] of [
+    ['http://user@paths.test/admin', 'userinfo'],
+    ['ftp://paths.test/admin', 'another scheme'],
+    ['http:///admin', 'no host'],
+    ['http://paths.test/../admin', '.. above the root'],
+  ] as const) {
+    t.equal((await absolute(target, 'paths.test')).status, 400, `${target}: ${why} → 400`);
   }
 });

@@ -473,6 +473,12 @@ t.test('requests refused before routing: an access log line each, no request met
       { request_method: 'POST', request_uri: '/cl', server_protocol: 'HTTP/1.1' },
     ],
     [
+      'HTTP/1.1 without Host (parsed, then refused)',
+      'GET /nohost HTTP/1.1\r\n\r\n',
+      400,
+      { request_method: 'GET', request_uri: '/nohost', host: '' },
+    ],
+    [
       'TLS bytes on the HTTP port (no request line)',
       handshake,
       400,
