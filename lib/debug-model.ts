@@ -81,6 +81,7 @@ export interface PathSettingsDescription {
   sslRedirect?: boolean;
   forceSslRedirect?: boolean;
   preserveTrailingSlash?: boolean;
+  usePortInRedirects?: boolean;
   /** enable-cors and its settings (allowOrigin `*`: every request, Allow-Origin `*`) */
   cors?: CorsAnnotations;
   /** custom-headers: the ConfigMap, its headers, and why the location is denied (503), if it is */
@@ -163,10 +164,12 @@ function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSet
     out.rewriteTarget = target;
     if (forwardedPrefix !== null) out.xForwardedPrefix = forwardedPrefix;
   }
-  const { sslRedirect, forceSslRedirect, preserveTrailingSlash } = annotations.sslRedirect;
+  const { sslRedirect, forceSslRedirect, preserveTrailingSlash, usePortInRedirects } =
+    annotations.sslRedirect;
   if (sslRedirect !== null) out.sslRedirect = sslRedirect;
   if (forceSslRedirect !== null) out.forceSslRedirect = forceSslRedirect;
   if (preserveTrailingSlash) out.preserveTrailingSlash = true;
+  if (usePortInRedirects) out.usePortInRedirects = true;
   const auth = authOf(annotations);
   if (auth !== null) out.auth = auth;
   if (annotations.cors.enabled) out.cors = annotations.cors;

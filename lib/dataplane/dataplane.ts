@@ -459,6 +459,7 @@ export class DataPlane {
           req,
           action.httpsRedirect.preserveTrailingSlash,
           runtime.http.useForwardedHeaders,
+          action.httpsRedirect.withPort,
         ),
         host: hostname,
         match,
@@ -933,9 +934,15 @@ function refusedRecord(req: IncomingMessage, https: boolean): RequestRecord {
 
 /**
  * ingress-nginx ssl-redirect: `https://<host without port><request URI minus one trailing slash>`
- * (the slash kept with preserve-trailing-slash).
+ * (the slash kept with preserve-trailing-slash); with use-port-in-redirects `https://<host>:443...`:
+ * NGINX names its HTTPS listen port, which the Service maps from 443 (as X-Forwarded-Port says 443).
  */
-function httpsLocation(req: IncomingMessage, preserveTrailingSlash = false, forwardedHost = false): string {
+function httpsLocation(
+  req: IncomingMessage,
+  preserveTrailingSlash = false,
+  forwardedHost = false,
+  withPort = false,
+): string {
   const forwarded = forwardedHost ? req.headers['x-forwarded-host'] : undefined;
   const hostHeader = (typeof forwarded === 'string' && forwarded !== '' ? forwarded : req.headers.host) ?? '';
   const host = hostHeader.startsWith('[')
@@ -943,7 +950,7 @@ function httpsLocation(req: IncomingMessage, preserveTrailingSlash = false, forw
     : hostHeader.split(':')[0];
   let uri = req.url ?? '/';
   if (!preserveTrailingSlash && uri.endsWith('/')) uri = uri.slice(0, -1);
-  return `https://${host}${uri}`;
+  return withPort ? `https://${host}:443${uri}` : `https://${host}${uri}`;
 }
 
 /** The custom-headers and CORS of the route a request matched, or null. */

@@ -72,6 +72,8 @@ export interface ProxyTarget {
     | null;
   /** backend-protocol (FCGI never reaches the proxy); absent: HTTP */
   protocol?: TargetProtocol;
+  /** connection-proxy-header: close: `Connection: close` upstream, the connection not reused (HTTP/1.1) */
+  closeConnection?: boolean;
 }
 
 /** backend-protocol values the proxy speaks. */
@@ -1251,6 +1253,8 @@ export class Proxy {
       headersTimeout: target.readTimeoutMs,
       bodyTimeout: target.readTimeoutMs,
     };
+    // undici then writes `connection: close` and does not reuse the connection (h2 has no such header)
+    if (target.closeConnection === true && !grpc) opts.reset = true;
     const limit = target.maxBodySize ?? 0;
     // gRPC streams are never buffered (they may last as long as the call)
     if (hasBody && limit > 0 && target.bufferRequest === true && !grpc) {

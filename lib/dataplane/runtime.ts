@@ -78,7 +78,7 @@ export type Action =
 /** Per-path settings every matched action carries (the same action object may serve many paths). */
 export interface PathSettings {
   /** plain-HTTP requests here answer `code` to https (ssl-redirect, force-ssl-redirect), or null */
-  httpsRedirect: { code: number; preserveTrailingSlash: boolean } | null;
+  httpsRedirect: { code: number; preserveTrailingSlash: boolean; withPort: boolean } | null;
   /** rewrite-target (with x-forwarded-prefix), or null */
   rewrite: CompiledRewrite | null;
   /** custom-headers and CORS of the route (route-headers.ts), or null: the runtime's `http` policy */
@@ -174,6 +174,7 @@ export function targetSettings(settings: UpstreamSettings): TargetSettings {
     upstreamHost: settings.upstreamVhost?.includes('$') ? null : settings.upstreamVhost,
     upstreamHostOf: vhostTemplate(settings.upstreamVhost),
     rewrite,
+    closeConnection: settings.connectionClose,
   };
 }
 
@@ -391,10 +392,13 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     hostHasTls: boolean,
   ): PathSettings['httpsRedirect'] => {
     for (const prefix of config.noTlsRedirectLocations) if (locationPath.startsWith(prefix)) return null;
-    const { sslRedirect, forceSslRedirect, preserveTrailingSlash } = annotations.sslRedirect;
+    const { sslRedirect, forceSslRedirect, preserveTrailingSlash, usePortInRedirects } =
+      annotations.sslRedirect;
     const redirect =
       (forceSslRedirect ?? config.forceSslRedirect) || ((sslRedirect ?? config.sslRedirect) && hostHasTls);
-    return redirect ? { code: config.httpRedirectCode, preserveTrailingSlash } : null;
+    return redirect
+      ? { code: config.httpRedirectCode, preserveTrailingSlash, withPort: usePortInRedirects }
+      : null;
   };
   const access = new AccessCompiler(config.access, previous?.rateLimitZones);
   const routed = (server: Server, route: Route | DefaultRoute, locationPath: string): RoutedAction => {

@@ -44,7 +44,8 @@ export interface GlobalConfig {
    * `proxy-body-size`, `proxy-request-buffering`, `proxy-buffering`, `proxy-http-version`,
    * `proxy-cookie-domain`, `proxy-cookie-path`, `proxy-redirect-from`, `proxy-redirect-to`)
    */
-  proxy: { [K in keyof ProxyAnnotations]: NonNullable<ProxyAnnotations[K]> };
+  /** the proxy annotations' ConfigMap defaults (connection-proxy-header has no ConfigMap key) */
+  proxy: { [K in Exclude<keyof ProxyAnnotations, 'connectionHeader'>]: NonNullable<ProxyAnnotations[K]> };
   /** `retry-non-idempotent`: POST, LOCK and PATCH may be retried too (adds non_idempotent everywhere) */
   retryNonIdempotent: boolean;
   /** `service-upstream`: upstreams go to the Service's ClusterIP unless the Ingress says otherwise */
@@ -349,6 +350,8 @@ const NGINX_INTERNAL_KEYS = new Set([
   'server-snippet',
   'location-snippet',
   'stream-snippet',
+  // absolute_redirect: see the relative-redirects annotation
+  'relative-redirects',
 ]);
 const NGINX_INTERNAL_PREFIXES = ['proxy-stream-', 'jaeger-', 'variables-hash-'];
 

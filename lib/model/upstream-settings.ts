@@ -39,6 +39,8 @@ export interface UpstreamSettings {
   cookiePath: Rewrite | null;
   /** proxy-redirect-from / -to; null: off (or default) */
   redirect: Rewrite | null;
+  /** connection-proxy-header: close, so every request gets a new upstream connection */
+  connectionClose: boolean;
 }
 
 const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, m: 1024 * 1024, g: 1024 * 1024 * 1024 };
@@ -110,5 +112,6 @@ export function upstreamSettings(
     cookieDomain: rewriteOf(pick('cookieDomain')),
     cookiePath: rewriteOf(pick('cookiePath')),
     redirect: redirectOf(pick('redirectFrom'), pick('redirectTo')),
+    connectionClose: own?.connectionHeader === 'close',
   };
 }

@@ -107,7 +107,7 @@ function httpsGet(
 }
 
 t.test(
-  'per-route ssl-redirect, force-ssl-redirect, preserve-trailing-slash and from-to-www-redirect',
+  'per-route ssl-redirect, force-ssl-redirect, preserve-trailing-slash, use-port-in-redirects and from-to-www-redirect',
   async (t) => {
     const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-ssl-redirect-'));
     t.teardown(() => rm(dir, { recursive: true, force: true }));
@@ -136,6 +136,7 @@ t.test(
         on('mixed-b', 'mixed.test', {}, '/b', '2026-01-01T00:01:00Z'),
         on('force', 'force.test', { 'force-ssl-redirect': 'true' }),
         on('keep', 'keep.test', { 'force-ssl-redirect': 'true', 'preserve-trailing-slash': 'true' }),
+        on('port', 'port.test', { 'force-ssl-redirect': 'true', 'use-port-in-redirects': 'true' }),
         on('acme', 'acme.test', { 'force-ssl-redirect': 'true' }, '/.well-known/acme-challenge'),
         withTls(on('www', 'a.example.com', { 'from-to-www-redirect': 'true' }), 'a.example.com', 'a-tls'),
         withTls(on('wild', 'b.example.com', { 'from-to-www-redirect': 'true' }), 'b.example.com', 'wild-tls'),
@@ -161,6 +162,8 @@ t.test(
       ['force.test', '/dir/', 308, 'https://force.test/dir', 'one trailing slash removed'],
       ['force.test', '/', 308, 'https://force.test', 'GET / → https://host'],
       ['keep.test', '/dir/', 308, 'https://keep.test/dir/', 'preserve-trailing-slash keeps it'],
+      ['port.test', '/dir/?q', 308, 'https://port.test:443/dir/?q', 'use-port-in-redirects: :443'],
+      ['port.test', '/', 308, 'https://port.test:443', 'use-port-in-redirects: GET /'],
       ['acme.test', '/.well-known/acme-challenge/token', 503, undefined, 'no-tls-redirect-locations'],
       ['acme.test', '/other', 308, 'https://acme.test/other', 'the host default route is not exempt'],
       [
@@ -199,6 +202,7 @@ t.test(
     t.equal(host('a.example.com')?.wwwRedirectFrom, 'www.a.example.com', '/debug/model: from-to-www');
     t.equal(host('taken.test')?.wwwRedirectFrom, undefined);
     t.match(host('keep.test')?.routes[0], { forceSslRedirect: true, preserveTrailingSlash: true });
+    t.match(host('port.test')?.routes[0], { usePortInRedirects: true });
     t.match(host('tlson.test')?.routes[0], { sslRedirect: true });
   },
 );

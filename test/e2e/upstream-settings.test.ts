@@ -334,3 +334,53 @@ data: { proxy-body-size: 2k }
     t.notOk(route('noretry.test')?.upstream, 'has no upstream entry: upstreamDefaults apply');
   });
 });
+
+t.test('connection-proxy-header: close opens an upstream connection per request', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-connection-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  /** A backend that counts its connections and records the Connection header of each request. */
+  const counting = async () => {
+    const state = { connections: 0, headers: [] as string[] };
+    const server = createServer((req, res) => {
+      state.headers.push(req.headers.connection ?? '');
+      res.end('ok');
+    });
+    server.on('connection', () => state.connections++);
+    const port = await listen(server);
+    t.teardown(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    return { port, state };
+  };
+  const kept = await counting();
+  const closed = await counting();
+  await writeFile(
+    join(dir, 'all.yaml'),
+    [
+      INGRESS_CLASS,
+      serviceYaml('kept', [kept.port]),
+      serviceYaml('closed', [closed.port]),
+      ingressYaml({ name: 'kept', host: 'kept.test', service: 'kept' }),
+      ingressYaml({
+        name: 'closed',
+        host: 'closed.test',
+        service: 'closed',
+        annotations: { 'connection-proxy-header': 'close' },
+      }),
+    ].join(''),
+  );
+  const controller = await start(testConfig(dir), createLogger('silent'), {
+    accessLogStdout: { write() {} },
+  });
+  t.teardown(() => controller.stop(0));
+  const port = controller.http.port;
+  for (let i = 0; i < 3; i++) {
+    t.equal((await send(port, 'kept.test')).status, 200);
+    t.equal((await send(port, 'closed.test')).status, 200);
+  }
+  t.equal(kept.state.connections, 1, 'by default the upstream connection is reused');
+  t.strictSame(kept.state.headers, ['keep-alive', 'keep-alive', 'keep-alive']);
+  t.equal(closed.state.connections, 3, 'close: one upstream connection per request');
+  t.strictSame(closed.state.headers, ['close', 'close', 'close'], 'and Connection: close upstream');
+});

@@ -45,6 +45,7 @@ const DEFAULTS: UpstreamSettings = {
   cookieDomain: null,
   cookiePath: null,
   redirect: null,
+  connectionClose: false,
 };
 
 t.test('sizes and next-upstream tokens', async (t) => {
@@ -98,6 +99,7 @@ runCases(t, [
         'proxy-cookie-path': '/app/ /',
         'proxy-redirect-from': 'http://internal.example/',
         'proxy-redirect-to': 'https://example.com/',
+        'connection-proxy-header': 'Close',
       }),
     ],
     check: (t, { model }) => {
@@ -122,6 +124,7 @@ runCases(t, [
         cookieDomain: { from: 'internal.example', to: 'example.com' },
         cookiePath: { from: '/app/', to: '/' },
         redirect: { from: 'http://internal.example/', to: 'https://example.com/' },
+        connectionClose: true,
       });
     },
   },
@@ -212,15 +215,18 @@ runCases(t, [
         'proxy-http-version': '2.0',
         'proxy-cookie-domain': 'a.com; b.com',
         'proxy-redirect-to': 'http://x/<y>',
+        'connection-proxy-header': 'upgrade',
       }),
+      site('b', { 'connection-proxy-header': 'keep-alive' }),
     ],
     options: OPTIONS,
     configMaps: [configMap({ 'proxy-read-timeout': '30' })],
-    diagnostics: Array(9).fill('ANNOTATION_INVALID a'),
+    diagnostics: Array(10).fill('ANNOTATION_INVALID a'),
     messages: ['proxy-read-timeout="50k" is invalid', 'the default is used'],
     check: (t, { model }) => {
-      t.equal(model.servers.length, 1, 'the Ingress is kept');
+      t.equal(model.servers.length, 2, 'the Ingress is kept');
       t.strictSame(settingsOf(model, 'a.com'), { ...DEFAULTS, readTimeout: 30 });
+      t.equal(settingsOf(model, 'b.com').connectionClose, false, 'keep-alive: as without it');
     },
   },
   {

@@ -15,34 +15,47 @@ runCases(t, [
         'ssl-redirect': 'false',
         'force-ssl-redirect': 'true',
         'preserve-trailing-slash': 'true',
+        'use-port-in-redirects': 'true',
       }),
       site('unset', {}, 'b.com'),
     ],
     check: (t, { model }) => {
       const [a, b] = model.servers;
-      const set = { sslRedirect: false, forceSslRedirect: true, preserveTrailingSlash: true };
+      const set = {
+        sslRedirect: false,
+        forceSslRedirect: true,
+        preserveTrailingSlash: true,
+        usePortInRedirects: true,
+      };
       t.strictSame(a?.routes[0]?.annotations.sslRedirect, set);
       t.strictSame(a?.defaultRoute.annotations.sslRedirect, set, 'the host default route inherits them');
       t.strictSame(b?.routes[0]?.annotations.sslRedirect, {
         sslRedirect: null,
         forceSslRedirect: null,
         preserveTrailingSlash: false,
+        usePortInRedirects: false,
       });
     },
   },
   {
     name: 'ssl-redirect annotations: invalid values fall back to the default with a warning',
     ingresses: [
-      site('bad', { 'ssl-redirect': 'maybe', 'force-ssl-redirect': 'yes', 'preserve-trailing-slash': '2' }),
+      site('bad', {
+        'ssl-redirect': 'maybe',
+        'force-ssl-redirect': 'yes',
+        'preserve-trailing-slash': '2',
+        'use-port-in-redirects': 'on',
+      }),
     ],
     routes: ['a.com Prefix /app -> default-web-80 (bad)'],
-    diagnostics: ['ANNOTATION_INVALID bad', 'ANNOTATION_INVALID bad', 'ANNOTATION_INVALID bad'],
+    diagnostics: Array(4).fill('ANNOTATION_INVALID bad'),
     messages: ['ssl-redirect="maybe" is invalid', 'the default is used'],
     check: (t, { model }) =>
       t.strictSame(model.servers[0]?.routes[0]?.annotations.sslRedirect, {
         sslRedirect: null,
         forceSslRedirect: null,
         preserveTrailingSlash: false,
+        usePortInRedirects: false,
       }),
   },
   {
@@ -59,6 +72,7 @@ runCases(t, [
         sslRedirect: false,
         forceSslRedirect: false,
         preserveTrailingSlash: false,
+        usePortInRedirects: false,
       });
       t.equal(
         model.catchAll.routes[0]?.annotations.sslRedirect.forceSslRedirect,

@@ -93,6 +93,8 @@ export const NOT_APPLICABLE_ANNOTATIONS: Readonly<Record<string, string>> = {
   'client-body-buffer-size': 'NGINX buffer tuning: ingress-ts never spools request bodies to disk',
   'http2-push-preload': 'HTTP/2 server push is obsolete (browsers removed it)',
   'enable-rewrite-log': "NGINX's rewrite debug log does not exist in ingress-ts",
+  'relative-redirects':
+    "every redirect ingress-ts sends is the absolute URL ingress-nginx's configuration gives; NGINX's absolute_redirect only changes redirects NGINX makes from a relative URI",
 };
 
 /** Every supported annotation with its default and meaning, for documentation and tests. */
@@ -234,6 +236,7 @@ const CATCH_ALL_SSL_REDIRECT: SslRedirectAnnotations = {
   sslRedirect: false,
   forceSslRedirect: false,
   preserveTrailingSlash: false,
+  usePortInRedirects: false,
 };
 
 export function catchAllAnnotations(annotations: LocationAnnotations): LocationAnnotations {

@@ -37,6 +37,8 @@ export interface ProxyAnnotations {
   redirectFrom: string | null;
   /** `proxy-redirect-to` */
   redirectTo: string | null;
+  /** `connection-proxy-header`: the Connection header sent upstream (no ConfigMap default) */
+  connectionHeader: 'close' | 'keep-alive' | null;
 }
 
 /** ingress-nginx's validUpstreamAnnotation */
@@ -66,6 +68,7 @@ const NONE: ProxyAnnotations = {
   cookiePath: null,
   redirectFrom: null,
   redirectTo: null,
+  connectionHeader: null,
 };
 
 /** A non-negative integer (negative values pass ingress-nginx's validator but break NGINX's config). */
@@ -92,6 +95,20 @@ function option<T extends string>(read: AnnotationReader, name: string, options:
   const trimmed = value.trim();
   if ((options as readonly string[]).includes(trimmed)) return trimmed as T;
   read.invalid(name, value, `expected ${options.join(' or ')}`, 'default');
+  return null;
+}
+
+/**
+ * `connection-proxy-header`, case-insensitive. NGINX would send any value as written; the upstream
+ * connections here are undici's, which speak only these two (anything else would be a header the
+ * connection handling contradicts), so another value is reported and the default kept.
+ */
+function connectionHeader(read: AnnotationReader): ProxyAnnotations['connectionHeader'] {
+  const value = read.string('connection-proxy-header');
+  if (value === undefined) return null;
+  const lower = value.trim().toLowerCase();
+  if (lower === 'close' || lower === 'keep-alive') return lower;
+  read.invalid('connection-proxy-header', value, 'expected close or keep-alive', 'default');
   return null;
 }
 
@@ -160,6 +177,11 @@ export const proxy: AnnotationGroup<ProxyAnnotations> = {
       doc: 'A Location / Refresh URL prefix to replace with proxy-redirect-to; off and default: unchanged.',
     },
     { name: 'proxy-redirect-to', default: 'off', doc: 'The replacement of proxy-redirect-from.' },
+    {
+      name: 'connection-proxy-header',
+      default: '',
+      doc: 'The Connection header sent upstream: close (a new upstream connection per request) or keep-alive (the default behaviour); WebSocket upgrades keep theirs.',
+    },
   ],
   defaults: NONE,
   parse(read) {
@@ -194,6 +216,7 @@ export const proxy: AnnotationGroup<ProxyAnnotations> = {
       cookiePath: matching(read, 'proxy-cookie-path', URL_CHARS, 'only URL characters are allowed'),
       redirectFrom: matching(read, 'proxy-redirect-from', URL_CHARS, 'only URL characters are allowed'),
       redirectTo: matching(read, 'proxy-redirect-to', URL_CHARS, 'only URL characters are allowed'),
+      connectionHeader: connectionHeader(read),
     };
   },
 };

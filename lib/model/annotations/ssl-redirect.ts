@@ -1,5 +1,6 @@
-// ssl-redirect, force-ssl-redirect, preserve-trailing-slash: per route, whether a plain-HTTP request
-// is redirected to HTTPS (ingress-nginx's lua_ingress redirect_to_https) and how its Location looks.
+// ssl-redirect, force-ssl-redirect, preserve-trailing-slash, use-port-in-redirects: per route, whether
+// a plain-HTTP request is redirected to HTTPS (ingress-nginx's lua_ingress redirect_to_https) and how
+// its Location looks.
 // Unset values follow the ConfigMap (ssl-redirect, force-ssl-redirect); an invalid value falls back
 // to that default (ingress-nginx's rewrite parser only warns). The catch-all server's own default
 // route never redirects (ingress-nginx renders it with a zero rewrite config).
@@ -13,6 +14,8 @@ export interface SslRedirectAnnotations {
   forceSslRedirect: boolean | null;
   /** `preserve-trailing-slash`: the Location keeps the request's trailing slash */
   preserveTrailingSlash: boolean;
+  /** `use-port-in-redirects`: the Location names the HTTPS port (`https://host:443/...`) */
+  usePortInRedirects: boolean;
 }
 
 export const sslRedirect: AnnotationGroup<SslRedirectAnnotations> = {
@@ -33,13 +36,24 @@ export const sslRedirect: AnnotationGroup<SslRedirectAnnotations> = {
       default: 'false',
       doc: 'Keep the trailing slash of the request URI in the HTTPS redirect Location.',
     },
+    {
+      name: 'use-port-in-redirects',
+      default: 'false',
+      doc: 'Name the HTTPS port in the HTTPS redirect Location (https://host:443/...).',
+    },
   ],
-  defaults: { sslRedirect: null, forceSslRedirect: null, preserveTrailingSlash: false },
+  defaults: {
+    sslRedirect: null,
+    forceSslRedirect: null,
+    preserveTrailingSlash: false,
+    usePortInRedirects: false,
+  },
   parse(read) {
     return {
       sslRedirect: optionalBool(read, 'ssl-redirect'),
       forceSslRedirect: optionalBool(read, 'force-ssl-redirect'),
       preserveTrailingSlash: read.bool('preserve-trailing-slash', false, 'default'),
+      usePortInRedirects: read.bool('use-port-in-redirects', false, 'default'),
     };
   },
 };
