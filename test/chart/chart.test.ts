@@ -61,7 +61,14 @@ const VALUE_SETS: Record<string, Record<string, unknown> | string | null> = {
       ],
     },
   },
-  'no-service': { controller: { service: { enabled: false }, kind: 'DaemonSet', hostNetwork: true } },
+  'no-service': {
+    controller: {
+      service: { enabled: false },
+      kind: 'DaemonSet',
+      hostNetwork: true,
+      containerPort: { http: 8080, https: 8443 },
+    },
+  },
   'scope-namespace': { controller: { scope: { enabled: true, namespace: 'apps' } } },
   'scope-selector': { controller: { scope: { enabled: true, namespaceSelector: 'team=web,env!=dev' } } },
   migration: migrationValues,
@@ -161,12 +168,20 @@ function checkInvariants(t: Test, objects: Rendered[], help: HelpFlags): void {
   const args: string[] = container.args.map((arg: string) => arg.replaceAll('$(POD_NAMESPACE)', NAMESPACE));
   t.doesNotThrow(() => t.match(parseFlags(args), { kind: 'run' }), 'ingress-ts parses the rendered args');
 
-  // Ports: unprivileged in the container, the binary told to use them.
+  // Ports: ingress-nginx's 80/443 (what X-Forwarded-Port and from-to-www redirects say), bound by the
+  // non-root container through the Pod sysctl; the binary told to use them.
   const ports = new Map<string, number>(
     container.ports.map((port: { name: string; containerPort: number }) => [port.name, port.containerPort]),
   );
-  t.equal(ports.get('http'), 8080, 'http on 8080');
-  t.equal(ports.get('https'), 8443, 'https on 8443');
+  const low = [ports.get('http'), ports.get('https')].some((port) => (port ?? 0) < 1024);
+  if (low) {
+    t.notOk(pod.spec.hostNetwork, 'low ports only in a network namespace of its own');
+    t.match(
+      pod.spec.securityContext.sysctls,
+      [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }],
+      'low ports allowed in the Pod network namespace only',
+    );
+  }
   t.equal(flags.get('http-port'), String(ports.get('http')), '--http-port is the http container port');
   t.equal(flags.get('https-port'), String(ports.get('https')), '--https-port is the https container port');
 
@@ -410,14 +425,23 @@ if ('skip' in helmBinary) {
     t.notOk(configMaps.resourceNames, 'not limited by name: the source lists the namespace');
   });
 
-  t.test('daemonset: one Pod per node, host ports 80/443 onto 8080/8443, no PDB', async (t) => {
+  t.test("defaults: ingress-nginx's ports 80/443, bound through the Pod sysctl", async (t) => {
+    const pod = workload(get('defaults')).spec.template;
+    t.match(pod.spec.containers[0].ports, [
+      { name: 'http', containerPort: 80 },
+      { name: 'https', containerPort: 443 },
+    ]);
+    t.same(pod.spec.securityContext.sysctls, [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }]);
+  });
+
+  t.test('daemonset: one Pod per node, host ports 80/443 onto 80/443, no PDB', async (t) => {
     const objects = get('daemonset');
     t.equal(byKind(objects, 'Deployment').length, 0);
     t.equal(byKind(objects, 'PodDisruptionBudget').length, 0);
     const container = one(objects, 'DaemonSet').spec.template.spec.containers[0];
     t.match(container.ports, [
-      { name: 'http', containerPort: 8080, hostPort: 80 },
-      { name: 'https', containerPort: 8443, hostPort: 443 },
+      { name: 'http', containerPort: 80, hostPort: 80 },
+      { name: 'https', containerPort: 443, hostPort: 443 },
     ]);
   });
 
@@ -450,10 +474,10 @@ if ('skip' in helmBinary) {
     t.notOk(flags.has('publish-service'));
     t.notOk(flags.has('update-status'));
     t.same(grantedRbac(objects), expectedRbac({ namespaces: false, status: false, lease: true }));
-    t.match(one(objects, 'DaemonSet').spec.template.spec, {
-      hostNetwork: true,
-      dnsPolicy: 'ClusterFirstWithHostNet',
-    });
+    const spec = one(objects, 'DaemonSet').spec.template.spec;
+    t.match(spec, { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' });
+    t.notOk(spec.securityContext.sysctls, 'no network sysctl with the host network (and ports from 1024)');
+    t.match(flagsOf(objects), new Map([['http-port', '8080']]));
   });
 
   t.test('scope to one namespace: --watch-namespace, reads granted in that namespace only', async (t) => {
@@ -530,6 +554,11 @@ if ('skip' in helmBinary) {
     await t.rejects(
       helm(helmPath, ['template', RELEASE, chartDir, '-f', tooShort as string]),
       /terminationGracePeriodSeconds \(20\) must exceed/,
+    );
+    const lowHostPorts = valuesFile(dir, 'low-host-ports', { controller: { hostNetwork: true } });
+    await t.rejects(
+      helm(helmPath, ['template', RELEASE, chartDir, '-f', lowHostPorts as string]),
+      /must be 1024 or above with controller.hostNetwork/,
     );
     const badKind = valuesFile(dir, 'bad-kind', { controller: { kind: 'StatefulSet' } });
     await t.rejects(

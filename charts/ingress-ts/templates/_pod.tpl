@@ -6,6 +6,16 @@
 {{- if and $c.lifecycle $c.lifecycle.preStop $c.lifecycle.preStop.sleep -}}
 {{- $preStop = int $c.lifecycle.preStop.sleep.seconds -}}
 {{- end -}}
+{{- /* ports below 1024 for the non-root container: the network namespace's unprivileged port start */ -}}
+{{- $sysctls := deepCopy (default (dict) $c.sysctls) -}}
+{{- if or (lt (int $c.containerPort.http) 1024) (lt (int $c.containerPort.https) 1024) -}}
+{{- if $c.hostNetwork -}}
+{{- fail (printf "controller.containerPort.http (%v) and .https (%v) must be 1024 or above with controller.hostNetwork: the non-root container cannot bind the node's low ports (e.g. 8080 and 8443)" $c.containerPort.http $c.containerPort.https) -}}
+{{- end -}}
+{{- if not (hasKey $sysctls "net.ipv4.ip_unprivileged_port_start") -}}
+{{- $_ := set $sysctls "net.ipv4.ip_unprivileged_port_start" "0" -}}
+{{- end -}}
+{{- end -}}
 {{- if le (int $c.terminationGracePeriodSeconds) (add $preStop (ceil $c.shutdownGracePeriod | int)) -}}
 {{- fail (printf "controller.terminationGracePeriodSeconds (%v) must exceed the preStop sleep (%d) plus controller.shutdownGracePeriod (%v): the kubelet would kill the Pod before it drained" $c.terminationGracePeriodSeconds $preStop $c.shutdownGracePeriod) -}}
 {{- end -}}
@@ -37,9 +47,9 @@ spec:
     {{- with $c.podSecurityContext }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
-    {{- if $c.sysctls }}
+    {{- if $sysctls }}
     sysctls:
-      {{- range $name, $value := $c.sysctls }}
+      {{- range $name, $value := $sysctls }}
       - name: {{ $name | quote }}
         value: {{ $value | quote }}
       {{- end }}
