@@ -13,8 +13,8 @@
 // - an EndpointSlice whose address type, ports, addresses and conditions did not change (kube-proxy
 //   style churn: labels, annotations, targetRef, zone hints);
 // - any ConfigMap but --configmap and those its keys refer to (proxy-set-headers, add-headers);
-// - anything in a namespace outside --watch-namespace-selector's current set (but IngressClasses and
-//   the --configmap ConfigMap, which are no user's objects).
+// - anything in a namespace outside --watch-namespace-selector's current set (but IngressClasses,
+//   the --configmap ConfigMap and the --publish-service Service, which are no user's objects).
 // Until the first build reports its references every Service and Secret counts (nothing is built
 // before the source is synced anyway).
 
@@ -56,6 +56,8 @@ export interface StoreOptions {
   configMap: string | null;
   /** true: objects count only in the namespaces given to setNamespaces (--watch-namespace-selector) */
   selectNamespaces?: boolean;
+  /** `namespace/name` of Services in every snapshot whatever the namespaces selected (--publish-service) */
+  pinnedServices?: readonly string[];
 }
 
 const keyOf = (object: KubeObject): string =>
@@ -117,10 +119,12 @@ export class ObjectStore {
   #configMaps: ReadonlySet<string> = new Set();
   /** the selected namespaces; null: all */
   #namespaces: ReadonlySet<string> | null;
+  readonly #pinned: ReadonlySet<string>;
 
   constructor(options: StoreOptions) {
     this.#options = options;
     this.#namespaces = options.selectNamespaces ? new Set() : null;
+    this.#pinned = new Set(options.pinnedServices ?? []);
   }
 
   /** An object was added or changed; true when the model may change. */
@@ -178,7 +182,13 @@ export class ObjectStore {
       if (array === null) {
         array = [];
         for (const object of this.#maps[list].values()) {
-          if (UNSCOPED.has(list) || this.#inScope(object.metadata?.namespace)) array.push(object);
+          if (
+            UNSCOPED.has(list) ||
+            this.#inScope(object.metadata?.namespace) ||
+            (list === 'services' && this.#pinned.has(keyOf(object)))
+          ) {
+            array.push(object);
+          }
         }
         this.#arrays[list] = array;
       }
@@ -215,6 +225,7 @@ export class ObjectStore {
     const sliceChanged =
       kind === 'EndpointSlice' &&
       this.#sliceChanged(key, before as EndpointSlice | undefined, after as EndpointSlice | undefined);
+    if (kind === 'Service' && this.#pinned.has(key)) return true;
     const namespace = (after ?? before)?.metadata?.namespace;
     if (!this.#inScope(namespace)) return false;
     switch (kind) {

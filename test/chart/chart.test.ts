@@ -487,6 +487,20 @@ if ('skip' in helmBinary) {
     t.same(grantedRbac(objects), expectedRbac({ namespaces: false, status: true, lease: true }));
     const served = one(objects, 'Role', 'edge-ingress-ts-served');
     t.equal(served.metadata.namespace, 'apps');
+    t.same(
+      one(objects, 'Role', 'edge-ingress-ts').rules.filter((rule: { resources: string[] }) =>
+        rule.resources.includes('services'),
+      ),
+      [
+        {
+          apiGroups: [''],
+          resources: ['services'],
+          resourceNames: ['edge-ingress-ts-controller'],
+          verbs: READ,
+        },
+      ],
+      'the --publish-service Service, by name, in the release namespace',
+    );
     t.equal(one(objects, 'RoleBinding', 'edge-ingress-ts-served').metadata.namespace, 'apps');
   });
 

@@ -253,48 +253,77 @@ t.test('a burst of 100 Ingresses is a handful of builds; classes and --watch-nam
   t.ok(built >= 1 && built <= 10, `100 Ingresses in one burst: ${built} build(s)`);
 });
 
-t.test("--publish-service: Ingress status follows the Service's load-balancer address", async (t) => {
-  const lb = (ip: string): KubeObject => ({
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name: 'lb', namespace: 'ingress' },
-    spec: { type: 'LoadBalancer', clusterIP: '10.96.0.10', ports: [{ port: 80 }] },
-    status: { loadBalancer: { ingress: [{ ip }] } },
-  });
-  const api = await startFakeApiServer({
-    objects: [ingressClass, lb('198.51.100.1'), ingress('site', 'site.test', [['/', 'web']])],
-  });
-  t.teardown(() => api.close());
-  const kubeconfig = await api.writeKubeconfig();
-  const parsed = parseFlags([
-    '--kubeconfig',
-    kubeconfig,
-    '--publish-service',
-    'ingress/lb',
-    '--disable-leader-election',
-    ...LOOPBACK_PORT_0,
-  ]);
-  if (parsed.kind !== 'run') throw new Error('expected run');
-  const controller = await start(parsed.config, createLogger('silent'));
-  t.teardown(() => controller.stop(0));
-  const statusOf = () =>
-    (
-      api.get({ kind: 'Ingress', namespace: 'e2e', name: 'site' })?.status as
-        | { loadBalancer?: unknown }
-        | undefined
-    )?.loadBalancer;
-  await eventually(
-    async () => String(JSON.stringify(statusOf())).includes('198.51.100.1'),
-    'the first address',
+// the Service is in the controller's namespace: found whether every namespace is watched, one other
+// namespace (its own watch, by name), or the namespaces a selector picks (which do not include it)
+for (const [scope, flags] of [
+  ['every namespace', []],
+  ['--watch-namespace e2e', ['--watch-namespace', 'e2e']],
+  ['--watch-namespace-selector team=web', ['--watch-namespace-selector', 'team=web']],
+] as const) {
+  t.test(
+    `--publish-service (${scope}): Ingress status follows the Service's load-balancer address`,
+    async (t) => {
+      const lb = (ip: string): KubeObject => ({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'lb', namespace: 'ingress' },
+        spec: { type: 'LoadBalancer', clusterIP: '10.96.0.10', ports: [{ port: 80 }] },
+        status: { loadBalancer: { ingress: [{ ip }] } },
+      });
+      const namespace = (name: string, labels: Record<string, string>): KubeObject => ({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name, labels },
+      });
+      const api = await startFakeApiServer({
+        objects: [
+          ingressClass,
+          namespace('e2e', { team: 'web' }),
+          namespace('ingress', {}),
+          lb('198.51.100.1'),
+          ingress('site', 'site.test', [['/', 'web']]),
+        ],
+      });
+      t.teardown(() => api.close());
+      const kubeconfig = await api.writeKubeconfig();
+      const parsed = parseFlags([
+        '--kubeconfig',
+        kubeconfig,
+        '--publish-service',
+        'ingress/lb',
+        '--disable-leader-election',
+        ...flags,
+        ...LOOPBACK_PORT_0,
+      ]);
+      if (parsed.kind !== 'run') throw new Error('expected run');
+      const controller = await start(parsed.config, createLogger('silent'));
+      t.teardown(() => controller.stop(0));
+      const statusOf = () =>
+        (
+          api.get({ kind: 'Ingress', namespace: 'e2e', name: 'site' })?.status as
+            | { loadBalancer?: unknown }
+            | undefined
+        )?.loadBalancer;
+      await eventually(
+        async () => String(JSON.stringify(statusOf())).includes('198.51.100.1'),
+        'the first address',
+      );
+      t.same(statusOf(), { ingress: [{ ip: '198.51.100.1' }] });
+      api.apply(lb('198.51.100.2')); // the cloud moved the load balancer
+      await eventually(
+        async () => String(JSON.stringify(statusOf())).includes('198.51.100.2'),
+        'the new address',
+      );
+      t.same(statusOf(), { ingress: [{ ip: '198.51.100.2' }] });
+      if (scope === '--watch-namespace e2e') {
+        t.ok(
+          api.count({ verb: 'watch', resource: 'services', namespace: 'ingress' }) >= 1,
+          'the Service is watched in its own namespace',
+        );
+      }
+    },
   );
-  t.same(statusOf(), { ingress: [{ ip: '198.51.100.1' }] });
-  api.apply(lb('198.51.100.2')); // the cloud moved the load balancer
-  await eventually(
-    async () => String(JSON.stringify(statusOf())).includes('198.51.100.2'),
-    'the new address',
-  );
-  t.same(statusOf(), { ingress: [{ ip: '198.51.100.2' }] });
-});
+}
 
 t.test('the CLI process: --kubeconfig, serving, SIGTERM exits 0', async (t) => {
   const server = echoServer('cli');

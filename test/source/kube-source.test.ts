@@ -86,6 +86,30 @@ t.test('watch targets follow the flags', async (t) => {
     ],
     '--watch-namespace: namespaced paths, IngressClasses stay cluster-wide',
   );
+  const published = watchTargets({
+    watchNamespace: 'web',
+    namespaceSelector: null,
+    model: DEFAULT_MODEL_OPTIONS,
+    watchedServices: ['ingress/edge-controller', 'web/also-served'],
+  });
+  t.same(
+    published.filter((w) => w.kind === 'Service').map((w) => [w.path, w.fieldSelector]),
+    [
+      ['/api/v1/namespaces/web/services', undefined],
+      ['/api/v1/namespaces/ingress/services', 'metadata.name=edge-controller'],
+    ],
+    '--publish-service in another namespace: that Service watched by name',
+  );
+  t.equal(
+    watchTargets({
+      watchNamespace: null,
+      namespaceSelector: null,
+      model: DEFAULT_MODEL_OPTIONS,
+      watchedServices: ['ingress/lb'],
+    }).filter((w) => w.kind === 'Service').length,
+    1,
+    'every namespace watched: no second watch',
+  );
   const selected = watchTargets({
     watchNamespace: null,
     namespaceSelector: 'team=web',

@@ -239,15 +239,24 @@ t.test('--watch-namespace-selector: only the selected namespaces count and are s
       ['namespaces', ['web'], false, 'the same set again'],
       ['upsert', 'Service', service('web', 'api', 81), true, 'now in scope'],
       ['upsert', 'Service', service('other', 'api'), false, 'other namespaces stay out'],
+      ['upsert', 'Service', service('ingress', 'lb'), true, 'but the --publish-service Service'],
+      ['upsert', 'Service', service('ingress', 'lb', 81), true, 'and its changes'],
     ],
-    { selectNamespaces: true, classes: { ...CLASSES, watchIngressWithoutClass: true } },
+    {
+      selectNamespaces: true,
+      classes: { ...CLASSES, watchIngressWithoutClass: true },
+      pinnedServices: ['ingress/lb'],
+    },
   );
-  t.same(names(store.snapshot().services), ['api'], 'the snapshot holds the selected namespaces only');
-  t.equal(store.snapshot().services[0]?.metadata?.namespace, 'web');
+  t.same(
+    store.snapshot().services.map((s) => `${s.metadata?.namespace}/${s.metadata?.name}`),
+    ['web/api', 'ingress/lb'],
+    'the snapshot holds the selected namespaces only, and the --publish-service Service',
+  );
   t.same(names(store.snapshot().configMaps), ['config']);
   t.equal(store.setNamespaces([]), true, 'web unselected');
   t.same(store.snapshot().ingresses, [], 'its objects leave the snapshot');
-  t.equal(store.size, 4, 'but stay stored');
+  t.equal(store.size, 5, 'but stay stored');
 });
 
 t.test('snapshot: the same object until something changes, then the latest state', async (t) => {

@@ -66,7 +66,7 @@ function splitRef(ref: string): { namespace: string; name: string } {
 }
 
 export function watchTargets(
-  options: Pick<KubeSourceOptions, 'watchNamespace' | 'namespaceSelector' | 'model'>,
+  options: Pick<KubeSourceOptions, 'watchNamespace' | 'namespaceSelector' | 'model' | 'watchedServices'>,
 ): Array<WatchTarget & { store: StoreKind | 'Namespace' }> {
   const ns = options.watchNamespace;
   const targets: Array<WatchTarget & { store: StoreKind | 'Namespace' }> = [
@@ -105,6 +105,18 @@ export function watchTargets(
       });
     }
   }
+  // --publish-service outside the namespace served: that one Service, by name (RBAC may grant just it)
+  for (const ref of options.watchedServices ?? []) {
+    const { namespace, name } = splitRef(ref);
+    if (ns !== null && namespace !== ns) {
+      targets.push({
+        kind: 'Service',
+        store: 'Service',
+        path: collectionPath('/api/v1', 'services', namespace),
+        fieldSelector: `metadata.name=${name}`,
+      });
+    }
+  }
   if (options.namespaceSelector !== null) {
     targets.push({
       kind: 'Namespace',
@@ -121,6 +133,7 @@ export function createKubeSource(options: KubeSourceOptions): KubeSource {
     classes: options.model,
     configMap: options.model.configMap,
     selectNamespaces: options.namespaceSelector !== null,
+    pinnedServices: options.watchedServices,
   });
   let synced = false;
   const namespaces = new Set<string>();
