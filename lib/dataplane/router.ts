@@ -4,7 +4,8 @@
 // User regexes run on RE2 (re2js): linear in the path length whatever the pattern, so no request path
 // can stall the event loop (a JS RegExp such as `/(a+)+$` backtracks exponentially on `/aaaa…b`).
 
-import { RE2JS } from 're2js';
+import type { RE2JS } from 're2js';
+import { compilePathRegex } from '../model/path-regex.ts';
 
 /** A compiled path rule: `T` is whatever the runtime attaches (the action for the route). */
 export interface PathRule<T> {
@@ -72,10 +73,8 @@ class ElementMatcher<T> implements PathMatcher<T> {
   }
 }
 
-/** A user path as ingress-nginx renders it in regex mode: `~* "^<path>"` (case-insensitive, anchored at the start only). */
-export function compilePathRegex(path: string): RE2JS {
-  return RE2JS.compile(`^${path}`, RE2JS.CASE_INSENSITIVE);
-}
+/** A user path as ingress-nginx renders it in regex mode (compiled once, shared with the build). */
+export { compilePathRegex };
 
 const META = new Set(['\\', '.', '[', ']', '(', ')', '{', '}', '*', '+', '?', '^', '$', '|']);
 

@@ -26,6 +26,7 @@ import { isOurIngress, ownedClassNames } from './ingress-class.ts';
 import { type ConfigMap, objectKey, type Secret, type Snapshot } from './k8s.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
 import { sortIngresses } from './order.ts';
+import { compilePathRegex, newPathRegexGeneration } from './path-regex.ts';
 import { prefixMatchKey } from './paths.ts';
 import { sortSmall } from './sort.ts';
 import { type CertificateResult, certificateCovers, readCertificate, tlsSecretNameFor } from './tls.ts';
@@ -74,6 +75,7 @@ function compareRoutes(a: Route, b: Route): number {
 }
 
 export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> = {}): BuildResult {
+  newPathRegexGeneration();
   const options: ModelOptions = { ...DEFAULT_MODEL_OPTIONS, ...overrides };
   const diagnostics = new DiagnosticsCollector();
   const resolver = new UpstreamResolver(
@@ -671,7 +673,7 @@ function finishServer(server: Server, diagnostics: DiagnosticsCollector): void {
   if (server.regex) {
     server.routes = server.routes.filter((route) => {
       try {
-        RE2JS.compile(`^${route.path}`, RE2JS.CASE_INSENSITIVE);
+        compilePathRegex(route.path);
         return true;
       } catch (error) {
         const host = server.hostname === '_' ? '(any host)' : server.hostname;
