@@ -33,6 +33,8 @@ const CA = fixture('ca.crt');
 const OTHER_CA = fixture('other-ca.crt');
 const BACKEND = { cert: fixture('backend.crt'), key: fixture('backend.key') };
 const CLIENT = { crt: fixture('client.crt'), key: fixture('client.key') };
+/** deep.internal, issued by an intermediate issued by an intermediate issued by the CA */
+const DEEP = { cert: fixture('deep-chain.crt'), key: fixture('deep.key') };
 
 /** What a backend saw of the TLS connection a request came on. */
 interface Seen {
@@ -115,6 +117,7 @@ t.test('backend TLS (proxy-ssl-*) through the proxy', async (t) => {
   const mtlsPort = await httpsBackend(t, { requestCert: true, rejectUnauthorized: true, ca: CA });
   const openPort = await httpsBackend(t);
   const tls13Port = await httpsBackend(t, { minVersion: 'TLSv1.3' });
+  const deepPort = await httpsBackend(t, DEEP);
   const grpcsPort = await h2Backend(t);
 
   const site = (name: string, service: string, annotations: Record<string, string> = {}) =>
@@ -131,6 +134,7 @@ t.test('backend TLS (proxy-ssl-*) through the proxy', async (t) => {
       serviceYaml('open', [openPort]),
       serviceYaml('tls13', [tls13Port]),
       serviceYaml('grpcs', [grpcsPort]),
+      serviceYaml('deep', [deepPort]),
       secretYaml('client', { 'tls.crt': CLIENT.crt, 'tls.key': CLIENT.key }),
       secretYaml('ca', { 'ca.crt': CA }),
       secretYaml('other-ca', { 'ca.crt': OTHER_CA }),
@@ -148,6 +152,13 @@ t.test('backend TLS (proxy-ssl-*) through the proxy', async (t) => {
         'everything',
         'mtls',
         verifying('all', { 'proxy-ssl-name': 'backend.internal', 'proxy-ssl-server-name': 'on' }),
+      ),
+      // proxy-ssl-verify-depth: the backend's chain has two intermediates
+      site('depth1', 'deep', verifying('ca', { 'proxy-ssl-name': 'deep.internal' })),
+      site(
+        'depth2',
+        'deep',
+        verifying('ca', { 'proxy-ssl-name': 'deep.internal', 'proxy-ssl-verify-depth': '2' }),
       ),
       // (c) SNI
       site(
@@ -206,6 +217,11 @@ t.test('backend TLS (proxy-ssl-*) through the proxy', async (t) => {
     t.equal(await status('verifyoff'), 200, 'the wrong CA without proxy-ssl-verify: not verified');
     t.match(await seen('everything'), { client: 'ingress-ts-client', servername: 'backend.internal' });
     t.equal(await status('verified'), 200, 'the verified route still works after the failures');
+  });
+
+  t.test('proxy-ssl-verify-depth: a chain with two intermediates needs depth 2', async (t) => {
+    t.equal(await status('depth1'), 502, 'the default depth 1 allows one intermediate');
+    t.equal(await status('depth2'), 200);
   });
 
   t.test('(c) proxy-ssl-server-name: on sends proxy-ssl-name as SNI, off sends none', async (t) => {
