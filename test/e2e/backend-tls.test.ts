@@ -259,4 +259,24 @@ t.test('backend TLS (proxy-ssl-*) through the proxy', async (t) => {
       t.equal(model.diagnostics['Ingress e2e/verified'], undefined, 'nothing on the others');
     },
   );
+
+  t.test('/debug/model shows the settings of a route, never the private key', async (t) => {
+    const body = (await get(controller.healthz.port, 'localhost', '/debug/model')).body;
+    t.notMatch(body, /PRIVATE KEY/);
+    const model = JSON.parse(body) as ModelDescription;
+    const route = (host: string) => model.hosts.find((h) => h.host === `${host}.test`)?.routes[0];
+    t.match(route('everything')?.proxySsl, {
+      secret: 'e2e/all',
+      verify: true,
+      verifyDepth: 1,
+      name: 'backend.internal',
+      serverName: true,
+      ciphers: 'DEFAULT',
+      protocols: ['TLSv1.2'],
+      clientCertificate: { subject: 'CN=ingress-ts-client' },
+      caCertificates: [{ subject: 'CN=ingress-ts test backend CA' }],
+    });
+    t.match(route('missing')?.proxySsl, { secret: 'e2e/nope', denied: /does not exist/ });
+    t.equal(route('noclient')?.proxySsl, undefined);
+  });
 });
