@@ -1483,6 +1483,20 @@ export class Proxy {
     }
   }
 
+  /**
+   * Closes the TLS pools whose proxy-ssl settings no runtime compiles any more (a rotated Secret, a
+   * changed annotation), once their requests in flight finish; pools without settings stay.
+   */
+  retireTls(inUse: ReadonlySet<string>): void {
+    for (const [key, list] of this.pools) {
+      const keep = list.filter((p) => p.tls === '' || inUse.has(p.tls));
+      if (keep.length === list.length) continue;
+      for (const p of list) if (!keep.includes(p)) p.pool.close().catch(noop);
+      if (keep.length === 0) this.pools.delete(key);
+      else this.pools.set(key, keep);
+    }
+  }
+
   /** Closes every pool (waiting for requests in flight) and cuts the WebSocket tunnels. */
   async close(): Promise<void> {
     const closing: Promise<void>[] = [];

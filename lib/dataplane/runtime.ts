@@ -127,6 +127,8 @@ export interface Runtime {
   readonly balancers: ReadonlyMap<string, Balancer>;
   /** every peer key in use, so the proxy can close pools of peers that left */
   readonly peerKeys: ReadonlySet<string>;
+  /** BackendTls ids compiled (proxy-ssl-*), so the proxy can close pools of settings that left */
+  readonly backendTlsIds: ReadonlySet<string>;
   readonly tlsPolicy: TlsPolicy;
   /** the ConfigMap's request/response settings (client address, headers) */
   readonly http: HttpPolicy;
@@ -252,6 +254,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
 
   /** proxy-ssl-*: compiled once per distinct annotation value (routes of one Ingress share it) */
   const backendTlsCache = new Map<ProxySslAnnotations, BackendTls | null | 'denied'>();
+  const backendTlsIds = new Set<string>();
   const backendTlsOf = (value: ProxySslAnnotations): BackendTls | null | 'denied' => {
     if (value.secret === null) return null;
     if (value.denied !== null) return 'denied';
@@ -265,6 +268,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
         compiled = 'denied';
       }
       backendTlsCache.set(value, compiled);
+      if (compiled !== null && compiled !== 'denied') backendTlsIds.add(compiled.id);
     }
     return compiled;
   };
@@ -520,6 +524,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     sni: compileSniStore(model, deps.generatedDefaultCertificate, previous?.sni),
     balancers,
     peerKeys,
+    backendTlsIds,
     tlsPolicy: tlsPolicyOf(model),
     http,
     blockCidrs: cidrSetOf(model.config.access.blockCidrs),

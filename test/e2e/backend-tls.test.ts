@@ -26,6 +26,7 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { nextSwap } from '../support/swaps.ts';
 
 const fixture = (name: string) =>
   readFileSync(new URL(`../fixtures/backend-tls/${name}`, import.meta.url), 'utf8');
@@ -186,10 +187,14 @@ t.test('backend TLS (proxy-ssl-*) through the proxy', async (t) => {
         'proxy-ssl-verify': 'on',
         'proxy-ssl-name': 'backend.internal',
       }),
+      // a Secret rotated while the proxy runs (its own file)
+      site('rotating', 'open', verifying('rotating', { 'proxy-ssl-name': 'backend.internal' })),
       // (d) a missing Secret
       site('missing', 'open', https({ 'proxy-ssl-secret': 'e2e/nope' })),
     ].join(''),
   );
+  const rotating = join(dir, 'rotating.yaml');
+  await writeFile(rotating, secretYaml('rotating', { 'ca.crt': OTHER_CA }));
   const controller = await start(testConfig(dir), createLogger('silent'), {
     accessLogStdout: { write() {} },
   });
@@ -259,6 +264,18 @@ t.test('backend TLS (proxy-ssl-*) through the proxy', async (t) => {
       t.equal(model.diagnostics['Ingress e2e/verified'], undefined, 'nothing on the others');
     },
   );
+
+  t.test('a rotated Secret reaches the data plane; the old settings get no request', async (t) => {
+    t.equal(await status('rotating'), 502, 'the wrong CA first');
+    const swapped = nextSwap(5000);
+    await writeFile(rotating, secretYaml('rotating', { 'ca.crt': CA }));
+    await swapped;
+    t.equal(await status('rotating'), 200, 'the right CA after the swap');
+    const back = nextSwap(5000);
+    await writeFile(rotating, secretYaml('rotating', { 'ca.crt': OTHER_CA }));
+    await back;
+    t.equal(await status('rotating'), 502, 'and a pooled connection of the previous settings is not reused');
+  });
 
   t.test('/debug/model shows the settings of a route, never the private key', async (t) => {
     const body = (await get(controller.healthz.port, 'localhost', '/debug/model')).body;
