@@ -10,6 +10,7 @@ import type { Runtime } from './dataplane/runtime.ts';
 import type { BackendProtocol } from './model/annotations/backend-protocol.ts';
 import type { CorsAnnotations } from './model/annotations/cors.ts';
 import type { CacheDuration } from './model/annotations/external-auth.ts';
+import type { ProxySslAnnotations } from './model/annotations/proxy-ssl.ts';
 import type { RateLimitAnnotations } from './model/annotations/rate-limit.ts';
 import type {
   Backend,
@@ -93,6 +94,46 @@ export interface PathSettingsDescription {
   rateLimit?: RateLimitAnnotations;
   /** authentication of the route (never the hashes); the ConfigMap's global-auth-url shows in `config` */
   auth?: AuthDescription;
+  /** proxy-ssl-*: TLS to the backend (never the private key) */
+  proxySsl?: ProxySslDescription;
+}
+
+/** A route's proxy-ssl-* settings as configured, with what its Secret holds. */
+export interface ProxySslDescription {
+  /** `namespace/name` once resolved, else as written */
+  secret: string;
+  verify: boolean;
+  verifyDepth: number;
+  /** null: `upstream_balancer` (NGINX's $proxy_host in ingress-nginx) */
+  name: string | null;
+  serverName: boolean;
+  ciphers: string;
+  protocols: string[];
+  /** the client certificate presented to the backend (tls.crt), if any */
+  clientCertificate?: CertificateInfo;
+  /** the CAs of ca.crt, if any (verify, depth, ciphers and protocols apply only with them) */
+  caCertificates?: CertificateInfo[];
+  /** why the route answers 503 instead */
+  denied?: string;
+}
+
+function proxySslOf(value: ProxySslAnnotations): ProxySslDescription | null {
+  if (value.secret === null) return null;
+  const { verify, verifyDepth, name, serverName, ciphers, protocols, material, denied } = value;
+  const out: ProxySslDescription = {
+    secret: material?.secret ?? value.secret,
+    verify,
+    verifyDepth,
+    name,
+    serverName,
+    ciphers,
+    protocols: [...protocols],
+  };
+  if (material?.certPem != null) out.clientCertificate = parseCertificate(material.certPem);
+  if (material?.caPem != null)
+    out.caCertificates = (material.caPem.match(PEM_BLOCK) ?? []).map(parseCertificate);
+  if (denied !== null) out.denied = denied;
+  return out;
 }
 
 /** A route's auth settings as configured: counts and references, never credentials. */
@@ -186,6 +227,8 @@ function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSet
   if (deny !== null) out.denylistSourceRange = deny;
   const limits = annotations.rateLimit;
   if (limits.rps > 0 || limits.rpm > 0 || limits.connections > 0) out.rateLimit = limits;
+  const proxySsl = proxySslOf(annotations.proxySsl);
+  if (proxySsl !== null) out.proxySsl = proxySsl;
   return out;
 }
 

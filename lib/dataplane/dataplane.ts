@@ -254,6 +254,7 @@ export class DataPlane {
     if (previous !== null) {
       const gone = [...previous.peerKeys].filter((key) => !next.peerKeys.has(key));
       if (gone.length > 0) this.#proxy.retire(gone);
+      if (next.backendTlsIds !== previous.backendTlsIds) this.#proxy.retireTls(next.backendTlsIds);
     }
     if (runtimeSwapped.hasSubscribers) runtimeSwapped.publish({ kind, hash: model.hash });
     return kind;

@@ -11,8 +11,9 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 import { type Duplex, Transform } from 'node:stream';
-import { type Dispatcher, Pool } from 'undici';
+import { buildConnector, type Dispatcher, Pool } from 'undici';
 import type { Affinity, Rewrite } from '../model/index.ts';
+import type { BackendTls } from './backend-tls.ts';
 import type { Balancer, Peer } from './balancer.ts';
 import { StickyBalancer } from './balancers/sticky.ts';
 import { type CustomErrors, errorRequestHeaders, intercepts } from './custom-errors.ts';
@@ -74,6 +75,8 @@ export interface ProxyTarget {
   protocol?: TargetProtocol;
   /** connection-proxy-header: close: `Connection: close` upstream, the connection not reused (HTTP/1.1) */
   closeConnection?: boolean;
+  /** proxy-ssl-*: the TLS of HTTPS/GRPCS connections; absent or null: not verified, Host as SNI */
+  backendTls?: BackendTls | null;
 }
 
 /** backend-protocol values the proxy speaks. */
@@ -706,7 +709,9 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
       record.upstreamAddr = peer.key;
     }
     // a dispatch error (closed pool, invalid argument) comes back through onResponseError
-    this.proxy.pool(peer.key, this.target.connectTimeoutMs, this.protocol).dispatch(this.opts, this);
+    this.proxy
+      .pool(peer.key, this.target.connectTimeoutMs, this.protocol, this.target.backendTls ?? null)
+      .dispatch(this.opts, this);
   };
 
   /** Another try is allowed: tries left (proxy-next-upstream-tries) and within -timeout. */
@@ -1176,14 +1181,20 @@ class UpgradeExchange extends Exchange {
 interface PeerPool {
   connectTimeoutMs: number;
   protocol: PoolProtocol;
+  /** BackendTls.id of a TLS pool with proxy-ssl settings, else '' */
+  tls: string;
   pool: Pool;
 }
 
+const isTls = (protocol: PoolProtocol): boolean => protocol === 'HTTPS' || protocol === 'GRPCS';
+
 /**
- * undici options per backend protocol. TLS peers are not verified (ingress-nginx's
- * `proxy_ssl_verify off`); HTTPS stays on HTTP/1.1 like proxy_pass https://; GRPC is h2 with prior
- * knowledge; GRPCS offers h2 by ALPN. TLS peers get the request's Host as SNI (undici's rule; NGINX
- * sends none by default), so a peer serving several Hosts reconnects when the Host changes.
+ * undici options per backend protocol. HTTPS stays on HTTP/1.1 like proxy_pass https://; GRPC is h2
+ * with prior knowledge; GRPCS offers h2 by ALPN. Without proxy-ssl settings (a route with no usable
+ * proxy-ssl-secret), TLS peers are not verified (ingress-nginx's `proxy_ssl_verify off`) and get the
+ * request's Host as SNI (undici's rule; NGINX sends none by default), so a peer serving several Hosts
+ * reconnects when the Host changes. With them, the pool connects with their compiled TLS
+ * (backend-tls.ts) and a fixed SNI (or none).
  */
 // `useH2c` at the top: the Pool's own connector reads it there (undici's types only list h2Options')
 const POOL_OPTIONS: Record<PoolProtocol, { origin: string; options: Pool.Options & { useH2c?: boolean } }> = {
@@ -1199,6 +1210,26 @@ const POOL_OPTIONS: Record<PoolProtocol, { origin: string; options: Pool.Options
     },
   },
 };
+
+/** proxy-ssl: every request of a TLS pool with settings carries their constant servername (BackendTls). */
+function withServername(opts: Dispatcher.DispatchOptions, protocol: PoolProtocol, target: ProxyTarget): void {
+  const tls = target.backendTls;
+  if (tls == null || !isTls(protocol)) return;
+  (opts as Dispatcher.DispatchOptions & { servername?: string }).servername = tls.requestServername;
+}
+
+/** undici's connector with the settings' TLS; the SNI is theirs, never the request's Host. */
+function tlsConnector(
+  tls: BackendTls,
+  timeout: number,
+  allowH2: boolean,
+  preferH2: boolean,
+): buildConnector.connector {
+  const connect = buildConnector({ ...tls.options, timeout, allowH2, preferH2 });
+  const servername = tls.servername ?? undefined;
+  // host '' with no servername: undici derives none (it would take a DNS peer's name otherwise)
+  return (options, callback) => connect({ ...options, host: '', servername }, callback);
+}
 
 /** Http2ServerRequest: whether the client's HEADERS frame carried END_STREAM (no body). */
 function endedAfterHeaders(req: IncomingMessage): boolean {
@@ -1255,6 +1286,7 @@ export class Proxy {
     };
     // undici then writes `connection: close` and does not reuse the connection (h2 has no such header)
     if (target.closeConnection === true && !grpc) opts.reset = true;
+    withServername(opts, protocol, target);
     const limit = target.maxBodySize ?? 0;
     // gRPC streams are never buffered (they may last as long as the call)
     if (hasBody && limit > 0 && target.bufferRequest === true && !grpc) {
@@ -1377,16 +1409,25 @@ export class Proxy {
     // a WebSocket tunnel is HTTP/1.1: TLS to HTTPS/GRPCS peers, cleartext otherwise
     const protocol = poolProtocol(target.protocol, ctx.https);
     exchange.protocol = protocol === 'GRPCS' ? 'HTTPS' : protocol === 'GRPC' ? 'HTTP' : protocol;
+    withServername(opts, exchange.protocol, target);
     if (ctx.policy !== undefined) exchange.policy = ctx.policy;
     exchange.next();
   }
 
   /** The pool for a peer (created on first use, kept across runtime swaps until retired). */
-  pool(key: string, connectTimeoutMs: number, protocol: PoolProtocol = 'HTTP'): Pool {
+  pool(
+    key: string,
+    connectTimeoutMs: number,
+    protocol: PoolProtocol = 'HTTP',
+    backendTls: BackendTls | null = null,
+  ): Pool {
+    const settings = backendTls !== null && isTls(protocol) ? backendTls : null;
+    const tls = settings?.id ?? '';
     let list = this.pools.get(key);
     if (list !== undefined) {
       for (const p of list)
-        if (p.connectTimeoutMs === connectTimeoutMs && p.protocol === protocol) return p.pool;
+        if (p.connectTimeoutMs === connectTimeoutMs && p.protocol === protocol && p.tls === tls)
+          return p.pool;
     } else {
       list = [];
       this.pools.set(key, list);
@@ -1394,12 +1435,17 @@ export class Proxy {
     const { origin, options } = POOL_OPTIONS[protocol];
     const pool = new Pool(`${origin}://${key}`, {
       ...options,
+      ...(settings === null
+        ? {}
+        : {
+            connect: tlsConnector(settings, connectTimeoutMs, protocol === 'GRPCS', protocol === 'GRPCS'),
+          }),
       connections: this.connections ?? null,
       keepAliveTimeout: this.keepAliveTimeoutMs,
       maxRequestsPerClient: this.maxRequestsPerClient,
       connectTimeout: connectTimeoutMs,
     });
-    list.push({ connectTimeoutMs, protocol, pool });
+    list.push({ connectTimeoutMs, protocol, tls, pool });
     return pool;
   }
 
@@ -1434,6 +1480,20 @@ export class Proxy {
       if (list === undefined) continue;
       this.pools.delete(key);
       for (const p of list) p.pool.close().catch(noop);
+    }
+  }
+
+  /**
+   * Closes the TLS pools whose proxy-ssl settings no runtime compiles any more (a rotated Secret, a
+   * changed annotation), once their requests in flight finish; pools without settings stay.
+   */
+  retireTls(inUse: ReadonlySet<string>): void {
+    for (const [key, list] of this.pools) {
+      const keep = list.filter((p) => p.tls === '' || inUse.has(p.tls));
+      if (keep.length === list.length) continue;
+      for (const p of list) if (!keep.includes(p)) p.pool.close().catch(noop);
+      if (keep.length === 0) this.pools.delete(key);
+      else this.pools.set(key, keep);
     }
   }
 

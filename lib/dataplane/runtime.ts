@@ -3,6 +3,7 @@
 // updates in place (the same Balancer objects serve the old and the new runtime).
 
 import { customDefaultBackendName } from '../model/annotations/index.ts';
+import type { ProxySslAnnotations } from '../model/annotations/proxy-ssl.ts';
 import {
   type DefaultRoute,
   type LocationAnnotations,
@@ -15,6 +16,7 @@ import {
 } from '../model/index.ts';
 import { AccessCompiler, type AccessPolicy, type CidrSet, cidrSetOf } from './access.ts';
 import { compileRouteAuth, type RouteAuth } from './auth.ts';
+import { type BackendTls, compileBackendTls } from './backend-tls.ts';
 import { type Balancer, type BalancerEnv, type Peer, peerKey } from './balancer.ts';
 import type { ChashBalancer } from './balancers/chash.ts';
 import type { EwmaStore } from './balancers/ewma.ts';
@@ -125,6 +127,8 @@ export interface Runtime {
   readonly balancers: ReadonlyMap<string, Balancer>;
   /** every peer key in use, so the proxy can close pools of peers that left */
   readonly peerKeys: ReadonlySet<string>;
+  /** BackendTls ids compiled (proxy-ssl-*), so the proxy can close pools of settings that left */
+  readonly backendTlsIds: ReadonlySet<string>;
   readonly tlsPolicy: TlsPolicy;
   /** the ConfigMap's request/response settings (client address, headers) */
   readonly http: HttpPolicy;
@@ -248,6 +252,27 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     return settings;
   };
 
+  /** proxy-ssl-*: compiled once per distinct annotation value (routes of one Ingress share it) */
+  const backendTlsCache = new Map<ProxySslAnnotations, BackendTls | null | 'denied'>();
+  const backendTlsIds = new Set<string>();
+  const backendTlsOf = (value: ProxySslAnnotations): BackendTls | null | 'denied' => {
+    if (value.secret === null) return null;
+    if (value.denied !== null) return 'denied';
+    let compiled = backendTlsCache.get(value);
+    if (compiled === undefined) {
+      try {
+        compiled = compileBackendTls(value);
+      } catch {
+        // the build validated the PEMs and the ciphers; should OpenSSL still refuse them, deny the
+        // location rather than connect without the TLS it asked for
+        compiled = 'denied';
+      }
+      backendTlsCache.set(value, compiled);
+      if (compiled !== null && compiled !== 'denied') backendTlsIds.add(compiled.id);
+    }
+    return compiled;
+  };
+
   const logs = model.config.accessLog;
   const proxyTo = (
     upstreamName: string,
@@ -256,6 +281,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     settings: TargetSettings,
     whenEmpty: 404 | 503 = 503,
     protocol: TargetProtocol = 'HTTP',
+    backendTls: BackendTls | null = null,
   ): Action => {
     const balancer = balancerFor(upstreamName);
     if (balancer === null) return { type: 'status', status: 503, route, accessLog };
@@ -265,6 +291,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       hashKey: hashKeyOf(upstreamName),
       affinity: model.upstreams[upstreamName]?.affinity ?? null,
       protocol,
+      backendTls,
       ...settings,
     };
     return { type: 'proxy', target, route, whenEmpty, accessLog, canary: null, setsAffinityCookie: false };
@@ -303,8 +330,10 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
         accessLog: routeLogs(route.annotations),
       };
     }
-    // custom-headers that cannot be honoured deny the location (CUSTOM_HEADERS_DENIED)
-    if (route.annotations.customHeaders.denied !== null) {
+    // custom-headers or a proxy-ssl-secret that cannot be honoured deny the location
+    // (CUSTOM_HEADERS_DENIED, PROXY_SSL_UNAVAILABLE)
+    const backendTls = backendTlsOf(route.annotations.proxySsl);
+    if (route.annotations.customHeaders.denied !== null || backendTls === 'denied') {
       const upstream = route.backend.type === 'upstream' ? route.backend.upstream : null;
       return {
         type: 'status',
@@ -335,6 +364,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       settings,
       503,
       protocol,
+      backendTls,
     );
     const action =
       proxied.type === 'proxy' && 'setsAffinityCookie' in route && route.setsAffinityCookie
@@ -352,6 +382,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       affinity: model.upstreams[canary.upstream]?.affinity ?? null,
       // the canary is served through the main route's location: its backend-protocol and settings
       protocol,
+      backendTls,
       ...settings,
     };
     return { ...withErrors, canary: compileCanary(canary, target) };
@@ -493,6 +524,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     sni: compileSniStore(model, deps.generatedDefaultCertificate, previous?.sni),
     balancers,
     peerKeys,
+    backendTlsIds,
     tlsPolicy: tlsPolicyOf(model),
     http,
     blockCidrs: cidrSetOf(model.config.access.blockCidrs),

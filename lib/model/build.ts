@@ -28,6 +28,7 @@ import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
 import { sortIngresses } from './order.ts';
 import { compilePathRegex, newPathRegexGeneration } from './path-regex.ts';
 import { prefixMatchKey } from './paths.ts';
+import { resolveProxySsl } from './proxy-ssl.ts';
 import { sortSmall } from './sort.ts';
 import { type CertificateResult, certificateCovers, readCertificate, tlsSecretNameFor } from './tls.ts';
 import type { Backend, Canary, Certificate, Model, ObjectRef, Route, Server } from './types.ts';
@@ -173,7 +174,8 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     if (checked.annotations.ingress.canary.enabled) canaries.push(checked);
     else ingresses.push(checked);
   }
-  // auth-secret and auth-proxy-set-headers; a canary's location annotations are never used
+  // auth-secret, auth-proxy-set-headers and proxy-ssl-secret; a canary's location annotations are
+  // never used
   const authLookups: AuthLookups = {
     allowCrossNamespace: config.allowCrossNamespaceResources,
     secret: (namespace, name) => {
@@ -185,8 +187,10 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   };
   for (const ingress of ingresses) {
     const { location } = ingress.annotations;
-    const resolved = resolveAuthReferences(location, ingress.ref, authLookups);
-    // Ingresses without annotations share one parsed object: only an Ingress with auth gets a new one
+    const withAuth = resolveAuthReferences(location, ingress.ref, authLookups);
+    const resolved = resolveProxySsl(withAuth, ingress.ref, authLookups);
+    // Ingresses without annotations share one parsed object: only an Ingress with auth or
+    // proxy-ssl-secret gets a new one
     if (resolved !== location) ingress.annotations = { ...ingress.annotations, location: resolved };
   }
 

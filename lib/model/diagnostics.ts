@@ -162,6 +162,14 @@ export const DIAGNOSTIC_CODES = {
     'error',
     'auth-tls-secret names a Secret in another namespace and allow-cross-namespace-resources is false; every request to the host answers 503.',
   ],
+  PROXY_SSL_UNAVAILABLE: [
+    'error',
+    'proxy-ssl-secret cannot be used (not a name or namespace/name, another namespace without allow-cross-namespace-resources, missing, or neither a tls.crt/tls.key pair nor a ca.crt that parses); the paths of the Ingress answer 503.',
+  ],
+  PROXY_SSL_NOT_VERIFIED: [
+    'warning',
+    'proxy-ssl-verify is on but the proxy-ssl-secret has no ca.crt; the backend certificate is not verified (as ingress-nginx).',
+  ],
   CUSTOM_HEADERS_DENIED: [
     'error',
     'custom-headers names a ConfigMap that is missing, in another namespace without allow-cross-namespace-resources, or has a key not listed in global-allowed-response-headers (or not a valid header); the paths of the Ingress answer 503.',

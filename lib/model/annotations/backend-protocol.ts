@@ -10,7 +10,7 @@ export type BackendProtocol = (typeof BACKEND_PROTOCOLS)[number];
 
 export interface BackendProtocolAnnotations {
   /**
-   * HTTP: HTTP/1.1; HTTPS: HTTP/1.1 over TLS (the peer's certificate is not verified); AUTO_HTTP: the
+   * HTTP: HTTP/1.1; HTTPS: HTTP/1.1 over TLS (verified only per proxy-ssl-*); AUTO_HTTP: the
    * client's scheme; GRPC: HTTP/2 cleartext (prior knowledge); GRPCS: HTTP/2 over TLS; FCGI: refused
    */
   protocol: BackendProtocol;
@@ -22,7 +22,7 @@ export const backendProtocol: AnnotationGroup<BackendProtocolAnnotations> = {
     {
       name: 'backend-protocol',
       default: 'HTTP',
-      doc: "Protocol to the backend: HTTP, HTTPS (TLS, peer certificate not verified), AUTO_HTTP (the client's scheme), GRPC (HTTP/2 cleartext), GRPCS (HTTP/2 over TLS); FCGI is refused (the paths answer 502).",
+      doc: "Protocol to the backend: HTTP, HTTPS (TLS; verified and with a client certificate only per proxy-ssl-*), AUTO_HTTP (the client's scheme), GRPC (HTTP/2 cleartext), GRPCS (HTTP/2 over TLS); FCGI is refused (the paths answer 502).",
     },
   ],
   defaults: { protocol: 'HTTP' },

@@ -27,6 +27,7 @@ import {
 } from './group.ts';
 import { loadBalance } from './load-balance.ts';
 import { proxy, serviceUpstream, upstreamVhost } from './proxy.ts';
+import { proxySsl } from './proxy-ssl.ts';
 import { rateLimit } from './rate-limit.ts';
 import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
@@ -49,6 +50,7 @@ const locationGroups = {
   rateLimit,
   proxy,
   upstreamVhost,
+  proxySsl,
   basicAuth,
   externalAuth,
   satisfy,
