@@ -18,6 +18,8 @@ export interface CustomErrors {
   readonly whenEmpty: boolean;
   /** X-Namespace, X-Ingress-Name, X-Service-Name, X-Service-Port of the route, flat */
   readonly routeHeaders: readonly string[];
+  /** the upstream's responses with these statuses too (false: disable-proxy-intercept-errors) */
+  readonly upstreamResponses: boolean;
 }
 
 export function compileCustomErrors(
@@ -25,11 +27,13 @@ export function compileCustomErrors(
   target: ProxyTarget,
   whenEmpty: boolean,
   route: RouteInfo | null,
+  upstreamResponses = true,
 ): CustomErrors {
   return {
     codes: new Set(codes),
     target,
     whenEmpty,
+    upstreamResponses,
     routeHeaders: [
       'x-namespace',
       route?.namespace ?? '',
@@ -46,6 +50,11 @@ export function compileCustomErrors(
 /** Whether a status goes to the error backend now (it has endpoints). */
 export function intercepts(errors: CustomErrors | null, status: number): errors is CustomErrors {
   return errors?.codes.has(status) === true && errors.target.balancer.peers.length > 0;
+}
+
+/** Whether an upstream response with this status goes to the error backend (proxy_intercept_errors). */
+export function interceptsResponse(errors: CustomErrors | null, status: number): errors is CustomErrors {
+  return errors?.upstreamResponses === true && intercepts(errors, status);
 }
 
 /** Headers the client's request does not carry to the error backend (its body stays behind). */

@@ -16,7 +16,7 @@ import type { Affinity, Rewrite } from '../model/index.ts';
 import type { BackendTls } from './backend-tls.ts';
 import type { Balancer, Peer } from './balancer.ts';
 import { StickyBalancer } from './balancers/sticky.ts';
-import { type CustomErrors, errorRequestHeaders, intercepts } from './custom-errors.ts';
+import { type CustomErrors, errorRequestHeaders, intercepts, interceptsResponse } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError } from './events.ts';
 import { DEFAULT_HTTP_POLICY, type HttpPolicy } from './http-policy.ts';
@@ -986,7 +986,7 @@ class WebExchange extends Exchange {
       controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
       return;
     }
-    if (intercepts(this.errors, statusCode)) {
+    if (interceptsResponse(this.errors, statusCode)) {
       this.handOff(this.errors, statusCode, controller);
       return;
     }

@@ -390,7 +390,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
 
   /** custom-http-errors (the route's, else the ConfigMap's) and the route's default-backend Service. */
   const withCustomErrors = (action: Action & { type: 'proxy' }, route: Route | DefaultRoute): Action => {
-    const { codes, backend } = route.annotations.customErrors;
+    const { codes, backend, disableIntercept } = route.annotations.customErrors;
     const effective = codes ?? model.config.customHttpErrors;
     let upstream: string | null = null;
     if (backend !== null && route.ingress !== null) {
@@ -409,7 +409,10 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       affinity: null,
       ...defaultSettings,
     };
-    return { ...action, errors: compileCustomErrors(effective, target, whenEmpty, action.route) };
+    return {
+      ...action,
+      errors: compileCustomErrors(effective, target, whenEmpty, action.route, !disableIntercept),
+    };
   };
 
   // ingress-nginx's redirect_to_https, decided per path at compile time: never for the

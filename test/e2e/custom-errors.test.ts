@@ -4,7 +4,8 @@
 // (status, type, body) goes to the client unchanged, as ingress-nginx documents; statuses not in the
 // list, and error backends without endpoints, pass the upstream response through; a route whose
 // Service has no endpoints is served by its default-backend Service (X-Code 503); the proxy's own 502
-// is intercepted too; the ConfigMap list applies where the route sets none, and a swap changes it.
+// is intercepted too (and the only one with disable-proxy-intercept-errors); the ConfigMap list
+// applies where the route sets none, and a swap changes it.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -93,6 +94,16 @@ t.test('custom-http-errors and default-backend through the proxy', async (t) => 
       ing('emptyglobal', 'empty'),
       ing('nofb', 'app', { 'custom-http-errors': '404', 'default-backend': 'empty' }),
       ing('dead', 'dead', { 'custom-http-errors': '502', 'default-backend': 'errors' }),
+      ing('passthrough', 'app', {
+        'custom-http-errors': '404',
+        'default-backend': 'errors',
+        'disable-proxy-intercept-errors': 'true',
+      }),
+      ing('passdead', 'dead', {
+        'custom-http-errors': '502',
+        'default-backend': 'errors',
+        'disable-proxy-intercept-errors': 'true',
+      }),
     ].join(''),
   );
   await writeFile(join(dir, 'config.yaml'), configMap({ 'custom-http-errors': '502,503' }));
@@ -173,6 +184,15 @@ t.test('custom-http-errors and default-backend through the proxy', async (t) => 
     const seen = JSON.parse(reply.body) as ErrorRequest;
     t.equal(seen.backend, 'errors');
     t.equal(seen.headers['x-code'], '502');
+  });
+
+  await t.test("disable-proxy-intercept-errors: the upstream's own errors pass through", async (t) => {
+    const reply = await send(port, 'passthrough.test', '/status/404');
+    t.equal(reply.status, 404);
+    t.equal(reply.body, 'app 404', "the upstream's response, not the error backend's");
+    const dead = await send(port, 'passdead.test', '/');
+    t.equal(dead.status, 502);
+    t.equal((JSON.parse(dead.body) as ErrorRequest).headers['x-code'], '502', "the proxy's own 502 still is");
   });
 
   await t.test('an error backend without endpoints: the normal response', async (t) => {

@@ -378,6 +378,7 @@ t.test('annotations: every supported annotation is documented', async (t) => {
       'custom-http-errors',
       'default-backend',
       'denylist-source-range',
+      'disable-proxy-intercept-errors',
       'enable-access-log',
       'enable-cors',
       'enable-global-auth',

@@ -216,10 +216,11 @@ runCases(t, [
     slices: [slice('errors', [{ addresses: ['10.1.0.1'] }], [{ port: 8080 }])],
     check: (t, { model, references }) => {
       const route = model.servers[0]?.routes[0];
-      t.strictSame(route?.annotations.customErrors, { codes: [404, 503], backend: 'errors' });
+      const expected = { codes: [404, 503], backend: 'errors', disableIntercept: false };
+      t.strictSame(route?.annotations.customErrors, expected);
       t.strictSame(
         model.servers[0]?.defaultRoute.annotations.customErrors,
-        { codes: [404, 503], backend: 'errors' },
+        expected,
         'the host default route inherits them',
       );
       const upstream = model.upstreams['custom-default-backend-default-errors'];
@@ -232,7 +233,25 @@ runCases(t, [
     name: 'custom-http-errors: without the annotation the route has none (the ConfigMap list applies)',
     ingresses: [errorsSite('site', {})],
     check: (t, { model }) =>
-      t.strictSame(model.servers[0]?.routes[0]?.annotations.customErrors, { codes: null, backend: null }),
+      t.strictSame(model.servers[0]?.routes[0]?.annotations.customErrors, {
+        codes: null,
+        backend: null,
+        disableIntercept: false,
+      }),
+  },
+  {
+    name: 'disable-proxy-intercept-errors: read as a bool; an invalid value keeps the default',
+    ingresses: [
+      errorsSite('on', { 'custom-http-errors': '404', 'disable-proxy-intercept-errors': 'true' }),
+      errorsSite('bad', { 'disable-proxy-intercept-errors': 'sometimes' }),
+    ],
+    diagnostics: ['ANNOTATION_INVALID bad'],
+    check: (t, { model }) => {
+      const of = (host: string) =>
+        model.servers.find((s) => s.hostname === host)?.routes[0]?.annotations.customErrors;
+      t.match(of('on.com'), { codes: [404], disableIntercept: true });
+      t.equal(of('bad.com')?.disableIntercept, false);
+    },
   },
   {
     name: 'custom-http-errors: a code outside 400-599 drops the Ingress',

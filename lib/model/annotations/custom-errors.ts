@@ -3,7 +3,9 @@
 // X-Service-Name, X-Service-Port, X-Request-ID to it; its own status and body to the client), and
 // the Service of the Ingress's namespace that backend is (else --default-backend-service). A route
 // whose Service has no endpoints is served by its default-backend Service, if any, with X-Code 503.
-// Invalid values drop the Ingress (ingress-nginx's validators reject it).
+// Invalid values drop the Ingress (ingress-nginx's validators reject it). disable-proxy-intercept-errors
+// (NGINX's proxy_intercept_errors off) leaves the upstream's own error responses alone: only the
+// proxy's own 502/503/504 then go to the error backend.
 
 import { parseStatusList } from '../config.ts';
 import type { AnnotationGroup } from './group.ts';
@@ -13,6 +15,8 @@ export interface CustomErrorsAnnotations {
   codes: number[] | null;
   /** a Service name in the Ingress's namespace (its first port), or null */
   backend: string | null;
+  /** `disable-proxy-intercept-errors`: the upstream's responses pass through whatever their status */
+  disableIntercept: boolean;
 }
 
 /** A Service name (DNS-1035 label). */
@@ -36,8 +40,13 @@ export const customErrors: AnnotationGroup<CustomErrorsAnnotations> = {
       default: '',
       doc: 'A Service in the Ingress namespace (first port): the error backend, and the backend when the Service has no endpoints.',
     },
+    {
+      name: 'disable-proxy-intercept-errors',
+      default: 'false',
+      doc: "With custom-http-errors: the upstream's responses pass through whatever their status; only the proxy's own errors go to the error backend.",
+    },
   ],
-  defaults: { codes: null, backend: null },
+  defaults: { codes: null, backend: null, disableIntercept: false },
   parse(read) {
     let codes: number[] | null = null;
     const list = read.string('custom-http-errors');
@@ -51,6 +60,7 @@ export const customErrors: AnnotationGroup<CustomErrorsAnnotations> = {
       if (SERVICE_NAME.test(name)) backend = name;
       else read.invalid('default-backend', name, 'expected a Service name', 'drop');
     }
-    return { codes, backend };
+    const disableIntercept = read.bool('disable-proxy-intercept-errors', false, 'default');
+    return { codes, backend, disableIntercept };
   },
 };

@@ -95,6 +95,13 @@ export const NOT_APPLICABLE_ANNOTATIONS: Readonly<Record<string, string>> = {
   'client-body-buffer-size': 'NGINX buffer tuning: ingress-ts never spools request bodies to disk',
   'http2-push-preload': 'HTTP/2 server push is obsolete (browsers removed it)',
   'enable-rewrite-log': "NGINX's rewrite debug log does not exist in ingress-ts",
+  'auth-keepalive':
+    'connections to auth-url hosts are always kept alive and reused (an undici pool per host, 60 s idle)',
+  'auth-keepalive-requests':
+    'connections to auth-url hosts are always kept alive and reused (an undici pool per host, 60 s idle)',
+  'auth-keepalive-timeout':
+    'connections to auth-url hosts are always kept alive and reused (an undici pool per host, 60 s idle)',
+  'auth-keepalive-share-vars': 'NGINX variables do not exist in ingress-ts',
   'relative-redirects':
     "every redirect ingress-ts sends is the absolute URL ingress-nginx's configuration gives; NGINX's absolute_redirect only changes redirects NGINX makes from a relative URI",
 };
