@@ -20,6 +20,7 @@ import { type CustomErrors, errorRequestHeaders, intercepts, interceptsResponse 
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError } from './events.ts';
 import { DEFAULT_HTTP_POLICY, type HttpPolicy } from './http-policy.ts';
+import { type PaceLimit, Pacer } from './pacer.ts';
 import { type RequestRecord, recordRetry } from './request-record.ts';
 
 export interface ProxyTarget {
@@ -75,6 +76,8 @@ export interface ProxyTarget {
   protocol?: TargetProtocol;
   /** connection-proxy-header: close: `Connection: close` upstream, the connection not reused (HTTP/1.1) */
   closeConnection?: boolean;
+  /** limit-rate / limit-rate-after: the pace of a response body after its first `after` bytes */
+  limitRate?: { bytesPerSecond: number; after: number } | null;
   /** proxy-ssl-*: the TLS of HTTPS/GRPCS connections; absent or null: not verified, Host as SNI */
   backendTls?: BackendTls | null;
 }
@@ -845,6 +848,8 @@ class WebExchange extends Exchange {
   private readonly hsts: string | null;
   private sendTimer: NodeJS.Timeout | undefined = undefined;
   private drainHooked = false;
+  /** limit-rate: the response body's pace (pacer.ts), from its first byte */
+  private pacer: Pacer | null = null;
   /** the client speaks HTTP/2 (its response is an Http2ServerResponse) */
   private readonly h2: boolean;
   /**
@@ -903,6 +908,7 @@ class WebExchange extends Exchange {
 
   protected override clientGone(): void {
     this.clearSendTimer();
+    this.pacer?.stop();
     super.clientGone();
   }
 
@@ -1022,6 +1028,12 @@ class WebExchange extends Exchange {
       this.held = null;
       this.writeHead(controller, held.status, held.headers);
     }
+    const limit = this.target.limitRate;
+    if (limit != null) {
+      this.pacer ??= this.newPacer(limit);
+      if (!this.pacer.push(chunk)) controller.pause();
+      return;
+    }
     if (!this.res.write(chunk)) {
       controller.pause();
       if (!this.drainHooked) {
@@ -1031,11 +1043,30 @@ class WebExchange extends Exchange {
     }
   }
 
+  /** limit-rate: writes go through a Pacer, which pauses and resumes the upstream itself. */
+  private newPacer(limit: PaceLimit): Pacer {
+    const pacer = new Pacer(limit, {
+      write: (bytes) => this.res.write(bytes),
+      resume: () => this.controller?.resume(),
+      now: () => performance.now(),
+      setTimer: (callback, ms) => setTimeout(callback, ms),
+      clearTimer: (timer) => clearTimeout(timer as NodeJS.Timeout),
+    });
+    this.res.on('drain', () => pacer.drained());
+    return pacer;
+  }
+
   onResponseEnd(_controller: Dispatcher.DispatchController, trailers?: IncomingHttpHeaders): void {
     this.clearSendTimer();
     this.noteEnd();
     if (this.done) return;
     this.done = true;
+    // limit-rate: the end goes out after the body still waiting for its pace
+    if (this.pacer !== null) this.pacer.finish(() => this.endResponse(trailers));
+    else this.endResponse(trailers);
+  }
+
+  private endResponse(trailers: IncomingHttpHeaders | undefined): void {
     const held = this.held;
     if (held !== null) {
       this.held = null;

@@ -179,6 +179,8 @@ export function targetSettings(settings: UpstreamSettings): TargetSettings {
     upstreamHostOf: vhostTemplate(settings.upstreamVhost),
     rewrite,
     closeConnection: settings.connectionClose,
+    limitRate:
+      settings.limitRate > 0 ? { bytesPerSecond: settings.limitRate, after: settings.limitRateAfter } : null,
   };
 }
 

@@ -98,6 +98,10 @@ export interface AccessConfig {
   limitReqStatus: number;
   /** `limit-conn-status-code`: the answer to a request over limit-connections */
   limitConnStatus: number;
+  /** `limit-rate`: KB per second of a response body (0: unlimited), where no annotation says */
+  limitRate: number;
+  /** `limit-rate-after`: KB of a response body before limit-rate applies */
+  limitRateAfter: number;
 }
 
 export interface ForwardingConfig {
@@ -183,7 +187,15 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   globalAuth: DEFAULT_GLOBAL_AUTH,
   globalAllowedResponseHeaders: [],
   allowCrossNamespaceResources: false,
-  access: { allowlist: [], denylist: [], blockCidrs: [], limitReqStatus: 503, limitConnStatus: 503 },
+  access: {
+    allowlist: [],
+    denylist: [],
+    blockCidrs: [],
+    limitReqStatus: 503,
+    limitConnStatus: 503,
+    limitRate: 0,
+    limitRateAfter: 0,
+  },
   workerShutdownTimeoutMs: 240_000,
   useHttp2: true,
   ssl: {
@@ -520,6 +532,12 @@ function PART_F_KEYS(): Record<string, KeyParser> {
     'limit-conn-status-code': limitStatus((config, status) => {
       config.access.limitConnStatus = status;
     }),
+    'limit-rate': count((config, value) => {
+      config.access.limitRate = value;
+    }, 0),
+    'limit-rate-after': count((config, value) => {
+      config.access.limitRateAfter = value;
+    }, 0),
   };
 }
 

@@ -41,6 +41,10 @@ export interface UpstreamSettings {
   redirect: Rewrite | null;
   /** connection-proxy-header: close, so every request gets a new upstream connection */
   connectionClose: boolean;
+  /** limit-rate in bytes per second of a response body; 0: unlimited (and always without buffering) */
+  limitRate: number;
+  /** limit-rate-after in bytes */
+  limitRateAfter: number;
 }
 
 const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, m: 1024 * 1024, g: 1024 * 1024 * 1024 };
@@ -95,6 +99,7 @@ export function upstreamSettings(
 ): UpstreamSettings {
   const base = config.proxy;
   const own = annotations?.proxy;
+  const rate = annotations?.rateLimit;
   const pick = <K extends keyof GlobalConfig['proxy']>(key: K): GlobalConfig['proxy'][K] =>
     (own?.[key] ?? base[key]) as GlobalConfig['proxy'][K];
   return {
@@ -113,5 +118,8 @@ export function upstreamSettings(
     cookiePath: rewriteOf(pick('cookiePath')),
     redirect: redirectOf(pick('redirectFrom'), pick('redirectTo')),
     connectionClose: own?.connectionHeader === 'close',
+    // ingress-nginx: limit_rate needs proxy-buffering on (the unbuffered path is not throttled)
+    limitRate: pick('buffering') === 'on' ? 1024 * (rate?.rate ?? config.access.limitRate) : 0,
+    limitRateAfter: 1024 * (rate?.rateAfter ?? config.access.limitRateAfter),
   };
 }

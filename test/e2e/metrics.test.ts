@@ -149,7 +149,7 @@ t.test('controller metrics follow the swaps', async (t) => {
   swapped = nextSwap();
   await writeFile(
     join(dir, 'ingress.yaml'),
-    ingress(['/', '/api'], 'nginx.ingress.kubernetes.io/limit-rate: "8"', 'missing'),
+    ingress(['/', '/api'], 'nginx.ingress.kubernetes.io/fastcgi-index: "index.php"', 'missing'),
   );
   await swapped;
   const fourth = await scrape();

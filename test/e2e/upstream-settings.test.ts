@@ -384,3 +384,40 @@ t.test('connection-proxy-header: close opens an upstream connection per request'
   t.equal(closed.state.connections, 3, 'close: one upstream connection per request');
   t.strictSame(closed.state.headers, ['close', 'close', 'close'], 'and Connection: close upstream');
 });
+
+t.test('limit-rate: a response body is paced after limit-rate-after', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-limit-rate-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const body = Buffer.alloc(48 * 1024, 'x');
+  const backend = createServer((_req, res) => res.end(body));
+  const port = await listen(backend);
+  t.teardown(() => {
+    backend.closeAllConnections();
+    backend.close();
+  });
+  await writeFile(
+    join(dir, 'all.yaml'),
+    [
+      INGRESS_CLASS,
+      serviceYaml('big', [port]),
+      ingressYaml({
+        name: 'paced',
+        host: 'paced.test',
+        service: 'big',
+        annotations: { 'limit-rate': '16', 'limit-rate-after': '16', 'proxy-buffering': 'on' },
+      }),
+    ].join(''),
+  );
+  const controller = await start(testConfig(dir), createLogger('silent'), {
+    accessLogStdout: { write() {} },
+  });
+  t.teardown(() => controller.stop(0));
+  const started = performance.now();
+  const reply = await send(controller.http.port, 'paced.test');
+  const elapsed = performance.now() - started;
+  t.equal(reply.status, 200);
+  t.equal(reply.body, body.toString(), 'the whole body, intact');
+  // 16 KB free, then 16 KB/s with one second's worth at once (NGINX's limit_rate): 48 KB take at
+  // least a second (a lower bound: the proxy cannot be faster than its pace, whatever the machine)
+  t.ok(elapsed >= 950, `48 KB at 16 KB/s after 16 KB: ${elapsed.toFixed(0)} ms`);
+});

@@ -15,7 +15,15 @@ const configMap = (data: Record<string, string>) => ({
   data,
 });
 const OPTIONS = { configMap: 'ingress/ingress-ts' };
-const NO_LIMITS = { rps: 0, rpm: 0, connections: 0, burstMultiplier: 5, allowlist: [] };
+const NO_LIMITS = {
+  rps: 0,
+  rpm: 0,
+  connections: 0,
+  burstMultiplier: 5,
+  allowlist: [],
+  rate: null,
+  rateAfter: null,
+};
 
 runCases(t, [
   {
@@ -100,6 +108,8 @@ runCases(t, [
         connections: 3,
         burstMultiplier: 2,
         allowlist: ['10.0.0.0/8'],
+        rate: null,
+        rateAfter: null,
       });
       t.strictSame(byHost['both.com']?.rateLimit.allowlist, ['::1/128']);
     },
@@ -140,6 +150,8 @@ runCases(t, [
         blockCidrs: ['192.0.2.1/32', '198.51.100.0/24'],
         limitReqStatus: 429,
         limitConnStatus: 503,
+        limitRate: 0,
+        limitRateAfter: 0,
       }),
   },
   {

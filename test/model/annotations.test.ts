@@ -57,10 +57,10 @@ runCases(t, [
   },
   {
     name: 'annotations: an annotation ingress-ts does not know gets one warning and the Ingress is served',
-    ingresses: [site('a', { 'limit-rate': '8', 'some-typo': 'x' })],
+    ingresses: [site('a', { 'fastcgi-index': 'index.php', 'some-typo': 'x' })],
     routes: ['a.com Prefix /app -> default-web-80 (a)'],
     diagnostics: ['ANNOTATION_UNSUPPORTED a', 'ANNOTATION_UNSUPPORTED a'],
-    messages: [`${PREFIX}/limit-rate is not supported`, `${PREFIX}/some-typo is not supported`],
+    messages: [`${PREFIX}/fastcgi-index is not supported`, `${PREFIX}/some-typo is not supported`],
   },
   {
     name: 'annotations: NGINX tuning annotations are accepted with an info saying why they do nothing',
@@ -387,6 +387,8 @@ t.test('annotations: every supported annotation is documented', async (t) => {
       'limit-allowlist',
       'limit-burst-multiplier',
       'limit-connections',
+      'limit-rate',
+      'limit-rate-after',
       'limit-rpm',
       'limit-rps',
       'limit-whitelist',

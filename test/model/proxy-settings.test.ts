@@ -3,6 +3,7 @@
 // (ingress-nginx's proxy parser), an invalid upstream-vhost drops the Ingress; service-upstream
 // sends the upstream to the Service's ClusterIP.
 import t from 'tap';
+import { targetSettings } from '../../lib/dataplane/runtime.ts';
 import {
   DEFAULT_GLOBAL_CONFIG,
   type Model,
@@ -46,6 +47,8 @@ const DEFAULTS: UpstreamSettings = {
   cookiePath: null,
   redirect: null,
   connectionClose: false,
+  limitRate: 0,
+  limitRateAfter: 0,
 };
 
 t.test('sizes and next-upstream tokens', async (t) => {
@@ -125,6 +128,8 @@ runCases(t, [
         cookiePath: { from: '/app/', to: '/' },
         redirect: { from: 'http://internal.example/', to: 'https://example.com/' },
         connectionClose: true,
+        limitRate: 0,
+        limitRateAfter: 0,
       });
     },
   },
@@ -227,6 +232,33 @@ runCases(t, [
       t.equal(model.servers.length, 2, 'the Ingress is kept');
       t.strictSame(settingsOf(model, 'a.com'), { ...DEFAULTS, readTimeout: 30 });
       t.equal(settingsOf(model, 'b.com').connectionClose, false, 'keep-alive: as without it');
+    },
+  },
+  {
+    name: 'limit-rate / limit-rate-after: KB of the route, else of the ConfigMap; only with proxy-buffering on',
+    ingresses: [
+      site('a', { 'limit-rate': '16', 'limit-rate-after': '32', 'proxy-buffering': 'on' }),
+      site('b', { 'proxy-buffering': 'on' }),
+      site('c', { 'limit-rate': '16' }),
+      site('d', { 'limit-rate': '-1', 'limit-rate-after': '1k', 'proxy-buffering': 'on' }),
+    ],
+    options: OPTIONS,
+    configMaps: [configMap({ 'limit-rate': '100', 'limit-rate-after': '10' })],
+    diagnostics: ['ANNOTATION_INVALID d', 'ANNOTATION_INVALID d'],
+    check: (t, { model }) => {
+      const rate = (host: string) => {
+        const s = settingsOf(model, host);
+        return [s.limitRate, s.limitRateAfter];
+      };
+      t.strictSame(rate('a.com'), [16 * 1024, 32 * 1024], 'the annotations');
+      t.strictSame(rate('b.com'), [100 * 1024, 10 * 1024], 'the ConfigMap keys');
+      t.equal(rate('c.com')[0], 0, 'proxy-buffering off (the default): not throttled');
+      t.strictSame(rate('d.com'), [100 * 1024, 10 * 1024], 'invalid values: the ConfigMap keys');
+      t.equal(targetSettings(settingsOf(model, 'c.com')).limitRate, null, 'no pace in the data plane');
+      t.strictSame(targetSettings(settingsOf(model, 'a.com')).limitRate, {
+        bytesPerSecond: 16 * 1024,
+        after: 32 * 1024,
+      });
     },
   },
   {

@@ -3,6 +3,8 @@
 // Ingress (every path of the Ingress shares it); burst = limit × multiplier; rejected at once
 // (`nodelay`). The limits and the allowlist must pass ingress-nginx's validators (ValidateInt,
 // ValidateCIDRs) or the Ingress is rejected; an invalid burst multiplier falls back to 5.
+// limit-rate and limit-rate-after (KB/s and KB of each response body, NGINX's limit_rate and
+// limit_rate_after): unset or invalid → the ConfigMap's keys of the same names.
 
 import { readCidrList } from './access-control.ts';
 import type { AnnotationGroup, AnnotationReader } from './group.ts';
@@ -17,6 +19,10 @@ export interface RateLimitAnnotations {
   burstMultiplier: number;
   /** addresses/CIDRs exempt from every limit, as `address/prefix` */
   allowlist: string[];
+  /** `limit-rate`: KB per second of a response body; null: the ConfigMap's */
+  rate: number | null;
+  /** `limit-rate-after`: KB of a response body sent before limit-rate applies; null: the ConfigMap's */
+  rateAfter: number | null;
 }
 
 /** Go's strconv.Atoi: an optional sign and decimal digits. */
@@ -30,6 +36,15 @@ function int(read: AnnotationReader, name: string, fallback: number, onInvalid: 
     return fallback;
   }
   return Number(value);
+}
+
+/** A whole number of KB, or null when unset or invalid (then reported: the ConfigMap's value applies). */
+function kilobytes(read: AnnotationReader, name: string): number | null {
+  const value = read.string(name);
+  if (value === undefined) return null;
+  if (GO_INT.test(value) && Number.isSafeInteger(Number(value)) && Number(value) >= 0) return Number(value);
+  read.invalid(name, value, 'expected a whole number of KB', 'default');
+  return null;
 }
 
 export const rateLimit: AnnotationGroup<RateLimitAnnotations> = {
@@ -57,8 +72,26 @@ export const rateLimit: AnnotationGroup<RateLimitAnnotations> = {
       default: '',
       doc: 'Alias of limit-allowlist (limit-allowlist wins when both are set).',
     },
+    {
+      name: 'limit-rate',
+      default: '0',
+      doc: 'KB per second each response body is sent at (0: unlimited); only with proxy-buffering on, as in ingress-nginx.',
+    },
+    {
+      name: 'limit-rate-after',
+      default: '0',
+      doc: 'KB of a response body sent at full speed before limit-rate applies.',
+    },
   ],
-  defaults: { rps: 0, rpm: 0, connections: 0, burstMultiplier: 5, allowlist: [] },
+  defaults: {
+    rps: 0,
+    rpm: 0,
+    connections: 0,
+    burstMultiplier: 5,
+    allowlist: [],
+    rate: null,
+    rateAfter: null,
+  },
   parse(read) {
     return {
       rpm: int(read, 'limit-rpm', 0, 'drop'),
@@ -66,6 +99,8 @@ export const rateLimit: AnnotationGroup<RateLimitAnnotations> = {
       connections: int(read, 'limit-connections', 0, 'drop'),
       burstMultiplier: int(read, 'limit-burst-multiplier', 5, 'default'),
       allowlist: readCidrList(read, ['limit-allowlist', 'limit-whitelist']) ?? [],
+      rate: kilobytes(read, 'limit-rate'),
+      rateAfter: kilobytes(read, 'limit-rate-after'),
     };
   },
 };
