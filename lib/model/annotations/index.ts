@@ -26,6 +26,7 @@ import {
   parseGoBool,
 } from './group.ts';
 import { loadBalance } from './load-balance.ts';
+import { mirror } from './mirror.ts';
 import { proxy, serviceUpstream, upstreamVhost } from './proxy.ts';
 import { proxySsl } from './proxy-ssl.ts';
 import { rateLimit } from './rate-limit.ts';
@@ -56,6 +57,7 @@ const locationGroups = {
   satisfy,
   cors,
   customHeaders,
+  mirror,
 } as const;
 const serverGroups = { alias: serverAlias, appRoot, fromToWww, authTls } as const;
 const ingressGroups = { affinity, canary, loadBalance, upstreamHash, serviceUpstream } as const;
