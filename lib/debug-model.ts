@@ -10,6 +10,7 @@ import type { Runtime } from './dataplane/runtime.ts';
 import type { BackendProtocol } from './model/annotations/backend-protocol.ts';
 import type { CorsAnnotations } from './model/annotations/cors.ts';
 import type { CacheDuration } from './model/annotations/external-auth.ts';
+import type { MirrorAnnotations } from './model/annotations/mirror.ts';
 import type { ProxySslAnnotations } from './model/annotations/proxy-ssl.ts';
 import type { RateLimitAnnotations } from './model/annotations/rate-limit.ts';
 import type {
@@ -96,6 +97,9 @@ export interface PathSettingsDescription {
   auth?: AuthDescription;
   /** proxy-ssl-*: TLS to the backend (never the private key) */
   proxySsl?: ProxySslDescription;
+  /** mirror-target: where copies of the proxied requests go (variables as written), their Host, and
+   * whether they carry the body */
+  mirror?: MirrorAnnotations;
 }
 
 /** A route's proxy-ssl-* settings as configured, with what its Secret holds. */
@@ -229,6 +233,7 @@ function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSet
   if (limits.rps > 0 || limits.rpm > 0 || limits.connections > 0) out.rateLimit = limits;
   const proxySsl = proxySslOf(annotations.proxySsl);
   if (proxySsl !== null) out.proxySsl = proxySsl;
+  if (annotations.mirror.target !== null) out.mirror = annotations.mirror;
   return out;
 }
 

@@ -52,6 +52,7 @@ import { dataplaneError, requestLogged, requestRefused, runtimeSwapped } from '.
 import { ExternalAuthClient } from './external-auth.ts';
 import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
 import { createHttpsListener, type HttpsListener } from './https-listener.ts';
+import { type MirrorStats, mirrorRequestOf } from './mirror.ts';
 import {
   generateRequestId,
   type ProxyTarget,
@@ -91,6 +92,8 @@ export interface DataPlaneStats {
   active: number;
   /** requests and upgrade requests received */
   requests: number;
+  /** mirror-target copies by outcome */
+  mirror?: Readonly<MirrorStats>;
 }
 
 export interface ListenAddresses {
@@ -158,7 +161,12 @@ export class DataPlane {
   readonly #httpsListener: HttpsListener;
   #runtime: Runtime | null = null;
   #httpPort = 0;
-  readonly #stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
+  readonly #stats: DataPlaneStats = {
+    accepted: 0,
+    active: 0,
+    requests: 0,
+    mirror: this.#proxy.mirrors.stats,
+  };
   /** requests (not WebSocket tunnels) whose response has not closed yet, with the request's record
    * when one is kept (published when the response closes) */
   readonly #inFlight = new Map<ServerResponse, RequestRecord | null>();
@@ -586,6 +594,16 @@ export class DataPlane {
           target.upstreamHostOf == null
             ? null
             : target.upstreamHostOf({ req, uri: rewritten?.uri ?? path, host: hostname, https }) || null,
+        mirror:
+          action.mirror === null
+            ? null
+            : mirrorRequestOf(action.mirror, {
+                req,
+                uri: rewritten?.uri ?? path,
+                host: hostname,
+                https,
+                remoteAddress,
+              }),
         ...(clientCertHeaders === undefined ? {} : { clientCertHeaders }),
         ...(rewritten === null ? {} : { path: rewritten.path, forwardedPrefix: rewritten.forwardedPrefix }),
       },

@@ -20,6 +20,7 @@ import { type CustomErrors, errorRequestHeaders, intercepts, interceptsResponse 
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
 import { dataplaneError } from './events.ts';
 import { DEFAULT_HTTP_POLICY, type HttpPolicy } from './http-policy.ts';
+import { MirrorClient, type MirrorRequest } from './mirror.ts';
 import { type PaceLimit, Pacer } from './pacer.ts';
 import { type RequestRecord, recordRetry } from './request-record.ts';
 
@@ -133,6 +134,8 @@ export interface RequestContext {
   forwardedPrefix?: string | undefined;
   /** auth-tls: the ssl-client-* headers for the upstream (name, value pairs), replacing the client's */
   clientCertHeaders?: readonly string[];
+  /** mirror-target: where this request's copy goes (mirror.ts), or null/absent: not mirrored */
+  mirror?: MirrorRequest | null;
 }
 
 export interface SessionContext {
@@ -1277,6 +1280,8 @@ export class Proxy {
   /** by peer key; one Pool per connect timeout in use for that peer (normally exactly one) */
   private readonly pools = new Map<string, PeerPool[]>();
   private readonly tunnels = new Set<Duplex>();
+  /** mirror-target copies (fire and forget) */
+  readonly mirrors = new MirrorClient();
 
   constructor(options: ProxyOptions = {}) {
     this.configure(options);
@@ -1348,11 +1353,18 @@ export class Proxy {
         }
         if (!hasLength) headers.push('content-length', String(body.length));
         opts.body = body;
+        if (ctx.mirror != null) this.mirrors.send(req, ctx.mirror, body);
         this.#start(req, res, target, ctx, opts, protocol, false, record);
       });
       return;
     }
-    if (hasBody) opts.body = limit > 0 && !hasLength ? limitBody(req, limit) : req;
+    if (hasBody) {
+      const body = limit > 0 && !hasLength ? limitBody(req, limit) : req;
+      // the copy reads the body as it passes, never holding the upstream back
+      opts.body = ctx.mirror == null ? body : this.mirrors.tee(req, ctx.mirror, body);
+    } else if (ctx.mirror != null) {
+      this.mirrors.send(req, ctx.mirror, null);
+    }
     this.#start(req, res, target, ctx, opts, protocol, hasBody, record);
   }
 
@@ -1535,6 +1547,7 @@ export class Proxy {
     this.pools.clear();
     for (const socket of this.tunnels) socket.destroy();
     this.tunnels.clear();
+    closing.push(this.mirrors.close());
     await Promise.all(closing);
   }
 }

@@ -3,6 +3,7 @@
 // updates in place (the same Balancer objects serve the old and the new runtime).
 
 import { customDefaultBackendName } from '../model/annotations/index.ts';
+import type { MirrorAnnotations } from '../model/annotations/mirror.ts';
 import type { ProxySslAnnotations } from '../model/annotations/proxy-ssl.ts';
 import {
   type DefaultRoute,
@@ -27,6 +28,7 @@ import { type CustomErrors, compileCustomErrors } from './custom-errors.ts';
 import { dataplaneError } from './events.ts';
 import { compileHashKey, type HashKey } from './hash-key.ts';
 import { compileHttpPolicy, type HttpPolicy } from './http-policy.ts';
+import { type CompiledMirror, compileMirror } from './mirror.ts';
 import type { ProxyTarget, TargetProtocol } from './proxy.ts';
 import type { Zone } from './rate-limit.ts';
 import { type CompiledRewrite, compileRewrite } from './rewrite.ts';
@@ -62,6 +64,8 @@ export type Action =
       errors?: CustomErrors | null;
       /** authentication (auth-type basic, auth-url, global auth) before proxying, or none */
       auth?: RouteAuth | null;
+      /** mirror-target: a copy of each request proxied here goes there (mirror.ts), or null */
+      mirror: CompiledMirror | null;
     }
   /** the built-in default backend (404), or an upstream the model does not know (503);
    * `denied`: a "location denied" 503 (NGINX `return 503` in the rewrite phase: before ssl-redirect);
@@ -296,7 +300,16 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       backendTls,
       ...settings,
     };
-    return { type: 'proxy', target, route, whenEmpty, accessLog, canary: null, setsAffinityCookie: false };
+    return {
+      type: 'proxy',
+      target,
+      route,
+      whenEmpty,
+      accessLog,
+      canary: null,
+      setsAffinityCookie: false,
+      mirror: null,
+    };
   };
 
   // The controller's default backend: its Service, answering 404 itself while it has no endpoints.
@@ -437,9 +450,23 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
       : null;
   };
   const access = new AccessCompiler(config.access, previous?.rateLimitZones);
+  /** mirror-*: compiled once per distinct annotation value (routes of one Ingress share it) */
+  const mirrors = new Map<MirrorAnnotations, CompiledMirror | null>();
+  const mirrorOf = (value: MirrorAnnotations): CompiledMirror | null => {
+    if (value.target === null) return null;
+    let compiled = mirrors.get(value);
+    if (compiled === undefined) {
+      compiled = compileMirror(value);
+      mirrors.set(value, compiled);
+    }
+    return compiled;
+  };
   const routed = (server: Server, route: Route | DefaultRoute, locationPath: string): RoutedAction => {
     const { target, forwardedPrefix } = route.annotations.rewrite;
-    const action = actionFor(route);
+    const unmirrored = actionFor(route);
+    const mirror = unmirrored.type === 'proxy' ? mirrorOf(route.annotations.mirror) : null;
+    const action: Action =
+      mirror === null || unmirrored.type !== 'proxy' ? unmirrored : { ...unmirrored, mirror };
     // authentication runs in the access phase: after redirects, the 503 of an unknown upstream and
     // rewrites; a route whose auth cannot be resolved renders `return 503` (before ssl-redirect)
     const auth = compileRouteAuth(

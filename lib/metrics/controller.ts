@@ -213,6 +213,22 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
   }
 
   // ingress-ts's own
+  if (stats !== undefined) {
+    new Counter({
+      name: 'ingress_ts_mirror_requests_total',
+      help: 'mirror-target request copies by result: answered (any status), failed (refused, reset, timed out), dropped (over the in-flight cap, or their body fell behind)',
+      labelNames: ['result'],
+      registers,
+      collect() {
+        const mirror = stats().mirror;
+        this.reset();
+        if (mirror === undefined) return;
+        this.inc({ result: 'answered' }, mirror.answered);
+        this.inc({ result: 'failed' }, mirror.failed);
+        this.inc({ result: 'dropped' }, mirror.dropped);
+      },
+    });
+  }
   const buildSeconds = new Histogram({
     name: 'ingress_ts_model_build_duration_seconds',
     help: 'Time to build the routing model from the objects',
