@@ -18,6 +18,13 @@ import type { PassthroughTarget } from './runtime.ts';
 
 export type PassthroughTable = HostTable<PassthroughTarget | null>;
 
+/**
+ * The most TCP chunks a ClientHello may come in (a 16 KiB one is a dozen segments): each chunk
+ * re-reads what came before, so a client dripping a byte per segment would cost quadratic work. Past
+ * it the connection goes to the TLS server as it is.
+ */
+export const MAX_PEEK_CHUNKS = 64;
+
 export interface PassthroughFront {
   /** Takes a new connection of the HTTPS listener: relays it, or gives it to TLS with `handOver`. */
   accept(socket: Socket, handOver: (socket: Socket) => void): void;
@@ -46,6 +53,7 @@ export function createPassthroughFront(deps: PassthroughDeps): PassthroughFront 
     };
     socket.on('error', onError);
     let received: Buffer | null = null;
+    let chunks = 0;
     const done = (): void => {
       socket.off('data', onData);
       socket.off('timeout', onTimeout);
@@ -56,7 +64,7 @@ export function createPassthroughFront(deps: PassthroughDeps): PassthroughFront 
     const onData = (chunk: Buffer): void => {
       received = received === null ? chunk : Buffer.concat([received, chunk]);
       const answer = peekClientHello(received);
-      if (answer.kind === 'more') return;
+      if (answer.kind === 'more' && ++chunks < MAX_PEEK_CHUNKS) return;
       done();
       const target =
         answer.kind === 'hello' && answer.servername !== null ? table.lookup(answer.servername) : null;
