@@ -9,7 +9,7 @@
 
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import type { IncomingMessage } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
 import { createSecureServer, type Http2SecureServer, connect as http2Connect } from 'node:http2';
 import { request as httpsRequest } from 'node:https';
 import { type AddressInfo, createServer as createNetServer, connect as netConnect } from 'node:net';
@@ -165,13 +165,32 @@ interface Setup {
   controller: Controller;
   https: number;
   http: number;
+  /** GET a.example.com/slow is answered once release() is called */
+  slow: { arrived: Promise<void>; release(): void };
 }
 
 async function setUp(t: Test, flags: string[]): Promise<Setup> {
   const a = await tlsBackend(t, 'backend-a');
   const b = await tlsBackend(t, 'backend-b');
   const refused = await refusingPort();
-  const web = echoBackend('web');
+  // the echo backend, whose /slow is held until slow.release() (a request in flight during a stop)
+  const echo = echoBackend('web');
+  let arrived: () => void = () => {};
+  let release: () => void = () => {};
+  const slowArrived = new Promise<void>((resolve) => {
+    arrived = resolve;
+  });
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const web = createHttpServer((req, res) => {
+    if (req.url !== '/slow') {
+      echo.emit('request', req, res);
+      return;
+    }
+    arrived();
+    void released.then(() => res.end('slow done'));
+  });
   const webPort = await listen(web);
   t.teardown(() => {
     web.closeAllConnections();
@@ -209,7 +228,14 @@ async function setUp(t: Test, flags: string[]): Promise<Setup> {
     createLogger('silent'),
   );
   t.teardown(() => controller.stop(0));
-  return { dir, write, controller, https: controller.https.port, http: controller.http.port };
+  return {
+    dir,
+    write,
+    controller,
+    https: controller.https.port,
+    http: controller.http.port,
+    slow: { arrived: slowArrived, release },
+  };
 }
 
 t.test('with --enable-ssl-passthrough', async (t) => {
@@ -317,13 +343,28 @@ t.test('with --enable-ssl-passthrough', async (t) => {
     t.notOk(model.hosts.find((h) => h.host === 'a.example.com')?.passthrough, 'other hosts: none');
   });
 
-  await t.test('stop: a tunnel is cut last, after the drain', async (t) => {
+  await t.test('stop: a tunnel lasts while requests drain, and is cut last', async (t) => {
     const open = await handshake(s.https, PASS);
     t.equal(await requestOn(open.socket, PASS, '/'), 'backend-a 1.1 /');
-    const closed = once(open.socket, 'close');
-    await s.controller.stop(0, 100);
+    let tunnelClosedAt = 0;
+    const closed = once(open.socket, 'close').then(() => {
+      tunnelClosedAt = Date.now();
+    });
+    const slow = httpsGet(s.https, 'a.example.com', '/slow');
+    await s.slow.arrived;
+    const stopped = s.controller.stop(0, 10_000);
+    t.equal(
+      await requestOn(open.socket, PASS, '/during'),
+      'backend-a 1.1 /during',
+      'the tunnel works while draining',
+    );
+    t.equal(tunnelClosedAt, 0, 'still open');
+    s.slow.release();
+    t.equal((await slow).body, 'slow done', 'the request in flight finished');
+    const slowDoneAt = Date.now();
     await closed;
-    t.pass('the tunnel was closed by the stop');
+    await stopped;
+    t.ok(tunnelClosedAt >= slowDoneAt, 'the tunnel was closed after the drain');
   });
 });
 
