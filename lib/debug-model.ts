@@ -272,6 +272,8 @@ export interface HostDescription {
   tls: HostTLS | null;
   /** auth-tls-*: present only on hosts that set auth-tls-secret */
   clientAuth?: ClientAuthDescription;
+  /** ssl-passthrough: present only on hosts whose TLS connections are relayed untouched */
+  passthrough?: PassthroughDescription;
   routes: RouteDescription[];
   /** where requests matching no route go */
   /** `canary`: the catch-all's canary, when a canary Ingress's spec.defaultBackend shares it */
@@ -281,6 +283,18 @@ export interface HostDescription {
     canary?: CanaryDescription | null;
     upstream?: UpstreamSettings;
   } & PathSettingsDescription;
+}
+
+/** Where an ssl-passthrough host's TLS connections go (its routes serve plain HTTP only). */
+export interface PassthroughDescription {
+  /** the oldest Ingress of the host that sets ssl-passthrough */
+  ingress: string;
+  /** the upstream of the host's path / (or default route), `default-backend`, or '' for none */
+  backend: string;
+  /** `ip:port` tried round-robin; empty: connections are closed */
+  endpoints: string[];
+  /** proxy-connect-timeout of the ConfigMap, in seconds */
+  connectTimeout: number;
 }
 
 /** A host's client certificate authentication. */
@@ -437,6 +451,19 @@ export function describeRuntime(
     return JSON.stringify(settings) === defaultsJson ? {} : { upstream: settings };
   };
 
+  const passthroughOf = (server: Server): { passthrough?: PassthroughDescription } => {
+    const target = runtime.passthrough?.lookup(server.hostname);
+    if (server.passthrough === null || target === undefined || target === null) return {};
+    return {
+      passthrough: {
+        ingress: refOf(server.passthrough.ingress) ?? '',
+        backend: target.upstream,
+        endpoints: (target.balancer?.peers ?? []).map((peer) => peer.key),
+        connectTimeout: target.connectTimeoutMs / 1000,
+      },
+    };
+  };
+
   const describeServer = (server: Server): HostDescription => {
     let tls: HostTLS | null = null;
     if (server.tls !== null) {
@@ -462,6 +489,7 @@ export function describeRuntime(
         : { wwwRedirectFrom: server.annotations.fromToWww.from }),
       tls,
       ...(server.clientAuth === null ? {} : { clientAuth: describeClientAuth(server.clientAuth) }),
+      ...passthroughOf(server),
       routes: server.routes.map((route) => ({
         path: route.path,
         pathType: route.pathType,

@@ -133,6 +133,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     httpsPort: config.httpsPort,
     bindAddress: config.bindAddress,
     generatedDefaultCertificate,
+    sslPassthrough: config.model.enableSslPassthrough,
   });
 
   const env = options.env ?? process.env;

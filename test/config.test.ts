@@ -15,6 +15,7 @@ t.test('defaults follow ingress-nginx where the flag exists', async (t) => {
   t.equal(config.model.ingressClass, 'ingress-ts');
   t.equal(config.model.defaultBackendService, null);
   t.equal(config.enableMetrics, true);
+  t.equal(config.model.enableSslPassthrough, false, '--enable-ssl-passthrough is off by default');
   t.strictSame(config.requestMetrics, {
     perHost: true,
     perUndefinedHost: false,
@@ -114,6 +115,15 @@ t.test('booleans as ingress-nginx writes them: --flag=true, --flag=false, and --
     message: "Option '--enable-metrics' does not take an argument",
   });
   t.equal(run('--controller-class=true').model.controllerClass, 'true', 'string flags keep the text');
+  t.equal(run('--enable-ssl-passthrough').model.enableSslPassthrough, true);
+  t.equal(run('--enable-ssl-passthrough=true').model.enableSslPassthrough, true);
+  t.equal(run('--enable-ssl-passthrough=false').model.enableSslPassthrough, false);
+  // ingress-nginx's internal port of the TLS proxy: accepted, no effect
+  t.strictSame(
+    run('--ssl-passthrough-proxy-port', '4420'),
+    run(),
+    '--ssl-passthrough-proxy-port changes nothing',
+  );
 });
 
 t.test('request metrics flags, as ingress-nginx writes them', async (t) => {
@@ -162,6 +172,10 @@ t.test('bad input is refused with a clear message', async (t) => {
     [['--manifests', 'd', '--time-buckets', '1,0.5'], /--time-buckets must be increasing numbers/],
     [['--manifests', 'd', '--length-buckets=10,,20'], /--length-buckets must be increasing numbers/],
     [['--manifests', 'd', '--size-buckets=ten'], /--size-buckets must be increasing numbers/],
+    [
+      ['--manifests', 'd', '--ssl-passthrough-proxy-port', '0'],
+      /--ssl-passthrough-proxy-port must be a port/,
+    ],
   ];
   for (const [argv, message] of bad)
     t.throws(() => parseFlags(argv), { name: 'Error', message }, argv.join(' '));

@@ -194,6 +194,16 @@ export const FLAGS = {
     default: '',
     help: 'namespace/name of the TLS Secret for unknown hosts; else a generated self-signed certificate',
   },
+  'enable-ssl-passthrough': {
+    type: 'boolean',
+    default: false,
+    help: 'let the ssl-passthrough annotation relay TLS connections by their SNI to the backend, untouched (peeks at every ClientHello on the HTTPS port)',
+  },
+  'ssl-passthrough-proxy-port': {
+    type: 'string',
+    default: '442',
+    help: 'accepted for ingress-nginx compatibility, no effect: ingress-ts hands connections that are not passed through to its TLS server in-process',
+  },
   'annotations-prefix': {
     type: 'string',
     default: DEFAULT_MODEL_OPTIONS.annotationsPrefix,
@@ -385,6 +395,8 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
   if (kube.watchNamespace !== null && kube.namespaceSelector !== null) {
     throw new ConfigError('--watch-namespace and --watch-namespace-selector cannot be combined');
   }
+  // validated as ingress-nginx does, though nothing listens on it
+  port('ssl-passthrough-proxy-port', values['ssl-passthrough-proxy-port'], false);
   const config: Config = {
     httpPort: port('http-port', values['http-port'], true),
     httpsPort: port('https-port', values['https-port'], true),
@@ -415,6 +427,7 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
       disableCatchAll: values['disable-catch-all'],
       disableSvcExternalName: values['disable-svc-external-name'],
       configMap: objectRef('configmap', values.configmap),
+      enableSslPassthrough: values['enable-ssl-passthrough'],
     },
   };
   return {

@@ -53,6 +53,7 @@ import { ExternalAuthClient } from './external-auth.ts';
 import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
 import { createHttpsListener, type HttpsListener } from './https-listener.ts';
 import { type MirrorStats, mirrorRequestOf } from './mirror.ts';
+import { createPassthroughFront, type PassthroughFront } from './passthrough.ts';
 import {
   generateRequestId,
   type ProxyTarget,
@@ -82,6 +83,8 @@ export interface DataPlaneOptions {
   bindAddress: string;
   generatedDefaultCertificate: CertificatePair;
   balancerEnv?: BalancerEnv;
+  /** --enable-ssl-passthrough: HTTPS connections are peeked at while some host passes through */
+  sslPassthrough?: boolean;
 }
 
 /** Counters the data plane keeps for metrics (read at scrape time; plain integers, no allocation). */
@@ -159,6 +162,8 @@ export class DataPlane {
   readonly #http: Server;
   readonly #https: Http2SecureServer;
   readonly #httpsListener: HttpsListener;
+  /** ssl-passthrough's front of the HTTPS listener, or null without --enable-ssl-passthrough */
+  readonly #passthrough: PassthroughFront | null = null;
   #runtime: Runtime | null = null;
   #httpPort = 0;
   readonly #stats: DataPlaneStats = {
@@ -198,6 +203,17 @@ export class DataPlane {
       (req, res) => this.#handle(req, res, true),
     );
     this.#https = this.#httpsListener.server;
+    if (options.sslPassthrough === true) {
+      const front = createPassthroughFront({
+        table: () => this.#runtime?.passthrough ?? null,
+        helloTimeoutMs: () =>
+          (this.#runtime?.model.config.client.headerTimeout ?? DEFAULT_GLOBAL_CONFIG.client.headerTimeout) *
+          1000,
+        tunnel: (client, upstream) => this.#proxy.tunnel(client, upstream),
+      });
+      this.#httpsListener.front(front.accept);
+      this.#passthrough = front;
+    }
     applyHeaderSize(DEFAULT_GLOBAL_CONFIG, [this.#https as HeaderSizeLimited]);
     for (const [server, https] of [
       [this.#http, false],
@@ -312,6 +328,8 @@ export class DataPlane {
     // the requests are done (or out of time): the connections, then the WebSocket tunnels
     this.#http.closeAllConnections();
     this.#httpsListener.destroyAll();
+    this.#passthrough?.destroyPending();
+    // tunnels last: WebSockets and ssl-passthrough connections
     await this.#proxy.close();
     await this.#authClient.close();
     await closed;

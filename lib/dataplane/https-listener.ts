@@ -19,6 +19,13 @@ export interface HttpsListener {
   closeIdle(): void;
   /** Cuts every connection still open. */
   destroyAll(): void;
+  /**
+   * Puts `accept` in front of the TLS server's handling of each new connection (ssl-passthrough):
+   * it gets the raw socket and `handOver`, which gives the socket to TLS (bytes read from it must be
+   * put back with `socket.unshift` first). The server keeps listening itself, so its connection
+   * tracking (HTTP/1.1 header timeouts, idle connections), counters and close are unchanged.
+   */
+  front(accept: (socket: Socket, handOver: (socket: Socket) => void) => void): void;
 }
 
 /** The ALPN protocol for a ClientHello's list: h2 first when offered and enabled, like NGINX. */
@@ -67,6 +74,21 @@ export function createHttpsListener(
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();
     },
+    front() {},
+  };
+  // the TLS server's own 'connection' listener, registered by its constructor: the one `front` wraps
+  const [tlsConnection, ...others] = listener.server.rawListeners('connection');
+  if (tlsConnection === undefined || others.length > 0) {
+    throw new Error('the HTTPS server does not have exactly one connection listener (its TLS one)');
+  }
+  listener.front = (accept) => {
+    const server = listener.server;
+    const handOver = (socket: Socket): void => {
+      tlsConnection.call(server, socket);
+    };
+    server.removeListener('connection', tlsConnection as (socket: Socket) => void);
+    // first, as the TLS listener was: listeners added later (the connection cap) see it already taken
+    server.prependListener('connection', (socket: Socket) => accept(socket, handOver));
   };
   listener.server.on('secureConnection', (socket: Socket) => {
     sockets.add(socket);

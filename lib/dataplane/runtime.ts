@@ -138,9 +138,28 @@ export interface Runtime {
   readonly http: HttpPolicy;
   /** block-cidrs: client addresses denied on every request (403), or null */
   readonly blockCidrs: CidrSet | null;
+  /**
+   * ssl-passthrough: by ClientHello server name (exact, then `*.` wildcard, as the host table), the
+   * target to relay to, or null for names whose TLS is terminated here; null when no host passes
+   * through (connections are not peeked at)
+   */
+  readonly passthrough: HostTable<PassthroughTarget | null> | null;
   /** rate-limit zones by Ingress and limits; the next compile takes over those still in use */
   readonly rateLimitZones: ReadonlyMap<string, Zone>;
   readonly model: Model;
+}
+
+/** Where an ssl-passthrough host's TLS connections are relayed (passthrough.ts). */
+export interface PassthroughTarget {
+  hostname: string;
+  /** the upstream name ('' for none), for logs and /debug/model */
+  upstream: string;
+  /** its endpoints (`peers`, updated in place by an endpoints-only change); null: no upstream */
+  balancer: Balancer | null;
+  /** the ConfigMap's proxy-connect-timeout (the route's annotations do not apply to passthrough) */
+  connectTimeoutMs: number;
+  /** the round-robin position: the next connection starts at this peer */
+  next: number;
 }
 
 export interface RuntimeDeps {
@@ -536,6 +555,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
   for (const [server, entry] of compiled) hosts.add(server.hostname, entry);
   for (const [server, entry] of compiled)
     for (const alias of server.annotations.alias.aliases) hosts.add(alias, entry);
+  const passthrough = compilePassthrough(model, balancerFor, defaultSettings.connectTimeoutMs);
   // from-to-www-redirect names come last: a host or an alias of that name wins
   for (const [server, entry] of compiled) {
     const from = server.annotations.fromToWww.from;
@@ -560,9 +580,47 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     tlsPolicy: tlsPolicyOf(model),
     http,
     blockCidrs: cidrSetOf(model.config.access.blockCidrs),
+    passthrough,
     rateLimitZones: access.zones,
     model,
   };
+}
+
+/**
+ * The passthrough table: every name the host table knows, in the same order (hosts, then aliases,
+ * then from-to-www names), so that an exact name whose TLS is terminated is never caught by a
+ * passthrough wildcard. Only a host's own name passes through, not its aliases (ingress-nginx
+ * matches the server's hostname). Null when no host passes through.
+ */
+function compilePassthrough(
+  model: Model,
+  balancerFor: (name: string) => Balancer | null,
+  connectTimeoutMs: number,
+): HostTable<PassthroughTarget | null> | null {
+  if (!model.servers.some((server) => server.passthrough !== null)) return null;
+  const table = new HostTable<PassthroughTarget | null>(null);
+  for (const server of model.servers) {
+    const passthrough = server.passthrough;
+    if (passthrough === null) {
+      table.add(server.hostname, null);
+      continue;
+    }
+    const upstream =
+      passthrough.backend.type === 'upstream' ? passthrough.backend.upstream : model.defaultBackend;
+    table.add(server.hostname, {
+      hostname: server.hostname,
+      upstream: upstream ?? '',
+      balancer: upstream === null ? null : balancerFor(upstream),
+      connectTimeoutMs,
+      next: 0,
+    });
+  }
+  for (const server of model.servers) {
+    for (const alias of server.annotations.alias.aliases) table.add(alias, null);
+    const from = server.annotations.fromToWww.from;
+    if (from !== null) table.add(from, null);
+  }
+  return table;
 }
 
 function tlsPolicyOf(model: Model): TlsPolicy {

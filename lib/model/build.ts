@@ -392,7 +392,10 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     }
   }
 
-  // 6c. sticky upstreams: the first Ingress with affinity that uses an upstream configures it; a
+  // 6c. ssl-passthrough: any Ingress of the host that sets it (ingress-nginx: "any true")
+  applyPassthrough(ingresses, drafts, options.enableSslPassthrough, options.annotationsPrefix, diagnostics);
+
+  // 6d. sticky upstreams: the first Ingress with affinity that uses an upstream configures it; a
   // sticky canary (affinity-canary-behavior, default sticky) gets its main upstream's affinity.
   const upstreamsByName = resolver.upstreams();
   for (const ingress of ingresses) {
@@ -537,6 +540,7 @@ function newDraft(
       annotations: DEFAULT_SERVER_ANNOTATIONS,
       clientAuth: null,
       defaultRoute,
+      passthrough: null,
       routes: [],
     },
     routeKeys: new Map(),
@@ -580,6 +584,46 @@ function applyServerAnnotations(
         `host ${draft.server.hostname} already takes its ${key} setting from the older Ingress ${refName(source)}; this one is ignored`,
       );
     }
+  }
+}
+
+/**
+ * ssl-passthrough: a host is passthrough when any of its Ingresses sets the annotation; its TLS
+ * connections go to the backend of its Prefix `/` route, else of its default route (ingress-nginx's
+ * root location). Without --enable-ssl-passthrough the annotation has no effect, with a warning.
+ */
+function applyPassthrough(
+  ingresses: readonly CheckedIngress[],
+  drafts: Map<string, ServerDraft>,
+  enabled: boolean,
+  prefix: string,
+  diagnostics: DiagnosticsCollector,
+): void {
+  for (const ingress of ingresses) {
+    if (!ingress.annotations.ingress.sslPassthrough.enabled) continue;
+    const hosts = [...new Set(ingress.rules.map((rule) => rule.host).filter((host) => host !== ''))];
+    if (!enabled) {
+      diagnostics.report(
+        'Ingress',
+        ingress.ref,
+        'SSL_PASSTHROUGH_DISABLED',
+        `annotation ${prefix}/ssl-passthrough needs the controller flag --enable-ssl-passthrough, which is off: TLS to ${
+          hosts.length === 0 ? 'its hosts' : hosts.join(', ')
+        } is terminated and routed as usual`,
+      );
+      continue;
+    }
+    for (const host of hosts) {
+      const draft = drafts.get(host);
+      if (draft === undefined || draft.server.passthrough !== null) continue;
+      draft.server.passthrough = { ingress: ingress.ref, backendIngress: null, backend: { type: 'default' } };
+    }
+  }
+  for (const { server } of drafts.values()) {
+    if (server.passthrough === null) continue;
+    const root = server.routes.find((route) => route.pathType === 'Prefix' && route.path === '/');
+    const from = root ?? server.defaultRoute;
+    server.passthrough = { ...server.passthrough, backendIngress: from.ingress, backend: from.backend };
   }
 }
 

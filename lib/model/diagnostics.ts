@@ -174,6 +174,10 @@ export const DIAGNOSTIC_CODES = {
     'error',
     'custom-headers names a ConfigMap that is missing, in another namespace without allow-cross-namespace-resources, or has a key not listed in global-allowed-response-headers (or not a valid header); the paths of the Ingress answer 503.',
   ],
+  SSL_PASSTHROUGH_DISABLED: [
+    'warning',
+    'ssl-passthrough is set but the controller runs without --enable-ssl-passthrough; TLS to the host is terminated and routed as usual.',
+  ],
   WWW_REDIRECT_SKIPPED: [
     'info',
     'from-to-www-redirect: the other name is a host of its own (or the host is a wildcard); no redirect is made.',

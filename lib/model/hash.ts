@@ -72,7 +72,7 @@ class Fingerprint {
     this.line(
       `S\t${server.hostname}\t${this.ref(server.ingress)}\t${this.tls(server.tls)}\t${server.regex}\t${this.shared(
         server.annotations,
-      )}\t${this.defaultRoute(server.defaultRoute)}\t${clientAuthKey(server.clientAuth)}`,
+      )}\t${this.defaultRoute(server.defaultRoute)}\t${clientAuthKey(server.clientAuth)}\t${passthroughKey(server.passthrough)}`,
     );
     for (const route of server.routes) {
       this.line(
@@ -113,6 +113,14 @@ export function modelHashes(body: ModelBody): { hash: string; routesHash: string
     all.line(line);
   }
   return { hash: all.digest(), routesHash };
+}
+
+function passthroughKey(passthrough: Server['passthrough']): string {
+  if (passthrough === null) return '';
+  const { ingress, backendIngress, backend } = passthrough;
+  const ref = (r: ObjectRef | null) => (r === null ? '-' : `${r.namespace}/${r.name}`);
+  const to = backend.type === 'default' ? 'default' : `upstream:${backend.upstream}`;
+  return `passthrough@${ref(ingress)}>${ref(backendIngress)}>${to}`;
 }
 
 /** A host's client-auth settings; the CA bundle is named by its sha256. */

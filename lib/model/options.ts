@@ -21,6 +21,8 @@ export interface ModelOptions {
   disableSvcExternalName: boolean;
   /** --configmap: `namespace/name` of the global ConfigMap, or null for the defaults */
   configMap: string | null;
+  /** --enable-ssl-passthrough: the ssl-passthrough annotation takes effect */
+  enableSslPassthrough: boolean;
 }
 
 export const DEFAULT_MODEL_OPTIONS: Readonly<ModelOptions> = Object.freeze({
@@ -34,4 +36,5 @@ export const DEFAULT_MODEL_OPTIONS: Readonly<ModelOptions> = Object.freeze({
   disableCatchAll: false,
   disableSvcExternalName: false,
   configMap: null,
+  enableSslPassthrough: false,
 });

@@ -97,6 +97,19 @@ export interface ClientAuth {
   errorPage: string | null;
 }
 
+/**
+ * Where an ssl-passthrough host's TLS connections go: the backend of its Prefix path `/`, else its
+ * default route's (the creating Ingress's spec.defaultBackend, else the controller's default
+ * backend). Only TLS traffic: plain HTTP to the host is routed by its paths as usual.
+ */
+export interface Passthrough {
+  /** the oldest Ingress of the host that sets ssl-passthrough */
+  ingress: ObjectRef;
+  /** the Ingress of the path (or default route) the backend comes from */
+  backendIngress: ObjectRef | null;
+  backend: Backend;
+}
+
 export interface Server {
   /** lower-cased: `example.com`, `*.example.com`, or `_` for the catch-all server */
   hostname: string;
@@ -116,6 +129,11 @@ export interface Server {
   /** auth-tls-*: client certificate authentication of the host (its Secret resolved), or null */
   clientAuth: ClientAuth | null;
   defaultRoute: DefaultRoute;
+  /**
+   * ssl-passthrough (with --enable-ssl-passthrough): TLS connections whose ClientHello names this host
+   * are relayed to a backend without being terminated; null: TLS is terminated here
+   */
+  passthrough: Passthrough | null;
   /**
    * Longest path first, ties by reverse-lexicographic path, equal paths in Ingress order. Outside
    * regex mode the order does not decide anything: an Exact route beats a Prefix one and the longest

@@ -83,6 +83,7 @@ const VALUE_SETS: Record<string, Record<string, unknown> | string | null> = {
         'default-ssl-certificate': 'ingress/wildcard',
         'update-status': 'false',
         'log-level': 'debug',
+        'enable-ssl-passthrough': 'true',
       },
       extraEnvs: [{ name: 'UV_THREADPOOL_SIZE', value: '8' }],
       disableLeaderElection: true,
@@ -526,6 +527,7 @@ if ('skip' in helmBinary) {
     const objects = get('everything');
     const flags = flagsOf(objects);
     t.equal(flags.get('default-ssl-certificate'), 'ingress/wildcard');
+    t.equal(flags.get('enable-ssl-passthrough'), '', 'true: a bare --enable-ssl-passthrough');
     t.equal(flags.get('update-status'), 'false', 'extraArgs win over the chart');
     t.equal(flags.get('disable-leader-election'), 'true');
     t.equal(flags.get('watch-ingress-without-class'), 'true');

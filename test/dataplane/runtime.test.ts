@@ -177,3 +177,54 @@ t.test(
     });
   },
 );
+
+t.test('ssl-passthrough table: exact and wildcard names, terminated names, endpoints in place', async (t) => {
+  const passWorld = (addresses: string[]) =>
+    build(
+      {
+        ingresses: [
+          ingress('pass', {
+            nginx: { 'ssl-passthrough': 'true', 'server-alias': 'alias.pass.test' },
+            rules: [rule('pass.test', path('/', 'tls:443')), rule('*.wild.test', path('/', 'tls:443'))],
+          }),
+          ingress('web', { rules: [rule('exact.wild.test', path('/', 'web:80'))] }),
+          ingress('none', {
+            nginx: { 'ssl-passthrough': 'true' },
+            rules: [rule('none.test', path('/x', 'web:80'))],
+          }),
+        ],
+        services: [service('tls', [{ port: 443 }]), service('web', [{ port: 80 }])],
+        slices: [
+          slice('tls', [{ addresses }], [{ port: 443 }]),
+          slice('web', [{ addresses: ['10.1.0.1'] }], [{ port: 80 }]),
+        ],
+      },
+      { enableSslPassthrough: true },
+    ).model;
+  const runtime = compileRuntime(passWorld(['10.0.0.1']), null, deps);
+  const table = runtime.passthrough;
+  if (table === null) throw new Error('expected a passthrough table');
+  const upstreamOf = (name: string) => table.lookup(name)?.upstream ?? null;
+  t.equal(upstreamOf('pass.test'), 'default-tls-443');
+  t.equal(upstreamOf('a.wild.test'), 'default-tls-443', 'a wildcard host passes through');
+  t.equal(upstreamOf('exact.wild.test'), null, 'an exact host without it is not caught by the wildcard');
+  t.equal(upstreamOf('alias.pass.test'), null, "a host's alias does not pass through");
+  t.equal(upstreamOf('other.test'), null, 'unknown names are terminated');
+  t.equal(upstreamOf('a.b.wild.test'), null, 'one label only');
+  const none = table.lookup('none.test');
+  t.equal(none?.upstream, '', 'no / path and no default backend: no upstream');
+  t.equal(none?.balancer, null);
+  t.strictSame(
+    table.lookup('pass.test')?.balancer?.peers.map((p) => p.key),
+    ['10.0.0.1:443'],
+  );
+  t.equal(table.lookup('pass.test')?.connectTimeoutMs, 5000, "the ConfigMap's proxy-connect-timeout");
+  // an endpoints-only change keeps the table and updates its balancer in place
+  const next = compileRuntime(passWorld(['10.0.0.1', '10.0.0.2']), runtime, deps);
+  t.equal(next.passthrough, table, 'the same table');
+  t.strictSame(
+    table.lookup('pass.test')?.balancer?.peers.map((p) => p.key),
+    ['10.0.0.1:443', '10.0.0.2:443'],
+  );
+  t.equal(compileRuntime(world(['10.0.0.1']), null, deps).passthrough, null, 'no passthrough host: no table');
+});

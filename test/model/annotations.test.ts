@@ -433,6 +433,7 @@ t.test('annotations: every supported annotation is documented', async (t) => {
       'session-cookie-path',
       'session-cookie-samesite',
       'session-cookie-secure',
+      'ssl-passthrough',
       'ssl-redirect',
       'temporal-redirect',
       'temporal-redirect-code',

@@ -43,6 +43,7 @@ const { model } = build(
       }),
       ingress('ext', {
         created: 3,
+        nginx: { 'ssl-passthrough': 'true' },
         rules: [rule('ext.example.com', path('/', 'ext:443')), rule(undefined, path('/any', 'web:80'))],
       }),
     ],
@@ -57,7 +58,11 @@ const { model } = build(
       tlsSecret('default-cert', pem('wildcard-example'), 'infra'),
     ],
   },
-  { defaultBackendService: 'infra/db', defaultSSLCertificate: 'infra/default-cert' },
+  {
+    defaultBackendService: 'infra/db',
+    defaultSSLCertificate: 'infra/default-cert',
+    enableSslPassthrough: true,
+  },
 );
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -77,6 +82,9 @@ function leaves(value: Json, at: string[] = []): string[][] {
 /** A different value of the same type; object-typed nulls become a valid object. */
 function changed(value: Json, key: string): Json {
   if (value === null && key === 'ingress') return { namespace: 'n', name: 'x' };
+  if (value === null && key === 'passthrough') {
+    return { ingress: { namespace: 'n', name: 'x' }, backendIngress: null, backend: { type: 'default' } };
+  }
   if (value === null && key === 'tls') return { certificate: null, ingress: { namespace: 'n', name: 'x' } };
   if (typeof value === 'string') return `${value}x`;
   if (typeof value === 'number') return value + 1;
@@ -118,6 +126,10 @@ t.test('the rich model really uses every feature', async (t) => {
   t.ok(
     model.servers.some((s) => s.clientAuth?.caPem),
     'client certificate authentication',
+  );
+  t.ok(
+    model.servers.some((s) => s.passthrough !== null),
+    'ssl-passthrough',
   );
   t.strictSame(modelHashes(body), { hash, routesHash }, 'recomputing gives the same hashes');
 });

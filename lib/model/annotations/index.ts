@@ -34,6 +34,7 @@ import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
 import { satisfy } from './satisfy.ts';
 import { serverAlias } from './server-alias.ts';
+import { sslPassthrough } from './ssl-passthrough.ts';
 import { type SslRedirectAnnotations, sslRedirect } from './ssl-redirect.ts';
 import { upstreamHash } from './upstream-hash.ts';
 
@@ -60,7 +61,14 @@ const locationGroups = {
   mirror,
 } as const;
 const serverGroups = { alias: serverAlias, appRoot, fromToWww, authTls } as const;
-const ingressGroups = { affinity, canary, loadBalance, upstreamHash, serviceUpstream } as const;
+const ingressGroups = {
+  affinity,
+  canary,
+  loadBalance,
+  upstreamHash,
+  serviceUpstream,
+  sslPassthrough,
+} as const;
 
 type ValueOf<G> = G extends AnnotationGroup<infer T> ? T : never;
 export type LocationAnnotations = { [K in keyof typeof locationGroups]: ValueOf<(typeof locationGroups)[K]> };
