@@ -1,6 +1,6 @@
 // The server name of a TLS ClientHello, read from the first bytes of a connection without
 // terminating TLS (ssl-passthrough peeks at it to choose between relaying and the TLS server).
-// Pure and total: any byte sequence gives an answer, never an exception.
+// Pure and total: every byte sequence gives an answer, never an exception.
 //
 // The layout (RFC 8446 §5.1 records, §4 handshake, §4.1.2 ClientHello; RFC 6066 §3 server_name):
 //   record:       type(1)=22 handshake, legacy_version(2) major 3, length(2) 1..2^14, fragment

@@ -392,7 +392,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     }
   }
 
-  // 6c. ssl-passthrough: any Ingress of the host that sets it (ingress-nginx: "any true")
+  // 6c. ssl-passthrough, when some Ingress of the host sets it (ingress-nginx: "any true")
   applyPassthrough(ingresses, drafts, options.enableSslPassthrough, options.annotationsPrefix, diagnostics);
 
   // 6d. sticky upstreams: the first Ingress with affinity that uses an upstream configures it; a
