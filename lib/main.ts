@@ -275,8 +275,12 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   };
   const healthz = createHealthz(() => dataPlane.current !== null, metrics === null ? null : metrics.scrape, {
     debugModel,
+    readinessPath: config.healthCheckPath,
   });
-  const healthzAddress = await healthz.listen(config.healthzPort, config.bindAddress);
+  const healthzAddress = await healthz.listen(
+    config.healthzPort,
+    config.healthzHost === '' ? config.bindAddress : config.healthzHost,
+  );
 
   let stopping: Promise<void> | null = null;
   return {
