@@ -1,6 +1,7 @@
 // The flags of ingress-nginx v1.15: every one of them is accepted, read as ingress-nginx's pflag reads
 // it; those with a counterpart act, the others are reported as ignored with their reason; a flag
 // ingress-nginx does not have is still refused.
+import { readFileSync } from 'node:fs';
 import t from 'tap';
 import {
   type Config,
@@ -432,4 +433,13 @@ t.test('--help names the flags accepted with no effect', async (t) => {
   t.match(text, '--v N');
   t.match(text, '--healthz-host');
   t.match(text, '--health-check-path');
+});
+
+t.test('docs/flags.md names every ingress-nginx flag, and each ignored one with its reason', async (t) => {
+  const doc = readFileSync(new URL('../docs/flags.md', import.meta.url), 'utf8');
+  for (const [name] of INGRESS_NGINX_FLAGS) t.match(doc, `\`--${name}\``, name);
+  for (const [name, { reason }] of Object.entries(COMPAT_FLAGS)) {
+    const row = doc.split('\n').find((line) => line.includes(`\`--${name}\``) && line.includes(reason));
+    t.ok(row, `--${name}: its reason is in its row`);
+  }
 });

@@ -20,7 +20,7 @@ const KLOG_OUTPUT =
 const WEBHOOK =
   'no admission webhook yet: an Ingress is checked when it is served, and a bad one is reported on the object (Event) instead of refused at apply';
 const NGINX_INTERNAL = "a port or address internal to ingress-nginx's NGINX; ingress-ts has no NGINX";
-const PROFILER = 'no Go profiler: profile the Node process with --cpu-prof or --inspect (NODE_OPTIONS)';
+const PROFILER = 'no Go profiler: profile the Node process through its inspector (NODE_OPTIONS=--inspect)';
 const NATIVE_HISTOGRAMS = 'native histograms: ingress-ts exports classic buckets only (--time-buckets...)';
 const GEOIP = 'no GeoIP: the MaxMind databases are neither downloaded nor used';
 const TCP_UDP = 'TCP and UDP services are not proxied yet: the ports listed in this ConfigMap are not opened';
