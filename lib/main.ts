@@ -83,7 +83,12 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
   }
   const modules: KubeModules = await import('./source/kube/index.ts');
   const { loadKubeConfig, createKubeSource } = modules;
-  const kubeConfig = loadKubeConfig(config.kube.kubeconfig);
+  const { kubeconfig, apiserverHost, certificateAuthority } = config.kube;
+  const kubeConfig = loadKubeConfig(
+    kubeconfig,
+    process.env,
+    apiserverHost === null ? null : { server: apiserverHost, caFile: certificateAuthority },
+  );
   const server = kubeConfig.getCurrentCluster()?.server;
   const kube = createKubeSource({
     kubeConfig,

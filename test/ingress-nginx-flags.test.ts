@@ -269,7 +269,9 @@ t.test('each flag is accepted as ingress-nginx takes it: --flag=value, --flag va
         : [[`--${name}=${sample}`], [`--${name}`, sample]];
     for (const form of forms) {
       const { ignored } = run(form);
-      const expected = Object.hasOwn(COMPAT_FLAGS, name) ? [`--${name}`] : [];
+      // the CA is only read with --apiserver-host, as in ingress-nginx
+      const expected =
+        Object.hasOwn(COMPAT_FLAGS, name) || name === 'certificate-authority' ? [`--${name}`] : [];
       t.strictSame(flagsOf(ignored), expected, form.join(' '));
     }
   }
@@ -416,6 +418,43 @@ t.test('--v sets the log level when --log-level is not given', async (t) => {
     const { config, ignored } = run(argv);
     t.equal(config.logLevel, level, argv.join(' ') || 'no flags');
     t.strictSame(ignored, [], '--v has a counterpart');
+  }
+});
+
+t.test('--apiserver-host and --certificate-authority', async (t) => {
+  t.match(run([]).config.kube, { apiserverHost: null, certificateAuthority: null });
+  const hosts: Array<[string[], string, string | null]> = [
+    [['--apiserver-host=https://10.0.0.1:6443'], 'https://10.0.0.1:6443', null],
+    [['--apiserver-host', 'http://127.0.0.1:8001/'], 'http://127.0.0.1:8001', null],
+    // client-go's default scheme: https with a CA, else http
+    [['--apiserver-host=10.0.0.1:6443'], 'http://10.0.0.1:6443', null],
+    [
+      ['--apiserver-host=10.0.0.1:6443', '--certificate-authority=/ca.pem'],
+      'https://10.0.0.1:6443',
+      '/ca.pem',
+    ],
+  ];
+  for (const [argv, host, ca] of hosts) {
+    const { config, ignored } = run(argv);
+    t.match(config.kube, { apiserverHost: host, certificateAuthority: ca }, argv.join(' '));
+    t.strictSame(ignored, []);
+  }
+  const alone = run(['--certificate-authority=/ca.pem']);
+  t.equal(alone.config.kube.certificateAuthority, null);
+  t.match(alone.ignored, [{ flag: '--certificate-authority', reason: /only used with --apiserver-host/ }]);
+  const refused: Array<[string[], RegExp]> = [
+    [['--apiserver-host=ftp://h'], /--apiserver-host must be an http:\/\/ or https:\/\/ URL/],
+    [['--apiserver-host=https://admin:hunter2@h'], /--apiserver-host must not carry credentials/],
+    [['--apiserver-host=http://[::1'], /--apiserver-host must be a URL/],
+    [['--manifests=d', '--apiserver-host=https://h'], /--apiserver-host has no meaning with --manifests/],
+  ];
+  for (const [argv, message] of refused) {
+    const error = t.throws(
+      () => parseFlags(argv),
+      { code: 'ERR_INGRESS_TS_CONFIG', message },
+      argv.join(' '),
+    );
+    t.notMatch(String((error as Error | undefined)?.message), 'hunter2', 'a password is never echoed');
   }
 });
 

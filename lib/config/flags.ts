@@ -41,6 +41,10 @@ export interface Config {
 export interface KubeFlags {
   /** --kubeconfig FILE; null → in-cluster, else $KUBECONFIG or ~/.kube/config */
   kubeconfig: string | null;
+  /** --apiserver-host: the API server's URL, overriding the kubeconfig's; alone, no credentials */
+  apiserverHost: string | null;
+  /** --certificate-authority: a CA file for --apiserver-host, or null */
+  certificateAuthority: string | null;
   /** --watch-namespace: one namespace, or null for all */
   watchNamespace: string | null;
   /** --watch-namespace-selector: a label selector on Namespaces, or null */
@@ -138,6 +142,16 @@ export const FLAGS = {
     type: 'string',
     default: '',
     help: "kubeconfig file to reach the API server; default: the Pod's service account in a cluster, else $KUBECONFIG or ~/.kube/config",
+  },
+  'apiserver-host': {
+    type: 'string',
+    default: '',
+    help: "URL of the API server (e.g. http://127.0.0.1:8001 of a kubectl proxy): overrides the kubeconfig's server; without --kubeconfig, no credentials are sent",
+  },
+  'certificate-authority': {
+    type: 'string',
+    default: '',
+    help: 'CA file to verify the --apiserver-host server with (ignored without --apiserver-host)',
   },
   'watch-namespace': {
     type: 'string',
@@ -433,6 +447,29 @@ function levelForVerbosity(verbosity: number): LogLevel {
   return 'info';
 }
 
+/**
+ * --apiserver-host as client-go reads it: a URL, or host:port to which it adds https:// when a CA is
+ * given, else http://. Credentials in the URL are refused (they belong in a kubeconfig, and the
+ * server's address is logged).
+ */
+function apiserverHost(value: string, withCA: boolean): string | null {
+  if (value === '') return null;
+  const text = value.includes('://') ? value : `${withCA ? 'https' : 'http'}://${value}`;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError('--apiserver-host must be a URL such as https://10.0.0.1:6443');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`--apiserver-host must be an http:// or https:// URL, got "${url.protocol}//..."`);
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new ConfigError('--apiserver-host must not carry credentials: put them in a kubeconfig');
+  }
+  return text.replace(/\/+$/, '');
+}
+
 /** A bucket list: comma-separated finite numbers, strictly increasing. */
 function buckets(name: string, value: string): number[] {
   const parts = value.split(',').map((part) => part.trim());
@@ -502,6 +539,8 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
     .filter((address) => address !== '');
   const kube: KubeFlags = {
     kubeconfig: orNull(values.kubeconfig),
+    apiserverHost: apiserverHost(values['apiserver-host'], values['certificate-authority'] !== ''),
+    certificateAuthority: values['apiserver-host'] === '' ? null : orNull(values['certificate-authority']),
     watchNamespace: orNull(values['watch-namespace']),
     namespaceSelector: orNull(values['watch-namespace-selector']),
     leaderElection: !values['disable-leader-election'],
@@ -517,6 +556,8 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
   if (manifests !== null) {
     for (const name of [
       'kubeconfig',
+      'apiserver-host',
+      'certificate-authority',
       'watch-namespace',
       'watch-namespace-selector',
       'publish-service',
@@ -525,6 +566,10 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
       if (values[name] !== '')
         throw new ConfigError(`--${name} has no meaning with --manifests (standalone mode)`);
     }
+  }
+  if (values['certificate-authority'] !== '' && kube.apiserverHost === null) {
+    // as ingress-nginx, which reads the CA only for --apiserver-host
+    ignored.push({ flag: '--certificate-authority', reason: 'only used with --apiserver-host' });
   }
   if (kube.watchNamespace !== null && kube.namespaceSelector !== null) {
     throw new ConfigError('--watch-namespace and --watch-namespace-selector cannot be combined');

@@ -28,15 +28,6 @@ const TCP_UDP = 'TCP and UDP services are not proxied yet: the ports listed in t
 /** ingress-nginx flags accepted with no effect, by name (without the dashes). */
 export const COMPAT_FLAGS: Readonly<Record<string, CompatFlag>> = {
   // Kubernetes API and the store
-  'apiserver-host': {
-    type: 'string',
-    reason:
-      "the API server is reached through --kubeconfig or the Pod's service account; put its address in a kubeconfig",
-  },
-  'certificate-authority': {
-    type: 'string',
-    reason: 'goes with --apiserver-host; put the CA in a kubeconfig',
-  },
   'sync-period': {
     type: 'duration',
     reason: 'the watches keep the store current; there is no periodic resync',
