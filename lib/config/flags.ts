@@ -379,8 +379,8 @@ const GO_TYPE_WORDS = {
  * - klog's -v / --v (pflag makes a one-letter Go flag its own shorthand: -v 2, -v=2, -v2);
  * - booleans written `--flag=true|false|1|0|t|f...` (strconv.ParseBool) become `--flag` / `--no-flag`;
  * - ingress-nginx's manifests and chart start the args with the binary, /nginx-ingress-controller:
- *   as the first argument it is ignored (any other stray word is still refused, it is more likely a
- *   mistake than in ingress-nginx, which ignores every positional argument).
+ *   as the first argument it is ignored. Any other positional argument is still refused, where
+ *   ingress-nginx ignores them all: a stray word is more often a value split from its flag by mistake.
  * A value after `--flag value` is skipped over for ingress-ts's string flags, so a value is never
  * mistaken for a flag.
  */
