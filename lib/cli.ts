@@ -28,9 +28,16 @@ if (parsed.kind === 'version') {
   exit(0);
 }
 
-const { config } = parsed;
+const { config, ignored } = parsed;
 const prettyLogs = wantsPrettyLogs();
 const log = createLogger(config.logLevel, undefined, prettyLogs);
+if (ignored.length > 0) {
+  // names and reasons only: a value may be a secret (--maxmind-license-key)
+  log.warn(
+    { flags: Object.fromEntries(ignored.map(({ flag, reason }) => [flag, reason])) },
+    `ingress-nginx flags with no effect in ingress-ts: ${ignored.map(({ flag }) => flag).join(', ')}`,
+  );
+}
 try {
   const controller = await start(config, log, { version, prettyLogs });
   log.info(

@@ -1,6 +1,6 @@
 // The health listener (--healthz-port):
-// - GET /healthz (readiness): 200 while serving, 500 once shutting down (ingress-nginx: load
-//   balancers stop sending before the listeners close).
+// - GET /healthz (readiness; the path is --health-check-path): 200 while serving, 500 once shutting
+//   down (ingress-nginx: load balancers stop sending before the listeners close).
 // - GET /livez (liveness): 200 whenever the event loop runs, also while draining after SIGTERM. It is
 //   answered by the same event loop as the proxy, so a stuck loop (a runaway computation, a
 //   synchronous stall) leaves it unanswered and the kubelet's probe times out: the only failure.
@@ -26,6 +26,8 @@ export type DebugModelSource = () => unknown;
 
 export interface HealthzOptions {
   debugModel?: DebugModelSource | null;
+  /** the readiness path; default /healthz */
+  readinessPath?: string;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -36,6 +38,7 @@ export function createHealthz(
   options: HealthzOptions = {},
 ): Healthz {
   const debugModel = options.debugModel ?? null;
+  const readinessPath = options.readinessPath ?? '/healthz';
   let stopping = false;
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -69,7 +72,7 @@ export function createHealthz(
       res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok\n');
       return;
     }
-    if (path !== '/healthz') {
+    if (path !== readinessPath) {
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
       return;
     }

@@ -83,7 +83,12 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
   }
   const modules: KubeModules = await import('./source/kube/index.ts');
   const { loadKubeConfig, createKubeSource } = modules;
-  const kubeConfig = loadKubeConfig(config.kube.kubeconfig);
+  const { kubeconfig, apiserverHost, certificateAuthority } = config.kube;
+  const kubeConfig = loadKubeConfig(
+    kubeconfig,
+    process.env,
+    apiserverHost === null ? null : { server: apiserverHost, caFile: certificateAuthority },
+  );
   const server = kubeConfig.getCurrentCluster()?.server;
   const kube = createKubeSource({
     kubeConfig,
@@ -275,8 +280,12 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   };
   const healthz = createHealthz(() => dataPlane.current !== null, metrics === null ? null : metrics.scrape, {
     debugModel,
+    readinessPath: config.healthCheckPath,
   });
-  const healthzAddress = await healthz.listen(config.healthzPort, config.bindAddress);
+  const healthzAddress = await healthz.listen(
+    config.healthzPort,
+    config.healthzHost === '' ? config.bindAddress : config.healthzHost,
+  );
 
   let stopping: Promise<void> | null = null;
   return {

@@ -71,3 +71,84 @@ t.test('starts on the example manifests, logs JSON, and exits 0 on SIGTERM', asy
   const [code] = await once(child, 'exit');
   t.equal(code, 0);
 });
+
+t.test("starts with ingress-nginx's args: one warning names the flags with no effect", async (t) => {
+  // deploy/static/provider/cloud/deploy.yaml of ingress-nginx v1.15.1, plus flags its users carry
+  const ingressNginxArgs = [
+    '/nginx-ingress-controller',
+    '--publish-service=ingress-nginx/ingress-nginx-controller',
+    '--election-id=ingress-nginx-leader',
+    '--controller-class=k8s.io/ingress-nginx',
+    '--ingress-class=nginx',
+    '--configmap=ingress-nginx/ingress-nginx-controller',
+    '--validating-webhook=:8443',
+    '--validating-webhook-certificate=/usr/local/certificates/cert',
+    '--validating-webhook-key=/usr/local/certificates/key',
+    '--v=2',
+    '--tcp-services-configmap',
+    'ingress-nginx/tcp-services',
+    '--maxmind-license-key=secret-license-key',
+    '--health-check-path=/ready',
+    // the other listeners are on 127.0.0.1 (--bind-address)
+    '--healthz-host=127.0.0.2',
+  ];
+  // standalone: the flags that need a cluster stay out
+  const args = ingressNginxArgs.filter((arg) => !arg.startsWith('--publish-service'));
+  const child = spawn(process.execPath, [bin, ...args, '--manifests', manifests, ...LOOPBACK_PORT_0], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let output = '';
+  let errors = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    errors += chunk.toString();
+  });
+  const serving = new Promise<Record<string, unknown>>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      for (const line of output.split('\n')) {
+        if (line.includes('serving')) resolve(JSON.parse(line) as Record<string, unknown>);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`exited ${code} before serving: ${output}${errors}`)));
+  });
+  const line = await serving;
+  const warnings = output
+    .split('\n')
+    .filter((text) => text !== '')
+    .map((text) => JSON.parse(text) as { level: number; msg: string; flags?: Record<string, string> })
+    .filter((entry) => entry.level === 40 && entry.flags !== undefined);
+  t.equal(warnings.length, 1, 'one warning');
+  t.strictSame(Object.keys(warnings[0]?.flags ?? {}), [
+    '/nginx-ingress-controller',
+    '--validating-webhook',
+    '--validating-webhook-certificate',
+    '--validating-webhook-key',
+    '--tcp-services-configmap',
+    '--maxmind-license-key',
+  ]);
+  t.match(warnings[0]?.flags?.['--tcp-services-configmap'], /TCP and UDP services are not proxied/);
+  t.match(warnings[0]?.msg, /--validating-webhook, .*--maxmind-license-key/);
+  t.notMatch(output + errors, 'secret-license-key', 'no flag value is logged');
+  // --health-check-path moved the readiness check, --healthz-host its listener
+  const ready = await fetch(`http://127.0.0.2:${line.healthz}/ready`);
+  t.equal(ready.status, 200);
+  t.equal((await fetch(`http://127.0.0.2:${line.healthz}/healthz`)).status, 404);
+  await t.rejects(fetch(`http://127.0.0.1:${line.healthz}/ready`), 'not on --bind-address');
+  child.kill('SIGTERM');
+  const [code] = await once(child, 'exit');
+  t.equal(code, 0);
+});
+
+t.test('with ingress-nginx args, a flag ingress-nginx does not have still exits 2', async (t) => {
+  const result = await run(process.execPath, [
+    bin,
+    '/nginx-ingress-controller',
+    '--v=2',
+    '--validating-webhook=:8443',
+    '--no-such-flag',
+  ]).catch((e: unknown) => e);
+  t.match(result, { code: 2, stderr: /Unknown option '--no-such-flag'/ });
+});

@@ -9,6 +9,7 @@ import {
   type RequestMetricsOptions,
 } from '../metrics/requests.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from '../model/index.ts';
+import { COMPAT_FLAGS, goBool, goValueValid } from './ingress-nginx-flags.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -19,6 +20,10 @@ export interface Config {
   healthzPort: number;
   /** '' listens on every interface */
   bindAddress: string;
+  /** address of the healthz listener; '' → bindAddress (ingress-nginx --healthz-host) */
+  healthzHost: string;
+  /** the readiness path on the healthz port (ingress-nginx --health-check-path) */
+  healthCheckPath: string;
   /** standalone mode: a folder of manifests; null → the Kubernetes API */
   manifests: string | null;
   /** how to reach the Kubernetes API when manifests is null */
@@ -36,6 +41,10 @@ export interface Config {
 export interface KubeFlags {
   /** --kubeconfig FILE; null → in-cluster, else $KUBECONFIG or ~/.kube/config */
   kubeconfig: string | null;
+  /** --apiserver-host: the API server's URL, overriding the kubeconfig's; alone, no credentials */
+  apiserverHost: string | null;
+  /** --certificate-authority: a CA file for --apiserver-host, or null */
+  certificateAuthority: string | null;
   /** --watch-namespace: one namespace, or null for all */
   watchNamespace: string | null;
   /** --watch-namespace-selector: a label selector on Namespaces, or null */
@@ -114,6 +123,16 @@ export const FLAGS = {
     help: 'buckets (bytes) of the bytes_sent histogram',
   },
   'bind-address': { type: 'string', default: '', help: 'address to listen on; empty means every interface' },
+  'healthz-host': {
+    type: 'string',
+    default: '',
+    help: 'address of the healthz listener; default: --bind-address',
+  },
+  'health-check-path': {
+    type: 'string',
+    default: '/healthz',
+    help: 'path of the readiness check on the healthz port (the liveness check stays /livez)',
+  },
   manifests: {
     type: 'string',
     default: '',
@@ -123,6 +142,16 @@ export const FLAGS = {
     type: 'string',
     default: '',
     help: "kubeconfig file to reach the API server; default: the Pod's service account in a cluster, else $KUBECONFIG or ~/.kube/config",
+  },
+  'apiserver-host': {
+    type: 'string',
+    default: '',
+    help: "URL of the API server (e.g. http://127.0.0.1:8001 of a kubectl proxy): overrides the kubeconfig's server; without --kubeconfig, no credentials are sent",
+  },
+  'certificate-authority': {
+    type: 'string',
+    default: '',
+    help: 'CA file to verify the --apiserver-host server with (ignored without --apiserver-host)',
   },
   'watch-namespace': {
     type: 'string',
@@ -199,11 +228,6 @@ export const FLAGS = {
     default: false,
     help: 'let the ssl-passthrough annotation relay TLS connections by their SNI to the backend, untouched (peeks at every ClientHello on the HTTPS port)',
   },
-  'ssl-passthrough-proxy-port': {
-    type: 'string',
-    default: '442',
-    help: 'accepted for ingress-nginx compatibility, no effect: ingress-ts hands connections that are not passed through to its TLS server in-process',
-  },
   'annotations-prefix': {
     type: 'string',
     default: DEFAULT_MODEL_OPTIONS.annotationsPrefix,
@@ -225,7 +249,11 @@ export const FLAGS = {
     default: '0',
     help: 'seconds to keep serving after SIGTERM/SIGINT before stopping',
   },
-  'log-level': { type: 'string', default: 'info', help: `one of ${LOG_LEVELS.join(', ')}` },
+  'log-level': {
+    type: 'string',
+    default: 'info',
+    help: `one of ${LOG_LEVELS.join(', ')}; without it, ingress-nginx's --v=N sets it (N<3 info, 3-4 debug, 5+ trace)`,
+  },
   help: { type: 'boolean', default: false, help: 'print this help and exit' },
   version: { type: 'boolean', default: false, help: 'print the version and exit' },
 } as const satisfies Record<string, FlagSpec>;
@@ -249,8 +277,35 @@ export function helpText(version: string): string {
     const fallback = spec.type === 'boolean' || spec.default === '' ? '' : ` [${spec.default}]`;
     lines.push(`  ${shown.padEnd(40)} ${spec.help}${fallback}`);
   }
-  lines.push('');
+  lines.push(
+    `  ${'--v N, -v N'.padEnd(40)} ingress-nginx's (klog's) verbosity: sets --log-level when that is not given`,
+    '',
+    'Accepted from ingress-nginx with no effect (a warning at start names each, with the reason; docs/flags.md):',
+    ...wrap(
+      Object.keys(COMPAT_FLAGS).map((name) => `--${name}`),
+      100,
+      '  ',
+    ),
+    '',
+  );
   return lines.join('\n');
+}
+
+/** Words joined by ", " into lines of at most `width` characters. */
+function wrap(words: readonly string[], width: number, indent: string): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of words) {
+    const next = line === '' ? word : `${line}, ${word}`;
+    if (indent.length + next.length > width && line !== '') {
+      lines.push(`${indent}${line},`);
+      line = word;
+    } else {
+      line = next;
+    }
+  }
+  if (line !== '') lines.push(`${indent}${line}`);
+  return lines;
 }
 
 function port(name: string, value: string, allowZero: boolean): number {
@@ -293,17 +348,126 @@ function duration(name: string, value: string): number {
   return total;
 }
 
+/** A flag of ingress-nginx that ingress-ts accepts and ignores, and why. */
+export interface IgnoredFlag {
+  flag: string;
+  reason: string;
+}
+
+interface Normalized {
+  /** what is left for parseArgs: ingress-ts's own flags */
+  args: string[];
+  ignored: IgnoredFlag[];
+  /** klog's --v, or null */
+  verbosity: number | null;
+}
+
+const GO_TYPE_WORDS = {
+  bool: 'true or false',
+  string: 'a string',
+  int: 'an integer',
+  uint: 'a non-negative integer',
+  float: 'a number',
+  duration: 'a duration such as 30s',
+  ip: 'an IP address',
+  port: 'a port number (1-65535)',
+} as const;
+
 /**
- * ingress-nginx's Go flags take `--flag=true` / `--flag=false` for booleans (charts and manifests are
- * full of them): those become `--flag` / `--no-flag`.
+ * Reads argv as ingress-nginx's parser (Go's pflag) would, before node:util's parseArgs sees it:
+ * - the flags in COMPAT_FLAGS are taken out, their values checked, and listed as ignored;
+ * - klog's -v / --v (pflag makes a one-letter Go flag its own shorthand: -v 2, -v=2, -v2);
+ * - booleans written `--flag=true|false|1|0|t|f...` (strconv.ParseBool) become `--flag` / `--no-flag`;
+ * - ingress-nginx's manifests and chart start the args with the binary, /nginx-ingress-controller:
+ *   as the first argument it is ignored. Any other positional argument is still refused, where
+ *   ingress-nginx ignores them all: a stray word is more often a value split from its flag by mistake.
+ * A value after `--flag value` is skipped over for ingress-ts's string flags, so a value is never
+ * mistaken for a flag.
  */
-function booleanValue(arg: string): string {
-  const match = /^--([a-z-]+)=(true|false)$/.exec(arg);
-  if (match === null) return arg;
-  const name = match[1] as string;
-  const spec = (FLAGS as Record<string, FlagSpec>)[name];
-  if (spec?.type !== 'boolean') return arg;
-  return match[2] === 'true' ? `--${name}` : `--no-${name}`;
+function normalize(argv: readonly string[]): Normalized {
+  const args: string[] = [];
+  const ignored = new Map<string, string>();
+  let verbosity: number | null = null;
+  const nextValue = (i: number, name: string): string => {
+    const value = argv[i];
+    if (value === undefined) throw new ConfigError(`Option '--${name}' needs a value`);
+    return value;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (i === 0 && /(^|\/)nginx-ingress-controller$/.test(arg)) {
+      ignored.set(arg, "ingress-nginx's binary, the first of its args; ingress-ts's image starts its own");
+      continue;
+    }
+    if (arg === '--') {
+      args.push(...argv.slice(i));
+      break;
+    }
+    const v = /^(?:--?v(?:=(.*))?|-v(\d.*))$/s.exec(arg);
+    if (v !== null) {
+      const value = v[1] ?? v[2] ?? nextValue(++i, 'v');
+      if (!/^[-+]?\d+$/.test(value)) throw new ConfigError(`--v must be an integer, got "${value}"`);
+      verbosity = Number(value);
+      continue;
+    }
+    const match = /^--([^=]+)(?:=(.*))?$/s.exec(arg);
+    if (match === null) {
+      args.push(arg);
+      continue;
+    }
+    const name = match[1] as string;
+    const inline = match[2];
+    const compat = Object.hasOwn(COMPAT_FLAGS, name) ? COMPAT_FLAGS[name] : undefined;
+    if (compat !== undefined) {
+      const value = compat.type === 'bool' ? (inline ?? 'true') : (inline ?? nextValue(++i, name));
+      if (!goValueValid(compat.type, value)) {
+        // a string flag is never invalid, so no secret (--maxmind-license-key) reaches this message
+        throw new ConfigError(`--${name} must be ${GO_TYPE_WORDS[compat.type]}, got "${value}"`);
+      }
+      ignored.set(`--${name}`, compat.reason);
+      continue;
+    }
+    const spec = Object.hasOwn(FLAGS, name) ? (FLAGS as Record<string, FlagSpec>)[name] : undefined;
+    if (spec?.type === 'boolean' && inline !== undefined) {
+      const value = goBool(inline);
+      args.push(value === null ? arg : value ? `--${name}` : `--no-${name}`);
+      continue;
+    }
+    args.push(arg);
+    if (spec?.type === 'string' && inline === undefined && i + 1 < argv.length)
+      args.push(argv[++i] as string);
+  }
+  return { args, ignored: [...ignored].map(([flag, reason]) => ({ flag, reason })), verbosity };
+}
+
+/** klog's verbosity as a log level: ingress-nginx logs changes in detail from 3 and debugs NGINX at 5. */
+function levelForVerbosity(verbosity: number): LogLevel {
+  if (verbosity >= 5) return 'trace';
+  if (verbosity >= 3) return 'debug';
+  return 'info';
+}
+
+/**
+ * --apiserver-host as client-go reads it: a URL, or host:port to which it adds https:// when a CA is
+ * given, else http://. Credentials in the URL are refused (they belong in a kubeconfig, and the
+ * server's address is logged).
+ */
+function apiserverHost(value: string, withCA: boolean): string | null {
+  if (value === '') return null;
+  const text = value.includes('://') ? value : `${withCA ? 'https' : 'http'}://${value}`;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError('--apiserver-host must be a URL such as https://10.0.0.1:6443');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`--apiserver-host must be an http:// or https:// URL, got "${url.protocol}//..."`);
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new ConfigError('--apiserver-host must not carry credentials: put them in a kubeconfig');
+  }
+  return text.replace(/\/+$/, '');
 }
 
 /** A bucket list: comma-separated finite numbers, strictly increasing. */
@@ -327,30 +491,37 @@ function excludedMetrics(value: string): string[] {
     .filter((name) => name !== '');
 }
 
-export type ParsedArgs = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; config: Config };
+export type ParsedArgs =
+  | { kind: 'help' }
+  | { kind: 'version' }
+  | { kind: 'run'; config: Config; ignored: readonly IgnoredFlag[] };
 
 /** Parse argv (without node and the script). Port 0 is accepted (tests: pick a free port). */
 export function parseFlags(argv: readonly string[]): ParsedArgs {
   let values: Values;
+  let logLevelGiven: boolean;
+  const { args, ignored, verbosity } = normalize(argv);
   try {
     const options = Object.fromEntries(
       Object.entries(FLAGS).map(([name, spec]) => [name, { type: spec.type, default: spec.default }]),
     );
     const parsed = parseArgs({
-      args: argv.map(booleanValue),
+      args,
       options,
       strict: true,
       allowPositionals: false,
       allowNegative: true,
+      tokens: true,
     });
     values = parsed.values as Values;
+    logLevelGiven = parsed.tokens.some((token) => token.kind === 'option' && token.name === 'log-level');
   } catch (error) {
     throw new ConfigError((error as Error).message.replace(/\. To specify a positional.*$/s, ''));
   }
   if (values.help) return { kind: 'help' };
   if (values.version) return { kind: 'version' };
 
-  const logLevel = values['log-level'];
+  const logLevel = !logLevelGiven && verbosity !== null ? levelForVerbosity(verbosity) : values['log-level'];
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
@@ -368,6 +539,8 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
     .filter((address) => address !== '');
   const kube: KubeFlags = {
     kubeconfig: orNull(values.kubeconfig),
+    apiserverHost: apiserverHost(values['apiserver-host'], values['certificate-authority'] !== ''),
+    certificateAuthority: values['apiserver-host'] === '' ? null : orNull(values['certificate-authority']),
     watchNamespace: orNull(values['watch-namespace']),
     namespaceSelector: orNull(values['watch-namespace-selector']),
     leaderElection: !values['disable-leader-election'],
@@ -383,6 +556,8 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
   if (manifests !== null) {
     for (const name of [
       'kubeconfig',
+      'apiserver-host',
+      'certificate-authority',
       'watch-namespace',
       'watch-namespace-selector',
       'publish-service',
@@ -392,16 +567,23 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
         throw new ConfigError(`--${name} has no meaning with --manifests (standalone mode)`);
     }
   }
+  if (values['certificate-authority'] !== '' && kube.apiserverHost === null) {
+    // as ingress-nginx, which reads the CA only for --apiserver-host
+    ignored.push({ flag: '--certificate-authority', reason: 'only used with --apiserver-host' });
+  }
   if (kube.watchNamespace !== null && kube.namespaceSelector !== null) {
     throw new ConfigError('--watch-namespace and --watch-namespace-selector cannot be combined');
   }
-  // validated as ingress-nginx does, though nothing listens on it
-  port('ssl-passthrough-proxy-port', values['ssl-passthrough-proxy-port'], false);
+  if (!values['health-check-path'].startsWith('/')) {
+    throw new ConfigError(`--health-check-path must start with /, got "${values['health-check-path']}"`);
+  }
   const config: Config = {
     httpPort: port('http-port', values['http-port'], true),
     httpsPort: port('https-port', values['https-port'], true),
     healthzPort: port('healthz-port', values['healthz-port'], true),
     bindAddress: values['bind-address'],
+    healthzHost: values['healthz-host'],
+    healthCheckPath: values['health-check-path'],
     manifests,
     kube,
     shutdownGracePeriod: grace,
@@ -433,5 +615,6 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
   return {
     kind: 'run',
     config: Object.freeze({ ...config, kube: Object.freeze(kube), model: Object.freeze(config.model) }),
+    ignored,
   };
 }
