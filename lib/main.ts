@@ -23,6 +23,7 @@ import {
   DEFAULT_GLOBAL_CONFIG,
   type Diagnostic,
   type ModelReferences,
+  redactText,
   type Snapshot,
 } from './model/index.ts';
 import { createManifestSource } from './source/manifests.ts';
@@ -40,6 +41,16 @@ export interface Controller {
    * given without a drain timeout drains for 0 ms (tests: stop(0) cuts everything at once).
    */
   stop(gracePeriodMs?: number, drainTimeoutMs?: number): Promise<void>;
+}
+
+/** The string fields of a data-plane event, URL-looking words redacted. */
+function redactFields(message: unknown): object {
+  if (typeof message !== 'object' || message === null) return { message: redactText(String(message)) };
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(message)) {
+    out[key] = typeof value === 'string' ? redactText(value) : value;
+  }
+  return out;
 }
 
 const diagnosticKey = (d: Diagnostic) => `${d.kind}/${d.namespace}/${d.name}/${d.code}/${d.message}`;
@@ -100,7 +111,8 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
 }
 
 export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Controller> {
-  const onDataplaneError = (message: unknown) => log.warn(message as object, 'data plane');
+  // Data-plane errors quote URLs (a mirror target, an auth URL as requested): never their credentials.
+  const onDataplaneError = (message: unknown) => log.warn(redactFields(message), 'data plane');
   subscribe(dataplaneError.name, onDataplaneError);
 
   // The first read (or list) overlaps the default certificate's key generation (libuv's pool).

@@ -2,6 +2,8 @@
 // carries a stable code (documented in docs/diagnostics.md; a test keeps the two in step) and says
 // what ingress-ts did about it.
 
+import { redactText } from './redact.ts';
+
 export type Severity = 'error' | 'warning' | 'info';
 
 export interface Diagnostic {
@@ -195,9 +197,11 @@ export class DiagnosticsCollector {
     kind: string,
     ref: { namespace: string; name: string },
     code: DiagnosticCode,
-    message: string,
+    written: string,
     severity: Severity = DIAGNOSTIC_CODES[code][0],
   ): void {
+    // Messages quote values: whatever a parser interpolated, no credential leaves the build.
+    const message = redactText(written);
     const key = `${kind}\u0000${ref.namespace}\u0000${ref.name}\u0000${code}\u0000${message}`;
     if (this.#seen.has(key)) return;
     this.#seen.add(key);
