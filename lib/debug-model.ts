@@ -340,6 +340,14 @@ export interface BackendDescription {
   endpoints: string[];
 }
 
+export interface DiagnosticDescription {
+  severity: Severity;
+  code: string;
+  message: string;
+  file?: string;
+  line?: number | null;
+}
+
 export interface ModelDescription {
   hash: string;
   routesHash: string;
@@ -349,8 +357,11 @@ export interface ModelDescription {
   defaultBackend: string | null;
   /** the default certificate: --default-ssl-certificate's Secret, or `generated` */
   defaultCertificate: { secret: string; certificate: CertificateInfo };
-  /** diagnostics of the last build by `Kind namespace/name` */
-  diagnostics: Record<string, Array<{ severity: Severity; code: string; message: string }>>;
+  /**
+   * diagnostics of the last build by `Kind namespace/name`, and in standalone mode those of the
+   * manifest files (`file` and `line` say where; a document naming no object is `Manifest <file>`)
+   */
+  diagnostics: Record<string, DiagnosticDescription[]>;
   config: GlobalConfig;
   /** the upstream behaviour of every route without its own (`upstream`): the ConfigMap's */
   upstreamDefaults: UpstreamSettings;
@@ -420,7 +431,15 @@ function groupDiagnostics(diagnostics: readonly Diagnostic[]): ModelDescription[
   const grouped: ModelDescription['diagnostics'] = {};
   for (const d of diagnostics) {
     const key = `${d.kind} ${d.namespace === '' ? d.name : `${d.namespace}/${d.name}`}`;
-    const entry = { severity: d.severity, code: d.code, message: redactText(d.message) };
+    const entry: DiagnosticDescription = {
+      severity: d.severity,
+      code: d.code,
+      message: redactText(d.message),
+    };
+    if (d.file !== undefined) {
+      entry.file = d.file;
+      entry.line = d.line ?? null;
+    }
     const list = grouped[key];
     if (list === undefined) grouped[key] = [entry];
     else list.push(entry);

@@ -13,6 +13,9 @@ export interface Diagnostic {
   severity: Severity;
   code: DiagnosticCode;
   message: string;
+  /** standalone mode, findings of the manifest source: the file and line the object is written at */
+  file?: string;
+  line?: number | null;
 }
 
 /** Every code with its severity and a one-line meaning. Severity is part of the contract. */
@@ -183,6 +186,22 @@ export const DIAGNOSTIC_CODES = {
   WWW_REDIRECT_SKIPPED: [
     'info',
     'from-to-www-redirect: the other name is a host of its own (or the host is a wildcard); no redirect is made.',
+  ],
+  MANIFEST_INVALID: [
+    'error',
+    'Standalone mode: a document of a manifest file does not parse (a duplicate key, a bad indent) or is not a Kubernetes object (no kind, no metadata.name); that document is ignored, the others are read.',
+  ],
+  MANIFEST_UNREADABLE: [
+    'error',
+    'Standalone mode: a manifest file or the --manifests directory cannot be read; what it held before is kept.',
+  ],
+  MANIFEST_API_VERSION_IGNORED: [
+    'warning',
+    'Standalone mode: an object of a kind ingress-ts reads has an apiVersion it does not read (an extensions/v1beta1 or networking.k8s.io/v1beta1 Ingress); it is ignored.',
+  ],
+  MANIFEST_DUPLICATE: [
+    'warning',
+    'Standalone mode: the same kind, namespace and name is defined twice; the first in path order (then document order) wins, this one is ignored.',
   ],
 } as const satisfies Record<string, readonly [Severity, string]>;
 
