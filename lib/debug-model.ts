@@ -2,7 +2,8 @@
 // backends with their endpoints and balancer, the certificate each host is served with, and the
 // diagnostics of the last build grouped per object (what `kubectl ingress-nginx backends` shows,
 // for everything). Built from the runtime the data plane serves, so it is what requests get.
-// Never includes private keys.
+// Never includes private keys or credentials: the status port is reachable from the cluster network,
+// so URLs lose their userinfo and query values and ConfigMap header values are hidden (model/redact.ts).
 
 import { X509Certificate } from 'node:crypto';
 import { peerKey } from './dataplane/balancer.ts';
@@ -26,7 +27,14 @@ import type {
   Upstream,
   UpstreamSettings,
 } from './model/index.ts';
-import { upstreamSettings } from './model/index.ts';
+import {
+  REDACTED,
+  redactConfig,
+  redactOptionalUrl,
+  redactText,
+  redactUrl,
+  upstreamSettings,
+} from './model/index.ts';
 
 /** What a route or a default route sends requests to: an upstream name, or the controller's default. */
 export const DEFAULT_BACKEND = 'default-backend';
@@ -86,7 +94,8 @@ export interface PathSettingsDescription {
   usePortInRedirects?: boolean;
   /** enable-cors and its settings (allowOrigin `*`: every request, Allow-Origin `*`) */
   cors?: CorsAnnotations;
-  /** custom-headers: the ConfigMap, its headers, and why the location is denied (503), if it is */
+  /** custom-headers: the ConfigMap, its header names (values shown as `***`), and why the location
+   * is denied (503), if it is */
   customHeaders?: { configMap: string; headers: Record<string, string>; denied?: string };
   /** allowlist-source-range / denylist-source-range as `address/prefix` (unset: the ConfigMap's lists) */
   allowlistSourceRange?: string[];
@@ -97,8 +106,8 @@ export interface PathSettingsDescription {
   auth?: AuthDescription;
   /** proxy-ssl-*: TLS to the backend (never the private key) */
   proxySsl?: ProxySslDescription;
-  /** mirror-target: where copies of the proxied requests go (variables as written), their Host, and
-   * whether they carry the body */
+  /** mirror-target: where copies of the proxied requests go (variables as written, userinfo and
+   * query values as `***`), their Host, and whether they carry the body */
   mirror?: MirrorAnnotations;
 }
 
@@ -136,7 +145,7 @@ function proxySslOf(value: ProxySslAnnotations): ProxySslDescription | null {
   if (material?.certPem != null) out.clientCertificate = parseCertificate(material.certPem);
   if (material?.caPem != null)
     out.caCertificates = (material.caPem.match(PEM_BLOCK) ?? []).map(parseCertificate);
-  if (denied !== null) out.denied = denied;
+  if (denied !== null) out.denied = redactText(denied);
   return out;
 }
 
@@ -183,12 +192,12 @@ function authOf(annotations: LocationAnnotations): AuthDescription | null {
   if (external !== null) {
     const { url, method, signin, signinRedirectParam, responseHeaders, requestRedirect } = external;
     out.external = {
-      url,
+      url: redactUrl(url),
       method,
-      signin,
+      signin: redactOptionalUrl(signin),
       signinRedirectParam,
       responseHeaders: [...responseHeaders],
-      requestRedirect,
+      requestRedirect: redactUrl(requestRedirect),
       proxySetHeaders: external.proxySetHeaders,
       alwaysSetCookie: external.alwaysSetCookie,
       cacheKey: external.cacheKey,
@@ -198,7 +207,7 @@ function authOf(annotations: LocationAnnotations): AuthDescription | null {
   if (!annotations.externalAuth.enableGlobalAuth) out.globalAuth = false;
   if (annotations.satisfy.any) out.satisfy = 'any';
   const denied = basic?.denied ?? external?.denied ?? null;
-  if (denied !== null) out.denied = denied;
+  if (denied !== null) out.denied = redactText(denied);
   return Object.keys(out).length === 0 ? null : out;
 }
 
@@ -222,8 +231,8 @@ function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSet
   if (configMap !== null) {
     out.customHeaders = {
       configMap,
-      headers: Object.fromEntries(headers),
-      ...(denied === null ? {} : { denied }),
+      headers: Object.fromEntries(headers.map(([name]) => [name, REDACTED])),
+      ...(denied === null ? {} : { denied: redactText(denied) }),
     };
   }
   const { allow, deny } = annotations.accessControl;
@@ -233,7 +242,8 @@ function pathSettingsOf(annotations: LocationAnnotations, path: string): PathSet
   if (limits.rps > 0 || limits.rpm > 0 || limits.connections > 0) out.rateLimit = limits;
   const proxySsl = proxySslOf(annotations.proxySsl);
   if (proxySsl !== null) out.proxySsl = proxySsl;
-  if (annotations.mirror.target !== null) out.mirror = annotations.mirror;
+  const { mirror } = annotations;
+  if (mirror.target !== null) out.mirror = { ...mirror, target: redactUrl(mirror.target) };
   return out;
 }
 
@@ -330,6 +340,14 @@ export interface BackendDescription {
   endpoints: string[];
 }
 
+export interface DiagnosticDescription {
+  severity: Severity;
+  code: string;
+  message: string;
+  file?: string;
+  line?: number | null;
+}
+
 export interface ModelDescription {
   hash: string;
   routesHash: string;
@@ -339,11 +357,21 @@ export interface ModelDescription {
   defaultBackend: string | null;
   /** the default certificate: --default-ssl-certificate's Secret, or `generated` */
   defaultCertificate: { secret: string; certificate: CertificateInfo };
-  /** diagnostics of the last build by `Kind namespace/name` */
-  diagnostics: Record<string, Array<{ severity: Severity; code: string; message: string }>>;
+  /**
+   * diagnostics of the last build by `Kind namespace/name`, and in standalone mode those of the
+   * manifest files (`file` and `line` say where; a document naming no object is `Manifest <file>`)
+   */
+  diagnostics: Record<string, DiagnosticDescription[]>;
   config: GlobalConfig;
   /** the upstream behaviour of every route without its own (`upstream`): the ConfigMap's */
   upstreamDefaults: UpstreamSettings;
+}
+
+/** proxy-redirect-from / -to are URLs. */
+function redactSettings(settings: UpstreamSettings): UpstreamSettings {
+  const { redirect } = settings;
+  if (redirect === null) return settings;
+  return { ...settings, redirect: { from: redactUrl(redirect.from), to: redactUrl(redirect.to) } };
 }
 
 /** Parsed certificates by sha256; `describeRuntime` keeps only the ones still in use. */
@@ -403,7 +431,15 @@ function groupDiagnostics(diagnostics: readonly Diagnostic[]): ModelDescription[
   const grouped: ModelDescription['diagnostics'] = {};
   for (const d of diagnostics) {
     const key = `${d.kind} ${d.namespace === '' ? d.name : `${d.namespace}/${d.name}`}`;
-    const entry = { severity: d.severity, code: d.code, message: d.message };
+    const entry: DiagnosticDescription = {
+      severity: d.severity,
+      code: d.code,
+      message: redactText(d.message),
+    };
+    if (d.file !== undefined) {
+      entry.file = d.file;
+      entry.line = d.line ?? null;
+    }
     const list = grouped[key];
     if (list === undefined) grouped[key] = [entry];
     else list.push(entry);
@@ -443,11 +479,11 @@ export function describeRuntime(
     certificate: certificateInfo(runtime.sni.defaultSha256, runtime.sni.defaultCertificate.certPem),
   };
 
-  const upstreamDefaults = upstreamSettings(null, model.config);
+  const upstreamDefaults = redactSettings(upstreamSettings(null, model.config));
   const defaultsJson = JSON.stringify(upstreamDefaults);
   /** `{ upstream }` when the location's settings differ from the ConfigMap's, else nothing */
   const upstreamOf = (annotations: LocationAnnotations): { upstream?: UpstreamSettings } => {
-    const settings = upstreamSettings(annotations, model.config);
+    const settings = redactSettings(upstreamSettings(annotations, model.config));
     return JSON.stringify(settings) === defaultsJson ? {} : { upstream: settings };
   };
 
@@ -530,7 +566,7 @@ export function describeRuntime(
     defaultBackend: model.defaultBackend,
     defaultCertificate,
     diagnostics: groupDiagnostics(diagnostics),
-    config: model.config,
+    config: redactConfig(model.config),
     upstreamDefaults,
   };
   // only the certificates still served stay cached

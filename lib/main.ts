@@ -23,6 +23,7 @@ import {
   DEFAULT_GLOBAL_CONFIG,
   type Diagnostic,
   type ModelReferences,
+  redactText,
   type Snapshot,
 } from './model/index.ts';
 import { createManifestSource } from './source/manifests.ts';
@@ -41,6 +42,19 @@ export interface Controller {
    */
   stop(gracePeriodMs?: number, drainTimeoutMs?: number): Promise<void>;
 }
+
+/** The string fields of a data-plane event, URL-looking words redacted. */
+function redactFields(message: unknown): object {
+  if (typeof message !== 'object' || message === null) return { message: redactText(String(message)) };
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(message)) {
+    out[key] = typeof value === 'string' ? redactText(value) : value;
+  }
+  return out;
+}
+
+const levelOf = (d: Diagnostic) =>
+  d.severity === 'error' ? 'error' : d.severity === 'warning' ? 'warn' : 'info';
 
 const diagnosticKey = (d: Diagnostic) => `${d.kind}/${d.namespace}/${d.name}/${d.code}/${d.message}`;
 
@@ -61,6 +75,8 @@ interface Source {
   stop(): Promise<void>;
   snapshot(): Snapshot;
   setReferences?(references: ModelReferences): void;
+  /** standalone mode: the findings about the manifest files (bad documents, ignored objects) */
+  problems?(): readonly Diagnostic[];
   /** Kubernetes mode: each watched kind's restarts after errors */
   informers?(): ReadonlyArray<{ kind: string; restarts: number }>;
   /** log fields saying where from, and the message once the first read is complete */
@@ -77,7 +93,16 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
     const manifests = createManifestSource({
       dir: config.manifests,
       onChange,
-      onProblem: (problem) => log.error({ file: problem.file, line: problem.line }, problem.message),
+      onProblem: (problem) =>
+        log[levelOf(problem)](
+          {
+            file: problem.file,
+            line: problem.line,
+            object: `${problem.kind} ${problem.namespace === '' ? problem.name : `${problem.namespace}/${problem.name}`}`,
+            code: problem.code,
+          },
+          problem.message,
+        ),
     });
     return { ...manifests, where: { dir: config.manifests }, readMessage: 'manifests read' };
   }
@@ -105,7 +130,8 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
 }
 
 export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Controller> {
-  const onDataplaneError = (message: unknown) => log.warn(message as object, 'data plane');
+  // Data-plane errors quote URLs (a mirror target, an auth URL as requested): never their credentials.
+  const onDataplaneError = (message: unknown) => log.warn(redactFields(message), 'data plane');
   subscribe(dataplaneError.name, onDataplaneError);
 
   // The first read (or list) overlaps the default certificate's key generation (libuv's pool).
@@ -225,9 +251,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         const key = diagnosticKey(diagnostic);
         current.add(key);
         if (reported.has(key)) continue;
-        const level =
-          diagnostic.severity === 'error' ? 'error' : diagnostic.severity === 'warning' ? 'warn' : 'info';
-        log[level](
+        log[levelOf(diagnostic)](
           { object: `${diagnostic.kind} ${diagnostic.namespace}/${diagnostic.name}`, code: diagnostic.code },
           diagnostic.message,
         );
@@ -276,7 +300,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const certificateCache: CertificateCache = new Map();
   const debugModel = () => {
     const runtime = dataPlane.current;
-    return runtime === null ? null : describeRuntime(runtime, appliedDiagnostics, certificateCache);
+    if (runtime === null) return null;
+    // the source's findings (a manifest document that does not parse) first: no build sees them
+    const problems = source.problems?.() ?? [];
+    const diagnostics = problems.length === 0 ? appliedDiagnostics : [...problems, ...appliedDiagnostics];
+    return describeRuntime(runtime, diagnostics, certificateCache);
   };
   const healthz = createHealthz(() => dataPlane.current !== null, metrics === null ? null : metrics.scrape, {
     debugModel,

@@ -9,6 +9,7 @@ import { NEXT_UPSTREAM, type ProxyAnnotations, SIZE } from './annotations/proxy.
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import { DEFAULT_GLOBAL_AUTH, type GlobalAuthConfig, globalAuthKeys } from './global-auth.ts';
 import type { ConfigMap } from './k8s.ts';
+import { redactValue } from './redact.ts';
 
 /** Load-balancing algorithms ingress-nginx's validator accepts (load-balance annotation and key). */
 export const LOAD_BALANCE_NAMES = [
@@ -737,7 +738,7 @@ export function parseGlobalConfig(
         'ConfigMap',
         ref,
         'CONFIG_VALUE_INVALID',
-        `ConfigMap key ${key}=${JSON.stringify(value)} is invalid (${problem}); the default is used`,
+        `ConfigMap key ${key}=${JSON.stringify(redactValue(key, value))} is invalid (${problem}); the default is used`,
       );
     }
   }

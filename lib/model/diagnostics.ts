@@ -2,6 +2,8 @@
 // carries a stable code (documented in docs/diagnostics.md; a test keeps the two in step) and says
 // what ingress-ts did about it.
 
+import { redactText } from './redact.ts';
+
 export type Severity = 'error' | 'warning' | 'info';
 
 export interface Diagnostic {
@@ -11,6 +13,9 @@ export interface Diagnostic {
   severity: Severity;
   code: DiagnosticCode;
   message: string;
+  /** standalone mode, findings of the manifest source: the file and line the object is written at */
+  file?: string;
+  line?: number | null;
 }
 
 /** Every code with its severity and a one-line meaning. Severity is part of the contract. */
@@ -182,6 +187,22 @@ export const DIAGNOSTIC_CODES = {
     'info',
     'from-to-www-redirect: the other name is a host of its own (or the host is a wildcard); no redirect is made.',
   ],
+  MANIFEST_INVALID: [
+    'error',
+    'Standalone mode: a document of a manifest file does not parse (a duplicate key, a bad indent) or is not a Kubernetes object (no kind, no metadata.name); that document is ignored, the others are read.',
+  ],
+  MANIFEST_UNREADABLE: [
+    'error',
+    'Standalone mode: a manifest file or the --manifests directory cannot be read; what it held before is kept.',
+  ],
+  MANIFEST_API_VERSION_IGNORED: [
+    'warning',
+    'Standalone mode: an object of a kind ingress-ts reads has an apiVersion it does not read (an extensions/v1beta1 or networking.k8s.io/v1beta1 Ingress); it is ignored.',
+  ],
+  MANIFEST_DUPLICATE: [
+    'warning',
+    'Standalone mode: the same kind, namespace and name is defined twice; the first in path order (then document order) wins, this one is ignored.',
+  ],
 } as const satisfies Record<string, readonly [Severity, string]>;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTIC_CODES;
@@ -195,9 +216,11 @@ export class DiagnosticsCollector {
     kind: string,
     ref: { namespace: string; name: string },
     code: DiagnosticCode,
-    message: string,
+    written: string,
     severity: Severity = DIAGNOSTIC_CODES[code][0],
   ): void {
+    // Messages quote values: whatever a parser interpolated, no credential leaves the build.
+    const message = redactText(written);
     const key = `${kind}\u0000${ref.namespace}\u0000${ref.name}\u0000${code}\u0000${message}`;
     if (this.#seen.has(key)) return;
     this.#seen.add(key);

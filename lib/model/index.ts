@@ -11,6 +11,7 @@ export type * from './k8s.ts';
 export { EMPTY_SNAPSHOT } from './k8s.ts';
 export type { ModelOptions } from './options.ts';
 export { DEFAULT_MODEL_OPTIONS } from './options.ts';
+export { REDACTED, redactConfig, redactHeaders, redactOptionalUrl, redactText, redactUrl } from './redact.ts';
 export type * from './types.ts';
 export type { Rewrite, UpstreamSettings } from './upstream-settings.ts';
 export { upstreamSettings } from './upstream-settings.ts';

@@ -5,9 +5,14 @@
 //   dot-directories (editor temp files, a ConfigMap volume's ..data machinery) and node_modules are
 //   skipped; symlinks to files are followed (a ConfigMap volume's files are such symlinks), symlinks to
 //   directories are not.
-// - Objects: multi-document YAML; `List` / `*List` items are flattened. Only the kinds the model reads
-//   are kept (by apiVersion + kind); other kinds are ignored. A kept kind with another apiVersion (an
-//   old extensions/v1beta1 Ingress) is ignored with a problem, since it is certainly a mistake.
+// - Objects: multi-document YAML; `List` / `*List` items are flattened. Each document (and List item)
+//   is judged on its own, as `kubectl apply -f` does: one that does not parse (a duplicate key, a
+//   bad indent) or is not an object (no kind, no metadata.name) is a problem with its file and line,
+//   and the file's other documents are read. Only the kinds the model reads are kept (by apiVersion +
+//   kind); other kinds (a Deployment, a Kustomization) are ignored silently, as nothing of them is
+//   ingress-ts's business. A kept kind with another apiVersion (an extensions/v1beta1 Ingress) is
+//   ignored with a problem: the user expects it routed, and ingress-ts (like Kubernetes since 1.22)
+//   does not read it.
 // - Namespaced objects without a namespace get "default"; IngressClass is cluster-scoped.
 // - An Ingress without metadata.creationTimestamp gets the time its namespace/name was first seen,
 //   kept while such an Ingress exists (also across edits and moves between files), so oldest-wins is
@@ -15,8 +20,12 @@
 //   left as written, which spares 10,000s of object copies.)
 // - The same kind/namespace/name twice: the first in path order (then document order) wins, the other
 //   is a problem.
-// - A file that cannot be read or parsed is one problem, and the objects it held before stay in the
-//   snapshot until it parses again or is deleted.
+// - While a file has a document that cannot be read, the objects it held before and no valid document
+//   defines any more stay in the snapshot (kubectl apply would leave them in the cluster as they were):
+//   a typo in one document never takes its object's routes down. Once every document parses, the file
+//   holds exactly what it says. A file that cannot be read at all keeps everything it held.
+// - Problems are diagnostics (codes MANIFEST_*, docs/diagnostics.md) carrying the file and line;
+//   they are logged and shown in /debug/model next to the model's.
 //
 // Watching uses one non-recursive fs.watch per directory, set up during each scan BEFORE the directory
 // is listed, so nothing written after a scan saw a directory goes unnoticed. (Node's recursive mode on
@@ -32,13 +41,20 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { type ParseError, parse as parseJson } from 'jsonc-parser';
 import { isMap, isSeq, LineCounter, type Node, parseAllDocuments } from 'yaml';
+import { DIAGNOSTIC_CODES, type Diagnostic, type DiagnosticCode } from '../model/diagnostics.ts';
 import { EMPTY_SNAPSHOT, type KubeObject, type Snapshot } from '../model/k8s.ts';
+import { redactText } from '../model/redact.ts';
 
-export interface ManifestProblem {
+/**
+ * A finding about a manifest file: a diagnostic on the object concerned when the document says which
+ * (kind `Manifest` and the file's path as name when it does not), with where it was written.
+ */
+export interface ManifestProblem extends Diagnostic {
   file: string;
   line: number | null;
-  message: string;
 }
+
+type ManifestCode = Extract<DiagnosticCode, `MANIFEST_${string}`>;
 
 export interface ManifestSource {
   /** Reads everything once; resolves when the first snapshot is ready; then watches. */
@@ -47,7 +63,7 @@ export interface ManifestSource {
   stop(): Promise<void>;
   /** The current objects of all files; a new Snapshot object after each change. */
   snapshot(): Snapshot;
-  /** Current problems: one per bad file, plus one per ignored object. */
+  /** Current problems: one per unreadable file or invalid document, plus one per ignored object. */
   problems(): readonly ManifestProblem[];
 }
 
@@ -94,9 +110,17 @@ function isKeptKind(kind: string): kind is KeptKind {
 const MANIFEST_FILE = /\.(ya?ml|json)$/;
 const DEFAULT_NAMESPACE = 'default';
 
+/** The object a document defines. */
+interface ObjectId {
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
 /** One kept object of a file. */
 interface Entry {
   key: string;
+  id: ObjectId;
   /** "Ingress default/web", for messages. */
   label: string;
   list: keyof Snapshot;
@@ -117,9 +141,10 @@ interface FileState {
   /** sha256 of the last read's text, good or bad; null after a read error. (Not the text: at 10,000
    * Ingresses the files are tens of MiB.) */
   digest: string | null;
-  /** Objects of the last content that parsed. */
+  /** Objects of the valid documents of the last read, plus, while some document is invalid, those
+   * held before that no valid document defines. */
   entries: Entry[];
-  /** The read/parse failure, or the warnings of the last good parse. */
+  /** The read failure, or the findings of the last read. */
   problems: ManifestProblem[];
 }
 
@@ -157,6 +182,13 @@ function sameStamp(a: Stamp | null, b: Stamp): boolean {
   );
 }
 
+/** What a problem adds when a file's earlier objects stay. */
+function keptNote(kept: number): string {
+  return kept > 0
+    ? `; the ${kept} object(s) it held before and no longer defines are kept until it is fixed`
+    : '';
+}
+
 function lineAt(text: string, offset: number): number {
   let line = 1;
   const end = Math.min(offset, text.length);
@@ -167,18 +199,25 @@ function lineAt(text: string, offset: number): number {
 // ---------------------------------------------------------------------------------------------------
 // Parsing one file
 
-/** Why a file was rejected as a whole. */
-class FileError extends Error {
+/** A finding about one document of a file; `id` when the document says which object it is. */
+interface Finding {
   line: number | null;
-  constructor(message: string, line: number | null) {
-    super(message);
-    this.line = line;
-  }
+  code: ManifestCode;
+  message: string;
+  id?: ObjectId;
 }
 
 interface ParseResult {
   entries: Entry[];
-  warnings: Array<{ line: number | null; message: string }>;
+  findings: Finding[];
+  /** some document could not be read: what the file held before may be in it */
+  broken: boolean;
+}
+
+/** A document that is not a readable object: reported, the file's other documents still count. */
+function invalid(result: ParseResult, line: number | null, message: string): void {
+  result.findings.push({ line, code: 'MANIFEST_INVALID', message });
+  result.broken = true;
 }
 
 /** A document (or list item) and where it starts. */
@@ -198,40 +237,45 @@ function sameObjects(a: readonly Entry[], b: readonly Entry[]): boolean {
 }
 
 function parseFile(rel: string, text: string): ParseResult {
-  const docs = rel.endsWith('.json') ? jsonDocs(text) : yamlDocs(text);
-  const result: ParseResult = { entries: [], warnings: [] };
+  const result: ParseResult = { entries: [], findings: [], broken: false };
+  const docs = rel.endsWith('.json') ? jsonDocs(text, result) : yamlDocs(text, result);
   for (const doc of docs) collect(doc, result, null);
   return result;
 }
 
-function jsonDocs(text: string): Doc[] {
+function jsonDocs(text: string, result: ParseResult): Doc[] {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
     const message = errorMessage(error);
     // V8 quotes (part of) the source in some messages; the line number says where instead.
-    const short = message.replace(/, ".*" is not valid JSON$/s, '');
-    throw new FileError(short, jsonErrorLine(text));
+    invalid(result, jsonErrorLine(text), message.replace(/, ".*" is not valid JSON$/s, ''));
+    return [];
   }
   return [{ value, line: 1, node: null, lineOf: () => null }];
 }
 
-function yamlDocs(text: string): Doc[] {
+function yamlDocs(text: string, result: ParseResult): Doc[] {
   const lineCounter = new LineCounter();
   const lineOfOffset = (offset: number): number => lineCounter.linePos(offset).line;
   const lineOf = (node: Node | null): number | null => (node?.range ? lineOfOffset(node.range[0]) : null);
   const docs: Doc[] = [];
   for (const doc of parseAllDocuments(text, { lineCounter, prettyErrors: false, merge: true })) {
+    // Each document on its own: an error in one (a duplicate key) leaves the others readable.
     const error = doc.errors[0];
-    if (error) throw new FileError(error.message, lineOfOffset(error.pos[0]));
+    if (error) {
+      invalid(result, lineOfOffset(error.pos[0]), error.message);
+      continue;
+    }
     const node = doc.contents;
     if (node === null) continue; // empty document (comments only, a trailing ---)
     let value: unknown;
     try {
       value = doc.toJS({ maxAliasCount: 100 });
     } catch (error) {
-      throw new FileError(errorMessage(error), lineOf(node));
+      invalid(result, lineOf(node), errorMessage(error));
+      continue;
     }
     if (value === null || value === undefined) continue;
     docs.push({ value, line: lineOf(node), node, lineOf });
@@ -249,7 +293,10 @@ function listItemNodes(node: Node | null): Array<Node | null> {
 
 function collect(doc: Doc, result: ParseResult, list: { kind: string; apiVersion: unknown } | null): void {
   const { value, line } = doc;
-  if (!isRecord(value)) throw new FileError(`a manifest must be a mapping, not ${describe(value)}`, line);
+  if (!isRecord(value)) {
+    invalid(result, line, `a manifest must be a mapping, not ${describe(value)}`);
+    return;
+  }
   let kind = value.kind;
   let apiVersion = value.apiVersion;
   if (kind === undefined && list) {
@@ -257,7 +304,10 @@ function collect(doc: Doc, result: ParseResult, list: { kind: string; apiVersion
     kind = list.kind.slice(0, -'List'.length);
     apiVersion = list.apiVersion;
   }
-  if (typeof kind !== 'string' || kind === '') throw new FileError('the object has no kind', line);
+  if (typeof kind !== 'string' || kind === '') {
+    invalid(result, line, 'the object has no kind');
+    return;
+  }
 
   if (kind.endsWith('List') && Array.isArray(value.items)) {
     const nodes = listItemNodes(doc.node);
@@ -274,18 +324,28 @@ function collect(doc: Doc, result: ParseResult, list: { kind: string; apiVersion
   const spec = KEPT[kind];
 
   const metadata = value.metadata;
-  if (!isRecord(metadata)) throw new FileError(`the ${kind} has no metadata`, line);
+  if (!isRecord(metadata)) {
+    invalid(result, line, `the ${kind} has no metadata`);
+    return;
+  }
   const name = metadata.name;
-  if (typeof name !== 'string' || name === '') throw new FileError(`the ${kind} has no metadata.name`, line);
+  if (typeof name !== 'string' || name === '') {
+    invalid(result, line, `the ${kind} has no metadata.name`);
+    return;
+  }
   if (metadata.namespace !== undefined && typeof metadata.namespace !== 'string') {
-    throw new FileError(`the ${kind} ${name} has a metadata.namespace that is not a string`, line);
+    invalid(result, line, `the ${kind} ${name} has a metadata.namespace that is not a string`);
+    return;
   }
   const namespace = spec.clusterScoped ? '' : metadata.namespace || DEFAULT_NAMESPACE;
   const label = spec.clusterScoped ? `${kind} ${name}` : `${kind} ${namespace}/${name}`;
+  const id: ObjectId = { kind, namespace, name };
   if (apiVersion !== spec.apiVersion) {
-    result.warnings.push({
+    result.findings.push({
       line,
+      code: 'MANIFEST_API_VERSION_IGNORED',
       message: `${label} has apiVersion ${String(apiVersion)}, only ${spec.apiVersion} is read: ignored`,
+      id,
     });
     return;
   }
@@ -299,6 +359,7 @@ function collect(doc: Doc, result: ParseResult, list: { kind: string; apiVersion
   for (const field of spec.stringMaps) coerceStringMap(object, field);
   result.entries.push({
     key: `${kind}/${namespace}/${name}`,
+    id,
     label,
     list: spec.list,
     line,
@@ -338,7 +399,22 @@ function jsonErrorLine(text: string): number | null {
 // The source
 
 function problemId(problem: ManifestProblem): string {
-  return `${problem.file}\0${problem.line}\0${problem.message}`;
+  return `${problem.file}\0${problem.line}\0${problem.code}\0${problem.message}`;
+}
+
+/** Kind of the diagnostics about a document that names no object (it does not parse, say). */
+const MANIFEST_KIND = 'Manifest';
+
+function problemOf(
+  file: string,
+  line: number | null,
+  code: ManifestCode,
+  message: string,
+  id?: ObjectId,
+): ManifestProblem {
+  const object = id ?? { kind: MANIFEST_KIND, namespace: '', name: file };
+  const severity = DIAGNOSTIC_CODES[code][0];
+  return { ...object, severity, code, message: redactText(message), file, line };
 }
 
 export function createManifestSource(options: ManifestSourceOptions): ManifestSource {
@@ -492,11 +568,14 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
         files.delete(rel);
         return;
       }
+      const kept = previous?.entries.length ?? 0;
+      const note = kept > 0 ? `; the ${kept} object(s) it held before are kept` : '';
+      const message = `cannot read the file: ${errorMessage(error)}${note}`;
       files.set(rel, {
         stamp,
         digest: null,
         entries: previous?.entries ?? [],
-        problems: [failure(rel, previous, `cannot read the file: ${errorMessage(error)}`, null)],
+        problems: [problemOf(display(rel), null, 'MANIFEST_UNREADABLE', message)],
       });
       return;
     }
@@ -506,20 +585,16 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
       previous.stamp = stamp;
       return;
     }
-    let parsed: ParseResult;
-    try {
-      parsed = parseFile(rel, bytes.toString('utf8'));
-    } catch (error) {
-      const line = error instanceof FileError ? error.line : null;
-      files.set(rel, {
-        stamp,
-        digest,
-        entries: previous?.entries ?? [],
-        problems: [failure(rel, previous, errorMessage(error), line)],
-      });
-      return;
-    }
+    const parsed = parseFile(rel, bytes.toString('utf8'));
     let entries = parsed.entries;
+    let kept = 0;
+    if (parsed.broken && previous) {
+      // what the invalid documents held before is among these: keep them as they were
+      const defined = new Set(entries.map((entry) => entry.key));
+      const carried = previous.entries.filter((entry) => !defined.has(entry.key));
+      kept = carried.length;
+      if (kept > 0) entries = [...entries, ...carried];
+    }
     if (previous && previous.entries.length > 0 && sameObjects(previous.entries, entries)) {
       // Same objects (a comment or formatting changed): keep their identity, take the new lines.
       const old = previous.entries;
@@ -529,19 +604,16 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
       stamp,
       digest,
       entries,
-      problems: parsed.warnings.map((warning) => ({ file: display(rel), ...warning })),
+      problems: parsed.findings.map(({ line, code, message, id }) =>
+        problemOf(
+          display(rel),
+          line,
+          code,
+          code === 'MANIFEST_INVALID' ? `${message}: this document is ignored${keptNote(kept)}` : message,
+          id,
+        ),
+      ),
     });
-  }
-
-  function failure(
-    rel: string,
-    previous: FileState | undefined,
-    message: string,
-    line: number | null,
-  ): ManifestProblem {
-    const kept = previous?.entries.length ?? 0;
-    const suffix = kept > 0 ? `; the ${kept} object(s) it held before are kept` : '';
-    return { file: display(rel), line, message: `${message}${suffix}` };
   }
 
   /** One scan: list, re-read what changed, rebuild. */
@@ -557,7 +629,12 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
     } catch (error) {
       if (initial) throw error;
       // The directory itself is unreadable or gone: keep serving what we have and say so.
-      rootProblem = { file: dir, line: null, message: `cannot read the directory: ${errorMessage(error)}` };
+      rootProblem = problemOf(
+        dir,
+        null,
+        'MANIFEST_UNREADABLE',
+        `cannot read the directory: ${errorMessage(error)}; the objects read before are kept`,
+      );
       publishProblems();
       return;
     }
@@ -601,11 +678,15 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
         const first = winners.get(entry.key);
         if (first) {
           const where = first.entry.line === null ? '' : ` (line ${first.entry.line})`;
-          found.push({
-            file: display(rel),
-            line: entry.line,
-            message: `${entry.label} is also defined in ${display(first.rel)}${where}, which comes first: this one is ignored`,
-          });
+          found.push(
+            problemOf(
+              display(rel),
+              entry.line,
+              'MANIFEST_DUPLICATE',
+              `${entry.label} is also defined in ${display(first.rel)}${where}, which comes first: this one is ignored`,
+              entry.id,
+            ),
+          );
           continue;
         }
         winners.set(entry.key, { rel, entry });

@@ -1,9 +1,11 @@
 // /debug/model on the healthz port: the live configuration as JSON (hosts → routes → backends with
 // endpoints, balancers, certificates, diagnostics per object), following real swaps of a standalone
-// controller.
+// controller; the manifest source's findings (a document that does not parse, an old apiVersion)
+// show there too, with their file and line.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import t from 'tap';
 import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
@@ -228,3 +230,79 @@ t.test('/debug/model is not served elsewhere than on the healthz port', async (t
   t.equal((await get(controller.http.port, 'localhost', '/debug/model')).status, 404, 'the proxy port');
   t.equal((await get(controller.healthz.port, 'localhost', '/debug/model')).status, 200);
 });
+
+t.test(
+  '/debug/model and the log show the manifest files that ingress-ts cannot read, with file and line',
+  async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-debug-model-'));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    const file = join(dir, 'site.yaml');
+    // a valid Ingress, then a document with a duplicate key, then an Ingress of an old apiVersion
+    const broken = `${site([['/', 'web']])}---
+apiVersion: v1
+kind: Service
+kind: Service
+metadata: { name: dup, namespace: d }
+---
+apiVersion: extensions/v1beta1
+kind: Ingress
+metadata: { name: old, namespace: d }
+spec: { rules: [{ host: old.example.test }] }
+`;
+    await writeFile(join(dir, 'objects.yaml'), OBJECTS);
+    await writeFile(file, broken);
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const controller = await start(testConfig(dir), createLogger('info', sink));
+    t.teardown(() => controller.stop(0));
+    const fetchModel = async (): Promise<ModelDescription> =>
+      JSON.parse((await get(controller.healthz.port, 'localhost', '/debug/model')).body) as ModelDescription;
+
+    const model = await fetchModel();
+    t.strictSame(
+      model.hosts.map((h) => h.host),
+      ['site.example.test', '_'],
+      'the valid Ingress before the bad document is served',
+    );
+    t.strictSame(model.diagnostics[`Manifest ${file}`], [
+      {
+        severity: 'error',
+        code: 'MANIFEST_INVALID',
+        message: 'Map keys must be unique: this document is ignored',
+        file,
+        line: 14,
+      },
+    ]);
+    t.strictSame(model.diagnostics['Ingress d/old'], [
+      {
+        severity: 'warning',
+        code: 'MANIFEST_API_VERSION_IGNORED',
+        message:
+          'Ingress d/old has apiVersion extensions/v1beta1, only networking.k8s.io/v1 is read: ignored',
+        file,
+        line: 17,
+      },
+    ]);
+    t.match(
+      lines.filter((line) => typeof line.code === 'string' && line.code.startsWith('MANIFEST_')),
+      [
+        { level: 50, code: 'MANIFEST_INVALID', file, line: 14, object: `Manifest ${file}` },
+        { level: 40, code: 'MANIFEST_API_VERSION_IGNORED', file, line: 17, object: 'Ingress d/old' },
+      ],
+      'logged with their code, file and line',
+    );
+
+    // fixed: the diagnostics are gone with the problems
+    const swapped = nextSwap();
+    await writeFile(file, site([['/', 'web']]).replace('name: site', 'name: site2'));
+    await swapped;
+    const fixed = await fetchModel();
+    t.notOk(`Manifest ${file}` in fixed.diagnostics);
+    t.notOk('Ingress d/old' in fixed.diagnostics);
+  },
+);

@@ -297,6 +297,13 @@ t.test(
     t.equal(problems[0]?.file, path.join(h.dir, 'z/dup.yaml'));
     t.equal(problems[0]?.line, 9, 'the line of the ignored document');
     t.match(problems[0]?.message, `Ingress default/web is also defined in ${path.join(h.dir, 'b.yaml')}`);
+    t.match(problems[0], {
+      kind: 'Ingress',
+      namespace: 'default',
+      name: 'web',
+      code: 'MANIFEST_DUPLICATE',
+      severity: 'warning',
+    });
     t.same(h.problemsSeen, problems, 'reported through onProblem too');
 
     const takeover = h.changed(
@@ -309,7 +316,7 @@ t.test(
   },
 );
 
-t.test('a file that fails to parse is a problem with its line; its previous objects stay', async (t) => {
+t.test('a document that fails to parse is a problem with its line; its previous objects stay', async (t) => {
   const h = await harness(t, {
     'a.yaml': `${serviceYaml('svc')}---\n${ingressYaml('a')}`,
     'b.json': JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm' } }),
@@ -328,16 +335,29 @@ t.test('a file that fails to parse is a problem with its line; its previous obje
   );
   const p1 = await yamlProblem;
   t.equal(p1.line, 6, 'the 1-based line yaml reports (the flow mapping is never closed)');
-  t.match(p1.message, 'the 2 object(s) it held before are kept');
+  t.match(
+    p1.message,
+    'this document is ignored; the 2 object(s) it held before and no longer defines are kept',
+  );
+  t.match(p1, {
+    kind: 'Manifest',
+    namespace: '',
+    name: p1.file,
+    code: 'MANIFEST_INVALID',
+    severity: 'error',
+  });
 
   const jsonProblem = h.problem((p) => p.file.endsWith('b.json'));
   await h.write('b.json', '{\n  "apiVersion": "v1",\n  "kind": "ConfigMap",\n  "metadata": }\n');
   t.equal((await jsonProblem).line, 4, 'the line of a JSON syntax error');
 
   const notMapping = h.problem((p) => p.file.endsWith('c.yaml'));
-  await h.write('c.yaml', `${ingressYaml('c')}---\n- just\n- a list\n`);
+  await h.write(
+    'c.yaml',
+    'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n---\n- just\n- a list\n',
+  );
   const p3 = await notMapping;
-  t.equal(p3.line, 9);
+  t.equal(p3.line, 6);
   t.match(p3.message, 'must be a mapping');
 
   const noName = h.problem((p) => p.file.endsWith('d.yaml'));
@@ -366,6 +386,88 @@ t.test('a file that fails to parse is a problem with its line; its previous obje
 });
 
 t.test(
+  'one bad document of a multi-document file: the others are read, the bad one is a problem with its line',
+  async (t) => {
+    const h = await harness(t, {
+      'site.yaml': [
+        ingressYaml('before'),
+        '---',
+        ingressYaml('dup-key'),
+        '  - host: again.example.com', // valid YAML: a second rule
+        '---',
+        serviceYaml('after'),
+      ].join('\n'),
+    });
+    t.same(ids(h.source.snapshot().ingresses), ['default/before', 'default/dup-key']);
+    t.same(h.source.problems(), []);
+
+    // a duplicate key in the middle document: kubectl applies the other two
+    const problem = h.problem((p) => p.code === 'MANIFEST_INVALID');
+    const changed = h.changed((s) => find(s.services, 'later') !== undefined, 'the valid documents read');
+    await h.write(
+      'site.yaml',
+      [
+        ingressYaml('before', { host: 'edited.example.com' }),
+        '---',
+        ingressYaml('dup-key').replace('kind: Ingress', 'kind: Ingress\nkind: Ingress'),
+        '---',
+        serviceYaml('later'),
+      ].join('\n'),
+    );
+    const p = await problem;
+    const s = await changed;
+    t.equal(p.file, path.join(h.dir, 'site.yaml'));
+    t.equal(p.line, 12, 'the line of the second `kind`');
+    t.match(p.message, /Map keys must be unique: this document is ignored/);
+    t.equal(host(s, 'default/before'), 'edited.example.com', 'the document before it is read');
+    t.same(
+      ids(s.services),
+      ['default/after', 'default/later'],
+      'the document after it is read (the Service it renamed stays while the file is broken: kubectl apply deletes nothing either)',
+    );
+    t.same(
+      ids(s.ingresses),
+      ['default/before', 'default/dup-key'],
+      'the object the bad document held before stays, as kubectl would leave it in the cluster',
+    );
+    t.match(p.message, 'the 2 object(s) it held before and no longer defines are kept', 'dup-key and after');
+    t.same(h.source.problems(), [p]);
+
+    // fixed: the file holds exactly what it says
+    const fixed = h.changed((x) => find(x.ingresses, 'dup-key') === undefined, 'the file fixed');
+    await h.write('site.yaml', [ingressYaml('before'), '---', serviceYaml('later')].join('\n'));
+    const after = await fixed;
+    t.same(ids(after.ingresses), ['default/before']);
+    t.same(ids(after.services), ['default/later']);
+    t.same(h.source.problems(), []);
+  },
+);
+
+t.test('a file with a bad document from the start: its valid documents are read', async (t) => {
+  const h = await harness(t, {
+    'site.yaml': [
+      ingressYaml('good'),
+      '---',
+      'apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  name: b',
+      '---',
+      'apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {}',
+      '---',
+      ingressYaml('also-good'),
+    ].join('\n'),
+  });
+  t.same(ids(h.source.snapshot().ingresses), ['default/also-good', 'default/good']);
+  t.same(ids(h.source.snapshot().services), []);
+  t.match(h.source.problems(), [
+    { code: 'MANIFEST_INVALID', line: 14, message: /^Map keys must be unique: this document is ignored$/ },
+    {
+      code: 'MANIFEST_INVALID',
+      line: 16,
+      message: /^the Ingress has no metadata.name: this document is ignored$/,
+    },
+  ]);
+});
+
+t.test(
   'a kept kind with another apiVersion is ignored with a problem; the rest of its file is read',
   async (t) => {
     const h = await harness(t, {
@@ -375,6 +477,13 @@ t.test(
     t.equal(h.source.problems().length, 1);
     t.equal(h.source.problems()[0]?.line, 9);
     t.match(h.source.problems()[0]?.message, 'Ingress default/old has apiVersion extensions/v1beta1');
+    t.match(h.source.problems()[0], {
+      kind: 'Ingress',
+      namespace: 'default',
+      name: 'old',
+      code: 'MANIFEST_API_VERSION_IGNORED',
+      severity: 'warning',
+    });
   },
 );
 

@@ -4,6 +4,7 @@
 // Adding an annotation means adding a group (or a field to one) below, never a new mechanism.
 
 import type { DiagnosticsCollector } from '../diagnostics.ts';
+import { redactValue } from '../redact.ts';
 import type { ObjectRef } from '../types.ts';
 import { accessControl } from './access-control.ts';
 import { accessLog } from './access-log.ts';
@@ -215,7 +216,7 @@ export function parseAnnotations(
         'Ingress',
         ref,
         'ANNOTATION_INVALID',
-        `annotation ${lead}${name}=${JSON.stringify(value)} is invalid (${reason}); ${
+        `annotation ${lead}${name}=${JSON.stringify(redactValue(name, value))} is invalid (${reason}); ${
           drop ? 'the Ingress is ignored' : 'the default is used'
         }`,
         drop ? 'error' : 'warning',

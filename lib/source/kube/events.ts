@@ -13,7 +13,7 @@
 
 import { CoreV1Api, type CoreV1Event, type KubeConfig } from '@kubernetes/client-node';
 import { LRUCache } from 'lru-cache';
-import type { Diagnostic } from '../../model/index.ts';
+import { type Diagnostic, redactText } from '../../model/index.ts';
 
 export interface EventsOptions {
   kubeConfig: KubeConfig;
@@ -91,7 +91,9 @@ export function createEventRecorder(options: EventsOptions): EventRecorder {
         uid: options.uidOf(d.kind, d.namespace, d.name),
       },
       reason: d.code,
-      message: d.message.slice(0, 1024),
+      // Events are readable by anyone allowed to list them in the namespace: whatever made this
+      // diagnostic, its message goes out redacted (the model's are already; redacting is idempotent)
+      message: redactText(d.message).slice(0, 1024),
       type: d.severity === 'info' ? 'Normal' : 'Warning',
       firstTimestamp: time,
       lastTimestamp: time,
