@@ -178,6 +178,10 @@ export const DIAGNOSTIC_CODES = {
     'warning',
     'ssl-passthrough is set but the controller runs without --enable-ssl-passthrough; TLS to the host is terminated and routed as usual.',
   ],
+  AFFINITY_CONFLICT: [
+    'warning',
+    "Ingresses sharing a Service port disagree on session affinity: the affinity-mode of the oldest that sets one and the cookie of the newest with affinity apply; this Ingress's differing settings have no effect there.",
+  ],
   WWW_REDIRECT_SKIPPED: [
     'info',
     'from-to-www-redirect: the other name is a host of its own (or the host is a wildcard); no redirect is made.',
