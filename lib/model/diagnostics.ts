@@ -100,7 +100,14 @@ export const DIAGNOSTIC_CODES = {
     'warning',
     'An annotation value fails its validator: the default is used (warning) or the Ingress is dropped (error).',
   ],
-  ANNOTATION_UNSUPPORTED: ['warning', 'ingress-ts does not implement this annotation yet; it has no effect.'],
+  ANNOTATION_UNSUPPORTED: [
+    'warning',
+    'ingress-nginx has this annotation but ingress-ts does not implement it yet; it has no effect.',
+  ],
+  ANNOTATION_UNKNOWN: [
+    'warning',
+    'The name is not an ingress-nginx annotation (a ConfigMap key, a removed annotation, a typo): ingress-nginx ignores it and so does ingress-ts.',
+  ],
   ANNOTATION_NOT_APPLICABLE: [
     'info',
     'The annotation tunes NGINX itself (buffers, temp files, its logs); it means nothing here and is ignored.',
@@ -111,7 +118,7 @@ export const DIAGNOSTIC_CODES = {
   ],
   SNIPPET_REFUSED: [
     'error',
-    'Snippet annotations are configuration code and are never executed; the Ingress is dropped.',
+    'Snippet annotations are configuration code and are never executed; the Ingress is dropped. The message names the annotations or ConfigMap keys that do the job of its directives, where it can tell.',
   ],
   CONFIGMAP_NOT_FOUND: [
     'warning',
