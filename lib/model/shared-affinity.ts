@@ -42,8 +42,12 @@ export function applySharedAffinity(
   prefix: string,
   diagnostics: DiagnosticsCollector,
 ): void {
+  // only Ingresses with affinity or an affinity-mode can change an upstream: the others are skipped,
+  // so a cluster without affinity pays one check per Ingress
   const users = new Map<string, CheckedIngress[]>();
   for (const ingress of ingresses) {
+    const { affinity, declaredMode } = ingress.annotations.ingress.affinity;
+    if (affinity === null && declaredMode === null) continue;
     for (const rule of ingress.rules) {
       for (const path of rule.paths) {
         const name = upstreamName(path.backend);
