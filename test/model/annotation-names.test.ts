@@ -160,6 +160,8 @@ t.test('snippetHint: values never reach the message (they may be credentials)', 
   );
   t.match(hint, /proxy_set_header Authorization/);
   t.notMatch(hint, /s3cr3t|hunter2|Bearer/);
+  const bare = snippetHint('more_set_headers "s3cr3t-token";');
+  t.notMatch(bare, /s3cr3t/, 'a more_set_headers argument without "Name:" is not taken for a name');
 });
 
 t.test('every suggestion names an annotation or ConfigMap key ingress-ts supports', async (t) => {

@@ -145,7 +145,11 @@ function headerOf(words: readonly string[]): string | null {
   while (i < args.length && args[i]!.startsWith('-')) i += args[i] === '-r' ? 1 : 2;
   const arg = args[i];
   if (arg === undefined) return null;
-  const name = words[0]!.startsWith('more_') ? arg.split(':')[0]!.trim() : arg;
+  // more_*_headers take "Name: value" (more_clear_headers a bare name); without the colon the word
+  // could be a value, which is never shown
+  const more = words[0]!.startsWith('more_') && words[0] !== 'more_clear_headers';
+  if (more && !arg.includes(':')) return null;
+  const name = more ? arg.slice(0, arg.indexOf(':')).trim() : arg;
   return HEADER_NAME.test(name) ? name : null;
 }
 
