@@ -134,6 +134,8 @@ export interface CompiledClientAuth {
   cas: readonly X509Certificate[];
   passCertificate: boolean;
   matchCN: RE2JS | null;
+  /** auth-tls-match-cn refuses plain HTTP: NGINX tests it against an empty $ssl_client_s_dn there */
+  matchCNRefusesPlainHttp: boolean;
   errorPage: string | null;
 }
 
@@ -170,6 +172,7 @@ export function compileClientAuth(auth: ClientAuth | null): CompiledClientAuth |
     cas: parseBundle(auth.caPem),
     passCertificate: auth.passCertificate,
     matchCN,
+    matchCNRefusesPlainHttp: matchCN !== null && !matchCN.matcher('').find(),
     errorPage: auth.errorPage,
   };
 }
@@ -365,8 +368,11 @@ export function authorizeClient(
 /**
  * The server-level step of a request (after the host is selected) for a host with auth-tls settings:
  * null when nothing applies, else the outcome. A host whose Secret cannot be used answers 503 (HTTP
- * and HTTPS). Plain HTTP carries no certificate and is not checked (as in ingress-nginx, where
- * ssl-redirect normally sends it to HTTPS first). HTTPS: as NGINX's ngx_http_set_virtual_server, a
+ * and HTTPS). Plain HTTP carries no certificate, so verification does not apply to it (NGINX checks
+ * ssl_verify_client on TLS connections only), but auth-tls-match-cn does: ingress-nginx renders it as
+ * a server-level `if ($ssl_client_s_dn !~ ...) { return 403 }`, which NGINX runs for every request to
+ * the server, before any location (so before ssl-redirect), with the variable empty on plain HTTP.
+ * HTTPS: as NGINX's ngx_http_set_virtual_server, a
  * request for a host that verifies certificates on a connection whose SNI named another host is
  * misdirected (421: the handshake followed the other name's settings); then the certificate.
  */
@@ -378,7 +384,7 @@ export function serverClientAuth(
 ): ClientAuthOutcome | null {
   if (auth === null) return null;
   if (auth.denied) return { kind: 'reject', status: 503 };
-  if (!https) return null;
+  if (!https) return auth.matchCNRefusesPlainHttp ? { kind: 'reject', status: 403 } : null;
   if (auth.verifyClient === 'off') return authorizeClient(req, auth, undefined);
   let binding = connectionClientAuth(req);
   const servername = binding?.servername ?? sniOf(req);

@@ -29,6 +29,7 @@ import { sortIngresses } from './order.ts';
 import { compilePathRegex, newPathRegexGeneration } from './path-regex.ts';
 import { prefixMatchKey } from './paths.ts';
 import { resolveProxySsl } from './proxy-ssl.ts';
+import { applySharedAffinity } from './shared-affinity.ts';
 import { sortSmall } from './sort.ts';
 import { type CertificateResult, certificateCovers, readCertificate, tlsSecretNameFor } from './tls.ts';
 import type { Backend, Canary, Certificate, Model, ObjectRef, Route, Server } from './types.ts';
@@ -395,20 +396,10 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
   // 6c. ssl-passthrough, when some Ingress of the host sets it (ingress-nginx: "any true")
   applyPassthrough(ingresses, drafts, options.enableSslPassthrough, options.annotationsPrefix, diagnostics);
 
-  // 6d. sticky upstreams: the first Ingress with affinity that uses an upstream configures it; a
+  // 6d. sticky upstreams, combined over the Ingresses sharing each one as ingress-nginx does; a
   // sticky canary (affinity-canary-behavior, default sticky) gets its main upstream's affinity.
   const upstreamsByName = resolver.upstreams();
-  for (const ingress of ingresses) {
-    const own = ingress.annotations.ingress.affinity.affinity;
-    if (own === null) continue;
-    for (const server of [catchAll.server, ...drafts.values().map((d) => d.server)]) {
-      for (const route of server.routes) {
-        if (!sameRef(route.ingress, ingress.ref) || route.backend.type !== 'upstream') continue;
-        const upstream = upstreamsByName[route.backend.upstream];
-        if (upstream !== undefined && upstream.affinity === null) upstream.affinity = own;
-      }
-    }
-  }
+  applySharedAffinity(ingresses, upstreamsByName, options.annotationsPrefix, diagnostics);
   for (const server of [catchAll.server, ...drafts.values().map((d) => d.server)]) {
     for (const route of server.routes) {
       if (route.canary === null || route.backend.type !== 'upstream') continue;

@@ -105,7 +105,14 @@ export const DIAGNOSTIC_CODES = {
     'warning',
     'An annotation value fails its validator: the default is used (warning) or the Ingress is dropped (error).',
   ],
-  ANNOTATION_UNSUPPORTED: ['warning', 'ingress-ts does not implement this annotation yet; it has no effect.'],
+  ANNOTATION_UNSUPPORTED: [
+    'warning',
+    'ingress-nginx has this annotation but ingress-ts does not implement it yet; it has no effect.',
+  ],
+  ANNOTATION_UNKNOWN: [
+    'warning',
+    'The name is not an ingress-nginx annotation (a ConfigMap key, a removed annotation, a typo): ingress-nginx ignores it and so does ingress-ts.',
+  ],
   ANNOTATION_NOT_APPLICABLE: [
     'info',
     'The annotation tunes NGINX itself (buffers, temp files, its logs); it means nothing here and is ignored.',
@@ -116,7 +123,7 @@ export const DIAGNOSTIC_CODES = {
   ],
   SNIPPET_REFUSED: [
     'error',
-    'Snippet annotations are configuration code and are never executed; the Ingress is dropped.',
+    'Snippet annotations are configuration code and are never executed; the Ingress is dropped. The message names the annotations or ConfigMap keys that do the job of its directives, where it can tell.',
   ],
   CONFIGMAP_NOT_FOUND: [
     'warning',
@@ -182,6 +189,10 @@ export const DIAGNOSTIC_CODES = {
   SSL_PASSTHROUGH_DISABLED: [
     'warning',
     'ssl-passthrough is set but the controller runs without --enable-ssl-passthrough; TLS to the host is terminated and routed as usual.',
+  ],
+  AFFINITY_CONFLICT: [
+    'warning',
+    "Ingresses sharing a Service port disagree on session affinity: the affinity-mode of the oldest that sets one and the cookie of the newest with affinity apply; this Ingress's differing settings have no effect there.",
   ],
   WWW_REDIRECT_SKIPPED: [
     'info',

@@ -185,7 +185,10 @@ export interface Upstream {
   loadBalance: string;
   /** upstream-hash-by of the first Ingress that uses the upstream (wins over loadBalance), or null */
   hashBy: HashBy | null;
-  /** affinity of the first Ingress with affinity that uses the upstream (wins over hashBy), or null */
+  /**
+   * affinity when an Ingress using the upstream has one (wins over hashBy), or null: the cookie of the
+   * newest such Ingress, the affinity-mode of the oldest Ingress using it that sets one
+   */
   affinity: Affinity | null;
   /** sorted by address then port; empty means requests get 503 */
   endpoints: Endpoint[];

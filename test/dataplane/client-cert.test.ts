@@ -1,7 +1,10 @@
 // The pure parts of client-cert.ts: NGINX's $ssl_client_s_dn format (RFC 2253) from Node's subject
-// lines, and the compiled settings of a host.
+// lines, the compiled settings of a host, and what a plain HTTP request to an mTLS host gets.
+
+import type { IncomingMessage } from 'node:http';
 import t from 'tap';
-import { compileClientAuth, rfc2253 } from '../../lib/dataplane/client-cert.ts';
+import { compileClientAuth, rfc2253, serverClientAuth } from '../../lib/dataplane/client-cert.ts';
+import type { ClientAuth } from '../../lib/model/index.ts';
 
 t.test('rfc2253: least significant RDN first, comma-separated, escapes kept', async (t) => {
   t.equal(rfc2253('C=US\nO=Org\\, Inc\nCN=alice'), 'CN=alice,O=Org\\, Inc,C=US');
@@ -32,3 +35,38 @@ t.test('compileClientAuth: depth to chain length, a denied host, match-cn compil
   t.ok(cn?.matchCN?.matcher('CN=bob,O=x').find(), 'unanchored, like NGINX !~');
   t.notOk(cn?.matchCN?.matcher('CN=carol').find());
 });
+
+t.test(
+  'serverClientAuth on plain HTTP: only match-cn applies, tested against an empty subject',
+  async (t) => {
+    const base: ClientAuth = {
+      ingress: { namespace: 'n', name: 'i' },
+      secret: 'n/ca',
+      caPem: '-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n',
+      caSha256: 'x',
+      verifyClient: 'on',
+      verifyDepth: 1,
+      passCertificate: false,
+      matchCN: null,
+      errorPage: null,
+    };
+    // on plain HTTP nothing reads the request: there is no TLS socket to look at
+    const req = {} as IncomingMessage;
+    const plain = (settings: Partial<ClientAuth>) =>
+      serverClientAuth(req, false, 'a.test', compileClientAuth({ ...base, ...settings }));
+    t.equal(plain({}), null, 'verify-client on, no match-cn: NGINX verifies TLS connections only');
+    t.equal(plain({ errorPage: 'https://e.test/' }), null, 'the error page is for verification failures');
+    t.strictSame(plain({ matchCN: 'CN=(alice|bob)' }), { kind: 'reject', status: 403 }, 'match-cn: 403');
+    t.strictSame(
+      plain({ matchCN: 'CN=alice', verifyClient: 'off' }),
+      { kind: 'reject', status: 403 },
+      'whatever verify-client says (the server-level if is rendered for any match-cn)',
+    );
+    t.equal(
+      plain({ matchCN: 'CN=alice|^$' }),
+      null,
+      'a pattern that matches an empty subject lets it through',
+    );
+    t.strictSame(plain({ caPem: null }), { kind: 'reject', status: 503 }, 'a denied host: 503 on HTTP too');
+  },
+);

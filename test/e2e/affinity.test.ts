@@ -1,7 +1,7 @@
 // Sticky sessions through the real proxy (standalone controller, three echo backends): the
 // Set-Cookie attributes exactly, a session that sticks across swaps, persistent sessions that
 // survive an unrelated endpoint joining, the cookie only on the affinity Ingress's paths, and
-// sticky vs legacy canaries.
+// sticky vs legacy canaries; two Ingresses sharing a Service: the newest one's cookie.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import t from 'tap';
 import { echoServer } from '../../examples/demo-backends.ts';
 import { cookieTime } from '../../lib/dataplane/affinity-cookie.ts';
+import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-import { listen, testConfig } from '../support/http.ts';
+import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
 
@@ -73,6 +74,8 @@ t.test('sticky sessions through the proxy', async (t) => {
       INGRESS_CLASS,
       service('app', extraPod ? [a, b, c, d] : [a, b, c]),
       service('kept', extraPod ? [a, b, c, d] : [a, b, c]),
+      service('front', [a, b, c]),
+      service('shared', [a, b, c]),
       service('canary', [ca, cb]),
       service('legacy', [ca, cb]),
       ingress('sticky', 'sticky.test', '/', 'app', {
@@ -87,7 +90,7 @@ t.test('sticky sessions through the proxy', async (t) => {
       // the same upstream from another Ingress without affinity: sticky, but no cookie set here
       ingress('other', 'sticky.test', '/other', 'app', {}),
       ingress('kept', 'kept.test', '/', 'kept', { affinity: 'cookie', 'affinity-mode': 'persistent' }),
-      ingress('main', 'canary.test', '/', 'app', { affinity: 'cookie' }),
+      ingress('main', 'canary.test', '/', 'front', { affinity: 'cookie' }),
       ingress(
         'c',
         'canary.test',
@@ -96,7 +99,24 @@ t.test('sticky sessions through the proxy', async (t) => {
         { canary: 'true', 'canary-by-header': 'X-Canary' },
         '2026-01-02T00:00:00Z',
       ),
-      ingress('main2', 'legacy.test', '/', 'app', { affinity: 'cookie' }),
+      ingress('main2', 'legacy.test', '/', 'front', { affinity: 'cookie' }),
+      // one Service, two Ingresses with affinity: the newer one's cookie name and attributes apply
+      ingress(
+        'older',
+        'older.test',
+        '/',
+        'shared',
+        { affinity: 'cookie', 'session-cookie-name': 'old', 'session-cookie-max-age': '60' },
+        '2026-01-01T00:00:00Z',
+      ),
+      ingress(
+        'newer',
+        'newer.test',
+        '/',
+        'shared',
+        { affinity: 'cookie', 'session-cookie-name': 'new', 'session-cookie-samesite': 'Strict' },
+        '2026-01-03T00:00:00Z',
+      ),
       ingress(
         'l',
         'legacy.test',
@@ -204,5 +224,26 @@ t.test('sticky sessions through the proxy', async (t) => {
     const legacy = await call(port, 'legacy.test', '/', { 'x-canary': 'always' });
     t.match(legacy.backend, /^canary-/);
     t.same(legacy.setCookie, [], 'legacy: the canary sets no cookie');
+  });
+
+  t.test('one Service behind two Ingresses: the newest Ingress decides the cookie', async (t) => {
+    for (const host of ['older.test', 'newer.test']) {
+      const answer = await call(port, host, '/');
+      t.equal(answer.setCookie.length, 1, `${host} sets the affinity cookie`);
+      t.match(
+        answer.setCookie[0],
+        /^new=[^;]+; Path=\/; HttpOnly; SameSite=Strict$/,
+        `${host}: the name and attributes of the newer Ingress`,
+      );
+    }
+    const model = JSON.parse(
+      (await get(controller.healthz.port, 'localhost', '/debug/model')).body,
+    ) as ModelDescription;
+    t.match(
+      model.diagnostics['Ingress e2e/older'],
+      [{ code: 'AFFINITY_CONFLICT', message: /follows the newer Ingress e2e\/newer/ }],
+      'the older Ingress is told its cookie settings lost',
+    );
+    t.equal(model.diagnostics['Ingress e2e/newer'], undefined, 'nothing on the winner');
   });
 });

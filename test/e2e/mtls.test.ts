@@ -264,6 +264,11 @@ t.test('auth-tls: client certificates per host, HTTP/1.1 and HTTP/2', async (t) 
       site('opt', { 'auth-tls-secret': 'ca-a', 'auth-tls-verify-client': 'optional' }),
       site('noca', { 'auth-tls-secret': 'ca-a', 'auth-tls-verify-client': 'optional_no_ca' }),
       site('cn', { 'auth-tls-secret': 'ca-a', 'auth-tls-match-cn': 'CN=(alice|carol)' }),
+      site('cnredirect', {
+        'auth-tls-secret': 'ca-a',
+        'auth-tls-match-cn': 'CN=alice',
+        'force-ssl-redirect': 'true',
+      }),
       site('err', { 'auth-tls-secret': 'ca-a', 'auth-tls-error-page': 'https://errors.example/cert' }),
       site('deep', { 'auth-tls-secret': 'ca-a', 'auth-tls-verify-depth': '2' }),
       site('off', { 'auth-tls-secret': 'ca-a', 'auth-tls-verify-client': 'off' }),
@@ -408,6 +413,19 @@ t.test('auth-tls: client certificates per host, HTTP/1.1 and HTTP/2', async (t) 
 
   t.test('plain HTTP: a denied host answers 503 there too', async (t) => {
     t.equal((await get(controller.http.port, 'missing.test', '/')).status, 503);
+  });
+
+  t.test('plain HTTP: match-cn answers 403 (an empty subject DN), before ssl-redirect', async (t) => {
+    const cn = await get(controller.http.port, 'cn.test', '/');
+    t.equal(cn.status, 403);
+    t.equal(cn.body, 'client certificate unauthorized');
+    t.equal(
+      (await get(controller.http.port, 'cnredirect.test', '/')).status,
+      403,
+      'the server-level check runs before the location redirects to HTTPS',
+    );
+    t.equal((await get(controller.http.port, 'on.test', '/')).status, 200, 'without match-cn: no check');
+    t.equal((await get(controller.http.port, 'plain.test', '/')).status, 200, 'a host without mTLS');
   });
 
   t.test('/debug/model shows the settings per host', async (t) => {

@@ -59,8 +59,11 @@ runCases(t, [
     name: 'annotations: an annotation ingress-ts does not know gets one warning and the Ingress is served',
     ingresses: [site('a', { 'fastcgi-index': 'index.php', 'some-typo': 'x' })],
     routes: ['a.com Prefix /app -> default-web-80 (a)'],
-    diagnostics: ['ANNOTATION_UNSUPPORTED a', 'ANNOTATION_UNSUPPORTED a'],
-    messages: [`${PREFIX}/fastcgi-index is not supported`, `${PREFIX}/some-typo is not supported`],
+    diagnostics: ['ANNOTATION_UNSUPPORTED a', 'ANNOTATION_UNKNOWN a'],
+    messages: [
+      `${PREFIX}/fastcgi-index is not supported`,
+      `${PREFIX}/some-typo is not an ingress-nginx annotation`,
+    ],
   },
   {
     name: 'annotations: NGINX tuning annotations are accepted with an info saying why they do nothing',

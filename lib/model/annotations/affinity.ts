@@ -1,6 +1,7 @@
 // affinity: cookie and the session-cookie-* annotations (ingress-nginx's sessionaffinity parser).
-// The first Ingress with affinity that uses an upstream makes it sticky (build.ts); the cookie is
-// set only on the paths of Ingresses that carry affinity. Invalid values fall back to defaults
+// Ingresses sharing an upstream combine as in ingress-nginx (build.ts): any one with affinity makes
+// it sticky, the oldest that names an affinity-mode picks the mode, the newest with affinity gives
+// the cookie; the cookie is set only on the paths of Ingresses that carry affinity. Invalid values fall back to defaults
 // (ingress-nginx logs and carries on): an `affinity` other than exactly "cookie" means no affinity.
 
 import type { Affinity } from '../types.ts';
@@ -8,6 +9,11 @@ import type { AnnotationGroup } from './group.ts';
 
 export interface AffinityAnnotations {
   affinity: Affinity | null;
+  /**
+   * affinity-mode as written (when valid), with or without `affinity: cookie`: ingress-nginx takes an
+   * upstream's mode from the oldest Ingress using it that names one, whatever its affinity
+   */
+  declaredMode: Affinity['mode'] | null;
   /** affinity-canary-behavior of this Ingress (read when it is a canary) */
   canaryBehavior: 'sticky' | 'legacy';
 }
@@ -66,7 +72,7 @@ export const affinity: AnnotationGroup<AffinityAnnotations> = {
       doc: "Pick a new endpoint (and cookie) when the request to the cookie's endpoint failed.",
     },
   ],
-  defaults: { affinity: null, canaryBehavior: 'sticky' },
+  defaults: { affinity: null, declaredMode: null, canaryBehavior: 'sticky' },
   parse(read) {
     const behavior = read.string('affinity-canary-behavior');
     let canaryBehavior: 'sticky' | 'legacy' = 'sticky';
@@ -74,17 +80,17 @@ export const affinity: AnnotationGroup<AffinityAnnotations> = {
     else if (behavior !== undefined && behavior !== 'sticky') {
       read.invalid('affinity-canary-behavior', behavior, 'expected sticky or legacy', 'default');
     }
+    const modeValue = read.string('affinity-mode');
+    let declaredMode: Affinity['mode'] | null = null;
+    if (modeValue === 'persistent' || modeValue === 'balanced') declaredMode = modeValue;
+    else if (modeValue !== undefined) {
+      read.invalid('affinity-mode', modeValue, 'expected balanced or persistent', 'default');
+    }
     const type = read.string('affinity');
-    if (type === undefined) return { affinity: null, canaryBehavior };
+    if (type === undefined) return { affinity: null, declaredMode, canaryBehavior };
     if (type !== 'cookie') {
       read.invalid('affinity', type, 'only "cookie" is supported', 'default');
-      return { affinity: null, canaryBehavior };
-    }
-    const modeValue = read.string('affinity-mode');
-    let mode: Affinity['mode'] = 'balanced';
-    if (modeValue === 'persistent') mode = 'persistent';
-    else if (modeValue !== undefined && modeValue !== 'balanced') {
-      read.invalid('affinity-mode', modeValue, 'expected balanced or persistent', 'default');
+      return { affinity: null, declaredMode, canaryBehavior };
     }
     let name = read.string('session-cookie-name') ?? DEFAULT_AFFINITY.cookieName;
     if (!COOKIE_NAME.test(name)) {
@@ -107,8 +113,9 @@ export const affinity: AnnotationGroup<AffinityAnnotations> = {
     }
     return {
       canaryBehavior,
+      declaredMode,
       affinity: {
-        mode,
+        mode: declaredMode ?? 'balanced',
         cookieName: name,
         path: read.string('session-cookie-path') ?? null,
         domain: read.string('session-cookie-domain') ?? null,

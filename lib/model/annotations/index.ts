@@ -1,8 +1,11 @@
-// The annotation registry and the two policies every Ingress goes through:
-// - `*-snippet` annotations are configuration code: the Ingress is dropped (never executed);
-// - any other annotation under the prefix that no group owns gets one "unsupported" warning.
+// The annotation registry and the policies every Ingress goes through:
+// - ingress-nginx's `*-snippet` annotations are configuration code: the Ingress is dropped (never
+//   executed), and the diagnostic names what does the snippet's job where it can tell;
+// - any other ingress-nginx annotation that no group owns gets one "not supported yet" warning;
+// - a name ingress-nginx does not have either is ignored by both, with a warning saying so.
 // Adding an annotation means adding a group (or a field to one) below, never a new mechanism.
 
+import { isNginxInternalKey, SUPPORTED_CONFIG_KEYS } from '../config.ts';
 import type { DiagnosticsCollector } from '../diagnostics.ts';
 import { redactValue } from '../redact.ts';
 import type { ObjectRef } from '../types.ts';
@@ -26,6 +29,11 @@ import {
   type InvalidOutcome,
   parseGoBool,
 } from './group.ts';
+import {
+  INGRESS_NGINX_ANNOTATIONS,
+  INGRESS_NGINX_CONFIG_KEYS,
+  RETIRED_ANNOTATIONS,
+} from './ingress-nginx-names.ts';
 import { loadBalance } from './load-balance.ts';
 import { mirror } from './mirror.ts';
 import { proxy, serviceUpstream, upstreamVhost } from './proxy.ts';
@@ -35,6 +43,7 @@ import { redirect } from './redirect.ts';
 import { rewrite } from './rewrite.ts';
 import { satisfy } from './satisfy.ts';
 import { serverAlias } from './server-alias.ts';
+import { snippetHint } from './snippet-hints.ts';
 import { sslPassthrough } from './ssl-passthrough.ts';
 import { type SslRedirectAnnotations, sslRedirect } from './ssl-redirect.ts';
 import { upstreamHash } from './upstream-hash.ts';
@@ -117,6 +126,55 @@ export const NOT_APPLICABLE_ANNOTATIONS: Readonly<Record<string, string>> = {
     "every redirect ingress-ts sends is the absolute URL ingress-nginx's configuration gives; NGINX's absolute_redirect only changes redirects NGINX makes from a relative URI",
 };
 
+/** ingress-nginx's snippet annotations; a `*-snippet` name it does not have is no code to anyone. */
+const SNIPPET_ANNOTATIONS: ReadonlySet<string> = new Set(
+  [...INGRESS_NGINX_ANNOTATIONS].filter((name) => name.endsWith('-snippet')),
+);
+
+/** Levenshtein distance, stopping early past `limit` (names are short, the list is small). */
+function editDistance(a: string, b: string, limit: number): number {
+  if (Math.abs(a.length - b.length) > limit) return limit + 1;
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    let best = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      const value = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
+      current.push(value);
+      if (value < best) best = value;
+    }
+    if (best > limit) return limit + 1;
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/**
+ * Why a name is not an annotation, when it can be told: a removed one, a ConfigMap key written as
+ * an annotation, or a typo of an annotation ingress-nginx has.
+ */
+export function unknownAnnotationHint(name: string, lead: string): string | null {
+  const retired = RETIRED_ANNOTATIONS[name];
+  if (retired !== undefined) return retired;
+  if (INGRESS_NGINX_CONFIG_KEYS.has(name)) {
+    const where = `${name} is a key of the global ConfigMap (--configmap)`;
+    if (SUPPORTED_CONFIG_KEYS.includes(name)) return `${where}, where ingress-ts applies it to every Ingress`;
+    if (isNginxInternalKey(name)) return `${where} that tunes NGINX itself, which ingress-ts ignores too`;
+    return `${where}, which ingress-ts does not support yet`;
+  }
+  let closest: string | null = null;
+  let distance = 3;
+  for (const known of INGRESS_NGINX_ANNOTATIONS) {
+    const d = editDistance(name, known, distance - 1);
+    if (d < distance) {
+      distance = d;
+      closest = known;
+    }
+  }
+  return closest === null ? null : `did you mean ${lead}${closest}?`;
+}
+
 /** Every supported annotation with its default and meaning, for documentation and tests. */
 export const SUPPORTED_ANNOTATIONS: readonly AnnotationDoc[] = allGroups
   .flatMap(([, group]) => group.annotations)
@@ -170,14 +228,17 @@ export function parseAnnotations(
   if (own.size === 0) return NONE;
 
   let dropped = false;
-  for (const name of own.keys()) {
-    if (name.endsWith('-snippet')) {
+  for (const [name, value] of own) {
+    if (SNIPPET_ANNOTATIONS.has(name)) {
       dropped = true;
+      const hint = snippetHint(value);
       diagnostics.report(
         'Ingress',
         ref,
         'SNIPPET_REFUSED',
-        `annotation ${lead}${name} is configuration code; ingress-ts never runs snippets, so the Ingress is ignored`,
+        `annotation ${lead}${name} is configuration code; ingress-ts never runs snippets, so the Ingress is ignored${
+          hint === null ? '' : `; ${hint}`
+        }`,
       );
     } else if (name in NOT_APPLICABLE_ANNOTATIONS) {
       diagnostics.report(
@@ -186,12 +247,24 @@ export function parseAnnotations(
         'ANNOTATION_NOT_APPLICABLE',
         `annotation ${lead}${name} has no effect: ${NOT_APPLICABLE_ANNOTATIONS[name]}`,
       );
-    } else if (!KNOWN.has(name)) {
+    } else if (KNOWN.has(name)) {
+      // parsed below
+    } else if (INGRESS_NGINX_ANNOTATIONS.has(name)) {
       diagnostics.report(
         'Ingress',
         ref,
         'ANNOTATION_UNSUPPORTED',
         `annotation ${lead}${name} is not supported by ingress-ts yet and has no effect`,
+      );
+    } else {
+      const hint = unknownAnnotationHint(name, lead);
+      diagnostics.report(
+        'Ingress',
+        ref,
+        'ANNOTATION_UNKNOWN',
+        `annotation ${lead}${name} is not an ingress-nginx annotation: ingress-nginx ignores it, and so does ingress-ts${
+          hint === null ? '' : `; ${hint}`
+        }`,
       );
     }
   }
