@@ -81,6 +81,11 @@ export interface GlobalConfig {
   globalAllowedResponseHeaders: string[];
   /** `allow-cross-namespace-resources`: annotations may name a ConfigMap or Secret of another namespace */
   allowCrossNamespaceResources: boolean;
+  /**
+   * `annotation-value-word-blocklist`: an Ingress with one of these words in the value of an annotation
+   * under the prefix is skipped whole (trimmed, empty words left out)
+   */
+  annotationValueWordBlocklist: string[];
   /** client address access control and rate-limit statuses (issue #9, part F) */
   access: AccessConfig;
   /** `worker-shutdown-timeout` in milliseconds: how long in-flight requests may drain at shutdown */
@@ -187,6 +192,7 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   globalAuth: DEFAULT_GLOBAL_AUTH,
   globalAllowedResponseHeaders: [],
   allowCrossNamespaceResources: false,
+  annotationValueWordBlocklist: [],
   access: {
     allowlist: [],
     denylist: [],
@@ -485,6 +491,20 @@ function PART_H_KEYS(): Record<string, KeyParser> {
     'allow-cross-namespace-resources': bool((config, value) => {
       config.allowCrossNamespaceResources = value;
     }),
+    // ingress-nginx's store splits on commas without trimming each word, and an empty word (a
+    // trailing comma) then matches every value, skipping every annotated Ingress; ingress-ts trims
+    // each word (as ingress-nginx's admission webhook does) and leaves empty ones out
+    'annotation-value-word-blocklist': (value, config) => {
+      config.annotationValueWordBlocklist = [
+        ...new Set(
+          value
+            .split(',')
+            .map((word) => word.trim())
+            .filter((word) => word !== ''),
+        ),
+      ];
+      return null;
+    },
   };
 }
 

@@ -100,6 +100,10 @@ export const DIAGNOSTIC_CODES = {
     'warning',
     'An annotation value fails its validator: the default is used (warning) or the Ingress is dropped (error).',
   ],
+  ANNOTATION_VALUE_BLOCKED: [
+    'error',
+    "An annotation value holds a word of the ConfigMap's annotation-value-word-blocklist; the Ingress is ignored.",
+  ],
   ANNOTATION_UNSUPPORTED: ['warning', 'ingress-ts does not implement this annotation yet; it has no effect.'],
   ANNOTATION_NOT_APPLICABLE: [
     'info',

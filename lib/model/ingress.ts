@@ -44,11 +44,32 @@ function describe(ruleIndex: number, pathIndex?: number): string {
     : `spec.rules[${ruleIndex}].http.paths[${pathIndex}]`;
 }
 
-/** The checked Ingress, or null when it is unusable as a whole (reported). */
+/** The first annotation under the prefix whose value holds a blocked word, with that word. */
+function blockedAnnotation(
+  annotations: Record<string, unknown>,
+  prefix: string,
+  words: readonly string[],
+): { name: string; word: string } | null {
+  const lead = `${prefix}/`;
+  for (const name of Object.keys(annotations).sort()) {
+    if (!name.startsWith(lead)) continue;
+    const raw = annotations[name];
+    const value = typeof raw === 'string' ? raw : String(raw);
+    const word = words.find((w) => value.includes(w));
+    if (word !== undefined) return { name, word };
+  }
+  return null;
+}
+
+/**
+ * The checked Ingress, or null when it is unusable as a whole (reported). `blocklist`: the
+ * ConfigMap's annotation-value-word-blocklist.
+ */
 export function checkIngress(
   ingress: Ingress,
   options: ModelOptions,
   diagnostics: DiagnosticsCollector,
+  blocklist: readonly string[] = [],
 ): CheckedIngress | null {
   const namespace = ingress.metadata?.namespace;
   const name = ingress.metadata?.name;
@@ -99,6 +120,20 @@ export function checkIngress(
       'the Ingress has a spec.defaultBackend and --disable-catch-all is set; the whole Ingress is ignored',
     );
     return null;
+  }
+
+  if (blocklist.length > 0 && annotations != null) {
+    const blocked = blockedAnnotation(annotations, options.annotationsPrefix, blocklist);
+    if (blocked !== null) {
+      // the value itself is not shown: it may hold a credential
+      diagnostics.report(
+        'Ingress',
+        ref,
+        'ANNOTATION_VALUE_BLOCKED',
+        `annotation ${blocked.name} contains ${JSON.stringify(blocked.word)}, a word of the ConfigMap's annotation-value-word-blocklist; the Ingress is ignored`,
+      );
+      return null;
+    }
   }
 
   const parsed = parseAnnotations(annotations ?? undefined, options.annotationsPrefix, ref, diagnostics);
