@@ -7,7 +7,7 @@
 // configuration (auth-request-redirect, auth-always-set-cookie, auth-cache-duration), ingress-ts
 // denies the location rather than serve it unauthenticated.
 
-import { type AnnotationGroup, type AnnotationReader, parseGoBool } from './group.ts';
+import { type AnnotationGroup, parseGoBool } from './group.ts';
 import {
   BASIC_CHARS,
   EXTENDED_CHARS,
