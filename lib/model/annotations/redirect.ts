@@ -24,7 +24,7 @@ function target(
   const url = read.string(name);
   if (url === undefined) return null;
   if (!matches(URL_CHARS, url, false)) {
-    read.invalid(name, url, 'only letters, digits and -._~/:,?&= are allowed (no NGINX variables)', 'drop');
+    read.invalid(name, url, 'only letters, digits and -._~/:,?&= are allowed, no NGINX variables', 'drop');
     return null;
   }
   let parsed: URL | null = null;
