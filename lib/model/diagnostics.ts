@@ -104,6 +104,10 @@ export const DIAGNOSTIC_CODES = {
     'error',
     "An annotation value holds a word of the ConfigMap's annotation-value-word-blocklist; the Ingress is ignored.",
   ],
+  ANNOTATION_TOO_RISKY: [
+    'error',
+    "An annotation's risk (as ingress-nginx rates it) is above the ConfigMap's annotations-risk-level; the Ingress is ignored.",
+  ],
   ANNOTATION_UNSUPPORTED: ['warning', 'ingress-ts does not implement this annotation yet; it has no effect.'],
   ANNOTATION_NOT_APPLICABLE: [
     'info',

@@ -1,6 +1,7 @@
 // One Ingress, checked: hosts, paths and backends validated as the API server would, annotations
 // parsed. What is wrong is reported on the Ingress; what is left is safe for the build to use.
 
+import { type AnnotationPolicy, NO_ANNOTATION_POLICY, passesAnnotationPolicy } from './annotation-policy.ts';
 import { type ParsedAnnotations, parseAnnotations } from './annotations/index.ts';
 import type { ServiceBackendRef } from './backends.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
@@ -44,32 +45,15 @@ function describe(ruleIndex: number, pathIndex?: number): string {
     : `spec.rules[${ruleIndex}].http.paths[${pathIndex}]`;
 }
 
-/** The first annotation under the prefix whose value holds a blocked word, with that word. */
-function blockedAnnotation(
-  annotations: Record<string, unknown>,
-  prefix: string,
-  words: readonly string[],
-): { name: string; word: string } | null {
-  const lead = `${prefix}/`;
-  for (const name of Object.keys(annotations).sort()) {
-    if (!name.startsWith(lead)) continue;
-    const raw = annotations[name];
-    const value = typeof raw === 'string' ? raw : String(raw);
-    const word = words.find((w) => value.includes(w));
-    if (word !== undefined) return { name, word };
-  }
-  return null;
-}
-
 /**
- * The checked Ingress, or null when it is unusable as a whole (reported). `blocklist`: the
- * ConfigMap's annotation-value-word-blocklist.
+ * The checked Ingress, or null when it is unusable as a whole (reported). `policy`: the ConfigMap's
+ * annotation-value-word-blocklist and annotations-risk-level.
  */
 export function checkIngress(
   ingress: Ingress,
   options: ModelOptions,
   diagnostics: DiagnosticsCollector,
-  blocklist: readonly string[] = [],
+  policy: AnnotationPolicy = NO_ANNOTATION_POLICY,
 ): CheckedIngress | null {
   const namespace = ingress.metadata?.namespace;
   const name = ingress.metadata?.name;
@@ -122,18 +106,11 @@ export function checkIngress(
     return null;
   }
 
-  if (blocklist.length > 0 && annotations != null) {
-    const blocked = blockedAnnotation(annotations, options.annotationsPrefix, blocklist);
-    if (blocked !== null) {
-      // the value itself is not shown: it may hold a credential
-      diagnostics.report(
-        'Ingress',
-        ref,
-        'ANNOTATION_VALUE_BLOCKED',
-        `annotation ${blocked.name} contains ${JSON.stringify(blocked.word)}, a word of the ConfigMap's annotation-value-word-blocklist; the Ingress is ignored`,
-      );
-      return null;
-    }
+  if (
+    annotations != null &&
+    !passesAnnotationPolicy(annotations, options.annotationsPrefix, policy, ref, diagnostics)
+  ) {
+    return null;
   }
 
   const parsed = parseAnnotations(annotations ?? undefined, options.annotationsPrefix, ref, diagnostics);

@@ -3,9 +3,10 @@
 // the companions it needs to be read at all, and the outcome ingress-nginx has, which ingress-ts
 // matches: kept, ignored (the default is used, a warning), denied (the paths answer 503) or dropped
 // (the whole Ingress is skipped). Rows marked `differs` are the deliberate differences documented in
-// docs/annotations.md. The last tests: annotation-value-word-blocklist.
+// docs/annotations.md. The last tests: annotation-value-word-blocklist and annotations-risk-level.
 import t from 'tap';
 import { NOT_APPLICABLE_ANNOTATIONS, SUPPORTED_ANNOTATIONS } from '../../lib/model/annotations/index.ts';
+import { annotationRisk } from '../../lib/model/annotations/risk.ts';
 import type { BuildResult, ConfigMap, Secret } from '../../lib/model/index.ts';
 import { build, ingress, path, pem, rule, service, tlsSecret } from './helpers.ts';
 
@@ -502,4 +503,83 @@ t.test('annotation-value-word-blocklist: unset, nothing is blocked', async (t) =
   });
   t.equal(result.model.servers.length, 1);
   t.strictSame(result.model.config.annotationValueWordBlocklist, []);
+});
+
+const buildAtRisk = (level: string | undefined, annotations: Record<string, Record<string, string>>) =>
+  build(
+    {
+      ingresses: Object.entries(annotations).map(([name, nginx]) =>
+        ingress(name, { nginx, rules: [rule(`${name}.com`, path('/', 'web:80'))] }),
+      ),
+      configMaps:
+        level === undefined ? [] : [configMap('ingress-ts', { 'annotations-risk-level': level }, 'ingress')],
+    },
+    BLOCKLIST_OPTIONS,
+  );
+const hosts = (result: BuildResult) => result.model.servers.map((s) => s.hostname);
+const risky = (result: BuildResult) =>
+  result.diagnostics
+    .filter((d) => d.code === 'ANNOTATION_TOO_RISKY')
+    .map((d) => d.name)
+    .sort();
+const RISK_INGRESSES = {
+  low: { 'proxy-read-timeout': '10', 'ssl-redirect': 'false' },
+  medium: { 'rewrite-target': '/', 'proxy-read-timeout': '10' },
+  high: { 'server-alias': 'www.high.com' },
+  // an empty value is refused all the same: ingress-nginx rates the name, not the value
+  empty: { 'upstream-hash-by': '' },
+  // an annotation ingress-ts does not implement still has ingress-nginx's risk
+  unknown: { 'modsecurity-transaction-id': '$request_id' },
+  alias: { 'whitelist-source-range': '10.0.0.0/8' },
+};
+
+t.test('annotations-risk-level: High (the default) refuses nothing but snippets', async (t) => {
+  for (const level of [undefined, 'High', 'high', 'Critical']) {
+    const result = buildAtRisk(level, RISK_INGRESSES);
+    t.strictSame(risky(result), [], `${level}: none refused`);
+    t.equal(hosts(result).length, 6, `${level}: all served`);
+  }
+  const snippet = buildAtRisk('Critical', { s: { 'server-snippet': 'return 200;' } });
+  t.strictSame(snippet.model.servers, [], 'a snippet is refused even at Critical');
+  t.match(snippet.diagnostics, [{ code: 'SNIPPET_REFUSED' }]);
+});
+
+t.test('annotations-risk-level: Medium refuses High annotations, Low refuses Medium too', async (t) => {
+  const medium = buildAtRisk('Medium', RISK_INGRESSES);
+  t.strictSame(risky(medium), ['empty', 'high', 'unknown']);
+  t.strictSame(hosts(medium).sort(), ['alias.com', 'low.com', 'medium.com']);
+  const low = buildAtRisk('low', RISK_INGRESSES);
+  t.strictSame(risky(low), ['alias', 'empty', 'high', 'medium', 'unknown']);
+  t.strictSame(hosts(low), ['low.com']);
+  const message = medium.diagnostics.find((d) => d.name === 'high')?.message ?? '';
+  t.match(message, 'annotation nginx.ingress.kubernetes.io/server-alias has risk High');
+  t.notMatch(message, 'www.high.com', 'the value itself is not shown');
+  t.equal(medium.diagnostics.find((d) => d.name === 'high')?.severity, 'error');
+});
+
+t.test('annotations-risk-level: a misspelt level is reported and High kept', async (t) => {
+  const result = buildAtRisk('Hgih', RISK_INGRESSES);
+  t.equal(result.model.config.annotationsRiskLevel, 'High');
+  t.match(result.diagnostics, [{ code: 'CONFIG_VALUE_INVALID', message: /annotations-risk-level/ }]);
+  t.equal(hosts(result).length, 6);
+});
+
+t.test('every annotation ingress-ts parses has the risk ingress-nginx gives it', async (t) => {
+  // spot checks against ingress-nginx's parsers; the whole table is in lib/model/annotations/risk.ts
+  const expected: Record<string, string> = {
+    'auth-url': 'High',
+    'auth-signin': 'High',
+    'mirror-target': 'High',
+    'upstream-hash-by': 'High',
+    'proxy-ssl-name': 'High',
+    'auth-tls-match-cn': 'High',
+    'permanent-redirect': 'Medium',
+    'session-cookie-path': 'Medium',
+    'auth-secret': 'Medium',
+    'whitelist-source-range': 'Medium',
+    'limit-whitelist': 'Low',
+    'ssl-passthrough': 'Low',
+    'configuration-snippet': 'Critical',
+  };
+  for (const [name, risk] of Object.entries(expected)) t.equal(annotationRisk(name), risk, name);
 });

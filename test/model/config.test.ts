@@ -81,6 +81,7 @@ runCases(t, [
         globalAllowedResponseHeaders: DEFAULT_GLOBAL_CONFIG.globalAllowedResponseHeaders,
         allowCrossNamespaceResources: DEFAULT_GLOBAL_CONFIG.allowCrossNamespaceResources,
         annotationValueWordBlocklist: DEFAULT_GLOBAL_CONFIG.annotationValueWordBlocklist,
+        annotationsRiskLevel: DEFAULT_GLOBAL_CONFIG.annotationsRiskLevel,
         access: DEFAULT_GLOBAL_CONFIG.access,
         workerShutdownTimeoutMs: DEFAULT_GLOBAL_CONFIG.workerShutdownTimeoutMs,
         useHttp2: false,
