@@ -583,3 +583,27 @@ t.test('every annotation ingress-ts parses has the risk ingress-nginx gives it',
   };
   for (const [name, risk] of Object.entries(expected)) t.equal(annotationRisk(name), risk, name);
 });
+
+t.test(
+  'global-auth-request-redirect: a value that cannot be a header is refused when the ConfigMap is read',
+  async (t) => {
+    const read = (value: string) =>
+      build(
+        {
+          ingresses: [],
+          configMaps: [
+            configMap(
+              'ingress-ts',
+              { 'global-auth-url': 'http://auth.svc/verify', 'global-auth-request-redirect': value },
+              'ingress',
+            ),
+          ],
+        },
+        BLOCKLIST_OPTIONS,
+      );
+    t.equal(read('/back?x=$request_uri').model.config.globalAuth.requestRedirect, '/back?x=$request_uri');
+    const refused = read('/zurück');
+    t.equal(refused.model.config.globalAuth.requestRedirect, '', 'the default: the request URI');
+    t.match(refused.diagnostics, [{ code: 'CONFIG_VALUE_INVALID', message: /global-auth-request-redirect/ }]);
+  },
+);
