@@ -3,7 +3,7 @@
 // value) and annotations-risk-level (an annotation riskier than allowed). Either skips the whole
 // Ingress with a diagnostic naming the annotation, never showing its value (it may hold a credential).
 
-import { type AnnotationRisk, annotationRisk, riskAbove } from './annotations/risk.ts';
+import { type AnnotationRisk, annotationRisk, refusedAt } from './annotations/risk.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import type { ObjectRef } from './types.ts';
 
@@ -16,6 +16,13 @@ export interface AnnotationPolicy {
 
 export const NO_ANNOTATION_POLICY: AnnotationPolicy = { blocklist: [], riskLevel: 'Critical' };
 
+const REFUSED: Record<AnnotationRisk, ReadonlySet<string>> = {
+  Low: refusedAt('Low'),
+  Medium: refusedAt('Medium'),
+  High: refusedAt('High'),
+  Critical: refusedAt('Critical'),
+};
+
 /** Whether the Ingress passes both policies; when it does not, the reason is reported on it. */
 export function passesAnnotationPolicy(
   annotations: Readonly<Record<string, unknown>>,
@@ -24,39 +31,36 @@ export function passesAnnotationPolicy(
   ref: ObjectRef,
   diagnostics: DiagnosticsCollector,
 ): boolean {
-  if (policy.blocklist.length === 0 && policy.riskLevel === 'Critical') return true;
+  const refused = REFUSED[policy.riskLevel];
+  if (policy.blocklist.length === 0 && refused.size === 0) return true;
   const lead = `${prefix}/`;
-  const names = Object.keys(annotations)
-    .filter((key) => key.startsWith(lead))
-    .sort();
-  for (const key of names) {
-    const raw = annotations[key];
+  // the first offence in name order, so the report does not depend on the object's key order
+  let blocked: { key: string; word: string } | null = null;
+  let risky: string | null = null;
+  for (const [key, raw] of Object.entries(annotations)) {
+    if (!key.startsWith(lead)) continue;
     const value = typeof raw === 'string' ? raw : String(raw);
     const word = policy.blocklist.find((w) => value.includes(w));
-    if (word !== undefined) {
-      diagnostics.report(
-        'Ingress',
-        ref,
-        'ANNOTATION_VALUE_BLOCKED',
-        `annotation ${key} contains ${JSON.stringify(word)}, a word of the ConfigMap's annotation-value-word-blocklist; the Ingress is ignored`,
-      );
-      return false;
-    }
+    if (word !== undefined && (blocked === null || key < blocked.key)) blocked = { key, word };
+    if (refused.has(key.slice(lead.length)) && (risky === null || key < risky)) risky = key;
   }
-  for (const key of names) {
-    const name = key.slice(lead.length);
-    // snippets are refused on their own account (SNIPPET_REFUSED), whatever the level
-    if (name.endsWith('-snippet')) continue;
-    const risk = annotationRisk(name);
-    if (riskAbove(risk, policy.riskLevel)) {
-      diagnostics.report(
-        'Ingress',
-        ref,
-        'ANNOTATION_TOO_RISKY',
-        `annotation ${key} has risk ${risk}, above the ConfigMap's annotations-risk-level ${policy.riskLevel}; the Ingress is ignored`,
-      );
-      return false;
-    }
+  if (blocked !== null) {
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'ANNOTATION_VALUE_BLOCKED',
+      `annotation ${blocked.key} contains ${JSON.stringify(blocked.word)}, a word of the ConfigMap's annotation-value-word-blocklist; the Ingress is ignored`,
+    );
+    return false;
+  }
+  if (risky !== null) {
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'ANNOTATION_TOO_RISKY',
+      `annotation ${risky} has risk ${annotationRisk(risky.slice(lead.length))}, above the ConfigMap's annotations-risk-level ${policy.riskLevel}; the Ingress is ignored`,
+    );
+    return false;
   }
   return true;
 }

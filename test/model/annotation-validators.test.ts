@@ -242,6 +242,7 @@ const ROWS: Row[] = [
   ['proxy-http-version', '2.0', 'ignored'],
   ['proxy-cookie-domain', 'internal.example example.com', 'kept'],
   ['proxy-cookie-domain', 'example.com', 'ignored'],
+  ['proxy-cookie-domain', 'internal.example\nexample.com', 'ignored'],
   ['proxy-cookie-path', '/ /app', 'kept'],
   ['proxy-cookie-path', '/;x /app', 'ignored'],
   ['proxy-redirect-from', 'http://internal/', 'kept'],

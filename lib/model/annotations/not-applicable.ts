@@ -28,9 +28,11 @@ const CHECKS: Readonly<Record<string, Check>> = {
   'auth-keepalive-share-vars': [bool, 'expected "true" or "false"', 'default'],
 };
 
+const ENTRIES = Object.entries(CHECKS);
+
 /** Reports invalid values of the annotations that have no effect; a `drop` one skips the Ingress. */
 export function checkNotApplicable(read: AnnotationReader): void {
-  for (const [name, [valid, expected, onInvalid]] of Object.entries(CHECKS)) {
+  for (const [name, [valid, expected, onInvalid]] of ENTRIES) {
     const value = read.string(name);
     if (value !== undefined && !valid(value)) read.invalid(name, value, expected, onInvalid);
   }

@@ -88,8 +88,8 @@ function matching(read: AnnotationReader, name: string, pattern: RegExp, reason:
   return null;
 }
 
-/** `off` or `<domain> <replacement>` (ingress-nginx checks it with its spaces). */
-const COOKIE_DOMAIN = /^(off|[-._~a-zA-Z0-9/:]+\s+[-._~a-zA-Z0-9/:]+)$/;
+/** `off` or `<domain> <replacement>` (ingress-nginx checks it with its spaces; a line break is refused). */
+const COOKIE_DOMAIN = /^(off|[-._~a-zA-Z0-9/:]+[\t\f ]+[-._~a-zA-Z0-9/:]+)$/;
 
 function cookieDomain(read: AnnotationReader): string | null {
   const value = read.string('proxy-cookie-domain');

@@ -93,3 +93,15 @@ export function annotationRisk(name: string): AnnotationRisk {
 export function riskAbove(risk: AnnotationRisk, level: AnnotationRisk): boolean {
   return ANNOTATION_RISKS.indexOf(risk) > ANNOTATION_RISKS.indexOf(level);
 }
+
+/**
+ * The names refused at `level`, snippets left out (refused on their own account): empty at High and
+ * Critical, so the default level costs nothing per Ingress.
+ */
+export function refusedAt(level: AnnotationRisk): ReadonlySet<string> {
+  return new Set(
+    [...RISK]
+      .filter(([name, risk]) => !name.endsWith('-snippet') && riskAbove(risk, level))
+      .map(([name]) => name),
+  );
+}

@@ -40,12 +40,11 @@ export const NGINX_SIZE = /^\d+[bkmg]?$/i;
 export const GO_INT = /^[+-]?\d+$/;
 
 /**
- * ValidateRegex: the value, with spaces removed when `removeSpace`, must match `pattern` (and hold no
- * line break, which every pattern above already excludes).
+ * ValidateRegex: the value, with spaces removed when `removeSpace`, must match `pattern`. (ingress-nginx
+ * also refuses line breaks, which none of the patterns above admits.)
  */
 export function matches(pattern: RegExp, value: string, removeSpace: boolean): boolean {
-  const checked = removeSpace ? value.replaceAll(' ', '') : value;
-  return pattern.test(checked) && !/[\r\n]/.test(checked);
+  return pattern.test(removeSpace ? value.replaceAll(' ', '') : value);
 }
 
 /** ValidateInt: a decimal integer Go's strconv.Atoi parses (64-bit). */
