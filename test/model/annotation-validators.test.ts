@@ -608,3 +608,20 @@ t.test(
     t.match(refused.diagnostics, [{ code: 'CONFIG_VALUE_INVALID', message: /global-auth-request-redirect/ }]);
   },
 );
+
+t.test('a refused URL is shown without its userinfo and query values', async (t) => {
+  const cases: Array<Record<string, string>> = [
+    { 'permanent-redirect': 'https://user:s3cr3t-a@new.example/x?token=s3cr3t-b' },
+    { 'temporal-redirect': 'https://new.example/$uri?key=s3cr3t-b' },
+    { 'auth-url': 'http://user:s3cr3t-a@auth.svc/verify?key=s3cr3t-b' },
+    { 'auth-url': 'ftp://user:s3cr3t-a@auth.svc/?key=s3cr3t-b' },
+    { ...AUTH, 'auth-signin': 'https://user:s3cr3t-a@login.example/?key=s3cr3t-b' },
+    { ...AUTH, 'auth-request-redirect': '/back?token=s3cr3t-b&x=ü' },
+  ];
+  for (const annotations of cases) {
+    const result = buildWith(annotations);
+    const text = JSON.stringify(result.diagnostics);
+    t.ok(result.diagnostics.length > 0, `${Object.keys(annotations).join(', ')}: refused`);
+    t.notMatch(text, 's3cr3t', `${Object.keys(annotations).join(', ')}: no credential in ${text}`);
+  }
+});

@@ -14,6 +14,7 @@ import {
   HEADERS_VARIABLE,
   matches,
   NGINX_VARIABLE,
+  shownUrl,
   URL_CHARS,
   URL_WITH_VARIABLES,
 } from './validators.ts';
@@ -179,7 +180,7 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
     if (!matches(URL_WITH_VARIABLES, url, true)) {
       read.invalid(
         'auth-url',
-        url,
+        shownUrl(url),
         'only letters, digits, NGINX variables and -._~/:,?&= are allowed',
         'drop',
       );
@@ -188,7 +189,7 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
     // ingress-nginx drops the whole auth-url configuration on some invalid values, serving the paths
     // unauthenticated; ingress-ts denies them instead (503), as for any auth it cannot apply
     let denied: string | null =
-      authUrl(url) === null ? `auth-url ${JSON.stringify(url)} is not an http or https URL` : null;
+      authUrl(url) === null ? `auth-url ${JSON.stringify(shownUrl(url))} is not an http or https URL` : null;
     const deny = (name: string, value: string, reason: string) => {
       denied ??= `${name} ${JSON.stringify(value)} is invalid (${reason})`;
     };
@@ -203,11 +204,15 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
     if (method !== null) method = method.replaceAll(' ', '');
     let signin = read.string('auth-signin') ?? null;
     if (signin !== null && !matches(URL_WITH_VARIABLES, signin, true)) {
-      ignore('auth-signin', signin, 'only letters, digits, NGINX variables and -._~/:,?&= are allowed');
+      ignore(
+        'auth-signin',
+        shownUrl(signin),
+        'only letters, digits, NGINX variables and -._~/:,?&= are allowed',
+      );
       signin = null;
     } else if (signin !== null && authUrl(signin) === null) {
       // stricter than ingress-nginx: the sign-in redirect is always an absolute http(s) URL
-      ignore('auth-signin', signin, 'expected an http or https URL');
+      ignore('auth-signin', shownUrl(signin), 'expected an http or https URL');
       signin = null;
     }
     let signinRedirectParam = read.string('auth-signin-redirect-param') ?? 'rd';
@@ -225,7 +230,11 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
     }
     const requestRedirect = read.string('auth-request-redirect') ?? '';
     if (!matches(URL_CHARS, requestRedirect, true)) {
-      deny('auth-request-redirect', requestRedirect, 'only letters, digits and -._~/:,?&= are allowed');
+      deny(
+        'auth-request-redirect',
+        shownUrl(requestRedirect),
+        'only letters, digits and -._~/:,?&= are allowed',
+      );
     }
     let proxySetHeaders = read.string('auth-proxy-set-headers') ?? '';
     if (!matches(BASIC_CHARS, proxySetHeaders, true)) {

@@ -8,7 +8,7 @@
 // 301 / 302. When temporal-redirect is set, permanent-redirect is not read at all.
 
 import type { AnnotationGroup, AnnotationReader } from './group.ts';
-import { isGoInt, matches, URL_CHARS } from './validators.ts';
+import { isGoInt, matches, shownUrl, URL_CHARS } from './validators.ts';
 
 export interface RedirectAnnotations {
   /** null: no redirect */
@@ -24,7 +24,12 @@ function target(
   const url = read.string(name);
   if (url === undefined) return null;
   if (!matches(URL_CHARS, url, false)) {
-    read.invalid(name, url, 'only letters, digits and -._~/:,?&= are allowed, no NGINX variables', 'drop');
+    read.invalid(
+      name,
+      shownUrl(url),
+      'only letters, digits and -._~/:,?&= are allowed, no NGINX variables',
+      'drop',
+    );
     return null;
   }
   let parsed: URL | null = null;
@@ -36,7 +41,7 @@ function target(
   // ingress-nginx would send a relative or scheme-less value as written; ingress-ts only redirects
   // to an absolute http(s) URL, so a browser never resolves it against the requested page
   if (parsed === null || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
-    read.invalid(name, url, 'expected an http or https URL', 'drop');
+    read.invalid(name, shownUrl(url), 'expected an http or https URL', 'drop');
     return null;
   }
   let code = fallback;
