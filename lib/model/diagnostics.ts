@@ -100,6 +100,11 @@ export const DIAGNOSTIC_CODES = {
     'warning',
     'An annotation value fails its validator: the default is used (warning) or the Ingress is dropped (error).',
   ],
+  ANNOTATION_UNSUPPORTED: ['warning', 'ingress-ts does not implement this annotation yet; it has no effect.'],
+  ANNOTATION_NOT_APPLICABLE: [
+    'info',
+    'The annotation tunes NGINX itself (buffers, temp files, its logs); it means nothing here and is ignored.',
+  ],
   ANNOTATION_VALUE_BLOCKED: [
     'error',
     "An annotation value holds a word of the ConfigMap's annotation-value-word-blocklist; the Ingress is ignored.",
@@ -107,11 +112,6 @@ export const DIAGNOSTIC_CODES = {
   ANNOTATION_TOO_RISKY: [
     'error',
     "An annotation's risk (as ingress-nginx rates it) is above the ConfigMap's annotations-risk-level; the Ingress is ignored.",
-  ],
-  ANNOTATION_UNSUPPORTED: ['warning', 'ingress-ts does not implement this annotation yet; it has no effect.'],
-  ANNOTATION_NOT_APPLICABLE: [
-    'info',
-    'The annotation tunes NGINX itself (buffers, temp files, its logs); it means nothing here and is ignored.',
   ],
   BACKEND_PROTOCOL_UNSUPPORTED: [
     'warning',
