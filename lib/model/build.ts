@@ -160,7 +160,10 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     copies.set(id, (copies.get(id) ?? 0) + 1);
   }
   for (const ingress of sortIngresses(ours)) {
-    const checked = checkIngress(ingress, options, diagnostics);
+    const checked = checkIngress(ingress, options, diagnostics, {
+      blocklist: config.annotationValueWordBlocklist,
+      riskLevel: config.annotationsRiskLevel,
+    });
     if (checked === null) continue;
     if ((copies.get(refName(checked.ref)) ?? 0) > 1) {
       diagnostics.report(

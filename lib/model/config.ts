@@ -6,6 +6,7 @@ import { isIP } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { parseGoBool } from './annotations/group.ts';
 import { NEXT_UPSTREAM, type ProxyAnnotations, SIZE } from './annotations/proxy.ts';
+import { ANNOTATION_RISKS, type AnnotationRisk } from './annotations/risk.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import { DEFAULT_GLOBAL_AUTH, type GlobalAuthConfig, globalAuthKeys } from './global-auth.ts';
 import type { ConfigMap } from './k8s.ts';
@@ -82,6 +83,13 @@ export interface GlobalConfig {
   globalAllowedResponseHeaders: string[];
   /** `allow-cross-namespace-resources`: annotations may name a ConfigMap or Secret of another namespace */
   allowCrossNamespaceResources: boolean;
+  /**
+   * `annotation-value-word-blocklist`: an Ingress with one of these words in the value of an annotation
+   * under the prefix is skipped whole (trimmed, empty words left out)
+   */
+  annotationValueWordBlocklist: string[];
+  /** `annotations-risk-level`: an Ingress with an annotation of a higher risk is skipped whole */
+  annotationsRiskLevel: AnnotationRisk;
   /** client address access control and rate-limit statuses (issue #9, part F) */
   access: AccessConfig;
   /** `worker-shutdown-timeout` in milliseconds: how long in-flight requests may drain at shutdown */
@@ -188,6 +196,8 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   globalAuth: DEFAULT_GLOBAL_AUTH,
   globalAllowedResponseHeaders: [],
   allowCrossNamespaceResources: false,
+  annotationValueWordBlocklist: [],
+  annotationsRiskLevel: 'High' as AnnotationRisk,
   access: {
     allowlist: [],
     denylist: [],
@@ -486,6 +496,28 @@ function PART_H_KEYS(): Record<string, KeyParser> {
     'allow-cross-namespace-resources': bool((config, value) => {
       config.allowCrossNamespaceResources = value;
     }),
+    // ingress-nginx's store splits on commas without trimming each word, and an empty word (a
+    // trailing comma) then matches every value, skipping every annotated Ingress; ingress-ts trims
+    // each word (as ingress-nginx's admission webhook does) and leaves empty ones out
+    // ingress-nginx reads any other word as Low (refusing nearly every annotation); a misspelling
+    // is reported here and the default kept
+    'annotations-risk-level': (value, config) => {
+      const level = ANNOTATION_RISKS.find((risk) => risk.toLowerCase() === value.toLowerCase());
+      if (level === undefined) return `expected ${ANNOTATION_RISKS.join(', ')}`;
+      config.annotationsRiskLevel = level;
+      return null;
+    },
+    'annotation-value-word-blocklist': (value, config) => {
+      config.annotationValueWordBlocklist = [
+        ...new Set(
+          value
+            .split(',')
+            .map((word) => word.trim())
+            .filter((word) => word !== ''),
+        ),
+      ];
+      return null;
+    },
   };
 }
 

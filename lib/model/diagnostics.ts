@@ -117,6 +117,14 @@ export const DIAGNOSTIC_CODES = {
     'info',
     'The annotation tunes NGINX itself (buffers, temp files, its logs); it means nothing here and is ignored.',
   ],
+  ANNOTATION_VALUE_BLOCKED: [
+    'error',
+    "An annotation value holds a word of the ConfigMap's annotation-value-word-blocklist; the Ingress is ignored.",
+  ],
+  ANNOTATION_TOO_RISKY: [
+    'error',
+    "An annotation's risk (as ingress-nginx rates it) is above the ConfigMap's annotations-risk-level; the Ingress is ignored.",
+  ],
   BACKEND_PROTOCOL_UNSUPPORTED: [
     'warning',
     'backend-protocol FCGI: ingress-ts does not speak FastCGI; the paths of the Ingress answer 502.',

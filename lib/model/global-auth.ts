@@ -79,7 +79,8 @@ export function globalAuthKeys(): Record<string, Parser> {
       return null;
     },
     'global-auth-request-redirect': (value, config) => {
-      if (/[\r\n]/.test(value)) return 'line breaks are not allowed';
+      // sent as a header: anything but visible ASCII would fail every request at send time
+      if (!/^[\x20-\x7e]*$/.test(value)) return 'only visible ASCII characters are allowed';
       config.globalAuth.requestRedirect = value;
       return null;
     },

@@ -1,6 +1,7 @@
 // One Ingress, checked: hosts, paths and backends validated as the API server would, annotations
 // parsed. What is wrong is reported on the Ingress; what is left is safe for the build to use.
 
+import { type AnnotationPolicy, NO_ANNOTATION_POLICY, passesAnnotationPolicy } from './annotation-policy.ts';
 import { type ParsedAnnotations, parseAnnotations } from './annotations/index.ts';
 import type { ServiceBackendRef } from './backends.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
@@ -44,11 +45,15 @@ function describe(ruleIndex: number, pathIndex?: number): string {
     : `spec.rules[${ruleIndex}].http.paths[${pathIndex}]`;
 }
 
-/** The checked Ingress, or null when it is unusable as a whole (reported). */
+/**
+ * The checked Ingress, or null when it is unusable as a whole (reported). `policy`: the ConfigMap's
+ * annotation-value-word-blocklist and annotations-risk-level.
+ */
 export function checkIngress(
   ingress: Ingress,
   options: ModelOptions,
   diagnostics: DiagnosticsCollector,
+  policy: AnnotationPolicy = NO_ANNOTATION_POLICY,
 ): CheckedIngress | null {
   const namespace = ingress.metadata?.namespace;
   const name = ingress.metadata?.name;
@@ -98,6 +103,13 @@ export function checkIngress(
       'CATCH_ALL_DISABLED',
       'the Ingress has a spec.defaultBackend and --disable-catch-all is set; the whole Ingress is ignored',
     );
+    return null;
+  }
+
+  if (
+    annotations != null &&
+    !passesAnnotationPolicy(annotations, options.annotationsPrefix, policy, ref, diagnostics)
+  ) {
     return null;
   }
 

@@ -141,6 +141,7 @@ data: { X-Extra: "yes" }
       site('down', { 'auth-url': `http://127.0.0.1:${gone.port}/ok` }),
       site('notaurl', { 'auth-url': 'ftp://files.example/' }),
       site('missingcm', { 'auth-url': `${base}/ok`, 'auth-proxy-set-headers': 'nope' }),
+      site('nonascii', { 'auth-url': `${base}/ok`, 'auth-request-redirect': '/zurück' }),
       site('cached', {
         'auth-url': `${base}/token`,
         'auth-cache-key': '$http_x_token',
@@ -227,6 +228,14 @@ data: { X-Extra: "yes" }
     t.equal(down.status, 500, 'the service unreachable is 500');
     t.equal((await fetch(port, 'notaurl.test', '/')).status, 503, 'an auth-url that is not http(s): 503');
     t.equal((await fetch(port, 'missingcm.test', '/')).status, 503, 'a missing auth-proxy-set-headers: 503');
+    for (const path of ['/', '/x', '/y?z=1']) {
+      const reply = await fetch(port, 'nonascii.test', path);
+      t.equal(
+        reply.status,
+        503,
+        `a non-ASCII auth-request-redirect is refused when built (${path}), never a 500`,
+      );
+    }
     t.equal(backend.seen.length, before, 'nothing reached the backend');
   });
 

@@ -43,6 +43,7 @@ ${tlsSecret('e2e', 'secure-tls', pem('a-example'))}`;
       site('bad', { 'permanent-redirect': 'ftp://files.example/' }),
       site('root', { 'app-root': '/app1' }),
       site('badroot', { 'app-root': 'https://elsewhere.example/' }),
+      site('variable', { 'permanent-redirect': 'https://x.example$request_uri' }),
       secure,
     ].join(''),
   );
@@ -68,7 +69,9 @@ ${tlsSecret('e2e', 'secure-tls', pem('a-example'))}`;
     ],
     ['root.test', '/?x=1', 302, 'http://root.test/app1', 'app-root: $uri is /, the query does not count'],
     ['root.test', '/other', 404, undefined, 'app-root: only / is redirected'],
-    ['badroot.test', '/', 404, undefined, 'app-root that is a URL drops the Ingress'],
+    ['badroot.test', '/', 404, undefined, 'app-root that is a URL is ignored: / is not redirected'],
+    ['badroot.test', '/app', 503, undefined, 'app-root that is a URL is ignored: the Ingress is kept'],
+    ['variable.test', '/app', 404, undefined, 'a URL with an NGINX variable drops the Ingress'],
     [
       'secure.test',
       '/',

@@ -172,24 +172,30 @@ runCases(t, [
     messages: ['is not an http or https URL', 'ConfigMap default/nope does not exist', 'another namespace'],
   },
   {
-    name: 'external auth: invalid auth-method, auth-signin and auth-response-headers skip the Ingress',
+    name: 'external auth: an invalid auth-method or auth-response-headers denies (503), as ingress-nginx',
     ingresses: [
       site('method', { 'auth-url': 'http://auth.svc/', 'auth-method': 'FETCH' }),
-      site('signin', { 'auth-url': 'http://auth.svc/', 'auth-signin': 'login' }),
-      site('headers', { 'auth-url': 'http://auth.svc/', 'auth-response-headers': 'X-Ok, Bad Header' }),
+      site('headers', { 'auth-url': 'http://auth.svc/', 'auth-response-headers': 'X-Ok, Bad:Header' }),
     ],
-    routes: [],
-    diagnostics: ['ANNOTATION_INVALID headers', 'ANNOTATION_INVALID method', 'ANNOTATION_INVALID signin'],
+    diagnostics: ['AUTH_UNAVAILABLE headers', 'AUTH_UNAVAILABLE method'],
+    messages: ['auth-method "FETCH" is invalid', 'auth-response-headers "X-Ok, Bad:Header" is invalid'],
   },
   {
-    name: 'external auth: an invalid auth-cache-duration keeps the default (warning)',
-    ingresses: [site('a', { 'auth-url': 'http://auth.svc/', 'auth-cache-duration': 'forever' })],
-    diagnostics: ['ANNOTATION_INVALID a'],
+    name: 'external auth: an invalid auth-signin is ignored (warning); the auth stays',
+    ingresses: [site('signin', { 'auth-url': 'http://auth.svc/', 'auth-signin': 'login' })],
+    diagnostics: ['ANNOTATION_INVALID signin'],
     messages: ['the default is used'],
-    check: (t, { model }) =>
-      t.strictSame(model.servers[0]?.routes[0]?.annotations.externalAuth.auth?.cacheDuration, [
-        { codes: [200, 202, 401], seconds: 300 },
-      ]),
+    check: (t, { model }) => {
+      const auth = model.servers[0]?.routes[0]?.annotations.externalAuth.auth;
+      t.equal(auth?.signin, null);
+      t.equal(auth?.denied, null);
+    },
+  },
+  {
+    name: 'external auth: an invalid auth-cache-duration denies (503) where ingress-nginx would drop the auth',
+    ingresses: [site('a', { 'auth-url': 'http://auth.svc/', 'auth-cache-duration': 'forever' })],
+    diagnostics: ['AUTH_UNAVAILABLE a'],
+    messages: ['auth-cache-duration "forever" is invalid'],
   },
   {
     name: 'global auth: the ConfigMap keys; an invalid URL keeps global auth off',

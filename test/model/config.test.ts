@@ -80,6 +80,8 @@ runCases(t, [
         globalAuth: DEFAULT_GLOBAL_CONFIG.globalAuth,
         globalAllowedResponseHeaders: DEFAULT_GLOBAL_CONFIG.globalAllowedResponseHeaders,
         allowCrossNamespaceResources: DEFAULT_GLOBAL_CONFIG.allowCrossNamespaceResources,
+        annotationValueWordBlocklist: DEFAULT_GLOBAL_CONFIG.annotationValueWordBlocklist,
+        annotationsRiskLevel: DEFAULT_GLOBAL_CONFIG.annotationsRiskLevel,
         access: DEFAULT_GLOBAL_CONFIG.access,
         workerShutdownTimeoutMs: DEFAULT_GLOBAL_CONFIG.workerShutdownTimeoutMs,
         useHttp2: false,

@@ -102,7 +102,7 @@ runCases(t, [
         'proxy-cookie-path': '/app/ /',
         'proxy-redirect-from': 'http://internal.example/',
         'proxy-redirect-to': 'https://example.com/',
-        'connection-proxy-header': 'Close',
+        'connection-proxy-header': 'close',
       }),
     ],
     check: (t, { model }) => {
@@ -220,19 +220,28 @@ runCases(t, [
         'proxy-http-version': '2.0',
         'proxy-cookie-domain': 'a.com; b.com',
         'proxy-redirect-to': 'http://x/<y>',
-        'connection-proxy-header': 'upgrade',
       }),
       site('b', { 'connection-proxy-header': 'keep-alive' }),
     ],
     options: OPTIONS,
     configMaps: [configMap({ 'proxy-read-timeout': '30' })],
-    diagnostics: Array(10).fill('ANNOTATION_INVALID a'),
+    diagnostics: Array(9).fill('ANNOTATION_INVALID a'),
     messages: ['proxy-read-timeout="50k" is invalid', 'the default is used'],
     check: (t, { model }) => {
       t.equal(model.servers.length, 2, 'the Ingress is kept');
       t.strictSame(settingsOf(model, 'a.com'), { ...DEFAULTS, readTimeout: 30 });
       t.equal(settingsOf(model, 'b.com').connectionClose, false, 'keep-alive: as without it');
     },
+  },
+  {
+    name: 'proxy: an invalid connection-proxy-header skips the Ingress (its parser returns the error)',
+    ingresses: [
+      site('a', { 'connection-proxy-header': 'upgrade' }),
+      site('b', { 'connection-proxy-header': 'Close' }),
+    ],
+    diagnostics: ['ANNOTATION_INVALID a', 'ANNOTATION_INVALID b'],
+    messages: ['the Ingress is ignored'],
+    routes: [],
   },
   {
     name: 'limit-rate / limit-rate-after: KB of the route, else of the ConfigMap; only with proxy-buffering on',

@@ -5,7 +5,8 @@
 // (ingress-nginx logs and carries on): an `affinity` other than exactly "cookie" means no affinity.
 
 import type { Affinity } from '../types.ts';
-import type { AnnotationGroup } from './group.ts';
+import type { AnnotationGroup, AnnotationReader } from './group.ts';
+import { BASIC_CHARS, matches, URL_CHARS } from './validators.ts';
 
 export interface AffinityAnnotations {
   affinity: Affinity | null;
@@ -35,6 +36,15 @@ export const DEFAULT_AFFINITY: Readonly<Affinity> = Object.freeze({
 const SECONDS = /^(0|-?[1-9]\d*)$/;
 const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const SAME_SITE: Record<string, 'Strict' | 'Lax' | 'None'> = { strict: 'Strict', lax: 'Lax', none: 'None' };
+
+/** A cookie attribute within ingress-nginx's validator (nothing that could end the attribute), or null. */
+function cookieAttribute(read: AnnotationReader, name: string, allowed: RegExp): string | null {
+  const value = read.string(name);
+  if (value === undefined) return null;
+  if (matches(allowed, value, true)) return value.trim();
+  read.invalid(name, value, 'only letters, digits and -._~/: (and ,?&= in a path) are allowed', 'default');
+  return null;
+}
 
 export const affinity: AnnotationGroup<AffinityAnnotations> = {
   scope: 'ingress',
@@ -93,7 +103,7 @@ export const affinity: AnnotationGroup<AffinityAnnotations> = {
       return { affinity: null, declaredMode, canaryBehavior };
     }
     let name = read.string('session-cookie-name') ?? DEFAULT_AFFINITY.cookieName;
-    if (!COOKIE_NAME.test(name)) {
+    if (!COOKIE_NAME.test(name) || !matches(BASIC_CHARS, name, true)) {
       read.invalid('session-cookie-name', name, 'not a cookie name', 'default');
       name = DEFAULT_AFFINITY.cookieName;
     }
@@ -117,8 +127,8 @@ export const affinity: AnnotationGroup<AffinityAnnotations> = {
       affinity: {
         mode: declaredMode ?? 'balanced',
         cookieName: name,
-        path: read.string('session-cookie-path') ?? null,
-        domain: read.string('session-cookie-domain') ?? null,
+        path: cookieAttribute(read, 'session-cookie-path', URL_CHARS),
+        domain: cookieAttribute(read, 'session-cookie-domain', BASIC_CHARS),
         expires: seconds('session-cookie-expires'),
         maxAge: seconds('session-cookie-max-age'),
         secure: read.bool('session-cookie-secure', false, 'default'),

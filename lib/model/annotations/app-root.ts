@@ -1,16 +1,16 @@
 // app-root: a request for `/` on the host answers 302 to `<scheme>://<Host header><app-root>`
 // (ingress-nginx renders it at server level, before any location: `if ($uri = /) { return 302 ... }`).
-// Host-level: the oldest Ingress of the host that sets it wins. It must be a path starting with `/`
-// (not a URL); anything else drops the Ingress, as ingress-nginx's parser errors.
+// Host-level: the oldest Ingress of the host that sets it wins. As ingress-nginx's rewrite parser: a
+// path starting with `/` of letters, digits and -._~/:$ only (no query, no URL); anything else is
+// ignored with a warning, the Ingress is kept.
 
 import type { AnnotationGroup } from './group.ts';
+import { matches, PATH_WITH_CAPTURES } from './validators.ts';
 
 export interface AppRootAnnotations {
   /** null: none */
   path: string | null;
 }
-
-const PATH = /^\/[^\s?#]*(\?[^\s#]*)?$/;
 
 export const appRoot: AnnotationGroup<AppRootAnnotations> = {
   scope: 'server',
@@ -25,8 +25,13 @@ export const appRoot: AnnotationGroup<AppRootAnnotations> = {
   parse(read) {
     const value = read.string('app-root');
     if (value === undefined) return { path: null };
-    if (!PATH.test(value)) {
-      read.invalid('app-root', value, 'expected a path starting with /', 'drop');
+    if (!value.startsWith('/') || !matches(PATH_WITH_CAPTURES, value, false)) {
+      read.invalid(
+        'app-root',
+        value,
+        'expected a path starting with / of letters, digits and -._~/:$',
+        'default',
+      );
       return { path: null };
     }
     return { path: value };

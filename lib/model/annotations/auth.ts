@@ -5,6 +5,7 @@
 // skipped); a missing, unreadable or refused Secret denies the location (it answers 503).
 
 import type { AnnotationGroup } from './group.ts';
+import { CHARS_WITH_SPACE, matches } from './validators.ts';
 
 export interface BasicAuth {
   /** `digest` is parsed but not served: its routes are denied (503), never open */
@@ -24,8 +25,6 @@ export interface BasicAuthAnnotations {
   auth: BasicAuth | null;
 }
 
-/** ingress-nginx's parser.CharsWithSpace (auth-realm) */
-const REALM = /^[\w\-.,_~:/?#[\]@!$&()*+;= ]*$/;
 /** a Secret reference: `name` or `namespace/name` (DNS labels) */
 const SECRET_REF = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?\/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
@@ -47,36 +46,33 @@ export const basicAuth: AnnotationGroup<BasicAuthAnnotations> = {
   ],
   defaults: { auth: null },
   parse(read) {
+    // without auth-type ingress-nginx never reads the other three
     const type = read.string('auth-type');
-    let secretType: BasicAuth['secretType'] = 'auth-file';
-    const writtenType = read.string('auth-secret-type');
-    if (writtenType !== undefined) {
-      if (writtenType === 'auth-file' || writtenType === 'auth-map') secretType = writtenType;
-      else read.invalid('auth-secret-type', writtenType, 'expected auth-file or auth-map', 'drop');
-    }
-    let realm = read.string('auth-realm') ?? '';
-    if (!REALM.test(realm)) {
-      read.invalid('auth-realm', realm, 'unexpected characters', 'drop');
-      realm = '';
-    }
-    const secret = read.string('auth-secret');
-    if (secret !== undefined && !SECRET_REF.test(secret)) {
-      read.invalid('auth-secret', secret, 'expected name or namespace/name', 'drop');
-    }
     if (type === undefined) return { auth: null };
     if (type !== 'basic' && type !== 'digest') {
       read.invalid('auth-type', type, 'expected basic or digest', 'drop');
       return { auth: null };
     }
-    return {
-      auth: {
-        type,
-        secret: secret ?? '',
-        secretType,
-        realm,
-        users: [],
-        denied: secret === undefined ? 'auth-type is set without auth-secret' : null,
-      },
-    };
+    let secretType: BasicAuth['secretType'] = 'auth-file';
+    const writtenType = read.string('auth-secret-type');
+    if (writtenType !== undefined) {
+      const compact = writtenType.replaceAll(' ', '');
+      if (compact === 'auth-file' || compact === 'auth-map') secretType = compact;
+      else {
+        read.invalid('auth-secret-type', writtenType, 'expected auth-file or auth-map', 'drop');
+        return { auth: null };
+      }
+    }
+    const realm = read.string('auth-realm') ?? '';
+    if (!matches(CHARS_WITH_SPACE, realm, false)) {
+      read.invalid('auth-realm', realm, 'only letters, digits, spaces and -._~/: are allowed', 'drop');
+      return { auth: null };
+    }
+    const secret = read.string('auth-secret');
+    let denied: string | null = null;
+    if (secret === undefined) denied = 'auth-type is set without auth-secret';
+    else if (!SECRET_REF.test(secret))
+      denied = `auth-secret ${JSON.stringify(secret)} is not a name or namespace/name`;
+    return { auth: { type, secret: secret ?? '', secretType, realm, users: [], denied } };
   },
 };

@@ -29,7 +29,7 @@ export const backendProtocol: AnnotationGroup<BackendProtocolAnnotations> = {
   parse(read) {
     const value = read.string('backend-protocol');
     if (value === undefined) return { protocol: 'HTTP' };
-    const upper = value.toUpperCase();
+    const upper = value.trim().toUpperCase();
     const protocol = BACKEND_PROTOCOLS.find((p) => p === upper);
     if (protocol === undefined) {
       read.invalid('backend-protocol', value, `expected one of ${BACKEND_PROTOCOLS.join(', ')}`, 'default');

@@ -1,10 +1,23 @@
 // External authentication (NGINX auth_request): auth-url and its companions, and enable-global-auth
 // (opting a location out of the ConfigMap's global-auth-url). The group validates what is written;
-// the build resolves auth-proxy-set-headers (a ConfigMap) into `proxyHeaders`. As ingress-nginx: a
-// value its validator refuses skips the Ingress; an auth-url that is not an http(s) URL, or an
-// unusable auth-proxy-set-headers ConfigMap, denies the location (503).
+// the build resolves auth-proxy-set-headers (a ConfigMap) into `proxyHeaders`. Each value goes
+// through ingress-nginx's validator with its outcome there: auth-url skips the Ingress; auth-method
+// and auth-response-headers deny the location (503); auth-signin, its redirect param, auth-cache-key
+// and auth-proxy-set-headers are ignored. Where ingress-nginx silently drops the whole auth
+// configuration (auth-request-redirect, auth-always-set-cookie, auth-cache-duration), ingress-ts
+// denies the location rather than serve it unauthenticated.
 
-import type { AnnotationGroup, AnnotationReader } from './group.ts';
+import { type AnnotationGroup, parseGoBool } from './group.ts';
+import {
+  BASIC_CHARS,
+  EXTENDED_CHARS,
+  HEADERS_VARIABLE,
+  matches,
+  NGINX_VARIABLE,
+  shownUrl,
+  URL_CHARS,
+  URL_WITH_VARIABLES,
+} from './validators.ts';
 
 export interface ExternalAuth {
   /** as written; NGINX variables ($host, $request_uri, $escaped_request_uri…) expanded per request */
@@ -111,16 +124,6 @@ export function headerList(value: string): string[] | null {
   return names;
 }
 
-function optionalUrl(read: AnnotationReader, name: string): string | null {
-  const value = read.string(name);
-  if (value === undefined) return null;
-  if (authUrl(value) === null) {
-    read.invalid(name, value, 'expected an http or https URL', 'drop');
-    return null;
-  }
-  return value;
-}
-
 export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
   scope: 'location',
   annotations: [
@@ -171,46 +174,96 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
   defaults: { auth: null, enableGlobalAuth: true },
   parse(read) {
     const enableGlobalAuth = read.bool('enable-global-auth', true, 'default');
-    const alwaysSetCookie = read.bool('auth-always-set-cookie', false, 'default');
-    let method: string | null = read.string('auth-method') ?? null;
-    if (method !== null && !AUTH_METHODS.includes(method)) {
-      read.invalid('auth-method', method, `expected one of ${AUTH_METHODS.join(', ')}`, 'drop');
-      method = null;
-    }
-    const signin = optionalUrl(read, 'auth-signin');
-    let signinRedirectParam = read.string('auth-signin-redirect-param') ?? 'rd';
-    if (!PARAM.test(signinRedirectParam)) {
+    // without auth-url ingress-nginx never reads the other auth-* annotations
+    const url = read.string('auth-url');
+    if (url === undefined) return { auth: null, enableGlobalAuth };
+    if (!matches(URL_WITH_VARIABLES, url, true)) {
       read.invalid(
-        'auth-signin-redirect-param',
-        signinRedirectParam,
-        'expected a query parameter name',
+        'auth-url',
+        shownUrl(url),
+        'only letters, digits, NGINX variables and -._~/:,?&= are allowed',
         'drop',
       );
+      return { auth: null, enableGlobalAuth };
+    }
+    // ingress-nginx drops the whole auth-url configuration on some invalid values, serving the paths
+    // unauthenticated; ingress-ts denies them instead (503), as for any auth it cannot apply
+    let denied: string | null =
+      authUrl(url) === null ? `auth-url ${JSON.stringify(shownUrl(url))} is not an http or https URL` : null;
+    const deny = (name: string, value: string, reason: string) => {
+      denied ??= `${name} ${JSON.stringify(value)} is invalid (${reason})`;
+    };
+    const ignore = (name: string, value: string, reason: string) =>
+      read.invalid(name, value, reason, 'default');
+
+    let method: string | null = read.string('auth-method') ?? null;
+    if (method !== null && !AUTH_METHODS.includes(method.replaceAll(' ', ''))) {
+      deny('auth-method', method, `expected one of ${AUTH_METHODS.join(', ')}`);
+      method = null;
+    }
+    if (method !== null) method = method.replaceAll(' ', '');
+    let signin = read.string('auth-signin') ?? null;
+    if (signin !== null && !matches(URL_WITH_VARIABLES, signin, true)) {
+      ignore(
+        'auth-signin',
+        shownUrl(signin),
+        'only letters, digits, NGINX variables and -._~/:,?&= are allowed',
+      );
+      signin = null;
+    } else if (signin !== null && authUrl(signin) === null) {
+      // stricter than ingress-nginx: the sign-in redirect is always an absolute http(s) URL
+      ignore('auth-signin', shownUrl(signin), 'expected an http or https URL');
+      signin = null;
+    }
+    let signinRedirectParam = read.string('auth-signin-redirect-param') ?? 'rd';
+    if (!PARAM.test(signinRedirectParam)) {
+      ignore('auth-signin-redirect-param', signinRedirectParam, 'expected a query parameter name');
       signinRedirectParam = 'rd';
     }
     let responseHeaders: string[] = [];
     const headers = read.string('auth-response-headers');
     if (headers !== undefined) {
       const list = headerList(headers);
-      if (list === null) read.invalid('auth-response-headers', headers, 'expected header names', 'drop');
-      else responseHeaders = list;
+      if (list === null || !matches(HEADERS_VARIABLE, headers, true)) {
+        deny('auth-response-headers', headers, 'expected a comma list of header names');
+      } else responseHeaders = list;
     }
     const requestRedirect = read.string('auth-request-redirect') ?? '';
-    if (/[\r\n]/.test(requestRedirect)) {
-      read.invalid('auth-request-redirect', requestRedirect, 'line breaks are not allowed', 'drop');
+    if (!matches(URL_CHARS, requestRedirect, true)) {
+      deny(
+        'auth-request-redirect',
+        shownUrl(requestRedirect),
+        'only letters, digits and -._~/:,?&= are allowed',
+      );
     }
-    const proxySetHeaders = read.string('auth-proxy-set-headers') ?? '';
-    const cacheKey = read.string('auth-cache-key') ?? '';
+    let proxySetHeaders = read.string('auth-proxy-set-headers') ?? '';
+    if (!matches(BASIC_CHARS, proxySetHeaders, true)) {
+      ignore('auth-proxy-set-headers', proxySetHeaders, 'expected a ConfigMap name or namespace/name');
+      proxySetHeaders = '';
+    }
+    let cacheKey = read.string('auth-cache-key') ?? '';
+    if (!matches(NGINX_VARIABLE, cacheKey, true)) {
+      ignore(
+        'auth-cache-key',
+        cacheKey,
+        'only letters, digits, -, _, $, { and } are allowed; nothing is cached',
+      );
+      cacheKey = '';
+    }
     let cacheDuration = DEFAULT_CACHE_DURATION;
     const duration = read.string('auth-cache-duration');
     if (duration !== undefined) {
-      const parsed = cacheDurations(duration);
-      if (parsed === null)
-        read.invalid('auth-cache-duration', duration, 'expected "codes time[, codes time]"', 'default');
+      const parsed = matches(EXTENDED_CHARS, duration, false) ? cacheDurations(duration) : null;
+      if (parsed === null) deny('auth-cache-duration', duration, 'expected "codes time[, codes time]"');
       else cacheDuration = parsed;
     }
-    const url = read.string('auth-url');
-    if (url === undefined) return { auth: null, enableGlobalAuth };
+    let alwaysSetCookie = false;
+    const cookie = read.string('auth-always-set-cookie');
+    if (cookie !== undefined) {
+      const parsed = parseGoBool(cookie);
+      if (parsed === undefined) deny('auth-always-set-cookie', cookie, 'expected "true" or "false"');
+      else alwaysSetCookie = parsed;
+    }
     return {
       auth: {
         url,
@@ -224,7 +277,7 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
         alwaysSetCookie,
         cacheKey,
         cacheDuration,
-        denied: authUrl(url) === null ? `auth-url ${JSON.stringify(url)} is not an http or https URL` : null,
+        denied,
       },
       enableGlobalAuth,
     };

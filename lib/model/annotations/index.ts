@@ -36,6 +36,7 @@ import {
 } from './ingress-nginx-names.ts';
 import { loadBalance } from './load-balance.ts';
 import { mirror } from './mirror.ts';
+import { checkNotApplicable } from './not-applicable.ts';
 import { proxy, serviceUpstream, upstreamVhost } from './proxy.ts';
 import { proxySsl } from './proxy-ssl.ts';
 import { rateLimit } from './rate-limit.ts';
@@ -296,6 +297,8 @@ export function parseAnnotations(
       );
     },
   };
+
+  checkNotApplicable(reader);
 
   const parseAll = <T extends Record<string, AnyGroup>>(groups: T) => {
     const out: Record<string, unknown> = {};

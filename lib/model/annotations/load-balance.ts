@@ -20,10 +20,11 @@ export const loadBalance: AnnotationGroup<LoadBalanceAnnotations> = {
   ],
   defaults: { algorithm: null },
   parse(read) {
-    const value = read.string('load-balance');
-    if (value === undefined) return { algorithm: null };
+    const written = read.string('load-balance');
+    if (written === undefined) return { algorithm: null };
+    const value = written.trim();
     if (!(LOAD_BALANCE_NAMES as readonly string[]).includes(value)) {
-      read.invalid('load-balance', value, `expected one of ${LOAD_BALANCE_NAMES.join(', ')}`, 'drop');
+      read.invalid('load-balance', written, `expected one of ${LOAD_BALANCE_NAMES.join(', ')}`, 'drop');
       return { algorithm: null };
     }
     return { algorithm: value };

@@ -51,7 +51,6 @@ const INT = /^[+-]?\d+$/;
 /** ingress-nginx's URLIsValidRegex (after removing spaces) */
 const URL_CHARS = /^[-._~a-zA-Z0-9/:,?&=]*$/;
 /** ingress-nginx's BasicCharsRegex (after removing spaces) */
-const BASIC_CHARS = /^[-._~a-zA-Z0-9/:]*$/;
 
 const NONE: ProxyAnnotations = {
   connectTimeout: null,
@@ -89,6 +88,17 @@ function matching(read: AnnotationReader, name: string, pattern: RegExp, reason:
   return null;
 }
 
+/** `off` or `<domain> <replacement>` (ingress-nginx checks it with its spaces; a line break is refused). */
+const COOKIE_DOMAIN = /^(off|[-._~a-zA-Z0-9/:]+[\t\f ]+[-._~a-zA-Z0-9/:]+)$/;
+
+function cookieDomain(read: AnnotationReader): string | null {
+  const value = read.string('proxy-cookie-domain');
+  if (value === undefined) return null;
+  if (COOKIE_DOMAIN.test(value)) return value;
+  read.invalid('proxy-cookie-domain', value, 'expected off or "<domain> <replacement>"', 'default');
+  return null;
+}
+
 function option<T extends string>(read: AnnotationReader, name: string, options: readonly T[]): T | null {
   const value = read.string(name);
   if (value === undefined) return null;
@@ -106,9 +116,10 @@ function option<T extends string>(read: AnnotationReader, name: string, options:
 function connectionHeader(read: AnnotationReader): ProxyAnnotations['connectionHeader'] {
   const value = read.string('connection-proxy-header');
   if (value === undefined) return null;
-  const lower = value.trim().toLowerCase();
-  if (lower === 'close' || lower === 'keep-alive') return lower;
-  read.invalid('connection-proxy-header', value, 'expected close or keep-alive', 'default');
+  // ingress-nginx's connection parser returns its validator's error: the Ingress is skipped
+  const compact = value.replaceAll(' ', '');
+  if (compact === 'close' || compact === 'keep-alive') return compact;
+  read.invalid('connection-proxy-header', value, 'expected close or keep-alive', 'drop');
   return null;
 }
 
@@ -207,12 +218,7 @@ export const proxy: AnnotationGroup<ProxyAnnotations> = {
       requestBuffering: option(read, 'proxy-request-buffering', ['on', 'off']),
       buffering: option(read, 'proxy-buffering', ['on', 'off']),
       httpVersion: option(read, 'proxy-http-version', ['1.0', '1.1']),
-      cookieDomain: matching(
-        read,
-        'proxy-cookie-domain',
-        BASIC_CHARS,
-        'only letters, digits and -._~/: are allowed',
-      ),
+      cookieDomain: cookieDomain(read),
       cookiePath: matching(read, 'proxy-cookie-path', URL_CHARS, 'only URL characters are allowed'),
       redirectFrom: matching(read, 'proxy-redirect-from', URL_CHARS, 'only URL characters are allowed'),
       redirectTo: matching(read, 'proxy-redirect-to', URL_CHARS, 'only URL characters are allowed'),

@@ -20,6 +20,6 @@ export const sslPassthrough: AnnotationGroup<SslPassthroughAnnotations> = {
   ],
   defaults: { enabled: false },
   parse(read) {
-    return { enabled: read.bool('ssl-passthrough', false, 'default') };
+    return { enabled: read.bool('ssl-passthrough', false, 'drop') };
   },
 };

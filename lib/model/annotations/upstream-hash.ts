@@ -6,6 +6,7 @@
 
 import type { HashBy } from '../types.ts';
 import type { AnnotationGroup } from './group.ts';
+import { isGoInt } from './validators.ts';
 
 export interface UpstreamHashAnnotations {
   hashBy: HashBy | null;
@@ -35,19 +36,25 @@ export const upstreamHash: AnnotationGroup<UpstreamHashAnnotations> = {
   ],
   defaults: { hashBy: null },
   parse(read) {
+    // ingress-nginx reads all three, with or without a key, and any validator error skips the Ingress
     const key = read.string('upstream-hash-by');
-    if (key === undefined) return { hashBy: null };
-    if (!KEY.test(key)) {
+    if (key !== undefined && !KEY.test(key.replaceAll(' ', ''))) {
       read.invalid('upstream-hash-by', key, 'only letters, digits, -, _, $, { and } are allowed', 'drop');
       return { hashBy: null };
     }
-    const subset = read.bool('upstream-hash-by-subset', false, 'default');
+    const subset = read.bool('upstream-hash-by-subset', false, 'drop');
     let subsetSize = 3;
     const size = read.string('upstream-hash-by-subset-size');
     if (size !== undefined) {
+      if (!isGoInt(size)) {
+        read.invalid('upstream-hash-by-subset-size', size, 'expected an integer', 'drop');
+        return { hashBy: null };
+      }
+      // a negative size would make an empty subset: ingress-ts keeps the default
       if (SIZE.test(size) && Number(size) > 0) subsetSize = Number(size);
       else read.invalid('upstream-hash-by-subset-size', size, 'expected a positive integer', 'default');
     }
-    return { hashBy: { key, subset, subsetSize } };
+    if (key === undefined) return { hashBy: null };
+    return { hashBy: { key: key.trim(), subset, subsetSize } };
   },
 };
