@@ -115,7 +115,8 @@ const OBJECTS: KubeObject[] = [
     data: { auth: Buffer.from(`alice:{PLAIN}${SECRET.basicAuthHash}\n`).toString('base64') },
   },
   ingress('auth', {
-    'auth-url': `https://svc:${SECRET.authUserinfo}@auth.test/verify?token=${SECRET.authQuery}&rd=$escaped_request_uri`,
+    // ingress-nginx's character set for auth-url has no `@` either: the credentials go in the query
+    'auth-url': `https://auth.test/verify?token=${SECRET.authQuery}&user=${SECRET.authUserinfo}&rd=$escaped_request_uri`,
     'auth-signin': `https://login.test/start?client_secret=${SECRET.signinQuery}`,
     'auth-proxy-set-headers': 'auth-headers',
     'custom-headers': 'custom',
@@ -194,7 +195,7 @@ t.test('no output carries a planted credential', async (t) => {
   t.match(route('auth.test'), {
     auth: {
       external: {
-        url: 'https://***@auth.test/verify?token=***&rd=$escaped_request_uri',
+        url: 'https://auth.test/verify?token=***&user=***&rd=$escaped_request_uri',
         signin: 'https://login.test/start?client_secret=***',
       },
     },
@@ -216,7 +217,7 @@ t.test('no output carries a planted credential', async (t) => {
   ]);
   t.match(model.diagnostics['Ingress e2e/redirect-rejected'], [{ code: 'ANNOTATION_INVALID' }]);
   t.match(model.diagnostics['Ingress e2e/auth-url-rejected'], [
-    { code: 'AUTH_UNAVAILABLE', message: /auth-url "ftp:\/\/\*\*\*@auth\.test\/"/ },
+    { code: 'ANNOTATION_INVALID', message: /auth-url="ftp:\/\/\*\*\*@auth\.test\/"/ },
   ]);
   t.match(model.diagnostics['ConfigMap e2e/ingress-ts'], [
     { code: 'CONFIG_VALUE_INVALID', message: /global-auth-signin="ftp:\/\/\*\*\*@login\.test\/"/ },

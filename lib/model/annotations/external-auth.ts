@@ -7,6 +7,7 @@
 // configuration (auth-request-redirect, auth-always-set-cookie, auth-cache-duration), ingress-ts
 // denies the location rather than serve it unauthenticated.
 
+import { redactUrl } from '../redact.ts';
 import { type AnnotationGroup, parseGoBool } from './group.ts';
 import {
   BASIC_CHARS,
@@ -14,7 +15,6 @@ import {
   HEADERS_VARIABLE,
   matches,
   NGINX_VARIABLE,
-  shownUrl,
   URL_CHARS,
   URL_WITH_VARIABLES,
 } from './validators.ts';
@@ -180,7 +180,7 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
     if (!matches(URL_WITH_VARIABLES, url, true)) {
       read.invalid(
         'auth-url',
-        shownUrl(url),
+        redactUrl(url),
         'only letters, digits, NGINX variables and -._~/:,?&= are allowed',
         'drop',
       );
@@ -189,7 +189,7 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
     // ingress-nginx drops the whole auth-url configuration on some invalid values, serving the paths
     // unauthenticated; ingress-ts denies them instead (503), as for any auth it cannot apply
     let denied: string | null =
-      authUrl(url) === null ? `auth-url ${JSON.stringify(shownUrl(url))} is not an http or https URL` : null;
+      authUrl(url) === null ? `auth-url ${JSON.stringify(redactUrl(url))} is not an http or https URL` : null;
     const deny = (name: string, value: string, reason: string) => {
       denied ??= `${name} ${JSON.stringify(value)} is invalid (${reason})`;
     };
@@ -206,13 +206,13 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
     if (signin !== null && !matches(URL_WITH_VARIABLES, signin, true)) {
       ignore(
         'auth-signin',
-        shownUrl(signin),
+        redactUrl(signin),
         'only letters, digits, NGINX variables and -._~/:,?&= are allowed',
       );
       signin = null;
     } else if (signin !== null && authUrl(signin) === null) {
       // stricter than ingress-nginx: the sign-in redirect is always an absolute http(s) URL
-      ignore('auth-signin', shownUrl(signin), 'expected an http or https URL');
+      ignore('auth-signin', redactUrl(signin), 'expected an http or https URL');
       signin = null;
     }
     let signinRedirectParam = read.string('auth-signin-redirect-param') ?? 'rd';
@@ -232,7 +232,7 @@ export const externalAuth: AnnotationGroup<ExternalAuthAnnotations> = {
     if (!matches(URL_CHARS, requestRedirect, true)) {
       deny(
         'auth-request-redirect',
-        shownUrl(requestRedirect),
+        redactUrl(requestRedirect),
         'only letters, digits and -._~/:,?&= are allowed',
       );
     }

@@ -7,8 +7,9 @@
 // must be an integer; either failing skips the whole Ingress. A code out of range falls back to
 // 301 / 302. When temporal-redirect is set, permanent-redirect is not read at all.
 
+import { redactUrl } from '../redact.ts';
 import type { AnnotationGroup, AnnotationReader } from './group.ts';
-import { isGoInt, matches, shownUrl, URL_CHARS } from './validators.ts';
+import { isGoInt, matches, URL_CHARS } from './validators.ts';
 
 export interface RedirectAnnotations {
   /** null: no redirect */
@@ -26,7 +27,7 @@ function target(
   if (!matches(URL_CHARS, url, false)) {
     read.invalid(
       name,
-      shownUrl(url),
+      redactUrl(url),
       'only letters, digits and -._~/:,?&= are allowed, no NGINX variables',
       'drop',
     );
@@ -41,7 +42,7 @@ function target(
   // ingress-nginx would send a relative or scheme-less value as written; ingress-ts only redirects
   // to an absolute http(s) URL, so a browser never resolves it against the requested page
   if (parsed === null || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
-    read.invalid(name, shownUrl(url), 'expected an http or https URL', 'drop');
+    read.invalid(name, redactUrl(url), 'expected an http or https URL', 'drop');
     return null;
   }
   let code = fallback;

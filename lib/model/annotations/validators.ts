@@ -51,11 +51,3 @@ export function matches(pattern: RegExp, value: string, removeSpace: boolean): b
 export function isGoInt(value: string): boolean {
   return GO_INT.test(value) && Number.isSafeInteger(Number(value));
 }
-
-/**
- * A URL as a diagnostic shows it: userinfo and query values hidden, since either may carry a
- * credential (`https://user:token@host/?key=…`); the rest still says which URL was refused.
- */
-export function shownUrl(value: string): string {
-  return value.replace(/^([^:/?#]*:\/\/)[^/?#]*@/, '$1***@').replace(/([?&][^=&#]*=)[^&#]*/g, '$1***');
-}
