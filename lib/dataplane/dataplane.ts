@@ -19,6 +19,7 @@ import {
   admit,
   leave,
   listed,
+  peerOf,
   unmapped,
 } from './access.ts';
 import { affinityCookie } from './affinity-cookie.ts';
@@ -33,6 +34,7 @@ import {
   answerClientError,
   applyHeaderSize,
   clientErrorAnswer,
+  connectRejectedStatus,
   type HeaderSizeLimited,
   maxHeaderSize,
   overConnectionCap,
@@ -233,6 +235,10 @@ export class DataPlane {
       (server as Server).on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
         this.#upgrade(req, socket, head, https),
       );
+      // without a listener Node closes an HTTP/1 CONNECT's connection with no answer at all
+      (server as Server).on('connect', (req: IncomingMessage, socket: Duplex | ServerResponse, head?: Buffer) =>
+        this.#connect(req, socket, head, https),
+      );
       (server as Server).on(
         'clientError',
         (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
@@ -369,7 +375,7 @@ export class DataPlane {
     if (path === null) return { kind: 'error', status: 400, host: '', match: null, requestId: undefined };
     // block-cidrs: denied whatever the host or path (NGINX's http-level deny)
     if (runtime.blockCidrs !== null) {
-      const peer = req.socket.remoteAddress ?? '';
+      const peer = peerOf(req.socket);
       const client = runtime.http.clientAddress === null ? peer : clientAddressOf(req, runtime.http, peer);
       if (listed(runtime.blockCidrs, unmapped(client)) || client === '') {
         return {
@@ -524,7 +530,7 @@ export class DataPlane {
         return { kind: 'error', status: code, host: hostname, match, requestId: incomingId };
       }
       const requestId = incomingId ?? generateRequestId();
-      const peerAddress = req.socket.remoteAddress ?? '';
+      const peerAddress = peerOf(req.socket);
       const remoteAddress =
         http.clientAddress === null ? peerAddress : clientAddressOf(req, http, peerAddress);
       return {
@@ -548,7 +554,7 @@ export class DataPlane {
         clientAddress: remoteAddress,
       };
     }
-    const peerAddress = req.socket.remoteAddress ?? '';
+    const peerAddress = peerOf(req.socket);
     const remoteAddress = http.clientAddress === null ? peerAddress : clientAddressOf(req, http, peerAddress);
     // the access phase: rate limits, then denylist/allowlist (access.ts)
     let release: (() => void) | null = null;
@@ -635,7 +641,7 @@ export class DataPlane {
 
   /** The access phase of a request answered at once: its status, 0, or ALLOWLISTED (satisfy any: skip auth); a connection slot is given back at once. */
   #accessStatus(req: IncomingMessage, runtime: Runtime, access: AccessPolicy, satisfyAny: boolean): number {
-    const peer = req.socket.remoteAddress ?? '';
+    const peer = peerOf(req.socket);
     const client = runtime.http.clientAddress === null ? peer : clientAddressOf(req, runtime.http, peer);
     const verdict = admit(access, client, performance.now(), satisfyAny);
     if (verdict >= 100) return verdict;
@@ -648,7 +654,7 @@ export class DataPlane {
     if (decision.clientAddress !== undefined) return decision.clientAddress;
     const policy = this.#runtime?.http;
     if (policy === undefined || policy.clientAddress === null) return undefined;
-    return clientAddressOf(req, policy, req.socket.remoteAddress ?? '');
+    return clientAddressOf(req, policy, peerOf(req.socket));
   }
 
   #handle(req: IncomingMessage, res: ServerResponse, https: boolean): void {
@@ -708,7 +714,7 @@ export class DataPlane {
   ): AuthVerdict | Promise<AuthVerdict> {
     const context = decision.kind === 'proxy' ? decision.context : null;
     const remoteAddress =
-      context?.remoteAddress ?? this.#clientAddress(req, decision) ?? req.socket.remoteAddress ?? '';
+      context?.remoteAddress ?? this.#clientAddress(req, decision) ?? peerOf(req.socket);
     const requestId = context?.requestId || decision.requestId || generateRequestId();
     return authenticate(auth, req, this.#authClient, {
       req,
@@ -774,6 +780,30 @@ export class DataPlane {
       if (decision.release) res.once('close', decision.release);
       this.#proxy.web(req, res, decision.target, decision.context, record);
     }
+  }
+
+  /**
+   * A CONNECT: ingress-ts is no forward proxy. NGINX answers 405 (400 for an authority-form target),
+   * logged as a refusal, and the connection is closed after it (the bytes after the head are not read
+   * as another request). On HTTP/2 the compatibility API hands over a request and its response.
+   */
+  #connect(req: IncomingMessage, socket: Duplex | ServerResponse, head: Buffer | undefined, https: boolean): void {
+    this.#stats.requests++;
+    if (head === undefined) {
+      const res = socket as ServerResponse;
+      if (requestRefused.hasSubscribers) {
+        finishOnClose(refusedRecord(req, https), res, req.socket, () => 405, requestRefused);
+      }
+      sendErrorPage(res, 405);
+      return;
+    }
+    const client = socket as Duplex;
+    client.on('error', () => {});
+    const status = connectRejectedStatus(req, this.#runtime?.model.config ?? null);
+    if (requestRefused.hasSubscribers) {
+      finishOnClose(refusedRecord(req, https), client, client, () => status, requestRefused);
+    }
+    answerClientError(client, status);
   }
 
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, https: boolean): void {
@@ -958,7 +988,7 @@ function toOriginForm(req: IncomingMessage): void {
  */
 function refusedRecord(req: IncomingMessage, https: boolean): RequestRecord {
   return startRecord(req, {
-    host: normalizeHost(req.headers.host),
+    host: normalizeHost(req.headers.host ?? (req.headers[':authority'] as string | undefined)),
     path: '',
     route: null,
     upstream: '',

@@ -7,6 +7,7 @@
 
 import { RE2JS } from 're2js';
 import { type Captures, capturesOf } from './router.ts';
+import { argsOf } from './request-values.ts';
 
 /** Literal text, or the index of a capture group. */
 type Part = string | number;
@@ -136,8 +137,7 @@ export function applyRewrite(
     if (!matcher.find()) return null;
     groups = capturesOf(matcher);
   }
-  const query = url.indexOf('?');
-  const args = query === -1 ? '' : url.slice(query + 1);
+  const args = argsOf(url);
   if (rewrite.redirect !== null) {
     const scheme = rewrite.redirect === 'scheme' ? (https ? 'https' : 'http') : '';
     const location = escapeUri(scheme + expand(rewrite.target, groups));
