@@ -142,6 +142,18 @@ type Decision = Placement &
     | { kind: 'customError'; code: number; errors: CustomErrors; context: RequestContext }
   );
 
+const PIPELINE = Symbol('pipelined requests');
+
+/** An HTTP/1.1 connection while one of its requests is served: that one's response, and the requests after it. */
+type PipelinedSocket = IncomingMessage['socket'] & {
+  [PIPELINE]?:
+    | {
+        current: ServerResponse;
+        waiting: Array<{ req: IncomingMessage; res: ServerResponse; https: boolean }>;
+      }
+    | undefined;
+};
+
 const REDIRECT_REASONS: Record<number, string> = {
   300: 'Multiple Choices',
   301: 'Moved Permanently',
@@ -236,8 +248,10 @@ export class DataPlane {
         this.#upgrade(req, socket, head, https),
       );
       // without a listener Node closes an HTTP/1 CONNECT's connection with no answer at all
-      (server as Server).on('connect', (req: IncomingMessage, socket: Duplex | ServerResponse, head?: Buffer) =>
-        this.#connect(req, socket, head, https),
+      (server as Server).on(
+        'connect',
+        (req: IncomingMessage, socket: Duplex | ServerResponse, head?: Buffer) =>
+          this.#connect(req, socket, head, https),
       );
       (server as Server).on(
         'clientError',
@@ -358,6 +372,7 @@ export class DataPlane {
     const record = this.#inFlight.get(res);
     this.#inFlight.delete(res);
     if (record != null) finishRecord(record, res.req.socket, res.headersSent ? res.statusCode : 499);
+    this.#nextPipelined(res);
     if (!this.#draining) return;
     // the connection goes idle once the response is detached from it (after this event)
     setImmediate(() => this.#closeIdle());
@@ -661,6 +676,42 @@ export class DataPlane {
     this.#stats.requests++;
     this.#inFlight.set(res, null);
     res.on('close', this.#onResponseClose);
+    // HTTP/1.1 pipelining: Node hands over every request of a pipelined batch at once; NGINX serves
+    // them one after the other, so one connection holds at most one request upstream (an HTTP/2
+    // connection: one per stream, bounded by SETTINGS_MAX_CONCURRENT_STREAMS)
+    if ((req as IncomingMessage & { stream?: unknown }).stream === undefined) {
+      const socket = req.socket as PipelinedSocket;
+      const pipeline = socket[PIPELINE];
+      if (pipeline !== undefined) {
+        pipeline.waiting.push({ req, res, https });
+        return;
+      }
+      socket[PIPELINE] = { current: res, waiting: [] };
+    }
+    this.#serve(req, res, https);
+  }
+
+  /** The response of an HTTP/1.1 request closed: the next pipelined request of its connection, if any, is served. */
+  #nextPipelined(res: ServerResponse): void {
+    const socket = res.req.socket as PipelinedSocket | null;
+    const pipeline = socket?.[PIPELINE];
+    if (socket == null || pipeline === undefined || pipeline.current !== res) return;
+    if (socket.destroyed) {
+      // Node never closes the responses of requests it handed over but did not send yet
+      socket[PIPELINE] = undefined;
+      for (const dropped of pipeline.waiting) this.#requestClosed(dropped.res);
+      return;
+    }
+    const next = pipeline.waiting.shift();
+    if (next === undefined) {
+      socket[PIPELINE] = undefined;
+      return;
+    }
+    pipeline.current = next.res;
+    this.#serve(next.req, next.res, next.https);
+  }
+
+  #serve(req: IncomingMessage, res: ServerResponse, https: boolean): void {
     if (this.#draining) res.shouldKeepAlive = false;
     if (this.#runtime !== null) {
       countRequest(req, res, this.#runtime.model.config);
@@ -713,8 +764,7 @@ export class DataPlane {
     https: boolean,
   ): AuthVerdict | Promise<AuthVerdict> {
     const context = decision.kind === 'proxy' ? decision.context : null;
-    const remoteAddress =
-      context?.remoteAddress ?? this.#clientAddress(req, decision) ?? peerOf(req.socket);
+    const remoteAddress = context?.remoteAddress ?? this.#clientAddress(req, decision) ?? peerOf(req.socket);
     const requestId = context?.requestId || decision.requestId || generateRequestId();
     return authenticate(auth, req, this.#authClient, {
       req,
@@ -787,7 +837,12 @@ export class DataPlane {
    * logged as a refusal, and the connection is closed after it (the bytes after the head are not read
    * as another request). On HTTP/2 the compatibility API hands over a request and its response.
    */
-  #connect(req: IncomingMessage, socket: Duplex | ServerResponse, head: Buffer | undefined, https: boolean): void {
+  #connect(
+    req: IncomingMessage,
+    socket: Duplex | ServerResponse,
+    head: Buffer | undefined,
+    https: boolean,
+  ): void {
     this.#stats.requests++;
     if (head === undefined) {
       const res = socket as ServerResponse;

@@ -60,7 +60,8 @@ function variable(name: string): Part {
       return ({ req }) => req.method ?? '';
   }
   // NGINX takes an HTTP/2 request's :authority as its Host header (a request never has both)
-  if (name === 'http_host') return ({ req }) => headerValue(req, 'host') ?? headerValue(req, ':authority') ?? '';
+  if (name === 'http_host')
+    return ({ req }) => headerValue(req, 'host') ?? headerValue(req, ':authority') ?? '';
   if (name.startsWith('http_')) {
     const headerName = name.slice(5).toLowerCase();
     return ({ req }) => headerValue(req, headerName, true) ?? '';
