@@ -158,8 +158,10 @@ t.test('one judgement of the client, the path and the host', async (t) => {
   });
 
   await t.test('one host per request', async (t) => {
+    const asked = authSeen.length;
     const two = await h2(session, { ':path': '/x', ':authority': 'authed.test', host: 'a.test' });
     t.equal(two.status, 400, 'HTTP/2 :authority and a different host: 400');
+    t.equal(authSeen.length, asked, 'no authorizer asked with a host the request is not routed by');
     const same = await h2(session, { ':path': '/x', ':authority': 'a.test', host: 'a.test' });
     t.equal(
       same.status,
