@@ -269,11 +269,10 @@ export function absoluteForm(target: string): { authority: string; target: strin
 
 /** Where the path of a request target ends: at its query, or at a fragment (`#`), as in NGINX. */
 function pathEnd(target: string): number {
-  for (let i = 0; i < target.length; i++) {
-    const c = target.charCodeAt(i);
-    if (c === 63 /* ? */ || c === 35 /* # */) return i;
-  }
-  return target.length;
+  const query = target.indexOf('?');
+  const end = query === -1 ? target.length : query;
+  const hash = target.indexOf('#');
+  return hash !== -1 && hash < end ? hash : end;
 }
 
 /**

@@ -198,6 +198,8 @@ t.test('one judgement of the client, the path and the host', async (t) => {
       t.ok(reply.closed, 'and the connection closed');
       await logLine({ request_method: method, request_uri: '*', status: 400 });
     }
+    const overH2 = await h2(session, { ':method': 'OPTIONS', ':path': '*', ':authority': 'a.test' });
+    t.equal(overH2.status, 400, 'HTTP/2 OPTIONS with :path *: 400');
     const authority = await raw(port, 'CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\n\r\n', {
       end: false,
     });
