@@ -209,6 +209,9 @@ t.test('one judgement of the client, the path and the host', async (t) => {
     t.equal(origin.status, 405, 'CONNECT with a path: 405');
     t.match(origin.text, '<center><h1>405 Not Allowed</h1></center>', "NGINX's page");
     t.ok(origin.closed);
+    const connectH2 = await h2(session, { ':method': 'CONNECT', ':authority': 'a.test:443' });
+    t.equal(connectH2.status, 405, 'an HTTP/2 CONNECT: 405');
+    t.match(connectH2.body, '<center><h1>405 Not Allowed</h1></center>', "NGINX's page");
     await logLine({ request_method: 'CONNECT', request_uri: 'a.test:443', status: 400 });
     await logLine({ request_method: 'CONNECT', request_uri: '/x', status: 405 });
   });
