@@ -154,6 +154,18 @@ type PipelinedSocket = IncomingMessage['socket'] & {
     | undefined;
 };
 
+/**
+ * Stops or restarts reading a client connection. Node's HTTP parser reads the socket's handle itself,
+ * so `socket.pause()` would not stop it parsing (and keeping) every request a client pipelines; the
+ * handle's own readStop does, and the bytes wait in the kernel as they do in front of NGINX.
+ */
+function reading(socket: IncomingMessage['socket'], on: boolean): void {
+  const handle = (socket as unknown as { _handle?: { readStart?(): number; readStop?(): number } | null })
+    ._handle;
+  if (on) handle?.readStart?.();
+  else handle?.readStop?.();
+}
+
 const REDIRECT_REASONS: Record<number, string> = {
   300: 'Multiple Choices',
   301: 'Moved Permanently',
@@ -683,7 +695,8 @@ export class DataPlane {
       const socket = req.socket as PipelinedSocket;
       const pipeline = socket[PIPELINE];
       if (pipeline !== undefined) {
-        pipeline.waiting.push({ req, res, https });
+        // and no more is read meanwhile: what waits is bounded by one read, not by what the client sends
+        if (pipeline.waiting.push({ req, res, https }) === 1) reading(socket, false);
         return;
       }
       socket[PIPELINE] = { current: res, waiting: [] };
@@ -696,8 +709,9 @@ export class DataPlane {
     const socket = res.req.socket as PipelinedSocket | null;
     const pipeline = socket?.[PIPELINE];
     if (socket == null || pipeline === undefined || pipeline.current !== res) return;
-    if (socket.destroyed) {
-      // Node never closes the responses of requests it handed over but did not send yet
+    if (socket.destroyed || !res.shouldKeepAlive) {
+      // the connection ends with this response: the requests after it are never answered (Node never
+      // closes their responses), so none of them goes upstream
       socket[PIPELINE] = undefined;
       for (const dropped of pipeline.waiting) this.#requestClosed(dropped.res);
       return;
@@ -707,6 +721,8 @@ export class DataPlane {
       socket[PIPELINE] = undefined;
       return;
     }
+    // the last request read so far: its body, and the requests after it, may be read again
+    if (pipeline.waiting.length === 0) reading(socket, true);
     pipeline.current = next.res;
     this.#serve(next.req, next.res, next.https);
   }

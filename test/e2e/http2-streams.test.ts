@@ -31,7 +31,7 @@ function slowBackend() {
     stats.maxInFlight = Math.max(stats.maxInFlight, stats.inFlight);
     res.once('close', () => stats.inFlight--);
     req.resume();
-    if (answering && req.url !== '/probe') res.end('ok');
+    if (answering && req.url !== '/probe') req.once('end', () => res.end('ok'));
     else held.push(res);
     events.emit('request', req.url ?? '');
   });
@@ -56,7 +56,7 @@ function slowBackend() {
   };
 }
 
-async function setUp(t: Test) {
+async function setUp(t: Test, config: Record<string, string> = {}) {
   const backend = slowBackend();
   const port = await listen(backend.server);
   t.teardown(() => {
@@ -72,11 +72,21 @@ async function setUp(t: Test) {
       INGRESS_CLASS,
       serviceYaml('slow', [port]),
       ingressYaml({ name: 'slow', host: 'slow.test', service: 'slow' }),
+      `---
+apiVersion: v1
+kind: ConfigMap
+metadata: { name: ingress-ts, namespace: ingress }
+data: ${JSON.stringify(config)}
+`,
     ].join(''),
   );
-  const controller = await start(testConfig(dir), createLogger('silent'), {
-    accessLogStdout: { write() {} },
-  });
+  const controller = await start(
+    testConfig(dir, '--configmap', 'ingress/ingress-ts'),
+    createLogger('silent'),
+    {
+      accessLogStdout: { write() {} },
+    },
+  );
   t.teardown(() => controller.stop(0));
   return { backend, controller };
 }
@@ -174,4 +184,60 @@ t.test('HTTP/1.1: a pipelined batch reaches the backend one request at a time', 
   t.equal((await probe).status, 200);
   while ((text.match(/HTTP\/1\.1 200/g) ?? []).length < BATCH) await once(socket, 'data');
   t.equal(backend.stats.total, BATCH + 1, 'every request of the batch answered');
+});
+
+t.test('HTTP/1.1: requests pipelined after the connection’s last one never go upstream', async (t) => {
+  // keep-alive-requests 2: the second response closes the connection
+  const { backend, controller } = await setUp(t, { 'keep-alive-requests': '2' });
+  backend.release();
+  const socket = connect(controller.http.port, '127.0.0.1');
+  t.teardown(() => socket.destroy());
+  let text = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => {
+    text += chunk;
+  });
+  socket.write(
+    ['/c0', '/c1', '/c2'].map((path) => `GET ${path} HTTP/1.1\r\nHost: slow.test\r\n\r\n`).join(''),
+  );
+  await once(socket, 'close');
+  t.equal((text.match(/HTTP\/1\.1 200/g) ?? []).length, 2, 'two answers, then the connection closed');
+  t.equal(backend.stats.total, 2, 'the third request never reached the backend');
+});
+
+t.test('HTTP/1.1: the body of a request pipelined behind another one still arrives', async (t) => {
+  const { backend, controller } = await setUp(t);
+  const socket = connect(controller.http.port, '127.0.0.1');
+  t.teardown(() => socket.destroy());
+  let text = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => {
+    text += chunk;
+  });
+  socket.write(
+    'GET /first HTTP/1.1\r\nHost: slow.test\r\n\r\n' +
+      'POST /second HTTP/1.1\r\nHost: slow.test\r\nContent-Length: 5\r\n\r\n',
+  );
+  await backend.arrived(1);
+  backend.release();
+  socket.write('hello');
+  while ((text.match(/HTTP\/1\.1 200/g) ?? []).length < 2) await once(socket, 'data');
+  t.pass('both answered: the second body was read while the first was served');
+});
+
+t.test('HTTP/1.1: what a client pipelines is read as it is served, not all at once', async (t) => {
+  const { backend, controller } = await setUp(t);
+  backend.release();
+  const socket = connect(controller.http.port, '127.0.0.1');
+  t.teardown(() => socket.destroy());
+  socket.on('error', () => {});
+  socket.resume();
+  const one = 'GET /p HTTP/1.1\r\nHost: slow.test\r\n\r\n';
+  // 1.8 MB of requests; keep-alive-requests (1000) closes the connection after the 1000th answer
+  socket.write(one.repeat(50_000));
+  await once(socket, 'close');
+  const parsed = controller.dataPlane.stats.requests;
+  // a 64 KiB read holds at most 1,771 of these requests
+  t.ok(parsed < 1000 + 2 * 1771, `requests parsed: ${parsed} (of 50,000 sent)`);
+  t.equal(backend.stats.total, 1000, 'the backend got the 1000 the connection allows');
 });
