@@ -1037,8 +1037,8 @@ function recordOf(
  * for: its target's authority replaces the Host header (RFC 9112 §3.2.2: a server MUST ignore the
  * received Host then; NGINX too takes $host from the request line), so routing, the upstream's Host
  * and X-Forwarded-Host all see one host, and `req.url` is the path and query. Any other target that
- * does not start with "/" is left alone (`*`; the rest are refused with 400 where the path is
- * normalised).
+ * does not start with "/" is left alone: `*` was refused already (rejectedStatus), the rest are
+ * refused with 400 where the path is normalised.
  */
 function toOriginForm(req: IncomingMessage): void {
   const split = absoluteForm(req.url ?? '');
