@@ -24,21 +24,24 @@ import { raw } from '../support/raw-http.ts';
 interface H2Reply {
   status: number;
   body: string;
+  location?: string;
 }
 
 function h2(session: ClientHttp2Session, headers: OutgoingHttpHeaders): Promise<H2Reply> {
   return new Promise((resolve, reject) => {
     const stream = session.request({ ':method': 'GET', ...headers });
     let status = 0;
+    let location: string | undefined;
     let body = '';
     stream.setEncoding('utf8');
     stream.on('response', (head) => {
       status = Number(head[':status']);
+      location = head.location;
     });
     stream.on('data', (chunk: string) => {
       body += chunk;
     });
-    stream.on('end', () => resolve({ status, body }));
+    stream.on('end', () => resolve({ status, body, location }));
     stream.on('error', reject);
     stream.end();
   });
@@ -52,6 +55,7 @@ t.test('one judgement of the client, the path and the host', async (t) => {
   const authServer = createServer((req, res) => {
     authSeen.push(req.headers);
     authUrls.push(req.url ?? '');
+    res.statusCode = req.url?.startsWith('/deny') ? 401 : 200;
     res.end();
   });
   const adminPort = await listen(admin);
@@ -86,6 +90,16 @@ t.test('one judgement of the client, the path and the host', async (t) => {
         path: '/',
         service: 'site',
         annotations: { 'auth-url': `http://127.0.0.1:${authPort}/check?best=$best_http_host` },
+      }),
+      ingressYaml({
+        name: 'signin',
+        host: 'signin.test',
+        path: '/',
+        service: 'site',
+        annotations: {
+          'auth-url': `http://127.0.0.1:${authPort}/deny`,
+          'auth-signin': 'https://login.example/start',
+        },
       }),
     ].join(''),
   );
@@ -188,6 +202,13 @@ t.test('one judgement of the client, the path and the host', async (t) => {
     t.equal(one.status, 200);
     t.equal(authSeen.at(-1)?.['x-original-url'], 'https://authed.test/in?q=1');
     t.equal(authUrls.at(-1), '/check?best=authed.test');
+    const signin = await h2(session, { ':path': '/in', ':authority': 'signin.test' });
+    t.equal(signin.status, 302);
+    t.equal(
+      signin.location,
+      'https://login.example/start?rd=https://signin.test%2Fin',
+      "the sign-in redirect's rd= names the host the request was routed by",
+    );
   });
 
   await t.test('asterisk-form and CONNECT are refused as NGINX refuses them', async (t) => {
