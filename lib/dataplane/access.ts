@@ -50,6 +50,17 @@ export function unmapped(address: string): string {
     : address;
 }
 
+/**
+ * The client address of a connection as NGINX reports it ($remote_addr): an IPv4 peer of a
+ * dual-stack listener as its IPv4 address. Every reader of the peer (X-Forwarded-For, X-Real-IP, the
+ * access log, allow/deny lists, rate-limit keys, auth and hash variables) takes it from here, so none
+ * sees `::ffff:10.1.2.3` while another sees `10.1.2.3`.
+ */
+export function peerOf(socket: { remoteAddress?: string | undefined }): string {
+  const address = socket.remoteAddress;
+  return address === undefined ? '' : unmapped(address);
+}
+
 /** Whether `list` contains `address` (unmapped); an address BlockList cannot parse is in no list. */
 export function listed(set: CidrSet, address: string): boolean {
   const v6 = address.includes(':');

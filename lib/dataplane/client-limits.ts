@@ -59,12 +59,16 @@ export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): numb
   }
   const size = config.largeClientHeaderBuffers.size;
   const method = req.method ?? '';
-  if (method.length + (req.url ?? '').length + REQUEST_LINE_EXTRA > size) return 414;
+  const url = req.url ?? '';
+  if (method.length + url.length + REQUEST_LINE_EXTRA > size) return 414;
+  // asterisk-form (`OPTIONS * HTTP/1.1`, `:path: *`): NGINX's request-line parser refuses it
+  if (url.length === 1 && url.charCodeAt(0) === 42 /* * */) return 400;
   // rawHeaders, not `req.headers` (which would build an object per request); llhttp already refuses
   // a second Transfer-Encoding header
   const raw = req.rawHeaders;
   let te: string | undefined;
   let host: string | undefined;
+  let hosts = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
@@ -73,14 +77,36 @@ export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): numb
     if (name.length === 17) {
       if (te === undefined && name.toLowerCase() === 'transfer-encoding') te = value;
     } else if (name.length === 4) {
-      if (host === undefined && name.toLowerCase() === 'host') host = value;
+      if (name.toLowerCase() === 'host') {
+        host ??= value;
+        hosts++;
+      }
+    } else if (name.length === 10 && name === ':authority') {
+      host ??= value;
+      hosts++;
     }
   }
   if (te !== undefined && (req.httpVersion === '1.0' || te.trim().toLowerCase() !== 'chunked')) return 400;
+  // NGINX: "client sent duplicate host header": two Host headers, or on HTTP/2 a Host header besides
+  // :authority (which NGINX takes as the Host header), equal or not. One host per request, so routing,
+  // auth-url's variables, the upstream's Host and the log can never each read a different one.
+  if (hosts > 1) return 400;
   // NGINX: "client sent HTTP/1.1 request without "Host" header", "client sent invalid host header"
   // (an HTTP/2 request has its :authority instead)
   if (host === '' || (host === undefined && req.httpVersion === '1.1')) return 400;
   return 0;
+}
+
+/**
+ * The answer to an HTTP/1.x CONNECT (Node's 'connect' event), as NGINX's: 405 once the request is
+ * otherwise valid (it refuses the method after reading the head), but 400 for an authority-form
+ * target (`CONNECT host:443`), which its request-line parser already refuses.
+ */
+export function connectRejectedStatus(req: IncomingMessage, config: GlobalConfig | null): number {
+  const url = req.url ?? '';
+  if (url.charCodeAt(0) !== 47 /* / */ && !/^https?:\/\//i.test(url)) return 400;
+  const status = config === null ? 0 : rejectedStatus(req, config);
+  return status === 0 ? 405 : status;
 }
 
 /**

@@ -19,6 +19,7 @@ import {
   admit,
   leave,
   listed,
+  peerOf,
   unmapped,
 } from './access.ts';
 import { affinityCookie } from './affinity-cookie.ts';
@@ -33,6 +34,7 @@ import {
   answerClientError,
   applyHeaderSize,
   clientErrorAnswer,
+  connectRejectedStatus,
   type HeaderSizeLimited,
   maxHeaderSize,
   overConnectionCap,
@@ -140,6 +142,30 @@ type Decision = Placement &
     | { kind: 'customError'; code: number; errors: CustomErrors; context: RequestContext }
   );
 
+const PIPELINE = Symbol('pipelined requests');
+
+/** An HTTP/1.1 connection while one of its requests is served: that one's response, and the requests after it. */
+type PipelinedSocket = IncomingMessage['socket'] & {
+  [PIPELINE]?:
+    | {
+        current: ServerResponse;
+        waiting: Array<{ req: IncomingMessage; res: ServerResponse; https: boolean }>;
+      }
+    | undefined;
+};
+
+/**
+ * Stops or restarts reading a client connection. Node's HTTP parser reads the socket's handle itself,
+ * so `socket.pause()` would not stop it parsing (and keeping) every request a client pipelines; the
+ * handle's own readStop does, and the bytes wait in the kernel as they do in front of NGINX.
+ */
+function reading(socket: IncomingMessage['socket'], on: boolean): void {
+  const handle = (socket as unknown as { _handle?: { readStart?(): number; readStop?(): number } | null })
+    ._handle;
+  if (on) handle?.readStart?.();
+  else handle?.readStop?.();
+}
+
 const REDIRECT_REASONS: Record<number, string> = {
   300: 'Multiple Choices',
   301: 'Moved Permanently',
@@ -232,6 +258,12 @@ export class DataPlane {
       });
       (server as Server).on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
         this.#upgrade(req, socket, head, https),
+      );
+      // without a listener Node closes an HTTP/1 CONNECT's connection with no answer at all
+      (server as Server).on(
+        'connect',
+        (req: IncomingMessage, socket: Duplex | ServerResponse, head?: Buffer) =>
+          this.#connect(req, socket, head, https),
       );
       (server as Server).on(
         'clientError',
@@ -352,6 +384,7 @@ export class DataPlane {
     const record = this.#inFlight.get(res);
     this.#inFlight.delete(res);
     if (record != null) finishRecord(record, res.req.socket, res.headersSent ? res.statusCode : 499);
+    this.#nextPipelined(res);
     if (!this.#draining) return;
     // the connection goes idle once the response is detached from it (after this event)
     setImmediate(() => this.#closeIdle());
@@ -369,7 +402,7 @@ export class DataPlane {
     if (path === null) return { kind: 'error', status: 400, host: '', match: null, requestId: undefined };
     // block-cidrs: denied whatever the host or path (NGINX's http-level deny)
     if (runtime.blockCidrs !== null) {
-      const peer = req.socket.remoteAddress ?? '';
+      const peer = peerOf(req.socket);
       const client = runtime.http.clientAddress === null ? peer : clientAddressOf(req, runtime.http, peer);
       if (listed(runtime.blockCidrs, unmapped(client)) || client === '') {
         return {
@@ -524,7 +557,7 @@ export class DataPlane {
         return { kind: 'error', status: code, host: hostname, match, requestId: incomingId };
       }
       const requestId = incomingId ?? generateRequestId();
-      const peerAddress = req.socket.remoteAddress ?? '';
+      const peerAddress = peerOf(req.socket);
       const remoteAddress =
         http.clientAddress === null ? peerAddress : clientAddressOf(req, http, peerAddress);
       return {
@@ -548,7 +581,7 @@ export class DataPlane {
         clientAddress: remoteAddress,
       };
     }
-    const peerAddress = req.socket.remoteAddress ?? '';
+    const peerAddress = peerOf(req.socket);
     const remoteAddress = http.clientAddress === null ? peerAddress : clientAddressOf(req, http, peerAddress);
     // the access phase: rate limits, then denylist/allowlist (access.ts)
     let release: (() => void) | null = null;
@@ -635,7 +668,7 @@ export class DataPlane {
 
   /** The access phase of a request answered at once: its status, 0, or ALLOWLISTED (satisfy any: skip auth); a connection slot is given back at once. */
   #accessStatus(req: IncomingMessage, runtime: Runtime, access: AccessPolicy, satisfyAny: boolean): number {
-    const peer = req.socket.remoteAddress ?? '';
+    const peer = peerOf(req.socket);
     const client = runtime.http.clientAddress === null ? peer : clientAddressOf(req, runtime.http, peer);
     const verdict = admit(access, client, performance.now(), satisfyAny);
     if (verdict >= 100) return verdict;
@@ -648,13 +681,53 @@ export class DataPlane {
     if (decision.clientAddress !== undefined) return decision.clientAddress;
     const policy = this.#runtime?.http;
     if (policy === undefined || policy.clientAddress === null) return undefined;
-    return clientAddressOf(req, policy, req.socket.remoteAddress ?? '');
+    return clientAddressOf(req, policy, peerOf(req.socket));
   }
 
   #handle(req: IncomingMessage, res: ServerResponse, https: boolean): void {
     this.#stats.requests++;
     this.#inFlight.set(res, null);
     res.on('close', this.#onResponseClose);
+    // HTTP/1.1 pipelining: Node hands over every request of a pipelined batch at once; NGINX serves
+    // them one after the other, so one connection holds at most one request upstream (an HTTP/2
+    // connection: one per stream, bounded by SETTINGS_MAX_CONCURRENT_STREAMS)
+    if ((req as IncomingMessage & { stream?: unknown }).stream === undefined) {
+      const socket = req.socket as PipelinedSocket;
+      const pipeline = socket[PIPELINE];
+      if (pipeline !== undefined) {
+        // and no more is read meanwhile: what waits is bounded by one read, not by what the client sends
+        if (pipeline.waiting.push({ req, res, https }) === 1) reading(socket, false);
+        return;
+      }
+      socket[PIPELINE] = { current: res, waiting: [] };
+    }
+    this.#serve(req, res, https);
+  }
+
+  /** The response of an HTTP/1.1 request closed: the next pipelined request of its connection, if any, is served. */
+  #nextPipelined(res: ServerResponse): void {
+    const socket = res.req.socket as PipelinedSocket | null;
+    const pipeline = socket?.[PIPELINE];
+    if (socket == null || pipeline === undefined || pipeline.current !== res) return;
+    if (socket.destroyed || !res.shouldKeepAlive) {
+      // the connection ends with this response: the requests after it are never answered (Node never
+      // closes their responses), so none of them goes upstream
+      socket[PIPELINE] = undefined;
+      for (const dropped of pipeline.waiting) this.#requestClosed(dropped.res);
+      return;
+    }
+    const next = pipeline.waiting.shift();
+    if (next === undefined) {
+      socket[PIPELINE] = undefined;
+      return;
+    }
+    // the last request read so far: its body, and the requests after it, may be read again
+    if (pipeline.waiting.length === 0) reading(socket, true);
+    pipeline.current = next.res;
+    this.#serve(next.req, next.res, next.https);
+  }
+
+  #serve(req: IncomingMessage, res: ServerResponse, https: boolean): void {
     if (this.#draining) res.shouldKeepAlive = false;
     if (this.#runtime !== null) {
       countRequest(req, res, this.#runtime.model.config);
@@ -707,8 +780,7 @@ export class DataPlane {
     https: boolean,
   ): AuthVerdict | Promise<AuthVerdict> {
     const context = decision.kind === 'proxy' ? decision.context : null;
-    const remoteAddress =
-      context?.remoteAddress ?? this.#clientAddress(req, decision) ?? req.socket.remoteAddress ?? '';
+    const remoteAddress = context?.remoteAddress ?? this.#clientAddress(req, decision) ?? peerOf(req.socket);
     const requestId = context?.requestId || decision.requestId || generateRequestId();
     return authenticate(auth, req, this.#authClient, {
       req,
@@ -774,6 +846,35 @@ export class DataPlane {
       if (decision.release) res.once('close', decision.release);
       this.#proxy.web(req, res, decision.target, decision.context, record);
     }
+  }
+
+  /**
+   * A CONNECT: ingress-ts is no forward proxy. NGINX answers 405 (400 for an authority-form target),
+   * logged as a refusal, and the connection is closed after it (the bytes after the head are not read
+   * as another request). On HTTP/2 the compatibility API hands over a request and its response.
+   */
+  #connect(
+    req: IncomingMessage,
+    socket: Duplex | ServerResponse,
+    head: Buffer | undefined,
+    https: boolean,
+  ): void {
+    this.#stats.requests++;
+    if (head === undefined) {
+      const res = socket as ServerResponse;
+      if (requestRefused.hasSubscribers) {
+        finishOnClose(refusedRecord(req, https), res, req.socket, () => 405, requestRefused);
+      }
+      sendErrorPage(res, 405);
+      return;
+    }
+    const client = socket as Duplex;
+    client.on('error', () => {});
+    const status = connectRejectedStatus(req, this.#runtime?.model.config ?? null);
+    if (requestRefused.hasSubscribers) {
+      finishOnClose(refusedRecord(req, https), client, client, () => status, requestRefused);
+    }
+    answerClientError(client, status);
   }
 
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, https: boolean): void {
@@ -936,8 +1037,8 @@ function recordOf(
  * for: its target's authority replaces the Host header (RFC 9112 §3.2.2: a server MUST ignore the
  * received Host then; NGINX too takes $host from the request line), so routing, the upstream's Host
  * and X-Forwarded-Host all see one host, and `req.url` is the path and query. Any other target that
- * does not start with "/" is left alone (`*`; the rest are refused with 400 where the path is
- * normalised).
+ * does not start with "/" is left alone: `*` was refused already (rejectedStatus), the rest are
+ * refused with 400 where the path is normalised.
  */
 function toOriginForm(req: IncomingMessage): void {
   const split = absoluteForm(req.url ?? '');
@@ -958,7 +1059,7 @@ function toOriginForm(req: IncomingMessage): void {
  */
 function refusedRecord(req: IncomingMessage, https: boolean): RequestRecord {
   return startRecord(req, {
-    host: normalizeHost(req.headers.host),
+    host: normalizeHost(req.headers.host ?? (req.headers[':authority'] as string | undefined)),
     path: '',
     route: null,
     upstream: '',

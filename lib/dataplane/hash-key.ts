@@ -5,6 +5,7 @@
 
 import type { IncomingMessage } from 'node:http';
 import { isIPv4 } from 'node:net';
+import { peerOf } from './access.ts';
 import { argValue, cookieValue, headerValue, queryString } from './request-values.ts';
 
 export interface KeyInput {
@@ -50,14 +51,17 @@ function variable(name: string): Part {
     case 'host':
       return ({ host }) => host;
     case 'remote_addr':
-      return ({ req, remoteAddress }) => remoteAddress ?? req.socket.remoteAddress ?? '';
+      return ({ req, remoteAddress }) => remoteAddress ?? peerOf(req.socket);
     case 'binary_remote_addr':
-      return ({ req, remoteAddress }) => binaryAddress(remoteAddress ?? req.socket.remoteAddress ?? '');
+      return ({ req, remoteAddress }) => binaryAddress(remoteAddress ?? peerOf(req.socket));
     case 'scheme':
       return ({ https }) => (https ? 'https' : 'http');
     case 'request_method':
       return ({ req }) => req.method ?? '';
   }
+  // NGINX takes an HTTP/2 request's :authority as its Host header (a request never has both)
+  if (name === 'http_host')
+    return ({ req }) => headerValue(req, 'host') ?? headerValue(req, ':authority') ?? '';
   if (name.startsWith('http_')) {
     const headerName = name.slice(5).toLowerCase();
     return ({ req }) => headerValue(req, headerName, true) ?? '';

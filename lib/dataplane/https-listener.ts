@@ -41,6 +41,15 @@ export function selectAlpn(offered: readonly string[], http2: boolean): string |
  */
 export const IDLE_SESSION_MS = 75_000;
 
+/**
+ * SETTINGS_MAX_CONCURRENT_STREAMS the listener advertises: ingress-nginx's `http2-max-concurrent-streams`
+ * default (NGINX's http2_max_concurrent_streams). Each open stream may hold one upstream request, so
+ * this bounds what one client connection holds open upstream; Node refuses a stream over it with
+ * RST_STREAM REFUSED_STREAM, whether or not the client honours the setting. The ConfigMap key is not
+ * read yet: it comes with the listener (edge) settings.
+ */
+export const HTTP2_MAX_CONCURRENT_STREAMS = 128;
+
 export function createHttpsListener(
   getStore: () => SniStore,
   handler: (req: IncomingMessage, res: ServerResponse) => void,
@@ -58,6 +67,7 @@ export function createHttpsListener(
         ...tlsOptions,
         ...http1Options,
         allowHTTP1: true,
+        settings: { maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS },
         ALPNCallback: ({ protocols }) => selectAlpn(protocols, listener.http2),
       },
       // the compatibility API's request and response stand in for Node's HTTP/1 ones (proxy.ts reads

@@ -11,6 +11,7 @@
 import type { Channel } from 'node:diagnostics_channel';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { peerOf } from './access.ts';
 import { requestLogged } from './events.ts';
 import type { RouteInfo } from './runtime.ts';
 
@@ -183,7 +184,7 @@ function newRecord(
   const route = at.route;
   return {
     start: performance.now(),
-    remoteAddress: at.remoteAddress ?? socket.remoteAddress ?? '',
+    remoteAddress: at.remoteAddress ?? peerOf(socket),
     method,
     uri,
     protocol,

@@ -32,9 +32,16 @@ export function cookieValue(req: IncomingMessage, name: string): string | undefi
 
 /** $args: the query string without `?`. */
 export function queryString(req: IncomingMessage): string {
-  const url = req.url ?? '';
+  return argsOf(req.url ?? '');
+}
+
+/** The query string of a request target, ended at a `#` as NGINX ends it (and the path). */
+export function argsOf(url: string): string {
   const q = url.indexOf('?');
-  return q === -1 ? '' : url.slice(q + 1);
+  if (q === -1) return '';
+  const hash = url.indexOf('#');
+  if (hash === -1) return url.slice(q + 1);
+  return hash < q ? '' : url.slice(q + 1, hash);
 }
 
 /** $arg_<name>: the first value of that query argument, as written (not decoded), or ''. */

@@ -6,6 +6,7 @@
 // `$scheme` makes NGINX answer 302 with that URL (and the query string) instead of proxying.
 
 import { RE2JS } from 're2js';
+import { argsOf } from './request-values.ts';
 import { type Captures, capturesOf } from './router.ts';
 
 /** Literal text, or the index of a capture group. */
@@ -136,8 +137,7 @@ export function applyRewrite(
     if (!matcher.find()) return null;
     groups = capturesOf(matcher);
   }
-  const query = url.indexOf('?');
-  const args = query === -1 ? '' : url.slice(query + 1);
+  const args = argsOf(url);
   if (rewrite.redirect !== null) {
     const scheme = rewrite.redirect === 'scheme' ? (https ? 'https' : 'http') : '';
     const location = escapeUri(scheme + expand(rewrite.target, groups));

@@ -267,15 +267,25 @@ export function absoluteForm(target: string): { authority: string; target: strin
   };
 }
 
+/** Where the path of a request target ends: at its query, or at a fragment (`#`), as in NGINX. */
+function pathEnd(target: string): number {
+  const query = target.indexOf('?');
+  const end = query === -1 ? target.length : query;
+  const hash = target.indexOf('#');
+  return hash !== -1 && hash < end ? hash : end;
+}
+
 /**
- * The request path as NGINX matches it ($uri): without the query, percent-decoded, repeated
- * slashes merged, `.` and `..` segments resolved. null when it cannot be decoded or escapes the
- * root (→ 400). Fast path: most paths need none of this.
+ * The request path as NGINX matches it ($uri): without the query, ended at a `#` (a fragment is
+ * never part of the path: `/admin#x` is `/admin`, as ngx_http_parse_complex_uri ends $uri there, so
+ * a route's protections apply to it), percent-decoded, repeated slashes merged, `.` and `..`
+ * segments resolved. null when it cannot be decoded, escapes the root or is not a path (`*`, an
+ * authority, a bare query) (→ 400). Fast path: most paths need none of this.
  */
 export function normalizePath(target: string): string | null {
-  const query = target.indexOf('?');
-  const raw = query === -1 ? target : target.slice(0, query);
-  if (raw.charCodeAt(0) !== 47) return raw === '*' || raw === '' ? '/' : null;
+  const end = pathEnd(target);
+  const raw = end === target.length ? target : target.slice(0, end);
+  if (raw.charCodeAt(0) !== 47) return null;
   if (!/%|\/\/|\/\.(?:\/|\.|$)/.test(raw)) return raw;
   const decoded = percentDecode(raw);
   if (decoded === null || decoded.includes('\0')) return null;

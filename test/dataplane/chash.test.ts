@@ -101,6 +101,25 @@ t.test('key templates: NGINX variables, braces and literal text', async (t) => {
   for (const [template, expected] of cases) t.equal(compileHashKey(template)(input), expected, template);
 });
 
+t.test('key templates read the request as routing does', async (t) => {
+  // an HTTP/2 request from an IPv4 client of a dual-stack listener, its target with a fragment
+  const req = {
+    url: '/shop?lang=de#top',
+    method: 'GET',
+    rawHeaders: [':authority', 'shop.test:8443', ':path', '/shop?lang=de#top'],
+    socket: { remoteAddress: '::ffff:192.0.2.9' },
+  } as unknown as IncomingMessage;
+  const input = { req, uri: '/shop', host: 'shop.test', https: true };
+  const cases: Array<[string, string]> = [
+    ['$http_host', 'shop.test:8443'],
+    ['$remote_addr', '192.0.2.9'],
+    ['$binary_remote_addr', String.fromCharCode(192, 0, 2, 9)],
+    ['$args', 'lang=de'],
+    ['$arg_lang', 'de'],
+  ];
+  for (const [template, expected] of cases) t.equal(compileHashKey(template)(input), expected, template);
+});
+
 t.test('precedence: affinity > upstream-hash-by > load-balance', async (t) => {
   const hashBy = { key: '$uri', subset: false, subsetSize: 3 };
   const affinity = { ...DEFAULT_AFFINITY, mode: 'persistent' as const };

@@ -23,6 +23,15 @@ t.test('normalizePath follows ngx_http_parse_complex_uri', async (t) => {
     ['/admin;x', '/admin;x', '; is not special'],
     ['/admin/..', '/', 'a trailing ..'],
     ['/admin/.?x=/../', '/admin/', 'the query is not part of the path'],
+    ['/admin#', '/admin', '# ends the path (a fragment)'],
+    ['/admin#x', '/admin', 'and what follows it is not part of it'],
+    ['/admin#/../public', '/admin', 'not even dot segments after it'],
+    ['/a/..#x', '/', 'dot segments before it are resolved'],
+    ['/admin?q#x', '/admin', 'a # in the query'],
+    ['/admin%23x', '/admin#x', 'an encoded # is an ordinary character of the path'],
+    ['#/admin', null, 'a target that starts with # is not a path'],
+    ['*', null, 'asterisk-form is not a path (NGINX: 400)'],
+    ['example.com:443', null, 'authority-form is not a path (NGINX: 400)'],
   ];
   for (const [input, expected, why] of table) t.equal(normalizePath(input), expected, `${input}: ${why}`);
 });

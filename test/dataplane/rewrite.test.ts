@@ -55,6 +55,13 @@ t.test('the new URI is escaped as NGINX does (space # % ? controls non-ASCII), n
   t.equal(decoded && applyRewrite(decoded, '/x/q?r', '/x/q%3Fr?k=v', null)?.path, '/q%3Fr?k=v');
   t.equal(rewrite('/x/(.*)', '/$1', '/x/é😀\u0001')?.path, '/%C3%A9%F0%9F%98%80%01');
   t.equal(rewrite('/x/(.*)', '/$1', "/x/a-._~!$&'()*+,;=:@")?.path, "/a-._~!$&'()*+,;=:@");
+  const plain = compileRewrite('/x/(.*)', '/$1', null);
+  // the request /x/y?k=v#frag: $uri /x/y, $args k=v (NGINX ends both at #)
+  t.equal(
+    plain && applyRewrite(plain, '/x/y', '/x/y?k=v#frag', null)?.path,
+    '/y?k=v',
+    'no fragment upstream',
+  );
 });
 
 t.test('a path with | is matched again unanchored, as `rewrite "(?i)<path>"` is', async (t) => {

@@ -110,7 +110,9 @@ t.test('normalizePath ($uri: decoded, merged slashes, dot segments resolved)', a
     ['/..', null],
     ['/%zz', null],
     ['/a%00b', null],
-    ['*', '/'],
+    ['*', null],
+    ['?x', null],
+    ['/a#b', '/a'],
     ['http://example.com/', null],
   ];
   for (const [input, expected] of table) t.equal(normalizePath(input), expected, input);
