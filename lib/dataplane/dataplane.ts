@@ -48,7 +48,14 @@ import {
 } from './connection-settings.ts';
 import type { CustomErrors } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
-import { dataplaneError, requestLogged, requestRefused, runtimeSwapped } from './events.ts';
+import {
+  dataplaneError,
+  type RequestFailure,
+  requestFailed,
+  requestLogged,
+  requestRefused,
+  runtimeSwapped,
+} from './events.ts';
 import { ExternalAuthClient } from './external-auth.ts';
 import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
 import { createHttpsListener, type HttpsListener } from './https-listener.ts';
@@ -63,6 +70,7 @@ import {
   Proxy as UpstreamProxy,
 } from './proxy.ts';
 import {
+  byteSourceOf,
   finishOnClose,
   finishRecord,
   type RequestRecord,
@@ -140,6 +148,12 @@ type Decision = Placement &
     | { kind: 'customError'; code: number; errors: CustomErrors; context: RequestContext }
   );
 
+/** A request's record and what its bytes are counted on, from its start (request-record.ts). */
+interface Recording {
+  record: RequestRecord;
+  source: Duplex;
+}
+
 const REDIRECT_REASONS: Record<number, string> = {
   300: 'Multiple Choices',
   301: 'Moved Permanently',
@@ -174,7 +188,7 @@ export class DataPlane {
   };
   /** requests (not WebSocket tunnels) whose response has not closed yet, with the request's record
    * when one is kept (published when the response closes) */
-  readonly #inFlight = new Map<ServerResponse, RequestRecord | null>();
+  readonly #inFlight = new Map<ServerResponse, Recording | null>();
   /** close() has begun: responses say Connection: close, connections are closed as they go idle */
   #draining = false;
   #drained: () => void = () => {};
@@ -230,18 +244,27 @@ export class DataPlane {
         this.#stats.active++;
         socket.once('close', () => this.#stats.active--);
       });
-      (server as Server).on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
-        this.#upgrade(req, socket, head, https),
-      );
+      (server as Server).on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        const before = socketBytes(socket);
+        try {
+          this.#upgrade(req, socket, head, https);
+        } catch (error) {
+          this.#socketFailed(error, 'upgrade', req, socket, socketBytes(socket) === before);
+        }
+      });
       (server as Server).on(
         'clientError',
         (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
-          const status = clientErrorAnswer(error, socket, this.#headerBufferSize);
-          if (status !== 0 && requestRefused.hasSubscribers) {
-            const record = unparsedRecord(socket, error.rawPacket, https, generateRequestId());
-            finishOnClose(record, socket, socket, () => status, requestRefused);
+          try {
+            const status = clientErrorAnswer(error, socket, this.#headerBufferSize);
+            if (status !== 0 && requestRefused.hasSubscribers) {
+              const record = unparsedRecord(socket, error.rawPacket, https, generateRequestId());
+              finishOnClose(record, socket, socket, () => status, requestRefused);
+            }
+            answerClientError(socket, status);
+          } catch (failure) {
+            this.#socketFailed(failure, 'connection', null, socket, false);
           }
-          answerClientError(socket, status);
         },
       );
     }
@@ -344,14 +367,22 @@ export class DataPlane {
   /** One listener for every response (no closure per request): `this` is the response. */
   readonly #onResponseClose = ((plane: DataPlane) =>
     function (this: ServerResponse): void {
-      plane.#requestClosed(this);
+      try {
+        plane.#requestClosed(this);
+      } catch (error) {
+        plane.#inFlight.delete(this);
+        plane.#publishFailure(error, 'close', this.req);
+      }
     })(this);
 
   /** A request's response closed (sent or aborted): while draining, its connection may now be idle. */
   #requestClosed(res: ServerResponse): void {
-    const record = this.#inFlight.get(res);
+    const recording = this.#inFlight.get(res);
     this.#inFlight.delete(res);
-    if (record != null) finishRecord(record, res.req.socket, res.headersSent ? res.statusCode : 499);
+    if (recording != null) {
+      // the source kept from the start: `res.req.socket` is null once the connection was detached
+      finishRecord(recording.record, recording.source, res.headersSent ? res.statusCode : 499);
+    }
     if (!this.#draining) return;
     // the connection goes idle once the response is detached from it (after this event)
     setImmediate(() => this.#closeIdle());
@@ -651,7 +682,77 @@ export class DataPlane {
     return clientAddressOf(req, policy, req.socket.remoteAddress ?? '');
   }
 
+  /**
+   * The error boundary of a request: an exception while serving it is contained to it (#failed).
+   * Its asynchronous continuations have their own (#settle); the response's close listener too.
+   */
   #handle(req: IncomingMessage, res: ServerResponse, https: boolean): void {
+    try {
+      this.#serve(req, res, https);
+    } catch (error) {
+      this.#failed(error, 'request', req, res);
+    }
+  }
+
+  /**
+   * An unexpected exception while serving `req`: a 500 when nothing was sent yet (the connection
+   * closed after it, whatever state the failure left behind), else the response cut; published
+   * with the request id (log line, ingress_ts_request_errors_total). The process goes on serving.
+   */
+  #failed(error: unknown, where: RequestFailure['where'], req: IncomingMessage, res: ServerResponse): void {
+    try {
+      if (!res.headersSent && !res.writableEnded && !res.destroyed) {
+        for (const name of res.getHeaderNames()) res.removeHeader(name);
+        res.shouldKeepAlive = false;
+        sendErrorPage(res, 500);
+      } else {
+        res.destroy();
+      }
+    } catch {
+      res.destroy();
+    }
+    this.#publishFailure(error, where, req, this.#inFlight.get(res)?.record.requestId);
+  }
+
+  /** #failed for a connection: a raw 500 when `unanswered` (nothing written yet), then closed. */
+  #socketFailed(
+    error: unknown,
+    where: RequestFailure['where'],
+    req: IncomingMessage | null,
+    socket: Duplex,
+    unanswered: boolean,
+  ): void {
+    try {
+      if (unanswered && socket.writable) sendSocketErrorPage(socket, 500);
+      else socket.destroy();
+    } catch {
+      socket.destroy();
+    }
+    this.#publishFailure(error, where, req);
+  }
+
+  #publishFailure(
+    error: unknown,
+    where: RequestFailure['where'],
+    req: IncomingMessage | null,
+    requestId?: string,
+  ): void {
+    if (!requestFailed.hasSubscribers) return;
+    let id = requestId ?? '';
+    if (id === '' && req !== null) {
+      const incoming = req.headers['x-request-id'];
+      id = typeof incoming === 'string' && incoming !== '' ? incoming : generateRequestId();
+    }
+    const failure: RequestFailure = {
+      where,
+      requestId: id,
+      message: error instanceof Error ? error.message : String(error),
+      stack: error instanceof Error ? (error.stack ?? '') : '',
+    };
+    requestFailed.publish(failure);
+  }
+
+  #serve(req: IncomingMessage, res: ServerResponse, https: boolean): void {
     this.#stats.requests++;
     this.#inFlight.set(res, null);
     res.on('close', this.#onResponseClose);
@@ -664,7 +765,8 @@ export class DataPlane {
       if (rejected !== 0) {
         res.shouldKeepAlive = false;
         if (requestRefused.hasSubscribers) {
-          finishOnClose(refusedRecord(req, https), res, req.socket, () => rejected, requestRefused);
+          const source = byteSourceOf(req);
+          finishOnClose(refusedRecord(req, source, https), res, source, () => rejected, requestRefused);
         }
         sendErrorPage(res, rejected);
         return;
@@ -675,28 +777,33 @@ export class DataPlane {
     let record: RequestRecord | null = null;
     if (requestLogged.hasSubscribers) {
       // published when the response closes (#requestClosed)
-      record = recordOf(req, decision, https, this.#clientAddress(req, decision));
-      this.#inFlight.set(res, record);
+      const source = byteSourceOf(req);
+      record = recordOf(req, source, decision, https, this.#clientAddress(req, decision));
+      this.#inFlight.set(res, { record, source });
     }
     const auth = authOf(decision);
     if (auth === null) this.#respond(req, res, decision, record);
     else
-      this.#settle(this.#authenticate(req, decision, auth, https), (verdict) => {
-        if (verdict.allowed) {
-          if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
-          this.#respond(req, res, decision, record);
-          return;
-        }
-        // the limit-connections slot taken in the access phase is given back with the answer
-        if (decision.kind === 'proxy' && decision.release) res.once('close', decision.release);
-        const runtime = this.#runtime;
-        if (runtime !== null) {
-          setOwnResponseHeaders(res, responsePolicy(req, routeResponseOf(decision), runtime.http));
-        }
-        for (const [name, value] of verdict.headers) res.setHeader(name, value);
-        if (verdict.location !== null) sendRedirect(req, res, verdict.status, verdict.location);
-        else sendErrorPage(res, verdict.status);
-      });
+      this.#settle(
+        this.#authenticate(req, decision, auth, https),
+        (error) => this.#failed(error, 'auth', req, res),
+        (verdict) => {
+          if (verdict.allowed) {
+            if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
+            this.#respond(req, res, decision, record);
+            return;
+          }
+          // the limit-connections slot taken in the access phase is given back with the answer
+          if (decision.kind === 'proxy' && decision.release) res.once('close', decision.release);
+          const runtime = this.#runtime;
+          if (runtime !== null) {
+            setOwnResponseHeaders(res, responsePolicy(req, routeResponseOf(decision), runtime.http));
+          }
+          for (const [name, value] of verdict.headers) res.setHeader(name, value);
+          if (verdict.location !== null) sendRedirect(req, res, verdict.status, verdict.location);
+          else sendErrorPage(res, verdict.status);
+        },
+      );
   }
 
   /** The access phase's authentication of a routed request (auth.ts). */
@@ -720,18 +827,27 @@ export class DataPlane {
     });
   }
 
-  /** Runs `then` on the verdict, now or when it arrives; a failure of the check itself answers 500. */
-  #settle(verdict: AuthVerdict | Promise<AuthVerdict>, then: (verdict: AuthVerdict) => void): void {
+  /**
+   * Runs `then` on the verdict, now or when it arrives; a failure of the check itself answers 500.
+   * Later, the caller's boundary is gone: an exception in `then` goes to `failed`.
+   */
+  #settle(
+    verdict: AuthVerdict | Promise<AuthVerdict>,
+    failed: (error: unknown) => void,
+    then: (verdict: AuthVerdict) => void,
+  ): void {
     if (!(verdict instanceof Promise)) {
       then(verdict);
       return;
     }
-    verdict.then(then, (error: unknown) => {
-      dataplaneError.publish({
-        message: `authentication: ${error instanceof Error ? error.message : String(error)}`,
-      });
-      then({ allowed: false, status: 500, headers: [], location: null });
-    });
+    verdict
+      .then(then, (error: unknown) => {
+        dataplaneError.publish({
+          message: `authentication: ${error instanceof Error ? error.message : String(error)}`,
+        });
+        then({ allowed: false, status: 500, headers: [], location: null });
+      })
+      .then(undefined, failed);
   }
 
   /** Carries out a decision: an error page, a redirect, the error backend or the proxy. */
@@ -778,11 +894,12 @@ export class DataPlane {
 
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, https: boolean): void {
     this.#stats.requests++;
+    const before = socketBytes(socket);
     socket.on('error', (error) => dataplaneError.publish({ message: `client socket: ${error.message}` }));
     const rejected = this.#runtime === null ? 0 : upgradeRejectedStatus(req, this.#runtime.model.config);
     if (rejected !== 0) {
       if (requestRefused.hasSubscribers) {
-        finishOnClose(refusedRecord(req, https), socket, socket, () => rejected, requestRefused);
+        finishOnClose(refusedRecord(req, socket, https), socket, socket, () => rejected, requestRefused);
       }
       sendSocketErrorPage(socket, rejected);
       return;
@@ -791,7 +908,7 @@ export class DataPlane {
     const decision = this.#route(req, https);
     let record: RequestRecord | null = null;
     if (requestLogged.hasSubscribers) {
-      const started = recordOf(req, decision, https, this.#clientAddress(req, decision));
+      const started = recordOf(req, socket, decision, https, this.#clientAddress(req, decision));
       // the status is what went out on the socket: set below, or by the exchange
       finishOnClose(started, socket, socket, () => (started.status === 0 ? 499 : started.status));
       record = started;
@@ -799,16 +916,20 @@ export class DataPlane {
     const auth = authOf(decision);
     if (auth === null) this.#respondUpgrade(req, socket, head, decision, record);
     else
-      this.#settle(this.#authenticate(req, decision, auth, https), (verdict) => {
-        if (verdict.allowed) {
-          if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
-          this.#respondUpgrade(req, socket, head, decision, record);
-        } else {
-          if (decision.kind === 'proxy' && decision.release) socket.once('close', decision.release);
-          if (record !== null) record.status = verdict.status;
-          sendSocketAuthDenial(socket, verdict);
-        }
-      });
+      this.#settle(
+        this.#authenticate(req, decision, auth, https),
+        (error) => this.#socketFailed(error, 'auth', req, socket, socketBytes(socket) === before),
+        (verdict) => {
+          if (verdict.allowed) {
+            if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
+            this.#respondUpgrade(req, socket, head, decision, record);
+          } else {
+            if (decision.kind === 'proxy' && decision.release) socket.once('close', decision.release);
+            if (record !== null) record.status = verdict.status;
+            sendSocketAuthDenial(socket, verdict);
+          }
+        },
+      );
   }
 
   #respondUpgrade(
@@ -910,13 +1031,14 @@ function sessionOf(
 /** The record of a routed request: who it belongs to, and whether the route wants it logged. */
 function recordOf(
   req: IncomingMessage,
+  source: Duplex,
   decision: Decision,
   https: boolean,
   clientAddress: string | undefined,
 ): RequestRecord {
   const match = decision.match;
   const action = match?.value;
-  return startRecord(req, {
+  return startRecord(req, source, {
     remoteAddress: clientAddress,
     host: decision.host,
     path: match === null ? '' : match.locationPath,
@@ -956,8 +1078,8 @@ function toOriginForm(req: IncomingMessage): void {
  * The record of a request refused before routing (client-limits.ts): its Host, but no route, and the
  * socket's peer as the client (NGINX refuses these before real_ip runs).
  */
-function refusedRecord(req: IncomingMessage, https: boolean): RequestRecord {
-  return startRecord(req, {
+function refusedRecord(req: IncomingMessage, source: Duplex, https: boolean): RequestRecord {
+  return startRecord(req, source, {
     host: normalizeHost(req.headers.host),
     path: '',
     route: null,
@@ -1011,4 +1133,9 @@ function sendRedirect(req: IncomingMessage, res: ServerResponse, code: number, l
     'Content-Length': Buffer.byteLength(body),
   });
   res.end(req.method === 'HEAD' ? undefined : body);
+}
+
+/** Bytes a client connection has been handed so far. */
+function socketBytes(socket: Duplex): number {
+  return (socket as Duplex & { bytesWritten?: number }).bytesWritten ?? 0;
 }
