@@ -7,11 +7,10 @@
 //   nginx_ingress_controller_bytes_sent for every response;
 // - an exception while serving (a fault put into the proxy by the test) is answered 500, or the
 //   connection cut once a response began, logged with the request id and counted; nothing escapes.
-import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect as http2Connect } from 'node:http2';
-import { type AddressInfo, connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -23,7 +22,9 @@ import {
   bodyBackend,
   collectRecords,
   type Framing,
+  rawExchange,
   sendBody,
+  until,
   watchFailures,
 } from '../support/body-traffic.ts';
 import { get, testConfig } from '../support/http.ts';
@@ -90,7 +91,8 @@ t.test('a body to a route that streams it is answered and logged; the process ke
       }
     }
   }
-  while (records.length < sent) await new Promise((resolve) => setImmediate(resolve));
+  failures.check();
+  t.ok(await until(() => records.length >= sent), 'every request has its record');
   const uploads = records.filter((r) => r.method === 'POST');
   t.equal(uploads.length, 8, 'every upload has its record');
   for (const r of uploads) {
@@ -108,15 +110,11 @@ t.test('a body to a route that streams it is answered and logged; the process ke
 t.test('a streamed upload: bytes_sent is exactly what the client received (HTTP/1.1)', async (t) => {
   const records = collectRecords(t);
   const { controller } = await setUp(t);
-  const socket = connect(controller.http.port, '127.0.0.1');
-  const chunks: Buffer[] = [];
-  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  socket.write(
+  const received = await rawExchange(
+    controller.http.port,
     'POST /up HTTP/1.1\r\nHost: streamed.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
   );
-  await once(socket, 'close');
-  while (records.length < 1) await new Promise((resolve) => setImmediate(resolve));
-  const received = Buffer.concat(chunks);
+  t.ok(await until(() => records.length >= 1), 'a record');
   t.match(received.toString('latin1'), /^HTTP\/1\.1 200 /);
   t.equal(records[0]?.bytesSent, received.length);
 });
@@ -157,7 +155,7 @@ t.test('HTTP/2: each stream counts its own bytes, and every response is observed
     stream.on('end', resolve);
     stream.on('error', reject);
   });
-  while (records.length < sizes.length + 1) await new Promise((resolve) => setImmediate(resolve));
+  t.ok(await until(() => records.length >= sizes.length + 1), 'a record per stream');
   for (const { size, received } of replies) {
     t.equal(received, size);
     const record = records.find((r) => r.uri === `/size/${size}` && r.method === 'GET');
@@ -263,14 +261,11 @@ t.test('an exception while serving is contained to its request', async (t) => {
   t.equal(late.status, 0, 'a response under way: the connection is cut');
   t.match(late.error, /aborted|socket hang up|ECONNRESET/);
   // an upgrade: a raw 500 on its socket
-  const socket = connect(ports.http, '127.0.0.1');
-  const chunks: Buffer[] = [];
-  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  socket.write(
+  const upgraded = await rawExchange(
+    ports.http,
     'GET /ws HTTP/1.1\r\nHost: plain.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nX-Fault: 1\r\nX-Request-ID: upgrade-1\r\n\r\n',
   );
-  await once(socket, 'close');
-  t.match(Buffer.concat(chunks).toString('latin1'), /^HTTP\/1\.1 500 /, 'upgrade: 500');
+  t.match(upgraded.toString('latin1'), /^HTTP\/1\.1 500 /, 'upgrade: 500');
 
   // still serving, on every listener
   t.equal((await get(ports.http, 'plain.test', '/')).status, 200);

@@ -5,7 +5,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { connect as http2Connect } from 'node:http2';
 import { request as httpsRequest } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import type { Test } from 'tap';
 import { type RequestFailure, requestFailed, requestLogged } from '../../lib/dataplane/events.ts';
 import type { RequestRecord } from '../../lib/dataplane/request-record.ts';
@@ -222,4 +222,30 @@ export function collectRecords(t: Test): RequestRecord[] {
   subscribe(requestLogged.name, on);
   t.teardown(() => unsubscribe(requestLogged.name, on));
   return records;
+}
+
+/** Resolves once `ready()` holds, checking on each turn of the event loop; false after `ms`. */
+export async function until(ready: () => boolean, ms = 5000): Promise<boolean> {
+  const deadline = performance.now() + ms;
+  while (!ready()) {
+    if (performance.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  return true;
+}
+
+/** Writes `bytes` on a new connection to `port`; resolves with what came back by the close (or by `ms`). */
+export function rawExchange(port: number, bytes: string, ms = 5000): Promise<Buffer> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => socket.destroy(), ms);
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks));
+    });
+    socket.write(bytes);
+  });
 }
