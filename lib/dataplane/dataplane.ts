@@ -788,6 +788,12 @@ export class DataPlane {
         this.#authenticate(req, decision, auth, https),
         (error) => this.#failed(error, 'auth', req, res),
         (verdict) => {
+          // the client left while the check ran: nothing to answer (an exchange started now would
+          // find no 'close' to stop it, and hold its upstream request open), the slot given back
+          if (!this.#inFlight.has(res)) {
+            if (decision.kind === 'proxy') decision.release?.();
+            return;
+          }
           if (verdict.allowed) {
             if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
             this.#respond(req, res, decision, record);
@@ -920,6 +926,10 @@ export class DataPlane {
         this.#authenticate(req, decision, auth, https),
         (error) => this.#socketFailed(error, 'auth', req, socket, socketBytes(socket) === before),
         (verdict) => {
+          if (socket.destroyed) {
+            if (decision.kind === 'proxy') decision.release?.();
+            return;
+          }
           if (verdict.allowed) {
             if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
             this.#respondUpgrade(req, socket, head, decision, record);

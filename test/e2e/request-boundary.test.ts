@@ -213,7 +213,13 @@ t.test('an exception while serving is contained to its request', async (t) => {
   // an external auth server: the route's response starts after its verdict, asynchronously
   const auth = createServer((_req, res) => res.writeHead(200).end());
   await new Promise<void>((resolve) => auth.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => auth.close(() => resolve())));
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        auth.closeAllConnections();
+        auth.close(() => resolve());
+      }),
+  );
   const authUrl = `http://127.0.0.1:${(auth.address() as AddressInfo).port}/check`;
   const { controller, logLines, scrape } = await setUp(
     t,
