@@ -74,6 +74,7 @@ import {
   finishOnClose,
   finishRecord,
   type RequestRecord,
+  socketBytes,
   startRecord,
   unparsedRecord,
 } from './request-record.ts';
@@ -1143,9 +1144,4 @@ function sendRedirect(req: IncomingMessage, res: ServerResponse, code: number, l
     'Content-Length': Buffer.byteLength(body),
   });
   res.end(req.method === 'HEAD' ? undefined : body);
-}
-
-/** Bytes a client connection has been handed so far. */
-function socketBytes(socket: Duplex): number {
-  return (socket as Duplex & { bytesWritten?: number }).bytesWritten ?? 0;
 }

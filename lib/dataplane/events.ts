@@ -29,8 +29,8 @@ export const requestFailed = channel('ingress-ts:dataplane:failed');
 /** What `requestFailed` carries: plain strings (it could cross a thread boundary). */
 export interface RequestFailure {
   /** request: routing, access or the response's start; auth: after an asynchronous access check;
-   * close: the bookkeeping of a closed response; upgrade: a WebSocket upgrade; connection: a
-   * connection's accept or client error */
+   * close: the bookkeeping of a closed response; upgrade: a WebSocket upgrade; connection: the
+   * answer to a client error (a request Node's parser refused) */
   where: 'request' | 'auth' | 'close' | 'upgrade' | 'connection';
   /** the request's X-Request-ID (received or generated); '' for a connection */
   requestId: string;

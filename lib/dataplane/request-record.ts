@@ -236,7 +236,7 @@ function newRecord(
 }
 
 /** Bytes the socket has been handed so far (keep-alive: the requests before this one too). */
-function socketBytes(socket: Duplex): number {
+export function socketBytes(socket: Duplex): number {
   return (socket as Duplex & { bytesWritten?: number }).bytesWritten ?? 0;
 }
 

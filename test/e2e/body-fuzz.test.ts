@@ -19,6 +19,7 @@ import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import {
+  allowingAuth,
   bodyBackend,
   collectRecords,
   type Framing,
@@ -61,19 +62,7 @@ t.test('request bodies through every body-related setting', async (t) => {
   const failures = watchFailures(t);
   const records = collectRecords(t);
   const { port } = await bodyBackend(t);
-  const auth = createServer((req, res) => {
-    req.resume();
-    res.writeHead(200).end();
-  });
-  await new Promise<void>((resolve) => auth.listen(0, '127.0.0.1', resolve));
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        auth.closeAllConnections();
-        auth.close(() => resolve());
-      }),
-  );
-  const authUrl = `http://127.0.0.1:${(auth.address() as AddressInfo).port}/check`;
+  const authUrl = await allowingAuth(t);
   const mirror = `http://127.0.0.1:${port}/mirror$request_uri`;
   const dead = await deadPort();
 

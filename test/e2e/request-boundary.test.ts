@@ -8,9 +8,8 @@
 // - an exception while serving (a fault put into the proxy by the test) is answered 500, or the
 //   connection cut once a response began, logged with the request id and counted; nothing escapes.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect as http2Connect } from 'node:http2';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -19,6 +18,7 @@ import { Proxy as UpstreamProxy } from '../../lib/dataplane/proxy.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import {
+  allowingAuth,
   bodyBackend,
   collectRecords,
   type Framing,
@@ -211,16 +211,7 @@ t.test('an exception while serving is contained to its request', async (t) => {
   const failures = watchFailures(t);
   injectFaults(t);
   // an external auth server: the route's response starts after its verdict, asynchronously
-  const auth = createServer((_req, res) => res.writeHead(200).end());
-  await new Promise<void>((resolve) => auth.listen(0, '127.0.0.1', resolve));
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        auth.closeAllConnections();
-        auth.close(() => resolve());
-      }),
-  );
-  const authUrl = `http://127.0.0.1:${(auth.address() as AddressInfo).port}/check`;
+  const authUrl = await allowingAuth(t);
   const { controller, logLines, scrape } = await setUp(
     t,
     ingressYaml({

@@ -249,3 +249,20 @@ export function rawExchange(port: number, bytes: string, ms = 5000): Promise<Buf
     socket.write(bytes);
   });
 }
+
+/** An auth-url service that allows every request; resolves with its URL. */
+export async function allowingAuth(t: Test): Promise<string> {
+  const auth = createServer((req, res) => {
+    req.resume();
+    res.writeHead(200).end();
+  });
+  await new Promise<void>((resolve) => auth.listen(0, '127.0.0.1', resolve));
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        auth.closeAllConnections();
+        auth.close(() => resolve());
+      }),
+  );
+  return `http://127.0.0.1:${(auth.address() as AddressInfo).port}/check`;
+}
