@@ -10,7 +10,13 @@ import type { DestinationStream } from 'pino';
 import { type AccessLog, createAccessLog } from './access-log.ts';
 import type { Config } from './config/flags.ts';
 import { DataPlane } from './dataplane/dataplane.ts';
-import { dataplaneError, requestLogged, requestRefused } from './dataplane/events.ts';
+import {
+  dataplaneError,
+  type RequestFailure,
+  requestFailed,
+  requestLogged,
+  requestRefused,
+} from './dataplane/events.ts';
 import type { RequestRecord } from './dataplane/request-record.ts';
 import { type CertificatePair, generateDefaultCertificate } from './dataplane/sni.ts';
 import { type CertificateCache, describeRuntime } from './debug-model.ts';
@@ -188,6 +194,21 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     );
   }
 
+  // the data plane's error boundary: an error log line with the request id, and the counter
+  const onRequestFailed = (message: unknown) => {
+    const failure = message as RequestFailure;
+    metrics?.requestFailed(failure.where);
+    log.error(
+      {
+        where: failure.where,
+        req_id: failure.requestId,
+        err: { message: failure.message, stack: failure.stack },
+      },
+      'data plane: unexpected exception while serving (contained: answered 500 or closed)',
+    );
+  };
+  subscribe(requestFailed.name, onRequestFailed);
+
   // one subscriber for every finished request: metrics, then the access log line
   const accessLog: AccessLog = createAccessLog({
     log,
@@ -338,6 +359,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         subscribeRequests(false, false);
         await accessLog.close();
         unsubscribe(dataplaneError.name, onDataplaneError);
+        unsubscribe(requestFailed.name, onRequestFailed);
       })();
       return stopping;
     },

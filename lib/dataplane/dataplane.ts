@@ -50,7 +50,14 @@ import {
 } from './connection-settings.ts';
 import type { CustomErrors } from './custom-errors.ts';
 import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
-import { dataplaneError, requestLogged, requestRefused, runtimeSwapped } from './events.ts';
+import {
+  dataplaneError,
+  type RequestFailure,
+  requestFailed,
+  requestLogged,
+  requestRefused,
+  runtimeSwapped,
+} from './events.ts';
 import { ExternalAuthClient } from './external-auth.ts';
 import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
 import { createHttpsListener, type HttpsListener } from './https-listener.ts';
@@ -65,9 +72,11 @@ import {
   Proxy as UpstreamProxy,
 } from './proxy.ts';
 import {
+  byteSourceOf,
   finishOnClose,
   finishRecord,
   type RequestRecord,
+  socketBytes,
   startRecord,
   unparsedRecord,
 } from './request-record.ts';
@@ -145,14 +154,16 @@ type Decision = Placement &
 const PIPELINE = Symbol('pipelined requests');
 
 /** An HTTP/1.1 connection while one of its requests is served: that one's response, and the requests after it. */
-type PipelinedSocket = IncomingMessage['socket'] & {
-  [PIPELINE]?:
-    | {
-        current: ServerResponse;
-        waiting: Array<{ req: IncomingMessage; res: ServerResponse; https: boolean }>;
-      }
-    | undefined;
-};
+interface Pipeline {
+  /** kept here: `res.req.socket` is null once Node detached the connection from the response */
+  socket: PipelinedSocket;
+  current: ServerResponse;
+  waiting: Array<{ req: IncomingMessage; res: ServerResponse; https: boolean }>;
+}
+
+type PipelinedSocket = IncomingMessage['socket'] & { [PIPELINE]?: Pipeline | undefined };
+/** Each HTTP/1.x response knows its connection's pipeline. */
+type PipelinedResponse = ServerResponse & { [PIPELINE]?: Pipeline };
 
 /**
  * Stops or restarts reading a client connection. Node's HTTP parser reads the socket's handle itself,
@@ -164,6 +175,12 @@ function reading(socket: IncomingMessage['socket'], on: boolean): void {
     ._handle;
   if (on) handle?.readStart?.();
   else handle?.readStop?.();
+}
+
+/** A request's record and what its bytes are counted on, from its start (request-record.ts). */
+interface Recording {
+  record: RequestRecord;
+  source: Duplex;
 }
 
 const REDIRECT_REASONS: Record<number, string> = {
@@ -200,7 +217,7 @@ export class DataPlane {
   };
   /** requests (not WebSocket tunnels) whose response has not closed yet, with the request's record
    * when one is kept (published when the response closes) */
-  readonly #inFlight = new Map<ServerResponse, RequestRecord | null>();
+  readonly #inFlight = new Map<ServerResponse, Recording | null>();
   /** close() has begun: responses say Connection: close, connections are closed as they go idle */
   #draining = false;
   #drained: () => void = () => {};
@@ -256,24 +273,39 @@ export class DataPlane {
         this.#stats.active++;
         socket.once('close', () => this.#stats.active--);
       });
-      (server as Server).on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
-        this.#upgrade(req, socket, head, https),
-      );
+      (server as Server).on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        const before = socketBytes(socket);
+        try {
+          this.#upgrade(req, socket, head, https);
+        } catch (error) {
+          this.#socketFailed(error, 'upgrade', req, socket, socketBytes(socket) === before);
+        }
+      });
       // without a listener Node closes an HTTP/1 CONNECT's connection with no answer at all
       (server as Server).on(
         'connect',
-        (req: IncomingMessage, socket: Duplex | ServerResponse, head?: Buffer) =>
-          this.#connect(req, socket, head, https),
+        (req: IncomingMessage, socket: Duplex | ServerResponse, head?: Buffer) => {
+          try {
+            this.#connect(req, socket, head, https);
+          } catch (error) {
+            if (head === undefined) this.#failed(error, 'request', req, socket as ServerResponse);
+            else this.#socketFailed(error, 'connection', req, socket as Duplex, true);
+          }
+        },
       );
       (server as Server).on(
         'clientError',
         (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
-          const status = clientErrorAnswer(error, socket, this.#headerBufferSize);
-          if (status !== 0 && requestRefused.hasSubscribers) {
-            const record = unparsedRecord(socket, error.rawPacket, https, generateRequestId());
-            finishOnClose(record, socket, socket, () => status, requestRefused);
+          try {
+            const status = clientErrorAnswer(error, socket, this.#headerBufferSize);
+            if (status !== 0 && requestRefused.hasSubscribers) {
+              const record = unparsedRecord(socket, error.rawPacket, https, generateRequestId());
+              finishOnClose(record, socket, socket, () => status, requestRefused);
+            }
+            answerClientError(socket, status);
+          } catch (failure) {
+            this.#socketFailed(failure, 'connection', null, socket, false);
           }
-          answerClientError(socket, status);
         },
       );
     }
@@ -376,14 +408,22 @@ export class DataPlane {
   /** One listener for every response (no closure per request): `this` is the response. */
   readonly #onResponseClose = ((plane: DataPlane) =>
     function (this: ServerResponse): void {
-      plane.#requestClosed(this);
+      try {
+        plane.#requestClosed(this);
+      } catch (error) {
+        plane.#inFlight.delete(this);
+        plane.#publishFailure(error, 'close', this.req);
+      }
     })(this);
 
   /** A request's response closed (sent or aborted): while draining, its connection may now be idle. */
   #requestClosed(res: ServerResponse): void {
-    const record = this.#inFlight.get(res);
+    const recording = this.#inFlight.get(res);
     this.#inFlight.delete(res);
-    if (record != null) finishRecord(record, res.req.socket, res.headersSent ? res.statusCode : 499);
+    if (recording != null) {
+      // the source kept from the start: `res.req.socket` is null once the connection was detached
+      finishRecord(recording.record, recording.source, res.headersSent ? res.statusCode : 499);
+    }
     this.#nextPipelined(res);
     if (!this.#draining) return;
     // the connection goes idle once the response is detached from it (after this event)
@@ -684,31 +724,100 @@ export class DataPlane {
     return clientAddressOf(req, policy, peerOf(req.socket));
   }
 
+  /**
+   * The error boundary of a request: an exception while serving it is contained to it (#failed).
+   * Its asynchronous continuations have their own (#settle); the response's close listener too.
+   */
   #handle(req: IncomingMessage, res: ServerResponse, https: boolean): void {
-    this.#stats.requests++;
-    this.#inFlight.set(res, null);
-    res.on('close', this.#onResponseClose);
-    // HTTP/1.1 pipelining: Node hands over every request of a pipelined batch at once; NGINX serves
-    // them one after the other, so one connection holds at most one request upstream (an HTTP/2
-    // connection: one per stream, bounded by SETTINGS_MAX_CONCURRENT_STREAMS)
-    if ((req as IncomingMessage & { stream?: unknown }).stream === undefined) {
-      const socket = req.socket as PipelinedSocket;
-      const pipeline = socket[PIPELINE];
-      if (pipeline !== undefined) {
-        // and no more is read meanwhile: what waits is bounded by one read, not by what the client sends
-        if (pipeline.waiting.push({ req, res, https }) === 1) reading(socket, false);
-        return;
+    try {
+      this.#stats.requests++;
+      this.#inFlight.set(res, null);
+      res.on('close', this.#onResponseClose);
+      // HTTP/1.1 pipelining: Node hands over every request of a pipelined batch at once; NGINX serves
+      // them one after the other, so one connection holds at most one request upstream (an HTTP/2
+      // connection: one per stream, bounded by SETTINGS_MAX_CONCURRENT_STREAMS)
+      if ((req as IncomingMessage & { stream?: unknown }).stream === undefined) {
+        const socket = req.socket as PipelinedSocket;
+        const pipeline = socket[PIPELINE];
+        if (pipeline !== undefined) {
+          (res as PipelinedResponse)[PIPELINE] = pipeline;
+          // and no more is read meanwhile: what waits is bounded by one read, not by what the client sends
+          if (pipeline.waiting.push({ req, res, https }) === 1) reading(socket, false);
+          return;
+        }
+        const started: Pipeline = { socket, current: res, waiting: [] };
+        socket[PIPELINE] = started;
+        (res as PipelinedResponse)[PIPELINE] = started;
       }
-      socket[PIPELINE] = { current: res, waiting: [] };
+      this.#serve(req, res, https);
+    } catch (error) {
+      this.#failed(error, 'request', req, res);
     }
-    this.#serve(req, res, https);
+  }
+
+  /**
+   * An unexpected exception while serving `req`: a 500 when nothing was sent yet (the connection
+   * closed after it, whatever state the failure left behind), else the response cut; published
+   * with the request id (log line, ingress_ts_request_errors_total). The process goes on serving.
+   */
+  #failed(error: unknown, where: RequestFailure['where'], req: IncomingMessage, res: ServerResponse): void {
+    try {
+      if (!res.headersSent && !res.writableEnded && !res.destroyed) {
+        for (const name of res.getHeaderNames()) res.removeHeader(name);
+        res.shouldKeepAlive = false;
+        sendErrorPage(res, 500);
+      } else {
+        res.destroy();
+      }
+    } catch {
+      res.destroy();
+    }
+    this.#publishFailure(error, where, req, this.#inFlight.get(res)?.record.requestId);
+  }
+
+  /** #failed for a connection: a raw 500 when `unanswered` (nothing written yet), then closed. */
+  #socketFailed(
+    error: unknown,
+    where: RequestFailure['where'],
+    req: IncomingMessage | null,
+    socket: Duplex,
+    unanswered: boolean,
+  ): void {
+    try {
+      if (unanswered && socket.writable) sendSocketErrorPage(socket, 500);
+      else socket.destroy();
+    } catch {
+      socket.destroy();
+    }
+    this.#publishFailure(error, where, req);
+  }
+
+  #publishFailure(
+    error: unknown,
+    where: RequestFailure['where'],
+    req: IncomingMessage | null,
+    requestId?: string,
+  ): void {
+    if (!requestFailed.hasSubscribers) return;
+    let id = requestId ?? '';
+    if (id === '' && req !== null) {
+      const incoming = req.headers['x-request-id'];
+      id = typeof incoming === 'string' && incoming !== '' ? incoming : generateRequestId();
+    }
+    const failure: RequestFailure = {
+      where,
+      requestId: id,
+      message: error instanceof Error ? error.message : String(error),
+      stack: error instanceof Error ? (error.stack ?? '') : '',
+    };
+    requestFailed.publish(failure);
   }
 
   /** The response of an HTTP/1.1 request closed: the next pipelined request of its connection, if any, is served. */
   #nextPipelined(res: ServerResponse): void {
-    const socket = res.req.socket as PipelinedSocket | null;
-    const pipeline = socket?.[PIPELINE];
-    if (socket == null || pipeline === undefined || pipeline.current !== res) return;
+    const pipeline = (res as PipelinedResponse)[PIPELINE];
+    if (pipeline === undefined || pipeline.current !== res) return;
+    const socket = pipeline.socket;
     if (socket.destroyed || !res.shouldKeepAlive) {
       // the connection ends with this response: the requests after it are never answered (Node never
       // closes their responses), so none of them goes upstream
@@ -724,7 +833,12 @@ export class DataPlane {
     // the last request read so far: its body, and the requests after it, may be read again
     if (pipeline.waiting.length === 0) reading(socket, true);
     pipeline.current = next.res;
-    this.#serve(next.req, next.res, next.https);
+    // its own boundary: this runs in the close listener of the response before it
+    try {
+      this.#serve(next.req, next.res, next.https);
+    } catch (error) {
+      this.#failed(error, 'request', next.req, next.res);
+    }
   }
 
   #serve(req: IncomingMessage, res: ServerResponse, https: boolean): void {
@@ -737,7 +851,8 @@ export class DataPlane {
       if (rejected !== 0) {
         res.shouldKeepAlive = false;
         if (requestRefused.hasSubscribers) {
-          finishOnClose(refusedRecord(req, https), res, req.socket, () => rejected, requestRefused);
+          const source = byteSourceOf(req);
+          finishOnClose(refusedRecord(req, source, https), res, source, () => rejected, requestRefused);
         }
         sendErrorPage(res, rejected);
         return;
@@ -748,28 +863,39 @@ export class DataPlane {
     let record: RequestRecord | null = null;
     if (requestLogged.hasSubscribers) {
       // published when the response closes (#requestClosed)
-      record = recordOf(req, decision, https, this.#clientAddress(req, decision));
-      this.#inFlight.set(res, record);
+      const source = byteSourceOf(req);
+      record = recordOf(req, source, decision, https, this.#clientAddress(req, decision));
+      this.#inFlight.set(res, { record, source });
     }
     const auth = authOf(decision);
     if (auth === null) this.#respond(req, res, decision, record);
     else
-      this.#settle(this.#authenticate(req, decision, auth, https), (verdict) => {
-        if (verdict.allowed) {
-          if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
-          this.#respond(req, res, decision, record);
-          return;
-        }
-        // the limit-connections slot taken in the access phase is given back with the answer
-        if (decision.kind === 'proxy' && decision.release) res.once('close', decision.release);
-        const runtime = this.#runtime;
-        if (runtime !== null) {
-          setOwnResponseHeaders(res, responsePolicy(req, routeResponseOf(decision), runtime.http));
-        }
-        for (const [name, value] of verdict.headers) res.setHeader(name, value);
-        if (verdict.location !== null) sendRedirect(req, res, verdict.status, verdict.location);
-        else sendErrorPage(res, verdict.status);
-      });
+      this.#settle(
+        this.#authenticate(req, decision, auth, https),
+        (error) => this.#failed(error, 'auth', req, res),
+        (verdict) => {
+          // the client left while the check ran: nothing to answer (an exchange started now would
+          // find no 'close' to stop it, and hold its upstream request open), the slot given back
+          if (!this.#inFlight.has(res)) {
+            if (decision.kind === 'proxy') decision.release?.();
+            return;
+          }
+          if (verdict.allowed) {
+            if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
+            this.#respond(req, res, decision, record);
+            return;
+          }
+          // the limit-connections slot taken in the access phase is given back with the answer
+          if (decision.kind === 'proxy' && decision.release) res.once('close', decision.release);
+          const runtime = this.#runtime;
+          if (runtime !== null) {
+            setOwnResponseHeaders(res, responsePolicy(req, routeResponseOf(decision), runtime.http));
+          }
+          for (const [name, value] of verdict.headers) res.setHeader(name, value);
+          if (verdict.location !== null) sendRedirect(req, res, verdict.status, verdict.location);
+          else sendErrorPage(res, verdict.status);
+        },
+      );
   }
 
   /** The access phase's authentication of a routed request (auth.ts). */
@@ -792,18 +918,27 @@ export class DataPlane {
     });
   }
 
-  /** Runs `then` on the verdict, now or when it arrives; a failure of the check itself answers 500. */
-  #settle(verdict: AuthVerdict | Promise<AuthVerdict>, then: (verdict: AuthVerdict) => void): void {
+  /**
+   * Runs `then` on the verdict, now or when it arrives; a failure of the check itself answers 500.
+   * Later, the caller's boundary is gone: an exception in `then` goes to `failed`.
+   */
+  #settle(
+    verdict: AuthVerdict | Promise<AuthVerdict>,
+    failed: (error: unknown) => void,
+    then: (verdict: AuthVerdict) => void,
+  ): void {
     if (!(verdict instanceof Promise)) {
       then(verdict);
       return;
     }
-    verdict.then(then, (error: unknown) => {
-      dataplaneError.publish({
-        message: `authentication: ${error instanceof Error ? error.message : String(error)}`,
-      });
-      then({ allowed: false, status: 500, headers: [], location: null });
-    });
+    verdict
+      .then(then, (error: unknown) => {
+        dataplaneError.publish({
+          message: `authentication: ${error instanceof Error ? error.message : String(error)}`,
+        });
+        then({ allowed: false, status: 500, headers: [], location: null });
+      })
+      .then(undefined, failed);
   }
 
   /** Carries out a decision: an error page, a redirect, the error backend or the proxy. */
@@ -863,7 +998,8 @@ export class DataPlane {
     if (head === undefined) {
       const res = socket as ServerResponse;
       if (requestRefused.hasSubscribers) {
-        finishOnClose(refusedRecord(req, https), res, req.socket, () => 405, requestRefused);
+        const source = byteSourceOf(req);
+        finishOnClose(refusedRecord(req, source, https), res, source, () => 405, requestRefused);
       }
       sendErrorPage(res, 405);
       return;
@@ -872,18 +1008,19 @@ export class DataPlane {
     client.on('error', () => {});
     const status = connectRejectedStatus(req, this.#runtime?.model.config ?? null);
     if (requestRefused.hasSubscribers) {
-      finishOnClose(refusedRecord(req, https), client, client, () => status, requestRefused);
+      finishOnClose(refusedRecord(req, client, https), client, client, () => status, requestRefused);
     }
     answerClientError(client, status);
   }
 
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, https: boolean): void {
     this.#stats.requests++;
+    const before = socketBytes(socket);
     socket.on('error', (error) => dataplaneError.publish({ message: `client socket: ${error.message}` }));
     const rejected = this.#runtime === null ? 0 : upgradeRejectedStatus(req, this.#runtime.model.config);
     if (rejected !== 0) {
       if (requestRefused.hasSubscribers) {
-        finishOnClose(refusedRecord(req, https), socket, socket, () => rejected, requestRefused);
+        finishOnClose(refusedRecord(req, socket, https), socket, socket, () => rejected, requestRefused);
       }
       sendSocketErrorPage(socket, rejected);
       return;
@@ -892,7 +1029,7 @@ export class DataPlane {
     const decision = this.#route(req, https);
     let record: RequestRecord | null = null;
     if (requestLogged.hasSubscribers) {
-      const started = recordOf(req, decision, https, this.#clientAddress(req, decision));
+      const started = recordOf(req, socket, decision, https, this.#clientAddress(req, decision));
       // the status is what went out on the socket: set below, or by the exchange
       finishOnClose(started, socket, socket, () => (started.status === 0 ? 499 : started.status));
       record = started;
@@ -900,16 +1037,24 @@ export class DataPlane {
     const auth = authOf(decision);
     if (auth === null) this.#respondUpgrade(req, socket, head, decision, record);
     else
-      this.#settle(this.#authenticate(req, decision, auth, https), (verdict) => {
-        if (verdict.allowed) {
-          if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
-          this.#respondUpgrade(req, socket, head, decision, record);
-        } else {
-          if (decision.kind === 'proxy' && decision.release) socket.once('close', decision.release);
-          if (record !== null) record.status = verdict.status;
-          sendSocketAuthDenial(socket, verdict);
-        }
-      });
+      this.#settle(
+        this.#authenticate(req, decision, auth, https),
+        (error) => this.#socketFailed(error, 'auth', req, socket, socketBytes(socket) === before),
+        (verdict) => {
+          if (socket.destroyed) {
+            if (decision.kind === 'proxy') decision.release?.();
+            return;
+          }
+          if (verdict.allowed) {
+            if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
+            this.#respondUpgrade(req, socket, head, decision, record);
+          } else {
+            if (decision.kind === 'proxy' && decision.release) socket.once('close', decision.release);
+            if (record !== null) record.status = verdict.status;
+            sendSocketAuthDenial(socket, verdict);
+          }
+        },
+      );
   }
 
   #respondUpgrade(
@@ -1011,13 +1156,14 @@ function sessionOf(
 /** The record of a routed request: who it belongs to, and whether the route wants it logged. */
 function recordOf(
   req: IncomingMessage,
+  source: Duplex,
   decision: Decision,
   https: boolean,
   clientAddress: string | undefined,
 ): RequestRecord {
   const match = decision.match;
   const action = match?.value;
-  return startRecord(req, {
+  return startRecord(req, source, {
     remoteAddress: clientAddress,
     host: decision.host,
     path: match === null ? '' : match.locationPath,
@@ -1057,8 +1203,8 @@ function toOriginForm(req: IncomingMessage): void {
  * The record of a request refused before routing (client-limits.ts): its Host, but no route, and the
  * socket's peer as the client (NGINX refuses these before real_ip runs).
  */
-function refusedRecord(req: IncomingMessage, https: boolean): RequestRecord {
-  return startRecord(req, {
+function refusedRecord(req: IncomingMessage, source: Duplex, https: boolean): RequestRecord {
+  return startRecord(req, source, {
     host: normalizeHost(req.headers.host ?? (req.headers[':authority'] as string | undefined)),
     path: '',
     route: null,

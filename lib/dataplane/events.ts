@@ -19,3 +19,21 @@ export const requestLogged = channel('ingress-ts:dataplane:request');
  * none of its request metrics either.
  */
 export const requestRefused = channel('ingress-ts:dataplane:refused');
+/**
+ * An unexpected exception while serving a request or a connection, contained to it (the data plane's
+ * error boundary): `{ where, requestId, message, stack }`, published once the client was answered 500
+ * or its connection closed. `where` is one of `RequestFailure['where']`.
+ */
+export const requestFailed = channel('ingress-ts:dataplane:failed');
+
+/** What `requestFailed` carries: plain strings (it could cross a thread boundary). */
+export interface RequestFailure {
+  /** request: routing, access or the response's start; auth: after an asynchronous access check;
+   * close: the bookkeeping of a closed response; upgrade: a WebSocket upgrade; connection: the
+   * answer to a client error (a request Node's parser refused) */
+  where: 'request' | 'auth' | 'close' | 'upgrade' | 'connection';
+  /** the request's X-Request-ID (received or generated); '' for a connection */
+  requestId: string;
+  message: string;
+  stack: string;
+}

@@ -552,6 +552,11 @@ function classify(code: string): FailureKind {
 
 function noop(): void {}
 
+/** The client's response is gone: a closed HTTP/1.x response, or an HTTP/2 one whose stream closed. */
+function responseClosed(res: ServerResponse): boolean {
+  return res.destroyed || (res as ServerResponse & { stream?: Duplex }).stream?.destroyed === true;
+}
+
 /**
  * Reads a whole request body; `done(null)` as soon as it grows past `limit` bytes (the rest is read
  * and discarded, so the connection can carry the 413 and stay usable). Nothing happens if the client
@@ -571,7 +576,11 @@ function readBody(req: IncomingMessage, limit: number, done: (body: Buffer | nul
     }
     chunks.push(chunk);
   };
-  const onEnd = (): void => done(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+  const onEnd = (): void => {
+    // an HTTP/2 request whose client reset its stream ends too, marked aborted: a cut body
+    if ((req as IncomingMessage & { aborted?: boolean }).aborted === true) return;
+    done(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+  };
   req.on('error', noop);
   req.on('data', onData);
   req.on('end', onEnd);
@@ -1378,6 +1387,9 @@ export class Proxy {
     streamed: boolean,
     record: RequestRecord | null,
   ): void {
+    // the client left before the exchange began (while its body was read, or an auth-url check
+    // ran): an exchange now would hear no 'close' and could hold its upstream request open
+    if (responseClosed(res)) return;
     const exchange = new WebExchange(this, req, res, target, opts, streamed, ctx.hsts, record);
     exchange.hashKey = ctx.hashKey;
     exchange.session = ctx.session;

@@ -10,6 +10,7 @@
 
 import type { Channel } from 'node:diagnostics_channel';
 import type { IncomingMessage } from 'node:http';
+import type { ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { peerOf } from './access.ts';
 import { requestLogged } from './events.ts';
@@ -36,7 +37,8 @@ export interface RequestRecord {
   requestLength: number;
   /** the status sent to the client; 499 when the client left before a response head went out */
   status: number;
-  /** bytes sent to the client, head included ($bytes_sent); negative until the record is finished */
+  /** bytes sent to the client, head included ($bytes_sent; HTTP/2: see countStreamWrites); not
+   * final until the record is finished (HTTP/1.x: negative) */
   bytesSent: number;
   /** seconds from the first byte read to the last byte sent ($request_time) */
   requestTime: number;
@@ -88,10 +90,21 @@ function protocolOf(version: string): string {
 }
 
 /**
- * Starts the record of a request: reads the head once more for the log-only headers and the
- * request length. Call only when `requestLogged.hasSubscribers`.
+ * What a request's bytes sent are counted on, to be kept from its start to its finish (`req.socket`
+ * is null once Node detaches a finished response from its connection): its connection for HTTP/1.x,
+ * its own stream for HTTP/2 (the session's connection carries every stream at once).
  */
-export function startRecord(req: IncomingMessage, at: RecordStart): RequestRecord {
+export function byteSourceOf(req: IncomingMessage): Duplex {
+  // the stream, not the version: an HTTP/1 request line may claim HTTP/2.0 (refused with 505 then)
+  return (req as IncomingMessage & { stream?: ServerHttp2Stream }).stream ?? req.socket;
+}
+
+/**
+ * Starts the record of a request: reads the head once more for the log-only headers and the
+ * request length. Call only when `requestLogged.hasSubscribers`. `source` is `byteSourceOf(req)`,
+ * passed again to `finishRecord`.
+ */
+export function startRecord(req: IncomingMessage, source: Duplex, at: RecordStart): RequestRecord {
   const raw = req.rawHeaders;
   const method = req.method ?? 'GET';
   const uri = req.url ?? '/';
@@ -115,8 +128,10 @@ export function startRecord(req: IncomingMessage, at: RecordStart): RequestRecor
       }
     }
   }
-  return newRecord(
+  const http2 = source !== req.socket;
+  const record = newRecord(
     req.socket,
+    http2 ? 0 : socketBytes(source),
     method,
     uri,
     protocolOf(req.httpVersion),
@@ -125,6 +140,8 @@ export function startRecord(req: IncomingMessage, at: RecordStart): RequestRecor
     referer,
     at,
   );
+  if (http2) countStreamWrites(source, record);
+  return record;
 }
 
 /** A request line as NGINX logs it in $request: method, target, protocol. */
@@ -155,7 +172,7 @@ export function unparsedRecord(
     if (m === null) uri = line.endsWith('\r') ? line.slice(0, -1) : line;
     else [, method = '', uri = '', protocol = ''] = m;
   }
-  return newRecord(socket, method, uri, protocol, packet?.length ?? 0, '', '', {
+  return newRecord(socket, socketBytes(socket), method, uri, protocol, packet?.length ?? 0, '', '', {
     host: '',
     path: '',
     route: null,
@@ -173,6 +190,7 @@ type ClientSocket = Duplex & { remoteAddress?: string };
 /** One record, every field in one order (one object shape for all of them). */
 function newRecord(
   socket: ClientSocket,
+  bytesBefore: number,
   method: string,
   uri: string,
   protocol: string,
@@ -196,8 +214,8 @@ function newRecord(
     requestId: at.requestId,
     requestLength,
     status: 0,
-    // minus the socket's count before this request: finishRecord adds the count after it
-    bytesSent: -socketBytes(socket),
+    // HTTP/1.x: minus the socket's count before this request, finishRecord adds the count after it
+    bytesSent: -bytesBefore,
     requestTime: 0,
     namespace: route?.namespace ?? '',
     ingress: route?.ingress ?? '',
@@ -219,23 +237,77 @@ function newRecord(
 }
 
 /** Bytes the socket has been handed so far (keep-alive: the requests before this one too). */
-function socketBytes(socket: Duplex): number {
+export function socketBytes(socket: Duplex): number {
   return (socket as Duplex & { bytesWritten?: number }).bytesWritten ?? 0;
+}
+
+// An HTTP/2 request's bytes sent. NGINX's $bytes_sent on HTTP/2 counts the stream's frames: its
+// HPACK-compressed HEADERS and its DATA with their 9-byte frame headers. Node counts nothing per
+// stream (its session socket's bytesWritten mixes every concurrent stream, and the stream reads 0
+// once closed), and the HPACK size of a head is not exposed. So: the body is counted exactly, as
+// the DATA payload this stream was handed (what the response panels mostly measure), and the head
+// as the HTTP/1.1 text of the same fields ("name: value\r\n" each, and the blank line). That head
+// is an upper bound of its HPACK form, and the same response then weighs the same on HTTP/1.1 and
+// HTTP/2 in the dashboards; the frame headers and trailers are left out.
+
+type StreamWrite = (
+  chunk: Buffer | string,
+  encoding: BufferEncoding,
+  callback: (error?: Error | null) => void,
+) => void;
+type StreamWritev = (
+  chunks: Array<{ chunk: Buffer | string; encoding: BufferEncoding }>,
+  callback: (error?: Error | null) => void,
+) => void;
+
+/** Adds every body byte written to an HTTP/2 stream (HEAD responses write none) to `record.bytesSent`. */
+function countStreamWrites(stream: Duplex, record: RequestRecord): void {
+  const writable = stream as Duplex & { _write: StreamWrite; _writev?: StreamWritev | null };
+  const write = writable._write;
+  writable._write = function (this: Duplex, chunk, encoding, callback) {
+    record.bytesSent += typeof chunk === 'string' ? Buffer.byteLength(chunk, encoding) : chunk.length;
+    write.call(this, chunk, encoding, callback);
+  };
+  const writev = writable._writev;
+  if (typeof writev === 'function') {
+    writable._writev = function (this: Duplex, chunks, callback) {
+      for (const { chunk, encoding } of chunks)
+        record.bytesSent += typeof chunk === 'string' ? Buffer.byteLength(chunk, encoding) : chunk.length;
+      writev.call(this, chunks, callback);
+    };
+  }
+}
+
+/** The HTTP/1.1 size of the head an HTTP/2 stream sent (0 when it sent none, e.g. reset first). */
+function streamHeadBytes(stream: Duplex): number {
+  const sent = (stream as Partial<ServerHttp2Stream>).sentHeaders;
+  if (sent == null) return 0;
+  let size = 2;
+  for (const name in sent) {
+    const value = sent[name];
+    if (value === undefined) continue;
+    if (Array.isArray(value)) for (const v of value) size += name.length + String(v).length + 4;
+    else size += name.length + String(value).length + 4;
+  }
+  return size;
 }
 
 /**
  * Publishes the record on `to` once the exchange is over (the client stream closed), with the status
- * sent and the bytes and time it took. `startRecord` set `bytesSent` to minus what `socket` had been handed
- * before this request, so adding its count now leaves this request's bytes.
+ * sent and the bytes and time it took. `source` is the one the record was started with: HTTP/1.x's
+ * socket, whose count now (minus the count at the start, already in `bytesSent`) is this request's
+ * bytes; HTTP/2's stream, whose body bytes are already counted and whose head is added now.
  */
 export function finishRecord(
   record: RequestRecord,
-  socket: Duplex,
+  source: Duplex,
   status: number,
   to: Channel = requestLogged,
 ): void {
   record.status = status;
-  record.bytesSent += socketBytes(socket);
+  // a stream has its head sent (`sentHeaders`); an HTTP/1 socket only claiming HTTP/2.0 does not
+  record.bytesSent +=
+    record.protocol === 'HTTP/2.0' && 'sentHeaders' in source ? streamHeadBytes(source) : socketBytes(source);
   record.requestTime = (performance.now() - record.start) / 1000;
   to.publish(record);
 }
@@ -244,12 +316,12 @@ export function finishRecord(
 export function finishOnClose(
   record: RequestRecord,
   emitter: { on(event: 'close', listener: () => void): unknown },
-  socket: Duplex,
+  source: Duplex,
   status: () => number,
   to: Channel = requestLogged,
 ): void {
   // `on`, not `once`: 'close' comes once, and the emitter is dropped after it
-  emitter.on('close', () => finishRecord(record, socket, status(), to));
+  emitter.on('close', () => finishRecord(record, source, status(), to));
 }
 
 /** The exchange moves to another peer: the try that failed goes to the NGINX-style lists. */

@@ -56,6 +56,8 @@ export interface ControllerMetrics {
   failed(): void;
   /** one finished request (subscribe this to the data plane's `requestLogged` channel) */
   observe(record: RequestRecord): void;
+  /** an unexpected exception contained to one request or connection (the `requestFailed` channel) */
+  requestFailed(where: string): void;
   /** leader election: only the leader exports ssl_expire_time_seconds (standalone is always leader);
    * leader_election_status follows */
   setLeader(leader: boolean): void;
@@ -229,6 +231,13 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
       },
     });
   }
+  // counted whether or not request metrics are on: a contained crash is worth an alert
+  const requestErrors = new Counter({
+    name: 'ingress_ts_request_errors_total',
+    help: 'unexpected exceptions while serving a request or a connection, contained to it (answered 500 or closed) by where they happened',
+    labelNames: ['where'],
+    registers,
+  });
   const buildSeconds = new Histogram({
     name: 'ingress_ts_model_build_duration_seconds',
     help: 'Time to build the routing model from the objects',
@@ -291,6 +300,9 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
     observe(record) {
       finished++;
       requests.observe(record);
+    },
+    requestFailed(where) {
+      requestErrors.inc({ where });
     },
     applied(model) {
       if (model.model !== undefined && model.kind !== 'unchanged') {

@@ -1,0 +1,308 @@
+// Requests with bodies, and the data plane's error boundary, through a standalone controller:
+// - a body to a route that streams it (proxy-body-size "0", proxy-request-buffering "off") is
+//   answered and logged, over HTTP/1.1 and HTTPS, with a Content-Length or chunked, and the process
+//   keeps serving (the record's bytes were read from a socket Node had detached: a TypeError that
+//   ended the process);
+// - HTTP/2 bytes_sent: each stream's own bytes, several streams at once on one session, observed in
+//   nginx_ingress_controller_bytes_sent for every response;
+// - an exception while serving (a fault put into the proxy by the test) is answered 500, or the
+//   connection cut once a response began, logged with the request id and counted; nothing escapes.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { connect as http2Connect } from 'node:http2';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import t, { type Test } from 'tap';
+import { Proxy as UpstreamProxy } from '../../lib/dataplane/proxy.ts';
+import { createLogger } from '../../lib/log.ts';
+import { start } from '../../lib/main.ts';
+import {
+  allowingAuth,
+  bodyBackend,
+  collectRecords,
+  type Framing,
+  rawExchange,
+  sendBody,
+  until,
+  watchFailures,
+} from '../support/body-traffic.ts';
+import { get, testConfig } from '../support/http.ts';
+import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { parseExposition, sampleValue } from '../support/prometheus.ts';
+
+t.setTimeout(60_000);
+
+async function setUp(t: Test, extraYaml = '') {
+  const { port } = await bodyBackend(t);
+  const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-boundary-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const yaml = [
+    INGRESS_CLASS,
+    serviceYaml('web', [port]),
+    ingressYaml({ name: 'plain', host: 'plain.test', service: 'web' }),
+    ingressYaml({
+      name: 'unlimited',
+      host: 'unlimited.test',
+      service: 'web',
+      annotations: { 'proxy-body-size': '0' },
+    }),
+    ingressYaml({
+      name: 'streamed',
+      host: 'streamed.test',
+      service: 'web',
+      annotations: { 'proxy-request-buffering': 'off' },
+    }),
+    extraYaml,
+  ].join('');
+  await writeFile(join(dir, 'all.yaml'), yaml);
+  const logLines: Array<Record<string, unknown>> = [];
+  const logSink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line !== '') logLines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const controller = await start(testConfig(dir), createLogger('warn', logSink), {
+    accessLogStdout: new Writable({ write: (_chunk, _encoding, done) => done() }),
+  });
+  t.teardown(() => controller.stop(0));
+  const scrape = async () =>
+    parseExposition((await get(controller.healthz.port, 'localhost', '/metrics')).body);
+  return { controller, logLines, scrape };
+}
+
+t.test('a body to a route that streams it is answered and logged; the process keeps serving', async (t) => {
+  const failures = watchFailures(t);
+  const records = collectRecords(t);
+  const { controller } = await setUp(t);
+  const ports = { http: controller.http.port, https: controller.https.port };
+  let sent = 0;
+  for (const host of ['unlimited.test', 'streamed.test']) {
+    for (const protocol of ['http', 'https'] as const) {
+      for (const framing of ['content-length', 'chunked'] as Framing[]) {
+        const body = 'b'.repeat(3000);
+        const reply = await sendBody({ ...ports, protocol, framing, host, path: '/upload', body });
+        t.same([reply.status, reply.body], [200, 'got 3000'], `${host} ${protocol} ${framing}`);
+        sent++;
+        // the next request is served: the process is still there
+        t.equal((await get(ports.http, 'plain.test', '/')).status, 200);
+        sent++;
+      }
+    }
+  }
+  failures.check();
+  t.ok(await until(() => records.length >= sent), 'every request has its record');
+  const uploads = records.filter((r) => r.method === 'POST');
+  t.equal(uploads.length, 8, 'every upload has its record');
+  for (const r of uploads) {
+    t.equal(r.status, 200);
+    // head + "got 3000": over 8 bytes, under a kilobyte
+    t.ok(
+      r.bytesSent > 8 && r.bytesSent < 1024,
+      `${r.host} ${r.https ? 'https' : 'http'}: bytes_sent ${r.bytesSent}`,
+    );
+  }
+  failures.check();
+  t.same(failures.contained, [], 'nothing needed the boundary');
+});
+
+t.test('a streamed upload: bytes_sent is exactly what the client received (HTTP/1.1)', async (t) => {
+  const records = collectRecords(t);
+  const { controller } = await setUp(t);
+  const received = await rawExchange(
+    controller.http.port,
+    'POST /up HTTP/1.1\r\nHost: streamed.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+  );
+  t.ok(await until(() => records.length >= 1), 'a record');
+  t.match(received.toString('latin1'), /^HTTP\/1\.1 200 /);
+  t.equal(records[0]?.bytesSent, received.length);
+});
+
+t.test('HTTP/2: each stream counts its own bytes, and every response is observed', async (t) => {
+  const failures = watchFailures(t);
+  const records = collectRecords(t);
+  const { controller, scrape } = await setUp(t);
+  const session = http2Connect(`https://127.0.0.1:${controller.https.port}`, {
+    servername: 'plain.test',
+    rejectUnauthorized: false,
+  });
+  t.teardown(() => session.destroy());
+  const sizes = [0, 7, 1500, 20_000, 70_000, 3, 300_000];
+  // all at once on one session: their bytes are interleaved on the one connection
+  const replies = await Promise.all(
+    sizes.map(
+      (size) =>
+        new Promise<{ size: number; received: number; head: number }>((resolve, reject) => {
+          const stream = session.request({ ':path': `/size/${size}`, ':authority': 'plain.test' });
+          let received = 0;
+          let head = 0;
+          stream.on('response', (headers) => {
+            for (const [name, value] of Object.entries(headers)) head += name.length + String(value).length;
+          });
+          stream.on('data', (chunk: Buffer) => {
+            received += chunk.length;
+          });
+          stream.on('end', () => resolve({ size, received, head }));
+          stream.on('error', reject);
+        }),
+    ),
+  );
+  // a HEAD: a head, no body
+  await new Promise<void>((resolve, reject) => {
+    const stream = session.request({ ':path': '/size/5000', ':method': 'HEAD', ':authority': 'plain.test' });
+    stream.resume();
+    stream.on('end', resolve);
+    stream.on('error', reject);
+  });
+  t.ok(await until(() => records.length >= sizes.length + 1), 'a record per stream');
+  for (const { size, received } of replies) {
+    t.equal(received, size);
+    const record = records.find((r) => r.uri === `/size/${size}` && r.method === 'GET');
+    t.ok(record, `a record for /size/${size}`);
+    if (record === undefined) continue;
+    t.equal(record.protocol, 'HTTP/2.0');
+    // the body exactly, plus a head of some tens of bytes
+    const head = record.bytesSent - size;
+    t.ok(head >= 30 && head < 512, `/size/${size}: bytes_sent ${record.bytesSent} = body + head ${head}`);
+  }
+  const headOnly = records.find((r) => r.method === 'HEAD');
+  t.ok(headOnly !== undefined && headOnly.bytesSent >= 30 && headOnly.bytesSent < 512, 'HEAD: the head only');
+  const metrics = await scrape();
+  const series = { namespace: 'e2e', ingress: 'plain', service: 'web', path: '/', canary: '', status: '200' };
+  t.equal(
+    sampleValue(metrics, 'nginx_ingress_controller_bytes_sent_count', { ...series, method: 'GET' }),
+    sizes.length,
+    'every HTTP/2 response observed',
+  );
+  t.equal(
+    sampleValue(metrics, 'nginx_ingress_controller_bytes_sent_sum', { ...series, method: 'GET' }),
+    records.filter((r) => r.method === 'GET').reduce((sum, r) => sum + r.bytesSent, 0),
+  );
+  failures.check();
+});
+
+/** Makes the proxy throw for requests with an `x-fault` header: `sync` before anything is sent,
+ * `late` once a response head and some body went out; upgrades with `x-fault` throw too. */
+function injectFaults(t: Test): void {
+  const web = UpstreamProxy.prototype.web;
+  const upgrade = UpstreamProxy.prototype.upgrade;
+  UpstreamProxy.prototype.web = function (this: UpstreamProxy, req, res, ...rest) {
+    const fault = req.headers['x-fault'];
+    if (fault === 'sync') throw new Error('injected fault before the response');
+    if (fault === 'late') {
+      (res as ServerResponse).writeHead(200, { 'content-length': '100' });
+      res.write('partial');
+      throw new Error('injected fault during the response');
+    }
+    return web.call(this, req, res, ...rest);
+  };
+  UpstreamProxy.prototype.upgrade = function (this: UpstreamProxy, req: IncomingMessage, ...rest) {
+    if (req.headers['x-fault'] !== undefined) throw new Error('injected fault in an upgrade');
+    return upgrade.call(this, req, ...rest);
+  };
+  t.teardown(() => {
+    UpstreamProxy.prototype.web = web;
+    UpstreamProxy.prototype.upgrade = upgrade;
+  });
+}
+
+t.test('an exception while serving is contained to its request', async (t) => {
+  const failures = watchFailures(t);
+  injectFaults(t);
+  // an external auth server: the route's response starts after its verdict, asynchronously
+  const authUrl = await allowingAuth(t);
+  const { controller, logLines, scrape } = await setUp(
+    t,
+    ingressYaml({
+      name: 'guarded',
+      host: 'guarded.test',
+      service: 'web',
+      annotations: { 'auth-url': authUrl },
+    }),
+  );
+  const ports = { http: controller.http.port, https: controller.https.port };
+  const fault = (value: string, id: string) => ({ 'x-fault': value, 'x-request-id': id });
+
+  for (const protocol of ['http', 'https', 'h2'] as const) {
+    const reply = await sendBody({
+      ...ports,
+      protocol,
+      framing: 'content-length',
+      host: 'plain.test',
+      path: '/',
+      headers: fault('sync', `sync-${protocol}`),
+    });
+    t.equal(reply.status, 500, `${protocol}: 500 when nothing was sent yet`);
+    t.match(reply.body, /500 Internal Server Error/);
+  }
+  const authed = await sendBody({
+    ...ports,
+    protocol: 'http',
+    framing: 'empty',
+    method: 'GET',
+    host: 'guarded.test',
+    path: '/',
+    headers: fault('sync', 'after-auth'),
+  });
+  t.equal(authed.status, 500, 'after an asynchronous auth verdict: 500');
+  const late = await sendBody({
+    ...ports,
+    protocol: 'http',
+    framing: 'empty',
+    method: 'GET',
+    host: 'plain.test',
+    path: '/',
+    headers: fault('late', 'late-1'),
+  });
+  t.equal(late.status, 0, 'a response under way: the connection is cut');
+  t.match(late.error, /aborted|socket hang up|ECONNRESET/);
+  // an upgrade: a raw 500 on its socket
+  const upgraded = await rawExchange(
+    ports.http,
+    'GET /ws HTTP/1.1\r\nHost: plain.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nX-Fault: 1\r\nX-Request-ID: upgrade-1\r\n\r\n',
+  );
+  t.match(upgraded.toString('latin1'), /^HTTP\/1\.1 500 /, 'upgrade: 500');
+
+  // still serving, on every listener
+  t.equal((await get(ports.http, 'plain.test', '/')).status, 200);
+  for (const protocol of ['https', 'h2'] as const) {
+    const reply = await sendBody({
+      ...ports,
+      protocol,
+      framing: 'empty',
+      method: 'GET',
+      host: 'plain.test',
+      path: '/',
+    });
+    t.equal(reply.status, 200, `${protocol}: still serving`);
+  }
+
+  const ids = ['sync-http', 'sync-https', 'sync-h2', 'after-auth', 'late-1', 'upgrade-1'];
+  t.same(
+    failures.contained.map((f) => [f.where, f.requestId]),
+    [
+      ['request', 'sync-http'],
+      ['request', 'sync-https'],
+      ['request', 'sync-h2'],
+      ['auth', 'after-auth'],
+      ['request', 'late-1'],
+      ['upgrade', 'upgrade-1'],
+    ],
+  );
+  const logged = logLines.filter((line) => line.level === 50);
+  t.same(
+    logged.map((line) => line.req_id),
+    ids,
+    'an error log line per failure, with the request id',
+  );
+  t.match(logged[0], {
+    where: 'request',
+    err: { message: 'injected fault before the response', stack: /at / },
+  });
+  const metrics = await scrape();
+  t.equal(sampleValue(metrics, 'ingress_ts_request_errors_total', { where: 'request' }), 4);
+  t.equal(sampleValue(metrics, 'ingress_ts_request_errors_total', { where: 'auth' }), 1);
+  t.equal(sampleValue(metrics, 'ingress_ts_request_errors_total', { where: 'upgrade' }), 1);
+  failures.check();
+});
