@@ -119,6 +119,28 @@ t.test('a streamed upload: bytes_sent is exactly what the client received (HTTP/
   t.equal(records[0]?.bytesSent, received.length);
 });
 
+t.test(
+  'pipelined behind a streamed upload: the next request is served once the upload is answered',
+  async (t) => {
+    const failures = watchFailures(t);
+    const records = collectRecords(t);
+    const { controller } = await setUp(t);
+    // the pipeline finds its connection from the response (kept with it, not read from
+    // `res.req.socket`) to serve what waits behind the upload
+    const received = await rawExchange(
+      controller.http.port,
+      'POST /up HTTP/1.1\r\nHost: streamed.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' +
+        'GET /size/3 HTTP/1.1\r\nHost: plain.test\r\nConnection: close\r\n\r\n',
+    );
+    const text = received.toString('latin1');
+    t.equal(text.match(/HTTP\/1\.1 200 /g)?.length, 2, 'both requests answered 200');
+    t.match(text, /got 5/);
+    t.ok(await until(() => records.length >= 2), 'both have their record');
+    failures.check();
+    t.same(failures.contained, [], 'nothing needed the boundary');
+  },
+);
+
 t.test('HTTP/2: each stream counts its own bytes, and every response is observed', async (t) => {
   const failures = watchFailures(t);
   const records = collectRecords(t);
