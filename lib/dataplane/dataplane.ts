@@ -229,6 +229,9 @@ export class DataPlane {
     this.#options = options;
     const env = options.balancerEnv ?? defaultBalancerEnv;
     this.#random = () => env.random();
+    // what fails in the proxy's deferred work (a next try, a buffered body's end) meets the same boundary
+    this.#proxy.contain = (error, req, res) => this.#failed(error, 'proxy', req, res);
+    this.#proxy.containSocket = (error) => this.#publishFailure(error, 'upgrade', null);
     // Node checks client-header-timeout every connectionsCheckingInterval (30 s by default): each
     // second keeps the limit within a second of NGINX's
     // requireHostHeader: rejectedStatus checks Host instead, answering with NGINX's page

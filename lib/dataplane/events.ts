@@ -31,7 +31,7 @@ export interface RequestFailure {
   /** request: routing, access or the response's start; auth: after an asynchronous access check;
    * close: the bookkeeping of a closed response; upgrade: a WebSocket upgrade; connection: the
    * answer to a client error (a request Node's parser refused) */
-  where: 'request' | 'auth' | 'close' | 'upgrade' | 'connection';
+  where: 'request' | 'auth' | 'proxy' | 'close' | 'upgrade' | 'connection';
   /** the request's X-Request-ID (received or generated); '' for a connection */
   requestId: string;
   message: string;

@@ -686,6 +686,9 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
 
   /** Answers with an error status (no response head was sent yet). */
   protected abstract fail(status: number): void;
+
+  /** An exception where no listener's boundary reaches (a deferred try): contained to this exchange. */
+  protected abstract unexpected(error: unknown): void;
   /** Cuts the client connection (a response was under way). */
   protected abstract cut(): void;
 
@@ -760,7 +763,14 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
       this.tried ??= new Set();
       this.tried.add(peer.key);
     }
-    queueMicrotask(this.next);
+    // out of every listener's boundary: an exception of the next try is contained here
+    queueMicrotask(() => {
+      try {
+        this.next();
+      } catch (error) {
+        this.unexpected(error);
+      }
+    });
   }
 
   protected observe(): void {
@@ -945,6 +955,11 @@ class WebExchange extends Exchange {
       this.record,
       this.opts.headers as string[],
     );
+  }
+
+  protected unexpected(error: unknown): void {
+    this.done = true;
+    this.proxy.contain(error, this.req, this.res);
   }
 
   protected fail(status: number): void {
@@ -1146,6 +1161,12 @@ class UpgradeExchange extends Exchange {
     sendSocketErrorPage(this.socket, status);
   }
 
+  protected unexpected(error: unknown): void {
+    this.done = true;
+    this.socket.destroy();
+    this.proxy.containSocket(error);
+  }
+
   protected cut(): void {
     this.socket.destroy();
   }
@@ -1292,6 +1313,16 @@ export class Proxy {
   /** mirror-target copies (fire and forget) */
   readonly mirrors = new MirrorClient();
 
+  /**
+   * Where an exception outside every listener's boundary goes (a deferred try, a buffered body's
+   * completion): the data plane's boundary answers 500 or cuts the response, logs and counts it.
+   */
+  contain: (error: unknown, req: IncomingMessage, res: ServerResponse) => void = (_error, _req, res) => {
+    res.destroy();
+  };
+  /** The same for a WebSocket tunnel's exchange (its socket is already closed). */
+  containSocket: (error: unknown) => void = noop;
+
   constructor(options: ProxyOptions = {}) {
     this.configure(options);
   }
@@ -1354,16 +1385,21 @@ export class Proxy {
       readBody(req, limit, (body) => {
         if (answered) return;
         answered = true;
-        if (body === null) {
-          if (ctx.hsts !== null) res.setHeader('Strict-Transport-Security', ctx.hsts);
-          setOwnResponseHeaders(res, policy);
-          sendErrorPage(res, 413);
-          return;
+        // the body's 'end' listener: no boundary of the data plane's reaches here
+        try {
+          if (body === null) {
+            if (ctx.hsts !== null) res.setHeader('Strict-Transport-Security', ctx.hsts);
+            setOwnResponseHeaders(res, policy);
+            sendErrorPage(res, 413);
+            return;
+          }
+          if (!hasLength) headers.push('content-length', String(body.length));
+          opts.body = body;
+          if (ctx.mirror != null) this.mirrors.send(req, ctx.mirror, body);
+          this.#start(req, res, target, ctx, opts, protocol, false, record);
+        } catch (error) {
+          this.contain(error, req, res);
         }
-        if (!hasLength) headers.push('content-length', String(body.length));
-        opts.body = body;
-        if (ctx.mirror != null) this.mirrors.send(req, ctx.mirror, body);
-        this.#start(req, res, target, ctx, opts, protocol, false, record);
       });
       return;
     }

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import t, { type Test } from 'tap';
+import { MirrorClient } from '../../lib/dataplane/mirror.ts';
 import { Proxy as UpstreamProxy } from '../../lib/dataplane/proxy.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
@@ -327,4 +328,54 @@ t.test('an exception while serving is contained to its request', async (t) => {
   t.equal(sampleValue(metrics, 'ingress_ts_request_errors_total', { where: 'auth' }), 1);
   t.equal(sampleValue(metrics, 'ingress_ts_request_errors_total', { where: 'upgrade' }), 1);
   failures.check();
+});
+
+t.test("an exception in the proxy's deferred work (a buffered body's end) is contained", async (t) => {
+  const failures = watchFailures(t);
+  // the copy of a buffered body is sent from the body's 'end' listener, outside every listener's
+  // boundary of the data plane: the fault is put there
+  const send = MirrorClient.prototype.send;
+  MirrorClient.prototype.send = function (this: MirrorClient, req: IncomingMessage, ...rest) {
+    if (req.headers['x-fault'] !== undefined) throw new Error('injected fault after the body');
+    return send.call(this, req, ...rest);
+  };
+  t.teardown(() => {
+    MirrorClient.prototype.send = send;
+  });
+  const { controller, logLines, scrape } = await setUp(
+    t,
+    ingressYaml({
+      name: 'mirrored',
+      host: 'mirrored.test',
+      service: 'web',
+      annotations: { 'mirror-target': 'http://127.0.0.1:1/copy' },
+    }),
+  );
+  const ports = { http: controller.http.port, https: controller.https.port };
+  for (const protocol of ['http', 'h2'] as const) {
+    const reply = await sendBody({
+      ...ports,
+      protocol,
+      framing: 'content-length',
+      host: 'mirrored.test',
+      path: '/',
+      body: 'abc',
+      headers: { 'x-fault': '1', 'x-request-id': `deferred-${protocol}` },
+    });
+    t.equal(reply.status, 500, `${protocol}: 500`);
+  }
+  t.equal((await get(ports.http, 'plain.test', '/')).status, 200, 'still serving');
+  failures.check();
+  t.same(
+    failures.contained.map((f) => [f.where, f.requestId]),
+    [
+      ['proxy', 'deferred-http'],
+      ['proxy', 'deferred-h2'],
+    ],
+  );
+  t.same(
+    logLines.filter((line) => line.level === 50).map((line) => line.req_id),
+    ['deferred-http', 'deferred-h2'],
+  );
+  t.equal(sampleValue(await scrape(), 'ingress_ts_request_errors_total', { where: 'proxy' }), 2);
 });
