@@ -202,7 +202,8 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       {
         where: failure.where,
         req_id: failure.requestId,
-        err: { message: failure.message, stack: failure.stack },
+        // an exception's text may quote a URL it was handed (a mirror target, an auth URL)
+        err: { message: redactText(failure.message), stack: redactText(failure.stack) },
       },
       'data plane: unexpected exception while serving (contained: answered 500 or closed)',
     );
