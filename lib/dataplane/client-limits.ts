@@ -63,6 +63,9 @@ export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): numb
   if (method.length + url.length + REQUEST_LINE_EXTRA > size) return 414;
   // asterisk-form (`OPTIONS * HTTP/1.1`, `:path: *`): NGINX's request-line parser refuses it
   if (url.length === 1 && url.charCodeAt(0) === 42 /* * */) return 400;
+  // NGINX: "client sent TRACE method", 405 before any location (a TRACE would echo the request's
+  // headers, cookies and credentials included, back from a backend that answers it)
+  if (method.length === 5 && method === 'TRACE') return 405;
   // rawHeaders, not `req.headers` (which would build an object per request); llhttp already refuses
   // a second Transfer-Encoding header
   const raw = req.rawHeaders;

@@ -235,5 +235,11 @@ t.test('one judgement of the client, the path and the host', async (t) => {
     t.match(connectH2.body, '<center><h1>405 Not Allowed</h1></center>', "NGINX's page");
     await logLine({ request_method: 'CONNECT', request_uri: 'a.test:443', status: 400 });
     await logLine({ request_method: 'CONNECT', request_uri: '/x', status: 405 });
+    const trace = await raw(port, 'TRACE / HTTP/1.1\r\nHost: a.test\r\n\r\n');
+    t.equal(trace.status, 405, 'TRACE: 405');
+    t.match(trace.text, '<center><h1>405 Not Allowed</h1></center>', "NGINX's page");
+    const traceH2 = await h2(session, { ':method': 'TRACE', ':path': '/', ':authority': 'a.test' });
+    t.equal(traceH2.status, 405, 'an HTTP/2 TRACE: 405');
+    await logLine({ request_method: 'TRACE', request_uri: '/', status: 405 });
   });
 });
