@@ -1,4 +1,4 @@
-{{/* Least privilege (README "Install with Helm"): reads of what the model is built from, the status
+{{/* Least privilege (docs/helm.md, "RBAC, least privilege"): reads of what the model is built from, the status
 subresource (read back before it is replaced), and Events. In the ClusterRole when every namespace is
 served, else in a Role in the one namespace served. */}}
 {{- define "ingress-ts.rbac.servedRules" -}}
