@@ -38,7 +38,12 @@ const EXCEPTIONS: Exception[] = [
 const excepted = (f: { file: string; specifier: string; rule: string }) =>
   EXCEPTIONS.some((e) => e.file === f.file && e.specifier === f.specifier && e.rule === f.rule);
 
-const static_ = (specifier: string, line: number, names: [string, boolean][] = [], typeOnly = false) => ({
+const imported = (
+  specifier: string,
+  line: number,
+  names: [string, boolean][] = [],
+  typeOnly = false,
+): ImportRef => ({
   specifier,
   line,
   kind: 'static',
@@ -59,30 +64,30 @@ t.test('the scanner finds imports and nothing that only looks like one', async (
         "import g, { type H } from './g.ts';",
       ].join('\n'),
       want: [
-        static_('./a.ts', 1, [['default', false]]),
-        static_('./b.ts', 2, [
+        imported('./a.ts', 1, [['default', false]]),
+        imported('./b.ts', 2, [
           ['b', false],
           ['c', false],
           ['E', true],
         ]),
-        static_('node:fs', 3, [['*', false]]),
-        static_('./side.ts', 4),
-        static_('./f.ts', 5, [['F', true]], true),
-        static_('./g.ts', 6, [
+        imported('node:fs', 3, [['*', false]]),
+        imported('./side.ts', 4),
+        imported('./f.ts', 5, [['F', true]], true),
+        imported('./g.ts', 6, [
           ['default', false],
           ['H', true],
         ]),
-      ] as ImportRef[],
+      ],
     },
     {
       name: 'an import clause over several lines',
       source: "import {\n  one,\n  two,\n} from '../store/store.ts';\n",
       want: [
-        static_('../store/store.ts', 4, [
+        imported('../store/store.ts', 4, [
           ['one', false],
           ['two', false],
         ]),
-      ] as ImportRef[],
+      ],
     },
     {
       name: 're-exports',
@@ -161,7 +166,7 @@ t.test('the scanner finds imports and nothing that only looks like one', async (
         "const q = a / b; const r = /[/']/.test(s);",
         "import real from './real.ts';",
       ].join('\n'),
-      want: [static_('./real.ts', 7, [['default', false]])] as ImportRef[],
+      want: [imported('./real.ts', 7, [['default', false]])],
     },
   ];
   for (const c of cases) t.strictSame(scanImports(c.source), c.want, c.name);

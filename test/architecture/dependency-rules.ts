@@ -1,4 +1,4 @@
-// The dependency rules of lib/ (docs: the Layout of DESIGN and README), as data a test can check.
+// The dependency rules of lib/ (docs/architecture.md describes them for readers), as data a test can check.
 // The flow is source → store → model ← dataplane: the model is a pure function of a snapshot, the
 // data plane is a unit made from options plus a model (so it can move into worker threads), and
 // metrics observe through events instead of being called from the hot path.
