@@ -1,5 +1,5 @@
 // Proxy benchmark: ingress-ts against one NGINX worker configured like ingress-nginx, with wrk on
-// loopback. Method of /work/shared/reference/perf-baseline.md: one proxy process pinned to core 0
+// loopback. Method: one proxy process pinned to core 0
 // (`taskset -c 0`), wrk and the upstream NGINX pinned to core 1, contenders interleaved per round
 // (a b c a b c ...), medians reported. Run with `node bench/proxy-bench.ts [flags]` (see `--help`).
 //

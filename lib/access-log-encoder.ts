@@ -4,7 +4,7 @@
 // Why: the line is ~600 bytes made of ~50 parts. As a string it is a tree of parts that is flattened
 // and then encoded, and all of it is garbage a moment later. Per request that garbage made the young
 // generation collect more often, and each collection copies every request in flight: in the
-// benchmark the string line cost about twice what writing the same bytes here costs (bench/README.md,
+// benchmark the string line cost clearly more than writing the same bytes here (bench/README.md,
 // "What metrics and the access log cost"). Here the constant parts are copied from bytes made once,
 // strings the client controls are escaped as JSON only when they need it, and numbers are written
 // digit by digit; nothing is allocated for a line but the time's prefix, once a second.

@@ -1,7 +1,7 @@
 // The floor of a Node.js proxy, for comparison: `http.createServer` and one undici Pool, each request
 // forwarded with `dispatch()` (headers passed through except Connection, no routing, no forwarded headers, no
 // retries), the response head written with `writeHead` and the body chunks with backpressure. This is
-// the "Node + undici dispatch" proxy of perf-baseline.md. Run: node bench/support/bare-proxy.ts PORT UPSTREAM_PORT
+// the "undici floor" contender of proxy-bench.ts. Run: node bench/support/bare-proxy.ts PORT UPSTREAM_PORT
 
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { type Dispatcher, Pool } from 'undici';

@@ -1,4 +1,4 @@
-// The access phase of a route, compiled once per runtime (issue #9, part F), in NGINX's order:
+// The access phase of a route, compiled once per runtime, in NGINX's order:
 // preaccess (limit-connections, limit-rpm, limit-rps: limit-conn-status-code / limit-req-status-code,
 // 503 by default), then access (denylist before allowlist: NGINX's `deny …; allow …; deny all;`,
 // 403). The CIDR lists are native `net.BlockList`s (IPv4, IPv6 and IPv4-mapped peers); a request

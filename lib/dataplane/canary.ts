@@ -1,6 +1,5 @@
 // The per-request canary decision, as ingress-nginx's balancer.lua route_to_alternative_balancer
-// makes it (../shared/reference/ingress-nginx-behavior.md §2.3). Made once per request, in the
-// routing step, so retries stay on the backend it chose:
+// makes it. Made once per request, in the routing step, so retries stay on the backend it chose:
 //   header  (canary-by-header): with -value, that exact value → canary, else fall through; with
 //           -pattern, a match → canary, no match falls through, a pattern that does not compile →
 //           main (and stop); without either, "always" → canary, "never" → main, else fall through;

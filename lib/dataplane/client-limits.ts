@@ -1,4 +1,4 @@
-// Client-facing limits of the listeners (issue #11, part K): the request head size
+// Client-facing limits of the listeners: the request head size
 // (`large-client-header-buffers`), the URI length, the cap on concurrent client connections
 // (`max-worker-connections`), the framing checks llhttp leaves to us, and the answer to a request
 // Node's parser refused (`clientError`).

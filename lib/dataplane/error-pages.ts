@@ -1,6 +1,6 @@
-// The error responses the proxy writes itself, in NGINX's shape (reference §0 "Default NGINX error
-// bodies") minus the `<hr><center>nginx</center>` banner: ingress-nginx clients and monitors that look at
-// the body or the reason phrase keep working, and nothing names the product or its version.
+// The error responses the proxy writes itself, in the shape of NGINX's default error bodies minus the
+// `<hr><center>nginx</center>` banner: ingress-nginx clients and monitors that look at the body or the
+// reason phrase keep working, and nothing names the product or its version.
 
 import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';

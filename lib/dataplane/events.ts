@@ -1,5 +1,5 @@
 // What the data plane reports leaves it through node:diagnostics_channel, never through imports of
-// logging or metrics code (DESIGN.md: the data plane could run in a worker thread).
+// logging or metrics code, so the data plane could run in a worker thread.
 
 import { channel } from 'node:diagnostics_channel';
 

@@ -1,4 +1,4 @@
-// The global ConfigMap's request/response settings compiled once per runtime (issue #8, part D): who
+// The global ConfigMap's request/response settings compiled once per runtime: who
 // the client is (real IP, trusted proxies), which X-Forwarded-* to believe, the headers added upstream
 // and downstream, the Server header, the client and upstream connection settings. Requests only read
 // the result: a CIDR check is one native BlockList lookup, header tables are plain lookups.

@@ -1,5 +1,5 @@
 // The proxy hop: one request (or one WebSocket handshake) to a balancer-chosen peer, through one undici
-// Pool per peer, with ingress-nginx's upstream headers (reference §1.10) and its retry rules (§3.7).
+// Pool per peer, with ingress-nginx's upstream headers and its retry rules (proxy-next-upstream).
 //
 // Hot path: one header pass over rawHeaders, one pick, one dispatch; the handler object is the request's
 // only allocation of note and serves every try. Bodies stream both ways with backpressure: undici pauses
@@ -174,7 +174,7 @@ export function generateRequestId(): string {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Upstream request headers (reference §1.10)
+// Upstream request headers, as ingress-nginx's template sets them
 
 const DROP = 1;
 const HOST = 2;
@@ -232,7 +232,7 @@ const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.creat
 /** Connection tokens that name no header to strip. */
 const CONNECTION_OPTIONS = new Set(['close', 'keep-alive', 'upgrade', '']);
 
-/** NGINX's `ngx_http_upstream_non_idempotent`: never resent once the request went out (§3.7). */
+/** NGINX's `ngx_http_upstream_non_idempotent`: never resent once the request went out. */
 const NON_IDEMPOTENT = new Set(['POST', 'LOCK', 'PATCH']);
 
 interface Forward {

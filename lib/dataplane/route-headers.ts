@@ -1,4 +1,4 @@
-// Response headers of a route (issue #9, part H): custom-headers and CORS, added to every response
+// Response headers of a route: custom-headers and CORS, added to every response
 // of the route whatever its status (NGINX's more_set_headers), on top of the ConfigMap's
 // add-headers. Compiled once per route into an HttpPolicy whose `responseHeaders` / `responseDrop`
 // the proxy already applies to upstream responses and the proxy's own answers, so a request only

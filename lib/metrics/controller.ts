@@ -1,4 +1,4 @@
-// Controller-level Prometheus metrics under ingress-nginx's names (reference surface §1.3, §1.4), so
+// Controller-level Prometheus metrics under ingress-nginx's names (docs/observability.md), so
 // dashboards and alerts written for ingress-nginx keep working, plus ingress-ts's own. Classic text
 // format: counters keep ingress-nginx's bare names (no `_total` added).
 //

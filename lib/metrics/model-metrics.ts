@@ -1,4 +1,4 @@
-// ingress-nginx's controller metrics that are read off the routing model (reference surface §1.3):
+// ingress-nginx's controller metrics that are read off the routing model (docs/observability.md):
 // certificate expiry and identity per server, and Ingresses whose backends cannot serve.
 //
 //   nginx_ingress_controller_ssl_expire_time_seconds{namespace,class,host,secret_name,identifier}
@@ -37,7 +37,7 @@ export interface ModelMetrics {
   /**
    * Leader election: only the leader exports ssl_expire_time_seconds, and losing leadership removes
    * its series (ingress-nginx's OnStoppedLeading). Starts as leader: standalone mode has no election.
-   * TODO(#5): call this from the Kubernetes leader election.
+   * In Kubernetes mode lib/main.ts calls it from the leader election.
    */
   setLeader(leader: boolean): void;
 }

@@ -1,4 +1,4 @@
-// Per-request metrics under ingress-nginx's names, labels and buckets (reference surface §1.2):
+// Per-request metrics under ingress-nginx's names, labels and buckets (docs/observability.md):
 // nginx_ingress_controller_requests and the duration and size histograms, labelled status, method,
 // path (the Ingress rule path), namespace, ingress, service, canary and, with --metrics-per-host,
 // host.

@@ -59,15 +59,15 @@ export interface GlobalConfig {
    * (OpenSSL cipher string; TLS 1.3 suites are not affected by it)
    */
   ssl: { minVersion: TlsVersion; maxVersion: TlsVersion; ciphers: string };
-  // --- client address, request and response headers, connections, custom errors (issue #8, part D)
-  /** how the client address and X-Forwarded-* are derived (reference §1.10) */
+  // --- client address, request and response headers, connections, custom errors
+  /** how the client address and X-Forwarded-* are derived, as ingress-nginx derives them */
   forwarding: ForwardingConfig;
   /** headers added, removed or generated on the way up and down */
   headers: HeadersConfig;
   /** `keep-alive` (s), `keep-alive-requests`, `client-header-timeout` (s), `client-body-timeout` (s) */
   client: { keepAlive: number; keepAliveRequests: number; headerTimeout: number; bodyTimeout: number };
   /** `large-client-header-buffers` ("4 8k"): a request line or header line fits in `size` bytes, the
-   * whole request head in `count` × `size` (issue #11, part K) */
+   * whole request head in `count` × `size` */
   largeClientHeaderBuffers: { count: number; size: number };
   /** `max-worker-connections` (16384): concurrent client connections, HTTP and HTTPS together; 0: no cap */
   maxWorkerConnections: number;
@@ -79,7 +79,7 @@ export interface GlobalConfig {
   allowSnippetAnnotations: boolean;
   /** `global-auth-*`, `no-auth-locations`: external authentication for every location (global-auth.ts) */
   globalAuth: GlobalAuthConfig;
-  /** `global-allowed-response-headers`: the header names custom-headers ConfigMaps may set (issue #9, part H) */
+  /** `global-allowed-response-headers`: the header names custom-headers ConfigMaps may set */
   globalAllowedResponseHeaders: string[];
   /** `allow-cross-namespace-resources`: annotations may name a ConfigMap or Secret of another namespace */
   allowCrossNamespaceResources: boolean;
@@ -90,7 +90,7 @@ export interface GlobalConfig {
   annotationValueWordBlocklist: string[];
   /** `annotations-risk-level`: an Ingress with an annotation of a higher risk is skipped whole */
   annotationsRiskLevel: AnnotationRisk;
-  /** client address access control and rate-limit statuses (issue #9, part F) */
+  /** client address access control and rate-limit statuses */
   access: AccessConfig;
   /** `worker-shutdown-timeout` in milliseconds: how long in-flight requests may drain at shutdown */
   workerShutdownTimeoutMs: number;
@@ -263,7 +263,7 @@ const proxyText =
     return null;
   };
 
-// --- client address, headers, connections, custom errors (part D) ---------------------------------
+// --- client address, headers, connections, custom errors -----------------------------------------
 
 /** HTTP field names (RFC 9110 token). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -387,7 +387,7 @@ export function isNginxInternalKey(key: string): boolean {
   );
 }
 
-function PART_D_KEYS(): Record<string, KeyParser> {
+function clientAndHeaderKeys(): Record<string, KeyParser> {
   return {
     'use-forwarded-headers': bool((config, value) => {
       config.forwarding.useForwardedHeaders = value;
@@ -483,8 +483,8 @@ function PART_D_KEYS(): Record<string, KeyParser> {
   };
 }
 
-/** Keys of custom-headers (issue #9, part H). */
-function PART_H_KEYS(): Record<string, KeyParser> {
+/** Keys of custom-headers. */
+function customHeadersKeys(): Record<string, KeyParser> {
   return {
     'global-allowed-response-headers': (value, config) => {
       config.globalAllowedResponseHeaders = value
@@ -521,7 +521,7 @@ function PART_H_KEYS(): Record<string, KeyParser> {
   };
 }
 
-// --- access control and rate limits (issue #9, part F) ---------------------------------------------
+// --- access control and rate limits --------------------------------------------------------------
 
 /** A comma list of addresses/CIDRs, all valid or the key keeps its default. */
 const cidrList =
@@ -548,7 +548,7 @@ const limitStatus =
     return null;
   };
 
-function PART_F_KEYS(): Record<string, KeyParser> {
+function accessControlKeys(): Record<string, KeyParser> {
   return {
     'whitelist-source-range': cidrList((config, cidrs) => {
       config.access.allowlist = cidrs;
@@ -574,7 +574,7 @@ function PART_F_KEYS(): Record<string, KeyParser> {
   };
 }
 
-// --- graceful shutdown (issue #11, part L) ---------------------------------------------------------
+// --- graceful shutdown ---------------------------------------------------------------------------
 
 const NGINX_TIME_UNITS_MS: Record<string, number> = {
   ms: 1,
@@ -597,7 +597,7 @@ export function parseNginxTimeMs(value: string): number | null {
   return Number.isSafeInteger(total) ? total : null;
 }
 
-function PART_L_KEYS(): Record<string, KeyParser> {
+function shutdownKeys(): Record<string, KeyParser> {
   return {
     'worker-shutdown-timeout': (value, config) => {
       const ms = parseNginxTimeMs(value);
@@ -696,11 +696,11 @@ const KEYS: Record<string, KeyParser> = {
     config.accessLog.path = value;
     return null;
   },
-  ...PART_D_KEYS(),
+  ...clientAndHeaderKeys(),
   ...globalAuthKeys(),
-  ...PART_H_KEYS(),
-  ...PART_F_KEYS(),
-  ...PART_L_KEYS(),
+  ...customHeadersKeys(),
+  ...accessControlKeys(),
+  ...shutdownKeys(),
   'use-http2': bool((config, value) => {
     config.useHttp2 = value;
   }),

@@ -1,8 +1,9 @@
 // Regex-mode paths compiled once: ingress-nginx renders every path of a host in regex mode as
 // `location ~* "^<path>"`, which ingress-ts matches with RE2 (linear time). Compiling a long pattern
-// costs about a millisecond; the build compiles each one to refuse those RE2 cannot take, and the data
-// plane needs the same compiled object to match with. Without sharing, a host with 1,000 paths of
-// 1,000 characters cost ~0.5 s of build plus ~0.6 s of compile on every full swap (bench/README.md).
+// is costly; the build compiles each one to refuse those RE2 cannot take, and the data plane needs the
+// same compiled object to match with. Without sharing, a host with many long regex paths paid for all
+// of them twice on every full swap, even one caused by a change elsewhere (bench/regex-swap.ts; the
+// figures are in bench/README.md).
 //
 // Compiled patterns (and RE2's refusals) are kept for two generations: a build starts a new one
 // (newPathRegexGeneration), and a pattern looked up in it or in the one before stays. So a swap

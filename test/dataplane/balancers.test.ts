@@ -1,5 +1,5 @@
-// Load balancers (ingress-nginx §3.2 round_robin, §3.3 ewma), driven by a fake clock and a seeded
-// random source so every run is identical.
+// Load balancers (ingress-nginx's balancer/round_robin.lua and balancer/ewma.lua), driven by a fake
+// clock and a seeded random source so every run is identical.
 import fc from 'fast-check';
 import t from 'tap';
 import { type BalancerEnv, type Peer, peerKey } from '../../lib/dataplane/balancer.ts';
@@ -165,7 +165,7 @@ t.test('round_robin', async (t) => {
 });
 
 t.test('ewma', async (t) => {
-  t.test('decay arithmetic (§3.3)', async (t) => {
+  t.test('decay arithmetic', async (t) => {
     t.equal(DECAY_TIME, 10);
     t.equal(decayEwma(1, 100, 0, 100), 1, 'no time passed: unchanged');
     t.equal(decayEwma(1, 100, 0, 90), 1, 'negative elapsed time counts as 0');

@@ -1,4 +1,4 @@
-// normalizePath against NGINX's ngx_http_parse_complex_uri (issue #9, part H): escapes decoded before
+// normalizePath against NGINX's ngx_http_parse_complex_uri: escapes decoded before
 // `.`/`..` and slash merging (so %2F and %2E take part in them), a backslash is an ordinary
 // character (NGINX on Unix), %00 and malformed escapes are 400 (null), `..` above the root is 400,
 // and decoded bytes that are not UTF-8 are routed rather than refused.

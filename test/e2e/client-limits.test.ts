@@ -1,4 +1,4 @@
-// Client-facing limits through the real proxy (issue #11, part K): large-client-header-buffers (a
+// Client-facing limits through the real proxy: large-client-header-buffers (a
 // header line over one buffer → 431, a head over all of them → 431, a request line over one buffer →
 // 414, a swap raising the limit), request smuggling shapes refused with 400 without the backend ever
 // seeing them (nor a request hidden in their body), max-worker-connections (the connection over the

@@ -1,4 +1,4 @@
-// The global ConfigMap's request/response keys through the real proxy (issue #8, part D): the
+// The global ConfigMap's request/response keys through the real proxy: the
 // upstream headers with the defaults (X-Forwarded-* not believed, X-Forwarded-For replaced, request
 // ids generated, no Server), then after a swap with use-forwarded-headers, compute-full-forwarded-for,
 // real IP behind trusted proxies, generate-request-id off, server-tokens, proxy-set-headers,

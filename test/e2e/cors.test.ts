@@ -1,4 +1,4 @@
-// CORS through the real proxy (issue #9, part H): preflights from allowed origins answered 204 before
+// CORS through the real proxy: preflights from allowed origins answered 204 before
 // redirects, ssl-redirect and the 503 check; the CORS headers on every status of the route for an
 // allowed Origin (replacing the upstream's); `*` answering every request with Allow-Origin `*`;
 // origin lists echoed, with single-label wildcard subdomains and ports; unmatched origins proxied

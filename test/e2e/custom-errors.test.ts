@@ -1,4 +1,4 @@
-// custom-http-errors and default-backend through the real proxy (issue #8, part D): an upstream
+// custom-http-errors and default-backend through the real proxy: an upstream
 // status in the route's list is answered by the error backend (the route's default-backend Service,
 // else --default-backend-service) with the X-Code family of headers and URI `/`, and its response
 // (status, type, body) goes to the client unchanged, as ingress-nginx documents; statuses not in the

@@ -1,4 +1,4 @@
-// custom-headers through the real proxy (issue #9, part H): the ConfigMap's entries on every response
+// custom-headers through the real proxy: the ConfigMap's entries on every response
 // of the route (upstream 200 and 404, the proxy's own 503), replacing the upstream's; a key missing
 // from global-allowed-response-headers, a missing ConfigMap, or a ConfigMap of another namespace
 // without allow-cross-namespace-resources deny the location (503, never the headers-less route);

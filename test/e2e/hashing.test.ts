@@ -41,7 +41,7 @@ t.test('consistent hashing through the proxy', async (t) => {
       site('hashed', { 'upstream-hash-by': '$request_uri' }),
       site('subset', { 'upstream-hash-by': '$request_uri', 'upstream-hash-by-subset': 'true' }),
       site('plain', {}),
-      // a canary for a host no main Ingress serves (issue #6: never a host of its own → 404)
+      // a canary for a host no main Ingress serves (never a host of its own → 404)
       site('lost', { canary: 'true', 'canary-weight': '100' }).replace(
         'service: { name: lost',
         'service: { name: plain',

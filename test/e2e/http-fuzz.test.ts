@@ -1,4 +1,4 @@
-// HTTP fuzzing of the running proxy (issue #11, part K): seeded fast-check requests and a corpus of
+// HTTP fuzzing of the running proxy: seeded fast-check requests and a corpus of
 // hostile ones, over raw TCP to a standalone controller (an echo backend per route, an allowlisted
 // /admin that 127.0.0.1 may not reach). Properties, for every request: the answer is a well-formed
 // HTTP/1.1 response or a closed connection, never a hang (the per-request timeout); input known to be

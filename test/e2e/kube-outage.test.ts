@@ -1,5 +1,5 @@
-// The API server goes away for 60 s (issue #11; the environment variable INGRESS_TS_API_OUTAGE_MS sets
-// another length, in ms) after watch streams cut, 500s and 429s; its watch history is compacted
+// The API server goes away for 60 s (the environment variable INGRESS_TS_API_OUTAGE_MS sets another
+// length, in ms) after watch streams cut, 500s and 429s; its watch history is compacted
 // meanwhile, so the controller's resourceVersions get 410, while a client sends requests in
 // a loop: every request is served by the last good configuration, and once the API server is back the
 // controller relists and converges on what changed meanwhile. Slow by nature (the outage is

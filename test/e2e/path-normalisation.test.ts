@@ -1,4 +1,4 @@
-// The path-normalisation guarantee (issue #9, part H): a path-based route cannot be reached or
+// The path-normalisation guarantee: a path-based route cannot be reached or
 // bypassed by encoding tricks. Routing matches the normalised path NGINX's ngx_http_parse_complex_uri
 // gives $uri (percent-decoding, `.`/`..` segments, merged slashes; `..` above the root and `%00` are
 // 400), while the upstream gets the request URI exactly as the client sent it (no rewrite). An

@@ -1,4 +1,4 @@
-// Upstream behaviour annotations through the real proxy (issue #8, part B), with backends that
+// Upstream behaviour annotations through the real proxy, with backends that
 // misbehave on purpose: a read timeout (504) and the proxy-next-upstream-timeout window, http_503
 // retries (the first answer discarded, POST only with non_idempotent, the last answer passed on once
 // the tries run out), proxy-body-size (413 for a declared length, for a chunked body with request

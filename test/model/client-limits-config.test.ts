@@ -1,4 +1,4 @@
-// The ConfigMap keys of the client limits (issue #11, part K): large-client-header-buffers
+// The ConfigMap keys of the client limits: large-client-header-buffers
 // (`<number> <size>`, k / m suffixes) and max-worker-connections (0: no cap); invalid values keep the
 // ingress-nginx defaults and are reported on the ConfigMap.
 import t from 'tap';

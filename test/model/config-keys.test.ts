@@ -1,4 +1,4 @@
-// The global ConfigMap's request/response keys (issue #8, part D): client address and forwarded
+// The global ConfigMap's request/response keys: client address and forwarded
 // headers, request ids, Server, header ConfigMaps, connection settings, custom-http-errors, snippets
 // and NGINX-internal keys.
 import t from 'tap';
@@ -16,7 +16,7 @@ const INVALID = 'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts';
 
 runCases(t, [
   {
-    name: 'part D keys: ingress-nginx defaults',
+    name: 'request/response keys: ingress-nginx defaults',
     ingresses: [],
     check: (t, { model }) => {
       t.strictSame(model.config.forwarding, {
@@ -45,7 +45,7 @@ runCases(t, [
     },
   },
   {
-    name: 'part D keys: every key is read',
+    name: 'request/response keys: every key is read',
     ingresses: [],
     configMaps: [
       configMap({
@@ -107,7 +107,7 @@ runCases(t, [
     },
   },
   {
-    name: 'part D keys: invalid values keep the default, each reported on the ConfigMap',
+    name: 'request/response keys: invalid values keep the default, each reported on the ConfigMap',
     ingresses: [],
     configMaps: [
       configMap({
@@ -132,7 +132,7 @@ runCases(t, [
     check: (t, { model }) => t.strictSame(model.config, DEFAULT_GLOBAL_CONFIG),
   },
   {
-    name: 'part D keys: a header ConfigMap with an entry that is not a header is not used',
+    name: 'request/response keys: a header ConfigMap with an entry that is not a header is not used',
     ingresses: [],
     configMaps: [
       configMap({ 'proxy-set-headers': 'ingress/up' }),
@@ -147,7 +147,7 @@ runCases(t, [
     },
   },
   {
-    name: 'part D keys: NGINX-internal keys are told apart from keys not supported yet',
+    name: 'request/response keys: NGINX-internal keys are told apart from keys not supported yet',
     ingresses: [],
     configMaps: [
       configMap({

@@ -1,4 +1,4 @@
-// Upstream behaviour (issue #8, part B): proxy-* annotations over the ConfigMap keys of the same
+// Upstream behaviour: proxy-* annotations over the ConfigMap keys of the same
 // names, resolved per route (upstreamSettings); invalid values fall back to the ConfigMap's value
 // (ingress-nginx's proxy parser), an invalid upstream-vhost drops the Ingress; service-upstream
 // sends the upstream to the Service's ClusterIP.

@@ -1,7 +1,7 @@
 // The fake kube-apiserver (test/support/fake-apiserver.ts) against the real @kubernetes/client-node 2
 // client: typed calls, patches, the status subresource, Leases, Events, selectors, informers and
-// every fault the controller's informer wrapper must survive. The client behaviour the assertions
-// pin down is recorded in /work/shared/reference/kube-api-fake.md.
+// every fault the controller's informer wrapper must survive. The assertions pin down how the client
+// behaves, so a client upgrade that changes it fails here first.
 
 import { readFile } from 'node:fs/promises';
 import * as k8s from '@kubernetes/client-node';

@@ -1,6 +1,6 @@
 // A fake kube-apiserver for tests: plain HTTP on 127.0.0.1, the REST surface the controller uses, and
-// hooks to inject faults. It follows /work/shared/reference/kube-api-fake.md ("the reference" below),
-// which records how @kubernetes/client-node 2 talks to a server and what a real apiserver answers.
+// hooks to inject faults. It answers the way a real apiserver answers @kubernetes/client-node 2, and
+// test/source/fake-apiserver.test.ts holds it to that with the real client.
 //
 // Not modelled: discovery (/api, /apis), server-side apply, strategic merge keys (treated as a merge
 // patch), protobuf, managedFields, admission (namespaces need not exist), dryRun, list paging.
@@ -89,7 +89,7 @@ export interface FakeApiServerOptions {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Resources (reference §2.1)
+// Resources
 
 interface Resource {
   group: string; // '' for core
@@ -105,7 +105,7 @@ interface Resource {
   unconditionalUpdate: boolean;
   /** true for Lease: a PUT to a missing name creates it. */
   createOnUpdate: boolean;
-  /** metav1.MicroTime fields, which only parse with 6 fractional digits (reference §2.3.12). */
+  /** metav1.MicroTime fields, which only parse with 6 fractional digits. */
   microTimes: string[][];
   /** Field labels a fieldSelector may use beyond metadata.name/metadata.namespace. */
   fieldLabels: string[];
@@ -129,7 +129,7 @@ function resource(group: string, kind: string, plural: string, extra: Partial<Re
   };
 }
 
-// Event validation (pkg/apis/core/validation/events.go, reference §2.3.13), reduced to the rules
+// Event validation (pkg/apis/core/validation/events.go), reduced to the rules
 // a controller is likely to break.
 function validateCoreEvent(obj: KubeObject): string[] {
   const involvedNs = (obj.involvedObject as { namespace?: string } | undefined)?.namespace ?? '';
@@ -200,7 +200,7 @@ function resolveType(type: TypeRef): Resource {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Status errors (reference §2.2: every non-2xx carries a Status object)
+// Status errors (every non-2xx carries a Status object)
 
 class ApiError extends Error {
   code: number;
@@ -269,7 +269,7 @@ const invalid = (r: Resource, name: string, problems: string[]) =>
 const badRequest = (message: string) => new ApiError(400, 'BadRequest', message);
 
 // ---------------------------------------------------------------------------------------------
-// Selectors (reference §2.3.6)
+// Selectors
 
 interface LabelRequirement {
   key: string;
@@ -341,7 +341,7 @@ function matches(filter: Filter, obj: KubeObject): boolean {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Patches (reference §2.3.11)
+// Patches
 
 type Json = unknown;
 const isObject = (v: Json): v is Record<string, Json> =>
@@ -465,7 +465,7 @@ function generateName(prefix: string): string {
 
 const keyOf = (obj: KubeObject) => `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
 const meta = (obj: KubeObject) => obj.metadata as NonNullable<KubeObject['metadata']>;
-/** List items carry no kind/apiVersion (reference §2.2). */
+/** List items carry no kind/apiVersion, as in a real apiserver's lists. */
 function listItem(obj: KubeObject): KubeObject {
   const { kind: _kind, apiVersion: _apiVersion, ...rest } = obj;
   return rest;
@@ -521,7 +521,7 @@ function generationMoves(r: Resource, prev: KubeObject, next: KubeObject): boole
 }
 
 // ---------------------------------------------------------------------------------------------
-// Routing (reference §2.1 paths)
+// Routing (the resource paths)
 
 interface Route {
   resource: Resource;
@@ -586,7 +586,7 @@ function requestMatches(matcher: RequestMatcher, request: RequestRecord): boolea
 export class FakeApiServer {
   /** Every request, in arrival order. */
   readonly requests: RequestRecord[] = [];
-  /** TCP connections accepted so far (client-node opens one per request, reference §0.10). */
+  /** TCP connections accepted so far (client-node opens one per request). */
   connectionCount = 0;
 
   #options: FakeApiServerOptions;
@@ -645,7 +645,7 @@ export class FakeApiServer {
     return this.#sockets.size;
   }
 
-  // --- client configuration (reference §1.6) ------------------------------------------------
+  // --- client configuration ---------------------------------------------------------------------
 
   /** A KubeConfig for this server: http needs skipTLSVerify, plus a token user. */
   kubeConfig(): KubeConfig {
@@ -899,7 +899,7 @@ current-context: fake
   #validate(r: Resource, obj: KubeObject, creating: boolean): void {
     for (const field of r.microTimes) {
       const value = fieldValue(obj, field.join('.'));
-      // The decoder fails before validation: 400, not 422 (reference §0.8).
+      // The decoder fails before validation: 400, not 422, as in a real apiserver.
       if (value !== '' && !MICRO_TIME.test(value))
         throw badRequest(
           `${r.kind} in version "${r.version}" cannot be handled as a ${r.kind}: parsing time "${value}" ` +
@@ -932,7 +932,7 @@ current-context: fake
   /**
    * Update (rest.BeforeUpdate + the kind's PrepareForUpdate): server-owned metadata is kept, the
    * main resource keeps .status, /status keeps .spec and never moves generation; a no-op write
-   * keeps the RV and emits nothing (reference §2.3.1, §2.3.9).
+   * keeps the RV and emits nothing.
    */
   #update(r: Resource, prev: KubeObject, next: KubeObject, mode: 'main' | 'status' | 'direct'): KubeObject {
     const m = meta(next);
@@ -959,7 +959,7 @@ current-context: fake
     return this.#commit(r, 'MODIFIED', next, prev);
   }
 
-  /** DELETED carries the last stored state at the delete's RV (reference §2.3.5). */
+  /** DELETED carries the last stored state at the delete's RV. */
   #delete(r: Resource, prev: KubeObject): KubeObject {
     return this.#commit(r, 'DELETED', structuredClone(prev), prev);
   }
@@ -1034,7 +1034,7 @@ current-context: fake
     throw new ApiError(status, REASONS[status] ?? 'Unknown', message ?? `injected ${status}`);
   }
 
-  /** Every JSON answer says `Content-Type: application/json` (reference §0.5). */
+  /** Every JSON answer says `Content-Type: application/json`, as a real apiserver's do. */
   #send(res: ServerResponse, record: RequestRecord | undefined, status: number, body: unknown): void {
     if (res.headersSent) {
       res.destroy();
@@ -1070,7 +1070,7 @@ current-context: fake
         : this.#state(r).objects.get(`${route.namespace ?? ''}/${route.name}`);
     if (verb === 'list') {
       const items = this.#select(r, this.#filter(route, new URLSearchParams(record.query))).map(listItem);
-      const metadata = { resourceVersion: this.resourceVersion }; // the RV at list time (§2.3.2)
+      const metadata = { resourceVersion: this.resourceVersion }; // the RV at list time
       return [200, { kind: `${r.kind}List`, apiVersion: apiVersionOf(r), metadata, items }];
     }
     if (verb === 'get') {
@@ -1099,7 +1099,7 @@ current-context: fake
     return this.#put(route, existing, body);
   }
 
-  /** PUT (reference §2.3.10): 409 on a stale RV or another uid; 422 without RV for Lease. */
+  /** PUT: 409 on a stale RV or another uid; 422 without RV for Lease. */
   #put(route: Route, existing: KubeObject | undefined, body: KubeObject): [number, KubeObject] {
     const r = route.resource;
     const name = route.name as string;
@@ -1122,7 +1122,7 @@ current-context: fake
     return [200, this.#update(r, existing, body, route.subresource === 'status' ? 'status' : 'main')];
   }
 
-  /** PATCH (reference §2.3.11): json-patch, merge-patch, strategic (as merge); 415 otherwise. */
+  /** PATCH: json-patch, merge-patch, strategic (as merge); 415 otherwise. */
   #patch(
     route: Route,
     existing: KubeObject | undefined,
@@ -1157,7 +1157,7 @@ current-context: fake
   }
 
   /**
-   * A watch (reference §1.3, §2.3.3-8): header flushed at once, then the replay (history after RV,
+   * A watch: header flushed at once, then the replay (history after RV,
    * or synthetic ADDED for RV unset/"0"), then live events; a too-old RV gets 410.
    */
   #watch(route: Route, query: URLSearchParams, res: ServerResponse, record: RequestRecord): void {

@@ -1,5 +1,5 @@
 // upstream-hash-by: ingress-nginx's chash and chashsubset balancers (balancer/chash.lua over
-// lua-resty-balancer 0.05's resty.chash; ../shared/reference/ingress-nginx-behavior.md §3.4-3.5).
+// lua-resty-balancer 0.05's resty.chash).
 //
 // The ring: 160 points per node; point 0 is CRC-32 of the node id followed by 4 little-endian zero
 // bytes, point i the CRC-32 of the id followed by point i-1 as 4 little-endian bytes. A key goes to

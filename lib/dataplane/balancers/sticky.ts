@@ -1,5 +1,5 @@
 // affinity: cookie, ingress-nginx's sticky_balanced and sticky_persistent balancers
-// (../shared/reference/ingress-nginx-behavior.md §3.6). The cookie's value is
+// (balancer/sticky_balanced.lua and sticky_persistent.lua). The cookie's value is
 // `<session key>|<backend key>`, the backend key being md5hex(md5hex(upstream name) + upstream name),
 // so that a cookie minted by one upstream (a canary) is told apart from another's.
 // - balanced: a new session key is `<now>.<pid>.<random 0-999999>`; its endpoint is the owner of the

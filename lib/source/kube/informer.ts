@@ -2,7 +2,8 @@
 //
 // The client's informer re-watches by itself only after a clean end of the stream, a 410 or its own
 // 30 s inactivity timeout. A reset connection, a 5xx/429/403 on the watch, a refused connection or a
-// failed list fire `error` and leave it stopped for good (../shared/reference/kube-api-fake.md §0.1).
+// failed list fire `error` and leave it stopped for good (test/source/fake-apiserver.test.ts pins this
+// down against the real client).
 // So every `error` here schedules `start()` again after a jittered exponential backoff (capped), which
 // resumes from the last resourceVersion (the server answers 410 if that is too old, and the informer
 // then relists, reporting deletions that happened meanwhile). `stop()` also fires `error` (an
