@@ -239,28 +239,25 @@ function actionFor(state: RouteCompileState, route: Route | DefaultRoute): Actio
     };
   }
   if (route.backend.type === 'default') return state.defaultBackend;
+  return proxiedAction(state, route, route.backend.upstream, backendTls);
+}
+
+/** A route to an upstream: its settings and protocol, affinity cookie, custom errors and canary. */
+function proxiedAction(
+  state: RouteCompileState,
+  route: Route | DefaultRoute,
+  upstream: string,
+  backendTls: BackendTls | null,
+): Action {
+  const { model } = state;
   // the route's upstream settings serve its canary too (a canary's own location annotations are ignored)
   const settings = settingsOf(state, route.annotations);
   const protocol = route.annotations.backendProtocol.protocol;
+  const info = routeInfo(model, route);
+  const accessLog = routeLogs(model, route.annotations);
   // FastCGI cannot be spoken: 502 rather than HTTP to a FastCGI port (BACKEND_PROTOCOL_UNSUPPORTED)
-  if (protocol === 'FCGI') {
-    return {
-      type: 'status',
-      status: 502,
-      route: routeInfo(model, route),
-      accessLog: routeLogs(model, route.annotations),
-    };
-  }
-  const proxied = proxyTo(
-    state,
-    route.backend.upstream,
-    routeInfo(model, route),
-    routeLogs(model, route.annotations),
-    settings,
-    503,
-    protocol,
-    backendTls,
-  );
+  if (protocol === 'FCGI') return { type: 'status', status: 502, route: info, accessLog };
+  const proxied = proxyTo(state, upstream, info, accessLog, settings, 503, protocol, backendTls);
   const action =
     proxied.type === 'proxy' && 'setsAffinityCookie' in route && route.setsAffinityCookie
       ? { ...proxied, setsAffinityCookie: true }
