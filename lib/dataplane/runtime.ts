@@ -27,9 +27,11 @@ import { compileHostTable, compilePassthrough } from './runtime-hosts.ts';
 import { createRouteCompileState } from './runtime-routes.ts';
 import { type CertificatePair, compileSniStore, type SniStore } from './sni.ts';
 
-// the upstream settings of a route as the proxy reads them; tests check them through this module
+// a route's upstream settings as the proxy reads them: computed by the route step, and still
+// importable from here, where the proxy settings tests have always found them
 export { targetSettings } from './runtime-routes.ts';
 
+/** Who a request belongs to, for logs and metrics ($namespace, $ingress_name, $service_name…). */
 export interface RouteInfo {
   namespace: string;
   ingress: string;
@@ -161,6 +163,12 @@ export interface RuntimeDeps {
   ewmaStore: EwmaStore;
 }
 
+/**
+ * The steps, in order: balancers (taken over from `previous` by kind and endpoint set), the state
+ * the routes share (ConfigMap policies, the default backend, caches by annotation value), the host
+ * table (each server's routes compiled into its path matcher), then the passthrough table, which
+ * uses the same balancers. The SNI store reuses `previous`'s TLS contexts by content on its own.
+ */
 export function compileRuntime(model: Model, previous: Runtime | null, deps: RuntimeDeps): Runtime {
   if (previous !== null && previous.routesHash === model.routesHash) return updateEndpoints(previous, model);
   const upstreams = new UpstreamBalancers(model, previous?.balancers, deps);
