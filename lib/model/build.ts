@@ -1,9 +1,7 @@
 // buildModel: Kubernetes objects in, routing model and diagnostics out. Pure and deterministic:
-// no I/O, no timers, no clock, no randomness. A chain of named steps over one BuildState
-// (build-state.ts), each owning one concern:
-//   read the global ConfigMap → select, order and check Ingresses → resolve their Secrets → servers
-//   (catch-all, hosts) → host settings (server annotations, TLS) → client auth → routes (oldest wins)
-//   → canaries → ssl-passthrough → shared affinity → finish (regex mode, aliases, sort) → result
+// no I/O, no timers, no clock, no randomness. buildModel reads top to bottom as a chain of named
+// steps, each owning one concern and sharing one BuildState (build-state.ts); each is exported so
+// a test can run it alone on a prepared state.
 
 import { RE2JS } from 're2js';
 import {
