@@ -1,29 +1,34 @@
 // buildModel: Kubernetes objects in, routing model and diagnostics out. Pure and deterministic:
-// no I/O, no timers, no clock, no randomness. Steps, each owning one concern:
-//   select (class) → order (oldest first) → check (validate, annotations) → servers (hosts, catch-all)
-//   → host settings (server annotations, TLS) → routes (oldest wins) → finish (regex mode, aliases, sort)
+// no I/O, no timers, no clock, no randomness. buildModel reads top to bottom as a chain of named
+// steps, each owning one concern and sharing one BuildState (build-state.ts); each is exported so
+// a test can run it alone on a prepared state.
 
 import { RE2JS } from 're2js';
 import {
   catchAllAnnotations,
   customDefaultBackendName,
-  DEFAULT_LOCATION_ANNOTATIONS,
-  DEFAULT_SERVER_ANNOTATIONS,
   resolveCustomHeaders,
-  type ServerAnnotations,
   serverGroupIsSet,
   serverGroupKeys,
   usesRegex,
 } from './annotations/index.ts';
 import { type AuthLookups, resolveAuthReferences } from './auth-refs.ts';
-import { type ServiceBackendRef, UpstreamResolver } from './backends.ts';
+import type { ServiceBackendRef, UpstreamResolver } from './backends.ts';
+import {
+  type BuildState,
+  createBuildState,
+  createObjectLookups,
+  newDraft,
+  type ObjectLookups,
+  type ServerDraft,
+} from './build-state.ts';
 import { resolveClientAuth } from './client-auth.ts';
 import { type ConfigMapLookup, type GlobalConfig, parseGlobalConfig } from './config.ts';
 import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
 import { modelHashes } from './hash.ts';
 import { type CheckedIngress, checkIngress } from './ingress.ts';
 import { isOurIngress, ownedClassNames } from './ingress-class.ts';
-import { type ConfigMap, objectKey, type Secret, type Snapshot } from './k8s.ts';
+import { objectKey, type Snapshot } from './k8s.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
 import { sortIngresses } from './order.ts';
 import { compilePathRegex, newPathRegexGeneration } from './path-regex.ts';
@@ -31,7 +36,7 @@ import { prefixMatchKey } from './paths.ts';
 import { resolveProxySsl } from './proxy-ssl.ts';
 import { applySharedAffinity } from './shared-affinity.ts';
 import { sortSmall } from './sort.ts';
-import { type CertificateResult, certificateCovers, readCertificate, tlsSecretNameFor } from './tls.ts';
+import { type CertificateResult, certificateCovers, tlsSecretNameFor } from './tls.ts';
 import type { Backend, Canary, Certificate, Model, ObjectRef, Route, Server } from './types.ts';
 
 export interface ModelReferences {
@@ -51,14 +56,6 @@ export interface BuildResult {
   references: ModelReferences;
 }
 
-interface ServerDraft {
-  server: Server;
-  /** routes by path as written (Prefix) or `=path` (Exact) */
-  routeKeys: Map<string, Route>;
-  tlsOwner: CheckedIngress | null;
-  annotationSource: Partial<Record<keyof ServerAnnotations, ObjectRef>>;
-}
-
 const refName = (ref: ObjectRef): string => objectKey(ref.namespace, ref.name);
 const sameRef = (a: ObjectRef, b: ObjectRef): boolean => a.namespace === b.namespace && a.name === b.name;
 
@@ -76,80 +73,64 @@ function compareRoutes(a: Route, b: Route): number {
   return a.path > b.path ? -1 : 1;
 }
 
+// Each step reads and extends the build state; the order matters, for the model (oldest wins) and
+// for the order of the diagnostics and of the upstreams.
 export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> = {}): BuildResult {
   newPathRegexGeneration();
   const options: ModelOptions = { ...DEFAULT_MODEL_OPTIONS, ...overrides };
   const diagnostics = new DiagnosticsCollector();
-  const resolver = new UpstreamResolver(
-    snapshot.services,
-    snapshot.endpointSlices,
-    options.disableSvcExternalName,
-  );
-  const referencedSecrets = new Set<string>();
+  const lookups = createObjectLookups(snapshot);
+  const config = readGlobalConfig(snapshot, options, lookups, diagnostics);
+  const state = createBuildState(snapshot, options, diagnostics, lookups, config);
+  selectIngresses(state);
+  resolveLocationReferences(state);
+  resolveDefaultBackendFlag(state);
+  createServers(state);
+  applyHostSettings(state);
+  addClientAuth(state);
+  addRoutes(state);
+  attachCanaries(state);
+  markPassthrough(state);
+  combineSharedAffinity(state);
+  const servers = finishServers(state);
+  const defaultCertificate = resolveDefaultCertificateFlag(state);
+  return assembleResult(state, servers, defaultCertificate);
+}
 
-  // Secrets and their certificates, looked up at most once per build.
-  const secrets = new Map<string, Secret>();
-  for (const secret of snapshot.secrets) {
-    const { namespace, name } = secret.metadata ?? {};
-    if (typeof namespace === 'string' && typeof name === 'string')
-      secrets.set(objectKey(namespace, name), secret);
-  }
-  const certificateResults = new Map<string, CertificateResult | null>();
-  const certificateOf = (namespace: string, name: string): CertificateResult | null => {
-    const id = objectKey(namespace, name);
-    referencedSecrets.add(id);
-    if (certificateResults.has(id)) return certificateResults.get(id) ?? null;
-    const secret = secrets.get(id);
-    const result = secret === undefined ? null : readCertificate(secret, id);
-    certificateResults.set(id, result);
-    return result;
-  };
-  const certificates = new Map<string, Certificate>();
-
-  // The global ConfigMap (--configmap), and the ConfigMaps its keys refer to.
-  // (in Kubernetes mode the snapshot holds every watched namespace's ConfigMaps: indexed on first use)
-  const referencedConfigMaps = new Set<string>();
-  let configMapIndex: Map<string, ConfigMap> | null = null;
-  const lookupConfigMap = (namespace: string, name: string) => {
-    const key = objectKey(namespace, name);
-    referencedConfigMaps.add(key);
-    if (configMapIndex === null) {
-      configMapIndex = new Map();
-      for (const c of snapshot.configMaps) {
-        const { namespace: ns, name: n } = c.metadata ?? {};
-        if (typeof ns === 'string' && typeof n === 'string') {
-          const k = objectKey(ns, n);
-          if (!configMapIndex.has(k)) configMapIndex.set(k, c);
-        }
-      }
-    }
-    return configMapIndex.get(key);
-  };
-  let config: GlobalConfig;
+/** The global ConfigMap (--configmap), and the ConfigMaps its keys refer to. */
+export function readGlobalConfig(
+  snapshot: Snapshot,
+  options: ModelOptions,
+  lookups: ObjectLookups,
+  diagnostics: DiagnosticsCollector,
+): GlobalConfig {
   if (options.configMap === null) {
-    config = parseGlobalConfig(undefined, { namespace: '', name: '' }, diagnostics);
-  } else {
-    const ref = splitKey(options.configMap) ?? { namespace: '', name: options.configMap };
-    const configMap = snapshot.configMaps.find(
-      (c) => c.metadata?.namespace === ref.namespace && c.metadata?.name === ref.name,
-    );
-    if (configMap === undefined) {
-      diagnostics.report(
-        'ConfigMap',
-        ref,
-        'CONFIGMAP_NOT_FOUND',
-        `--configmap ${options.configMap} does not exist; ingress-nginx defaults are used`,
-      );
-    }
-    config = parseGlobalConfig(configMap, ref, diagnostics, lookupConfigMap);
+    return parseGlobalConfig(undefined, { namespace: '', name: '' }, diagnostics);
   }
+  const ref = splitKey(options.configMap) ?? { namespace: '', name: options.configMap };
+  const configMap = snapshot.configMaps.find(
+    (c) => c.metadata?.namespace === ref.namespace && c.metadata?.name === ref.name,
+  );
+  if (configMap === undefined) {
+    diagnostics.report(
+      'ConfigMap',
+      ref,
+      'CONFIGMAP_NOT_FOUND',
+      `--configmap ${options.configMap} does not exist; ingress-nginx defaults are used`,
+    );
+  }
+  return parseGlobalConfig(configMap, ref, diagnostics, lookups.configMap);
+}
 
-  // 1-3. select, order, check
+/**
+ * Our Ingresses (class), oldest first, each checked (spec, annotations) and split into main
+ * Ingresses and canaries: canaries never create a host, a path or host settings, they attach to
+ * main routes.
+ */
+export function selectIngresses(state: BuildState): void {
+  const { snapshot, options, config, diagnostics } = state;
   const owned = ownedClassNames(snapshot.ingressClasses, options);
   const ours = snapshot.ingresses.filter((ingress) => isOurIngress(ingress, owned, options));
-  // canaries never create a host, a path or host settings: they attach to main routes (6b)
-  const ingresses: CheckedIngress[] = [];
-  const canaries: CheckedIngress[] = [];
   // A snapshot from the API server never holds two Ingresses with one namespace/name; a hand-made one
   // can. Which copy came first is input order, so none is used (the build stays deterministic).
   const copies = new Map<string, number>();
@@ -174,22 +155,23 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
       );
       continue;
     }
-    withCustomHeaders(checked, config, lookupConfigMap, diagnostics);
-    if (checked.annotations.ingress.canary.enabled) canaries.push(checked);
-    else ingresses.push(checked);
+    withCustomHeaders(checked, config, state.lookups.configMap, diagnostics);
+    if (checked.annotations.ingress.canary.enabled) state.canaries.push(checked);
+    else state.ingresses.push(checked);
   }
-  // auth-secret, auth-proxy-set-headers and proxy-ssl-secret; a canary's location annotations are
-  // never used
+}
+
+/** auth-secret, auth-proxy-set-headers and proxy-ssl-secret; a canary's location annotations are
+ * never used, so only main Ingresses look theirs up. */
+export function resolveLocationReferences(state: BuildState): void {
+  const { config, lookups, diagnostics } = state;
   const authLookups: AuthLookups = {
     allowCrossNamespace: config.allowCrossNamespaceResources,
-    secret: (namespace, name) => {
-      referencedSecrets.add(objectKey(namespace, name));
-      return secrets.get(objectKey(namespace, name));
-    },
-    configMap: lookupConfigMap,
+    secret: lookups.secret,
+    configMap: lookups.configMap,
     diagnostics,
   };
-  for (const ingress of ingresses) {
+  for (const ingress of state.ingresses) {
     const { location } = ingress.annotations;
     const withAuth = resolveAuthReferences(location, ingress.ref, authLookups);
     const resolved = resolveProxySsl(withAuth, ingress.ref, authLookups);
@@ -197,41 +179,41 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     // proxy-ssl-secret gets a new one
     if (resolved !== location) ingress.annotations = { ...ingress.annotations, location: resolved };
   }
+}
 
-  const useUpstream = (ingress: CheckedIngress, ref: ServiceBackendRef): Backend => {
-    const { backend, problem } = resolver.resolve(
-      ref,
-      ingress.annotations.ingress.loadBalance.algorithm ?? config.loadBalance,
-      ingress.annotations.ingress.upstreamHash.hashBy,
-      ingress.annotations.ingress.serviceUpstream.enabled ?? config.serviceUpstream,
-    );
-    if (problem !== null) diagnostics.report('Ingress', ingress.ref, problem.code, problem.message);
-    return backend;
-  };
+/** The upstream of one backend of an Ingress, with the Ingress's balancing settings. */
+function useUpstream(state: BuildState, ingress: CheckedIngress, ref: ServiceBackendRef): Backend {
+  const { backend, problem } = state.resolver.resolve(
+    ref,
+    ingress.annotations.ingress.loadBalance.algorithm ?? state.config.loadBalance,
+    ingress.annotations.ingress.upstreamHash.hashBy,
+    ingress.annotations.ingress.serviceUpstream.enabled ?? state.config.serviceUpstream,
+  );
+  if (problem !== null) state.diagnostics.report('Ingress', ingress.ref, problem.code, problem.message);
+  return backend;
+}
 
-  // The controller's default backend (--default-backend-service, first port).
-  let defaultBackend: string | null = null;
-  if (options.defaultBackendService !== null) {
-    defaultBackend = resolveDefaultBackend(options.defaultBackendService, resolver, config, diagnostics);
-  }
+/** The controller's default backend (--default-backend-service, first port). */
+export function resolveDefaultBackendFlag(state: BuildState): void {
+  const flag = state.options.defaultBackendService;
+  if (flag === null) return;
+  state.defaultBackend = resolveDefaultBackend(flag, state.resolver, state.config, state.diagnostics);
+}
 
-  // 4. servers: the catch-all, then one per host, created by the oldest Ingress naming it.
-  const catchAll: ServerDraft = newDraft('_', null, {
-    ingress: null,
-    backend: { type: 'default' },
-    annotations: catchAllAnnotations(DEFAULT_LOCATION_ANNOTATIONS),
-    canary: null,
-  });
-  const drafts = new Map<string, ServerDraft>();
+/** Servers: the catch-all (from the oldest Ingress with only a defaultBackend), then one per host,
+ * created by the oldest Ingress naming it, whose defaultBackend becomes the host's default route. */
+export function createServers(state: BuildState): void {
+  const { catchAll, drafts, diagnostics } = state;
   let catchAllOwner: ObjectRef | null = null;
-  for (const ingress of ingresses) {
+  for (const ingress of state.ingresses) {
     let ownDefault: Backend | undefined;
+    // resolved on first use only, so an Ingress that creates nothing does not resolve it
     const defaultBackendOf = (): Backend => {
       if (ownDefault === undefined) {
         ownDefault =
           ingress.defaultBackend === null
             ? { type: 'default' }
-            : useUpstream(ingress, ingress.defaultBackend);
+            : useUpstream(state, ingress, ingress.defaultBackend);
       }
       return ownDefault;
     };
@@ -266,45 +248,47 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
       );
     }
   }
+}
 
-  // 5. host settings: server-level annotations and TLS, oldest Ingress first.
-  for (const ingress of ingresses) {
+/** Host settings: server-level annotations and TLS, oldest Ingress first. */
+export function applyHostSettings(state: BuildState): void {
+  for (const ingress of state.ingresses) {
     for (const rule of ingress.rules) {
-      const draft = drafts.get(rule.host);
+      const draft = state.drafts.get(rule.host);
       if (draft === undefined) continue;
-      applyServerAnnotations(draft, ingress, diagnostics);
-      applyTLS(draft, ingress, certificateOf, certificates, diagnostics);
+      applyServerAnnotations(draft, ingress, state.diagnostics);
+      applyTLS(draft, ingress, state.lookups.certificate, state.certificates, state.diagnostics);
     }
   }
-  // 5b. client certificate authentication: the Secret of the host's auth-tls-secret
-  const secretOf = (namespace: string, name: string): Secret | undefined => {
-    const id = objectKey(namespace, name);
-    referencedSecrets.add(id);
-    return secrets.get(id);
-  };
-  for (const draft of drafts.values()) {
+}
+
+/** Client certificate authentication: the Secret of the host's auth-tls-secret. */
+export function addClientAuth(state: BuildState): void {
+  for (const draft of state.drafts.values()) {
     const source = draft.annotationSource.authTls;
     if (source === undefined) continue;
     draft.server.clientAuth = resolveClientAuth(
       draft.server.annotations.authTls,
       source,
       draft.server.hostname,
-      config.allowCrossNamespaceResources,
-      secretOf,
-      diagnostics,
+      state.config.allowCrossNamespaceResources,
+      state.lookups.secret,
+      state.diagnostics,
     );
   }
+}
 
-  // 6. routes: the first (oldest) Ingress to define host + path + pathType wins.
-  for (const ingress of ingresses) {
+/** Routes: the first (oldest) Ingress to define host + path + pathType wins. */
+export function addRoutes(state: BuildState): void {
+  for (const ingress of state.ingresses) {
     for (const rule of ingress.rules) {
-      const draft = rule.host === '' ? catchAll : drafts.get(rule.host)!;
+      const draft = rule.host === '' ? state.catchAll : state.drafts.get(rule.host)!;
       for (const path of rule.paths) {
         const key = path.pathType === 'Prefix' ? path.path : `=${path.path}`;
         const existing = draft.routeKeys.get(key);
         if (existing !== undefined) {
           reportPathConflict(
-            diagnostics,
+            state.diagnostics,
             ingress.ref,
             existing,
             draft.server.hostname,
@@ -318,7 +302,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
           pathType: path.pathType,
           pathTypeAsWritten: path.pathTypeAsWritten,
           ingress: ingress.ref,
-          backend: useUpstream(ingress, path.backend),
+          backend: useUpstream(state, ingress, path.backend),
           annotations: ingress.annotations.location,
           canary: null,
           setsAffinityCookie: ingress.annotations.ingress.affinity.affinity !== null,
@@ -328,35 +312,18 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
       }
     }
   }
+}
 
-  // 6b. canaries, oldest first: each path joins the main route of the same namespace, host, path
-  // and pathType as written; the first canary to claim a route keeps it. A canary's
-  // spec.defaultBackend (without rules) joins the catch-all when an Ingress provides it (not the
-  // controller's own default backend, as ingress-nginx).
-  for (const ingress of canaries) {
-    if (ingress.defaultBackend !== null && !ingress.hasRules) {
-      const route = catchAll.server.defaultRoute;
-      const backend = useUpstream(ingress, ingress.defaultBackend);
-      if (route.ingress === null || route.backend.type !== 'upstream') {
-        diagnostics.report(
-          'Ingress',
-          ingress.ref,
-          'CANARY_NO_MAIN',
-          'canary spec.defaultBackend: no Ingress provides the catch-all defaultBackend, so it gets no traffic',
-        );
-      } else if (route.canary !== null) {
-        diagnostics.report(
-          'Ingress',
-          ingress.ref,
-          'CANARY_CONFLICT',
-          `canary spec.defaultBackend: the older canary ${refName(route.canary.ingress)} already shares the catch-all; this one gets no traffic there`,
-        );
-      } else if (backend.type === 'upstream' && backend.upstream !== route.backend.upstream) {
-        route.canary = canaryOf(ingress, backend.upstream, diagnostics);
-      }
-    }
+/**
+ * Canaries, oldest first: each path joins the main route of the same namespace, host, path and
+ * pathType as written; the first canary to claim a route keeps it.
+ */
+export function attachCanaries(state: BuildState): void {
+  for (const ingress of state.canaries) {
+    if (ingress.defaultBackend !== null && !ingress.hasRules)
+      attachCanaryToCatchAll(state, ingress, ingress.defaultBackend);
     for (const rule of ingress.rules) {
-      const draft = rule.host === '' ? catchAll : drafts.get(rule.host);
+      const draft = rule.host === '' ? state.catchAll : state.drafts.get(rule.host);
       for (const path of rule.paths) {
         const where = `${path.pathTypeAsWritten} ${path.path} on host ${rule.host === '' ? '(any host)' : rule.host}`;
         const route = draft?.server.routes.find(
@@ -366,7 +333,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
             r.ingress.namespace === ingress.ref.namespace,
         );
         if (route === undefined) {
-          diagnostics.report(
+          state.diagnostics.report(
             'Ingress',
             ingress.ref,
             'CANARY_NO_MAIN',
@@ -375,7 +342,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
           continue;
         }
         if (route.canary !== null) {
-          diagnostics.report(
+          state.diagnostics.report(
             'Ingress',
             ingress.ref,
             'CANARY_CONFLICT',
@@ -383,7 +350,7 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
           );
           continue;
         }
-        const backend = useUpstream(ingress, path.backend);
+        const backend = useUpstream(state, ingress, path.backend);
         // the same Service and port as the main route: nothing to split (ingress-nginx: a no-op)
         if (
           backend.type !== 'upstream' ||
@@ -391,25 +358,66 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
         ) {
           continue;
         }
-        route.canary = canaryOf(ingress, backend.upstream, diagnostics);
+        route.canary = canaryOf(ingress, backend.upstream, state.diagnostics);
       }
     }
   }
+}
 
-  // 6c. ssl-passthrough, when some Ingress of the host sets it (ingress-nginx: "any true")
-  applyPassthrough(ingresses, drafts, options.enableSslPassthrough, options.annotationsPrefix, diagnostics);
+/** A canary's spec.defaultBackend (without rules) joins the catch-all when an Ingress provides it
+ * (not the controller's own default backend, as ingress-nginx). */
+function attachCanaryToCatchAll(
+  state: BuildState,
+  ingress: CheckedIngress,
+  defaultBackend: ServiceBackendRef,
+): void {
+  const route = state.catchAll.server.defaultRoute;
+  const backend = useUpstream(state, ingress, defaultBackend);
+  if (route.ingress === null || route.backend.type !== 'upstream') {
+    state.diagnostics.report(
+      'Ingress',
+      ingress.ref,
+      'CANARY_NO_MAIN',
+      'canary spec.defaultBackend: no Ingress provides the catch-all defaultBackend, so it gets no traffic',
+    );
+  } else if (route.canary !== null) {
+    state.diagnostics.report(
+      'Ingress',
+      ingress.ref,
+      'CANARY_CONFLICT',
+      `canary spec.defaultBackend: the older canary ${refName(route.canary.ingress)} already shares the catch-all; this one gets no traffic there`,
+    );
+  } else if (backend.type === 'upstream' && backend.upstream !== route.backend.upstream) {
+    route.canary = canaryOf(ingress, backend.upstream, state.diagnostics);
+  }
+}
 
-  // 6d. sticky upstreams, combined over the Ingresses sharing each one as ingress-nginx does; a
-  // sticky canary (affinity-canary-behavior, default sticky) gets its main upstream's affinity.
-  const upstreamsByName = resolver.upstreams();
-  applySharedAffinity(ingresses, upstreamsByName, options.annotationsPrefix, diagnostics);
-  for (const server of [catchAll.server, ...drafts.values().map((d) => d.server)]) {
+/** ssl-passthrough, when some Ingress of the host sets it (ingress-nginx: "any true"). */
+export function markPassthrough(state: BuildState): void {
+  const { options } = state;
+  applyPassthrough(
+    state.ingresses,
+    state.drafts,
+    options.enableSslPassthrough,
+    options.annotationsPrefix,
+    state.diagnostics,
+  );
+}
+
+/**
+ * Sticky upstreams, combined over the Ingresses sharing each one as ingress-nginx does; a sticky
+ * canary (affinity-canary-behavior, default sticky) gets its main upstream's affinity.
+ */
+export function combineSharedAffinity(state: BuildState): void {
+  const upstreamsByName = state.resolver.upstreams();
+  applySharedAffinity(state.ingresses, upstreamsByName, state.options.annotationsPrefix, state.diagnostics);
+  for (const server of [state.catchAll.server, ...state.drafts.values().map((d) => d.server)]) {
     for (const route of server.routes) {
       if (route.canary === null || route.backend.type !== 'upstream') continue;
       const main = upstreamsByName[route.backend.upstream]?.affinity ?? null;
       const canaryUpstream = upstreamsByName[route.canary.upstream];
       const canaryRef = route.canary.ingress;
-      const behavior = canaries.find((c) => sameRef(c.ref, canaryRef))?.annotations.ingress.affinity
+      const behavior = state.canaries.find((c) => sameRef(c.ref, canaryRef))?.annotations.ingress.affinity
         .canaryBehavior;
       if (
         main !== null &&
@@ -421,40 +429,52 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
       }
     }
   }
+}
 
-  // 7. finish: regex mode, Prefix paths that match the same requests, order, aliases.
+/**
+ * Finish: hosts in name order; per server regex mode and Prefix paths that match the same requests,
+ * then route order; server aliases, www redirects, the default-backend annotation's upstreams.
+ * Returns the host servers (the catch-all stays in the state).
+ */
+export function finishServers(state: BuildState): Server[] {
+  const { catchAll, drafts, diagnostics } = state;
   const servers = [...drafts.values()].map((draft) => draft.server);
   servers.sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
   for (const server of [catchAll.server, ...servers]) finishServer(server, diagnostics);
   resolveAliases(servers, drafts, diagnostics);
   resolveWwwRedirects(servers, drafts, diagnostics);
-  resolveCustomDefaultBackends([catchAll.server, ...servers], resolver, config, diagnostics);
+  resolveCustomDefaultBackends([catchAll.server, ...servers], state.resolver, state.config, diagnostics);
+  return servers;
+}
 
-  // The default certificate (--default-ssl-certificate).
-  let defaultCertificate: string | null = null;
-  if (options.defaultSSLCertificate !== null) {
-    defaultCertificate = resolveDefaultCertificate(
-      options.defaultSSLCertificate,
-      certificateOf,
-      certificates,
-      diagnostics,
-    );
-  }
+/** The default certificate (--default-ssl-certificate). */
+export function resolveDefaultCertificateFlag(state: BuildState): string | null {
+  const flag = state.options.defaultSSLCertificate;
+  if (flag === null) return null;
+  return resolveDefaultCertificate(flag, state.lookups.certificate, state.certificates, state.diagnostics);
+}
 
+/** The model (with its content hashes), the diagnostics in the order found, and the references. */
+function assembleResult(
+  state: BuildState,
+  servers: Server[],
+  defaultCertificate: string | null,
+): BuildResult {
+  const { certificates, config, resolver, lookups } = state;
   const certificateRecord: Record<string, Certificate> = {};
   for (const id of [...certificates.keys()].sort()) certificateRecord[id] = certificates.get(id)!;
   const upstreams = resolver.upstreams();
   const body = {
     servers,
-    catchAll: catchAll.server,
+    catchAll: state.catchAll.server,
     upstreams,
     certificates: certificateRecord,
     defaultCertificate,
-    defaultBackend,
+    defaultBackend: state.defaultBackend,
     config,
   };
   const model: Model = { ...body, ...modelHashes(body) };
-  const found = diagnostics.list();
+  const found = state.diagnostics.list();
   if (config.allowSnippetAnnotations) {
     for (const d of found) {
       if (d.code === 'SNIPPET_REFUSED')
@@ -467,8 +487,8 @@ export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> 
     diagnostics: found,
     references: {
       services: resolver.referencedServices(),
-      secrets: [...referencedSecrets],
-      configMaps: [...referencedConfigMaps],
+      secrets: [...lookups.referencedSecrets],
+      configMaps: [...lookups.referencedConfigMaps],
     },
   };
 }
@@ -518,29 +538,6 @@ function canaryOf(ingress: CheckedIngress, upstream: string, diagnostics: Diagno
     }
   }
   return { ingress: ingress.ref, upstream, weight, weightTotal, header, headerValue, headerPattern, cookie };
-}
-
-function newDraft(
-  hostname: string,
-  ingress: ObjectRef | null,
-  defaultRoute: Server['defaultRoute'],
-): ServerDraft {
-  return {
-    server: {
-      hostname,
-      ingress,
-      tls: null,
-      regex: false,
-      annotations: DEFAULT_SERVER_ANNOTATIONS,
-      clientAuth: null,
-      defaultRoute,
-      passthrough: null,
-      routes: [],
-    },
-    routeKeys: new Map(),
-    tlsOwner: null,
-    annotationSource: {},
-  };
 }
 
 function reportPathConflict(
