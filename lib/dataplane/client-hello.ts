@@ -2,7 +2,7 @@
 // terminating TLS (ssl-passthrough peeks at it to choose between relaying and the TLS server).
 // Pure and total: every byte sequence gives an answer, never an exception.
 //
-// The layout (RFC 8446 §5.1 records, §4 handshake, §4.1.2 ClientHello; RFC 6066 §3 server_name):
+// The layout (TLS 1.3's records, handshake and ClientHello; the server_name extension of TLS's extensions):
 //   record:       type(1)=22 handshake, legacy_version(2) major 3, length(2) 1..2^14, fragment
 //   handshake:    msg_type(1)=1 client_hello, length(3), body (may span several records)
 //   ClientHello:  legacy_version(2), random(32), session_id<0..32>, cipher_suites<2..2^16-2>,
@@ -118,7 +118,7 @@ function parseClientHello(body: Uint8Array): ClientHelloPeek {
     const end = at + 4 + u16(body, at + 2);
     if (end > extensionsEnd) return OTHER;
     if (type === SERVER_NAME) {
-      // RFC 8446 §4.2: one extension of a type at most (the TLS server refuses the hello)
+      // TLS allows one extension of a type at most (the TLS server refuses the hello): no guessing which
       if (seen) return OTHER;
       seen = true;
       const names = serverNameOf(body.subarray(at + 4, end));

@@ -116,7 +116,7 @@ export function connectRejectedStatus(req: IncomingMessage, config: GlobalConfig
  * An Upgrade request is refused (400) when it carries a body, besides `rejectedStatus`: Node hands
  * everything after its head to the tunnel unparsed, so a body (malformed or holding another request)
  * would reach the upstream as bytes no one checked, and an upstream that declines the upgrade would
- * read them as its next request. A WebSocket handshake has no body (RFC 6455 §4.1); NGINX would parse
+ * read them as its next request. A WebSocket handshake is a GET, which carries no body; NGINX would parse
  * one and refuse a malformed one.
  */
 export function upgradeRejectedStatus(req: IncomingMessage, config: GlobalConfig): number {

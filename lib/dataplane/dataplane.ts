@@ -1183,8 +1183,8 @@ function recordOf(
 
 /**
  * An absolute-form request (`GET http://host/p HTTP/1.1`) becomes the origin-form request it stands
- * for: its target's authority replaces the Host header (RFC 9112 §3.2.2: a server MUST ignore the
- * received Host then; NGINX too takes $host from the request line), so routing, the upstream's Host
+ * for: its target's authority replaces the Host header (HTTP/1.1 says a server must ignore the
+ * received Host then: the target names the host; NGINX too takes $host from the request line), so routing, the upstream's Host
  * and X-Forwarded-Host all see one host, and `req.url` is the path and query. Any other target that
  * does not start with "/" is left alone: `*` was refused already (rejectedStatus), the rest are
  * refused with 400 where the path is normalised.

@@ -249,11 +249,11 @@ function percentDecode(raw: string): string | null {
   return lenientUtf8.decode(Uint8Array.from(bytes));
 }
 
-/** An http(s) URL as a request target: authority (no userinfo, RFC 9110 §4.2.4), then path and query. */
+/** An http(s) URL as a request target: authority (no userinfo: http(s) URIs may not carry it), then path and query. */
 const ABSOLUTE_FORM = /^https?:\/\/([^/?#@\s]+)([/?][^#\s]*)?$/i;
 
 /**
- * An absolute-form request target (`GET http://host:8080/p?q HTTP/1.1`, RFC 9112 §3.2.2) split into
+ * An absolute-form request target (`GET http://host:8080/p?q HTTP/1.1`, what a client sends to a proxy) split into
  * its authority and its origin-form target (`/p?q`; `/` when it has no path). null when `target` is
  * not one (origin-form, `*`, or a URL NGINX would refuse too: another scheme, userinfo, a fragment).
  */
