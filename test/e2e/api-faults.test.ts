@@ -120,6 +120,8 @@ t.test(`API server faults for ${(ROUNDS * ROUND_MS) / 1000} s under a request lo
     // real cluster too)
     if (round === 3) api.apply(slice('web', movedPort));
     if (round === 4) api.compact(); // the history is gone as well: 410 on the next watch, a relist
+    // a span of faults under traffic, not a wait for one event: the client loop above keeps sending
+    // requests while the informers fail, back off and relist; what is awaited is convergence, below
     await delay(ROUND_MS);
   }
   const failed = api.requests.filter((r) => (r.status ?? 0) >= 429).length;
