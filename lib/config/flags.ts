@@ -9,7 +9,13 @@ import {
   type RequestMetricsOptions,
 } from '../metrics/requests.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from '../model/index.ts';
-import { COMPAT_FLAGS, goBool, goValueValid } from './ingress-nginx-flags.ts';
+import { ConfigError } from './config-error.ts';
+import { apiserverHost, buckets, duration, excludedMetrics, objectRef, port } from './flag-values.ts';
+import { COMPAT_FLAGS } from './ingress-nginx-flags.ts';
+import { type IgnoredFlag, readPflagArgs } from './pflag-args.ts';
+
+export { ConfigError } from './config-error.ts';
+export type { IgnoredFlag } from './pflag-args.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -61,10 +67,6 @@ export interface KubeFlags {
   publishService: string | null;
   /** --publish-status-address entries, or null */
   publishStatusAddress: string[] | null;
-}
-
-export class ConfigError extends Error {
-  readonly code = 'ERR_INGRESS_TS_CONFIG';
 }
 
 interface FlagSpec {
@@ -308,187 +310,11 @@ function wrap(words: readonly string[], width: number, indent: string): string[]
   return lines;
 }
 
-function port(name: string, value: string, allowZero: boolean): number {
-  const number = Number(value);
-  if (!/^\d+$/.test(value) || number > 65535 || (!allowZero && number === 0)) {
-    throw new ConfigError(`--${name} must be a port number (${allowZero ? 0 : 1}-65535), got "${value}"`);
-  }
-  return number;
-}
-
-function objectRef(name: string, value: string): string | null {
-  if (value === '') return null;
-  if (!/^[^/\s]+\/[^/\s]+$/.test(value)) {
-    throw new ConfigError(`--${name} must be namespace/name, got "${value}"`);
-  }
-  return value;
-}
-
-/** A Go duration as ingress-nginx's flags take it (`30s`, `1m30s`, `500ms`), in milliseconds. */
-function duration(name: string, value: string): number {
-  const units: Record<string, number> = {
-    h: 3_600_000,
-    m: 60_000,
-    s: 1000,
-    ms: 1,
-    us: 0.001,
-    µs: 0.001,
-    ns: 1e-6,
-  };
-  let total = 0;
-  let rest = value.trim();
-  if (rest === '') throw new ConfigError(`--${name} must be a duration such as 30s, got "${value}"`);
-  while (rest !== '') {
-    const match = /^(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/.exec(rest);
-    if (match === null) throw new ConfigError(`--${name} must be a duration such as 30s, got "${value}"`);
-    total += Number(match[1]) * (units[match[2] as string] as number);
-    rest = rest.slice(match[0].length);
-  }
-  if (total <= 0) throw new ConfigError(`--${name} must be longer than 0, got "${value}"`);
-  return total;
-}
-
-/** A flag of ingress-nginx that ingress-ts accepts and ignores, and why. */
-export interface IgnoredFlag {
-  flag: string;
-  reason: string;
-}
-
-interface Normalized {
-  /** what is left for parseArgs: ingress-ts's own flags */
-  args: string[];
-  ignored: IgnoredFlag[];
-  /** klog's --v, or null */
-  verbosity: number | null;
-}
-
-const GO_TYPE_WORDS = {
-  bool: 'true or false',
-  string: 'a string',
-  int: 'an integer',
-  uint: 'a non-negative integer',
-  float: 'a number',
-  duration: 'a duration such as 30s',
-  ip: 'an IP address',
-  port: 'a port number (1-65535)',
-} as const;
-
-/**
- * Reads argv as ingress-nginx's parser (Go's pflag) would, before node:util's parseArgs sees it:
- * - the flags in COMPAT_FLAGS are taken out, their values checked, and listed as ignored;
- * - klog's -v / --v (pflag makes a one-letter Go flag its own shorthand: -v 2, -v=2, -v2);
- * - booleans written `--flag=true|false|1|0|t|f...` (strconv.ParseBool) become `--flag` / `--no-flag`;
- * - ingress-nginx's manifests and chart start the args with the binary, /nginx-ingress-controller:
- *   as the first argument it is ignored. Any other positional argument is still refused, where
- *   ingress-nginx ignores them all: a stray word is more often a value split from its flag by mistake.
- * A value after `--flag value` is skipped over for ingress-ts's string flags, so a value is never
- * mistaken for a flag.
- */
-function normalize(argv: readonly string[]): Normalized {
-  const args: string[] = [];
-  const ignored = new Map<string, string>();
-  let verbosity: number | null = null;
-  const nextValue = (i: number, name: string): string => {
-    const value = argv[i];
-    if (value === undefined) throw new ConfigError(`Option '--${name}' needs a value`);
-    return value;
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (i === 0 && /(^|\/)nginx-ingress-controller$/.test(arg)) {
-      ignored.set(arg, "ingress-nginx's binary, the first of its args; ingress-ts's image starts its own");
-      continue;
-    }
-    if (arg === '--') {
-      args.push(...argv.slice(i));
-      break;
-    }
-    const v = /^(?:--?v(?:=(.*))?|-v(\d.*))$/s.exec(arg);
-    if (v !== null) {
-      const value = v[1] ?? v[2] ?? nextValue(++i, 'v');
-      if (!/^[-+]?\d+$/.test(value)) throw new ConfigError(`--v must be an integer, got "${value}"`);
-      verbosity = Number(value);
-      continue;
-    }
-    const match = /^--([^=]+)(?:=(.*))?$/s.exec(arg);
-    if (match === null) {
-      args.push(arg);
-      continue;
-    }
-    const name = match[1] as string;
-    const inline = match[2];
-    const compat = Object.hasOwn(COMPAT_FLAGS, name) ? COMPAT_FLAGS[name] : undefined;
-    if (compat !== undefined) {
-      const value = compat.type === 'bool' ? (inline ?? 'true') : (inline ?? nextValue(++i, name));
-      if (!goValueValid(compat.type, value)) {
-        // a string flag is never invalid, so no secret (--maxmind-license-key) reaches this message
-        throw new ConfigError(`--${name} must be ${GO_TYPE_WORDS[compat.type]}, got "${value}"`);
-      }
-      ignored.set(`--${name}`, compat.reason);
-      continue;
-    }
-    const spec = Object.hasOwn(FLAGS, name) ? (FLAGS as Record<string, FlagSpec>)[name] : undefined;
-    if (spec?.type === 'boolean' && inline !== undefined) {
-      const value = goBool(inline);
-      args.push(value === null ? arg : value ? `--${name}` : `--no-${name}`);
-      continue;
-    }
-    args.push(arg);
-    if (spec?.type === 'string' && inline === undefined && i + 1 < argv.length)
-      args.push(argv[++i] as string);
-  }
-  return { args, ignored: [...ignored].map(([flag, reason]) => ({ flag, reason })), verbosity };
-}
-
 /** klog's verbosity as a log level: ingress-nginx logs changes in detail from 3 and debugs NGINX at 5. */
 function levelForVerbosity(verbosity: number): LogLevel {
   if (verbosity >= 5) return 'trace';
   if (verbosity >= 3) return 'debug';
   return 'info';
-}
-
-/**
- * --apiserver-host as client-go reads it: a URL, or host:port to which it adds https:// when a CA is
- * given, else http://. Credentials in the URL are refused (they belong in a kubeconfig, and the
- * server's address is logged).
- */
-function apiserverHost(value: string, withCA: boolean): string | null {
-  if (value === '') return null;
-  const text = value.includes('://') ? value : `${withCA ? 'https' : 'http'}://${value}`;
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new ConfigError('--apiserver-host must be a URL such as https://10.0.0.1:6443');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(`--apiserver-host must be an http:// or https:// URL, got "${url.protocol}//..."`);
-  }
-  if (url.username !== '' || url.password !== '') {
-    throw new ConfigError('--apiserver-host must not carry credentials: put them in a kubeconfig');
-  }
-  return text.replace(/\/+$/, '');
-}
-
-/** A bucket list: comma-separated finite numbers, strictly increasing. */
-function buckets(name: string, value: string): number[] {
-  const parts = value.split(',').map((part) => part.trim());
-  const numbers = parts.map(Number);
-  const valid =
-    parts.every((part) => part !== '') &&
-    numbers.every((n, i) => Number.isFinite(n) && (i === 0 || n > (numbers[i - 1] as number)));
-  if (!valid) {
-    throw new ConfigError(`--${name} must be increasing numbers separated by commas, got "${value}"`);
-  }
-  return numbers;
-}
-
-/** Names as given; unknown ones are kept and warned about at start (ingress-nginx ignores them). */
-function excludedMetrics(value: string): string[] {
-  return value
-    .split(',')
-    .map((name) => name.trim())
-    .filter((name) => name !== '');
 }
 
 export type ParsedArgs =
@@ -500,7 +326,9 @@ export type ParsedArgs =
 export function parseFlags(argv: readonly string[]): ParsedArgs {
   let values: Values;
   let logLevelGiven: boolean;
-  const { args, ignored, verbosity } = normalize(argv);
+  const { args, ignored, verbosity } = readPflagArgs(argv, (name) =>
+    Object.hasOwn(FLAGS, name) ? (FLAGS as Record<string, FlagSpec>)[name]?.type : undefined,
+  );
   try {
     const options = Object.fromEntries(
       Object.entries(FLAGS).map(([name, spec]) => [name, { type: spec.type, default: spec.default }]),

@@ -1,0 +1,5 @@
+// The one error the configuration readers throw: its message is fit to show the user as it is.
+
+export class ConfigError extends Error {
+  readonly code = 'ERR_INGRESS_TS_CONFIG';
+}
