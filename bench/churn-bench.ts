@@ -21,7 +21,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { DataPlane } from '../lib/dataplane/dataplane.ts';
-import { generateDefaultCertificate } from '../lib/dataplane/sni.ts';
+import { generateDefaultCertificate } from '../lib/dataplane/listening/sni.ts';
 import { buildModel } from '../lib/model/index.ts';
 import { activeResources, CHURN_HOST, churnKind, churnSnapshot } from '../test/support/churn.ts';
 import {

@@ -7,9 +7,9 @@
 // swap. Prints build and compile milliseconds per round; round 0 is the first build.
 
 import { performance } from 'node:perf_hooks';
-import { createEwmaStore } from '../lib/dataplane/balancers/ewma.ts';
-import { compileRuntime, type Runtime } from '../lib/dataplane/runtime.ts';
-import { generateDefaultCertificate } from '../lib/dataplane/sni.ts';
+import { generateDefaultCertificate } from '../lib/dataplane/listening/sni.ts';
+import { compileRuntime, type Runtime } from '../lib/dataplane/routing/runtime.ts';
+import { createEwmaStore } from '../lib/dataplane/upstream/balancers/ewma.ts';
 import { buildModel, type Ingress, type Snapshot } from '../lib/model/index.ts';
 
 const [paths = 1000, length = 1000, rounds = 5] = process.argv.slice(2).map(Number);

@@ -6,8 +6,8 @@
 // so URLs lose their userinfo and query values and ConfigMap header values are hidden (model/redact.ts).
 
 import { X509Certificate } from 'node:crypto';
-import { peerKey } from './dataplane/balancer.ts';
-import type { Runtime } from './dataplane/runtime.ts';
+import type { Runtime } from './dataplane/routing/runtime.ts';
+import { peerKey } from './dataplane/upstream/balancer.ts';
 import type { BackendProtocol } from './model/annotations/backend-protocol.ts';
 import type { CorsAnnotations } from './model/annotations/cors.ts';
 import type { CacheDuration } from './model/annotations/external-auth.ts';

@@ -17,8 +17,8 @@ import {
   requestLogged,
   requestRefused,
 } from './dataplane/events.ts';
+import { type CertificatePair, generateDefaultCertificate } from './dataplane/listening/sni.ts';
 import type { RequestRecord } from './dataplane/request-record.ts';
-import { type CertificatePair, generateDefaultCertificate } from './dataplane/sni.ts';
 import { type CertificateCache, describeRuntime } from './debug-model.ts';
 import { createHealthz } from './healthz.ts';
 import type { Logger } from './log.ts';

@@ -21,15 +21,23 @@ import {
   listed,
   peerOf,
   unmapped,
-} from './access.ts';
-import { affinityCookie } from './affinity-cookie.ts';
-import { type AuthVerdict, authenticate, type RouteAuth, sendSocketAuthDenial } from './auth.ts';
-import type { BalancerEnv } from './balancer.ts';
-import { createEwmaStore } from './balancers/ewma.ts';
-import { defaultBalancerEnv } from './balancers/index.ts';
-import { StickyBalancer } from './balancers/sticky.ts';
-import { routeToCanary } from './canary.ts';
-import { sendClientAuthRejection, sendSocketClientAuthRejection, serverClientAuth } from './client-cert.ts';
+} from './access/access.ts';
+import { type AuthVerdict, authenticate, type RouteAuth, sendSocketAuthDenial } from './access/auth.ts';
+import {
+  sendClientAuthRejection,
+  sendSocketClientAuthRejection,
+  serverClientAuth,
+} from './access/client-cert.ts';
+import { ExternalAuthClient } from './access/external-auth.ts';
+import {
+  dataplaneError,
+  type RequestFailure,
+  requestFailed,
+  requestLogged,
+  requestRefused,
+  runtimeSwapped,
+} from './events.ts';
+import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
 import {
   answerClientError,
   applyHeaderSize,
@@ -40,37 +48,17 @@ import {
   overConnectionCap,
   rejectedStatus,
   upgradeRejectedStatus,
-} from './client-limits.ts';
+} from './listening/client-limits.ts';
 import {
   applyConnectionSettings,
   clientAddressOf,
   countRequest,
   forwardedHttps,
   type Http1Timeouts,
-} from './connection-settings.ts';
-import type { CustomErrors } from './custom-errors.ts';
-import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
-import {
-  dataplaneError,
-  type RequestFailure,
-  requestFailed,
-  requestLogged,
-  requestRefused,
-  runtimeSwapped,
-} from './events.ts';
-import { ExternalAuthClient } from './external-auth.ts';
-import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
-import { createHttpsListener, type HttpsListener } from './https-listener.ts';
-import { type MirrorStats, mirrorRequestOf } from './mirror.ts';
-import { createPassthroughFront, type PassthroughFront } from './passthrough.ts';
-import {
-  generateRequestId,
-  type ProxyTarget,
-  type RequestContext,
-  type SessionContext,
-  setOwnResponseHeaders,
-  Proxy as UpstreamProxy,
-} from './proxy.ts';
+} from './listening/connection-settings.ts';
+import { createHttpsListener, type HttpsListener } from './listening/https-listener.ts';
+import { createPassthroughFront, type PassthroughFront } from './listening/passthrough.ts';
+import { applyDefaultCertificate, type CertificatePair, compileSniStore } from './listening/sni.ts';
 import {
   byteSourceOf,
   finishOnClose,
@@ -81,11 +69,27 @@ import {
   unparsedRecord,
 } from './request-record.ts';
 import { cookieValue } from './request-values.ts';
-import { applyRewrite } from './rewrite.ts';
-import { isPreflight, type RouteResponse, responsePolicy } from './route-headers.ts';
-import { absoluteForm, normalizeHost, normalizePath, type PathMatch } from './router.ts';
-import { type Action, compileRuntime, type RoutedAction, type Runtime } from './runtime.ts';
-import { applyDefaultCertificate, type CertificatePair, compileSniStore } from './sni.ts';
+import type { CustomErrors } from './responses/custom-errors.ts';
+import { sendErrorPage, sendSocketErrorPage } from './responses/error-pages.ts';
+import { applyRewrite } from './responses/rewrite.ts';
+import { isPreflight, type RouteResponse, responsePolicy } from './responses/route-headers.ts';
+import { routeToCanary } from './routing/canary.ts';
+import { absoluteForm, normalizeHost, normalizePath, type PathMatch } from './routing/router.ts';
+import { type Action, compileRuntime, type RoutedAction, type Runtime } from './routing/runtime.ts';
+import { affinityCookie } from './upstream/affinity-cookie.ts';
+import type { BalancerEnv } from './upstream/balancer.ts';
+import { createEwmaStore } from './upstream/balancers/ewma.ts';
+import { defaultBalancerEnv } from './upstream/balancers/index.ts';
+import { StickyBalancer } from './upstream/balancers/sticky.ts';
+import { type MirrorStats, mirrorRequestOf } from './upstream/mirror.ts';
+import {
+  generateRequestId,
+  type ProxyTarget,
+  type RequestContext,
+  type SessionContext,
+  setOwnResponseHeaders,
+  Proxy as UpstreamProxy,
+} from './upstream/proxy.ts';
 
 export interface DataPlaneOptions {
   httpPort: number;

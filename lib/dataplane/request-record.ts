@@ -12,9 +12,9 @@ import type { Channel } from 'node:diagnostics_channel';
 import type { IncomingMessage } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
-import { peerOf } from './access.ts';
+import { peerOf } from './access/access.ts';
 import { requestLogged } from './events.ts';
-import type { RouteInfo } from './runtime.ts';
+import type { RouteInfo } from './routing/runtime.ts';
 
 export interface RequestRecord {
   /** performance.now() at the start */

@@ -4,9 +4,9 @@
 // route is in the model, and compileRuntime accepts the model. Then the whole corpus at once.
 import type { Test } from 'tap';
 import t from 'tap';
-import { createEwmaStore } from '../../lib/dataplane/balancers/ewma.ts';
-import { compileRuntime } from '../../lib/dataplane/runtime.ts';
-import { generateDefaultCertificate } from '../../lib/dataplane/sni.ts';
+import { generateDefaultCertificate } from '../../lib/dataplane/listening/sni.ts';
+import { compileRuntime } from '../../lib/dataplane/routing/runtime.ts';
+import { createEwmaStore } from '../../lib/dataplane/upstream/balancers/ewma.ts';
 import { type BuildResult, buildModel, type Model } from '../../lib/model/index.ts';
 import {
   type CorpusCase,

@@ -12,8 +12,8 @@ import {
   leave,
   listed,
   unmapped,
-} from '../../lib/dataplane/access.ts';
-import { ConnectionZone, RequestZone, ZONE_MAX_ADDRESSES } from '../../lib/dataplane/rate-limit.ts';
+} from '../../lib/dataplane/access/access.ts';
+import { ConnectionZone, RequestZone, ZONE_MAX_ADDRESSES } from '../../lib/dataplane/access/rate-limit.ts';
 
 const limits = (over: Partial<NonNullable<AccessPolicy['limits']>>): AccessPolicy => ({
   deny: null,

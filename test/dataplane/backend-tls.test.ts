@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import type { PeerCertificate } from 'node:tls';
 import t from 'tap';
-import { compileBackendTls, intermediatesOf } from '../../lib/dataplane/backend-tls.ts';
-import { Proxy as DataplaneProxy } from '../../lib/dataplane/proxy.ts';
+import { compileBackendTls, intermediatesOf } from '../../lib/dataplane/upstream/backend-tls.ts';
+import { Proxy as DataplaneProxy } from '../../lib/dataplane/upstream/proxy.ts';
 import { PROXY_SSL_DEFAULTS, type ProxySslAnnotations } from '../../lib/model/annotations/proxy-ssl.ts';
 
 const fixture = (name: string) =>

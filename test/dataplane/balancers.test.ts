@@ -2,7 +2,7 @@
 // clock and a seeded random source so every run is identical.
 import fc from 'fast-check';
 import t from 'tap';
-import { type BalancerEnv, type Peer, peerKey } from '../../lib/dataplane/balancer.ts';
+import { type BalancerEnv, type Peer, peerKey } from '../../lib/dataplane/upstream/balancer.ts';
 import {
   balancerKindFor,
   createBalancer,
@@ -13,7 +13,7 @@ import {
   EwmaBalancer,
   ewmaScore,
   RoundRobinBalancer,
-} from '../../lib/dataplane/balancers/index.ts';
+} from '../../lib/dataplane/upstream/balancers/index.ts';
 
 function peer(address: string, port = 8080): Peer {
   return { address, port, key: peerKey(address, port) };

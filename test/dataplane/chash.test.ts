@@ -2,10 +2,10 @@
 // subsets (a random peer within the key's subset), and the key templates.
 import type { IncomingMessage } from 'node:http';
 import t from 'tap';
-import type { Peer } from '../../lib/dataplane/balancer.ts';
-import { ChashBalancer } from '../../lib/dataplane/balancers/chash.ts';
-import { balancerKindFor } from '../../lib/dataplane/balancers/index.ts';
-import { compileHashKey } from '../../lib/dataplane/hash-key.ts';
+import type { Peer } from '../../lib/dataplane/upstream/balancer.ts';
+import { ChashBalancer } from '../../lib/dataplane/upstream/balancers/chash.ts';
+import { balancerKindFor } from '../../lib/dataplane/upstream/balancers/index.ts';
+import { compileHashKey } from '../../lib/dataplane/upstream/hash-key.ts';
 import { DEFAULT_AFFINITY } from '../../lib/model/annotations/affinity.ts';
 
 const peers = (n: number, from = 1): Peer[] =>

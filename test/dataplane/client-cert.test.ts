@@ -3,7 +3,7 @@
 
 import type { IncomingMessage } from 'node:http';
 import t from 'tap';
-import { compileClientAuth, rfc2253, serverClientAuth } from '../../lib/dataplane/client-cert.ts';
+import { compileClientAuth, rfc2253, serverClientAuth } from '../../lib/dataplane/access/client-cert.ts';
 import type { ClientAuth } from '../../lib/model/index.ts';
 
 t.test('rfc2253: least significant RDN first, comma-separated, escapes kept', async (t) => {

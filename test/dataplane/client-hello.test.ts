@@ -1,4 +1,4 @@
-// The ClientHello peek of ssl-passthrough (lib/dataplane/client-hello.ts): table tests over built and
+// The ClientHello peek of ssl-passthrough (lib/dataplane/listening/client-hello.ts): table tests over built and
 // real (OpenSSL's, captured from tls.connect) ClientHellos, whole, cut anywhere, split over records
 // and TCP chunks, truncated and malformed; property tests that it never throws and that feeding the
 // bytes chunk by chunk gives the answer of the whole.
@@ -8,7 +8,11 @@ import { type AddressInfo, createServer } from 'node:net';
 import { connect } from 'node:tls';
 import fc from 'fast-check';
 import t from 'tap';
-import { type ClientHelloPeek, MAX_PEEK_BYTES, peekClientHello } from '../../lib/dataplane/client-hello.ts';
+import {
+  type ClientHelloPeek,
+  MAX_PEEK_BYTES,
+  peekClientHello,
+} from '../../lib/dataplane/listening/client-hello.ts';
 
 const u16 = (n: number) => [(n >> 8) & 0xff, n & 0xff];
 const u24 = (n: number) => [(n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff];

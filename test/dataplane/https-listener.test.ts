@@ -8,14 +8,18 @@ import type { AddressInfo } from 'node:net';
 import { connect, type SecureVersion } from 'node:tls';
 import type { Test } from 'tap';
 import t from 'tap';
-import { createHttpsListener, type HttpsListener, selectAlpn } from '../../lib/dataplane/https-listener.ts';
+import {
+  createHttpsListener,
+  type HttpsListener,
+  selectAlpn,
+} from '../../lib/dataplane/listening/https-listener.ts';
 import {
   applyDefaultCertificate,
   type CertificatePair,
   compileSniStore,
   generateDefaultCertificate,
   type SniStore,
-} from '../../lib/dataplane/sni.ts';
+} from '../../lib/dataplane/listening/sni.ts';
 import type { Model } from '../../lib/model/index.ts';
 import { build, ingress, path, pem, rule, tlsSecret } from '../model/helpers.ts';
 

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, request, type Server } from 'node:h
 import { Readable } from 'node:stream';
 import t, { type Test } from 'tap';
 import { dataplaneError } from '../../lib/dataplane/events.ts';
-import { compileMirror, MirrorClient, mirrorRequestOf } from '../../lib/dataplane/mirror.ts';
+import { compileMirror, MirrorClient, mirrorRequestOf } from '../../lib/dataplane/upstream/mirror.ts';
 import { listen } from '../support/http.ts';
 
 /** A server that takes requests and never answers nor reads them. */

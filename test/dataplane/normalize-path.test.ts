@@ -3,7 +3,7 @@
 // character (NGINX on Unix), %00 and malformed escapes are 400 (null), `..` above the root is 400,
 // and decoded bytes that are not UTF-8 are routed rather than refused.
 import t from 'tap';
-import { normalizePath } from '../../lib/dataplane/router.ts';
+import { normalizePath } from '../../lib/dataplane/routing/router.ts';
 
 t.test('normalizePath follows ngx_http_parse_complex_uri', async (t) => {
   const table: Array<[string, string | null, string]> = [

@@ -2,7 +2,7 @@
 // second's worth at once; chunks split to the byte; the producer paused and resumed; the end after
 // the queue; a full client stream holds everything until it drains; stop() drops the rest.
 import t from 'tap';
-import { type PaceLimit, Pacer } from '../../lib/dataplane/pacer.ts';
+import { type PaceLimit, Pacer } from '../../lib/dataplane/upstream/pacer.ts';
 
 function harness(limit: PaceLimit, accept = () => true) {
   let clock = 0;

@@ -1,4 +1,4 @@
-// The ssl-passthrough front (lib/dataplane/passthrough.ts) on sockets fed by hand: what reaches the
+// The ssl-passthrough front (lib/dataplane/listening/passthrough.ts) on sockets fed by hand: what reaches the
 // TLS server (every byte read put back), the chunk bound, the ClientHello timeout, a target without
 // endpoints, and no peek at all while no host passes through. The relay itself is tested end to end
 // (test/e2e/ssl-passthrough.test.ts).
@@ -6,14 +6,14 @@ import { once } from 'node:events';
 import { createServer, Socket } from 'node:net';
 import { connect } from 'node:tls';
 import t from 'tap';
-import type { Balancer } from '../../lib/dataplane/balancer.ts';
 import {
   createPassthroughFront,
   MAX_PEEK_CHUNKS,
   type PassthroughTable,
-} from '../../lib/dataplane/passthrough.ts';
-import { HostTable } from '../../lib/dataplane/router.ts';
-import type { PassthroughTarget } from '../../lib/dataplane/runtime.ts';
+} from '../../lib/dataplane/listening/passthrough.ts';
+import { HostTable } from '../../lib/dataplane/routing/router.ts';
+import type { PassthroughTarget } from '../../lib/dataplane/routing/runtime.ts';
+import type { Balancer } from '../../lib/dataplane/upstream/balancer.ts';
 
 /** What OpenSSL sends first for `servername`. */
 async function realHello(servername: string): Promise<Buffer> {

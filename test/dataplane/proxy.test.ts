@@ -8,10 +8,14 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import t, { type Test } from 'tap';
 import { WebSocket, WebSocketServer } from 'ws';
-import { type Balancer, type Peer, peerKey } from '../../lib/dataplane/balancer.ts';
-import { errorPage, sendErrorPage } from '../../lib/dataplane/error-pages.ts';
 import { dataplaneError } from '../../lib/dataplane/events.ts';
-import { Proxy as DataplaneProxy, generateRequestId, type ProxyTarget } from '../../lib/dataplane/proxy.ts';
+import { errorPage, sendErrorPage } from '../../lib/dataplane/responses/error-pages.ts';
+import { type Balancer, type Peer, peerKey } from '../../lib/dataplane/upstream/balancer.ts';
+import {
+  Proxy as DataplaneProxy,
+  generateRequestId,
+  type ProxyTarget,
+} from '../../lib/dataplane/upstream/proxy.ts';
 
 t.setTimeout(120_000); // 100 MB each way through the proxy: tap's 30 s default is tight on a loaded machine
 

@@ -1,8 +1,8 @@
 // rewrite-target as NGINX applies it: `$n` from the path regex, the whole URI replaced, the result
 // escaped (NGX_ESCAPE_URI), the query string kept, and the unanchored regex when `^` would change it.
 import t from 'tap';
-import { applyRewrite, compileRewrite } from '../../lib/dataplane/rewrite.ts';
-import { capturesOf, compilePathRegex } from '../../lib/dataplane/router.ts';
+import { applyRewrite, compileRewrite } from '../../lib/dataplane/responses/rewrite.ts';
+import { capturesOf, compilePathRegex } from '../../lib/dataplane/routing/router.ts';
 
 /** The rewrite of `path` applied to `uri`, captures taken from the location match as the router does. */
 function rewrite(path: string, target: string, url: string, prefix: string | null = null) {

@@ -9,7 +9,7 @@ import {
   normalizeHost,
   normalizePath,
   type PathRule,
-} from '../../lib/dataplane/router.ts';
+} from '../../lib/dataplane/routing/router.ts';
 
 const rules: PathRule<string>[] = [
   { path: '/foo', pathType: 'Prefix', value: 'foo' },

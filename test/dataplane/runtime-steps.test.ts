@@ -1,12 +1,12 @@
 // The steps of compileRuntime, each on its own: balancers taken over by kind and endpoint set, the
 // route state's caches shared by routes with the same annotation values, and the host table's order.
 import t from 'tap';
-import type { BalancerEnv } from '../../lib/dataplane/balancer.ts';
-import { createEwmaStore } from '../../lib/dataplane/balancers/ewma.ts';
-import { UpstreamBalancers } from '../../lib/dataplane/runtime-balancers.ts';
-import { compileHostTable } from '../../lib/dataplane/runtime-hosts.ts';
-import { createRouteCompileState, routedAction } from '../../lib/dataplane/runtime-routes.ts';
-import { generateDefaultCertificate } from '../../lib/dataplane/sni.ts';
+import { generateDefaultCertificate } from '../../lib/dataplane/listening/sni.ts';
+import { UpstreamBalancers } from '../../lib/dataplane/routing/runtime-balancers.ts';
+import { compileHostTable } from '../../lib/dataplane/routing/runtime-hosts.ts';
+import { createRouteCompileState, routedAction } from '../../lib/dataplane/routing/runtime-routes.ts';
+import type { BalancerEnv } from '../../lib/dataplane/upstream/balancer.ts';
+import { createEwmaStore } from '../../lib/dataplane/upstream/balancers/ewma.ts';
 import type { Model } from '../../lib/model/index.ts';
 import { build, ingress, path, rule, service, slice } from '../model/helpers.ts';
 

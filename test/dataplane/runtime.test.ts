@@ -1,9 +1,9 @@
 // compileRuntime: host and path actions, balancer reuse across swaps, endpoints-only updates in place.
 import t from 'tap';
-import type { BalancerEnv } from '../../lib/dataplane/balancer.ts';
-import { createEwmaStore } from '../../lib/dataplane/balancers/ewma.ts';
-import { type Action, compileRuntime, type Runtime } from '../../lib/dataplane/runtime.ts';
-import { generateDefaultCertificate } from '../../lib/dataplane/sni.ts';
+import { generateDefaultCertificate } from '../../lib/dataplane/listening/sni.ts';
+import { type Action, compileRuntime, type Runtime } from '../../lib/dataplane/routing/runtime.ts';
+import type { BalancerEnv } from '../../lib/dataplane/upstream/balancer.ts';
+import { createEwmaStore } from '../../lib/dataplane/upstream/balancers/ewma.ts';
 import { build, ingress, path, rule, service, slice } from '../model/helpers.ts';
 
 const env: BalancerEnv = { random: () => 0, now: () => 0 };

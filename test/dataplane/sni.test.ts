@@ -17,7 +17,7 @@ import {
   generateDefaultCertificate,
   httpsServerOptions,
   type SniStore,
-} from '../../lib/dataplane/sni.ts';
+} from '../../lib/dataplane/listening/sni.ts';
 import type { IngressTLS, Model, ModelOptions, Secret } from '../../lib/model/index.ts';
 import { build, ingress, path, pem, rule, tlsSecret } from '../model/helpers.ts';
 

@@ -2,9 +2,13 @@
 // through endpoint changes; and the cookie's attributes.
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { affinityCookie, cookieTime, sameSiteNoneCompatible } from '../../lib/dataplane/affinity-cookie.ts';
-import type { Peer } from '../../lib/dataplane/balancer.ts';
-import { backendKeyOf, StickyBalancer } from '../../lib/dataplane/balancers/sticky.ts';
+import {
+  affinityCookie,
+  cookieTime,
+  sameSiteNoneCompatible,
+} from '../../lib/dataplane/upstream/affinity-cookie.ts';
+import type { Peer } from '../../lib/dataplane/upstream/balancer.ts';
+import { backendKeyOf, StickyBalancer } from '../../lib/dataplane/upstream/balancers/sticky.ts';
 import { DEFAULT_AFFINITY } from '../../lib/model/annotations/affinity.ts';
 import type { Affinity } from '../../lib/model/index.ts';
 

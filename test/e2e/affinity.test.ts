@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { echoServer } from '../../examples/demo-backends.ts';
-import { cookieTime } from '../../lib/dataplane/affinity-cookie.ts';
+import { cookieTime } from '../../lib/dataplane/upstream/affinity-cookie.ts';
 import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';

@@ -8,7 +8,7 @@
 import { Agent, createServer, type Server } from 'node:http';
 import t from 'tap';
 import { DataPlane } from '../../lib/dataplane/dataplane.ts';
-import { generateDefaultCertificate } from '../../lib/dataplane/sni.ts';
+import { generateDefaultCertificate } from '../../lib/dataplane/listening/sni.ts';
 import { buildModel } from '../../lib/model/index.ts';
 import { activeResources, CHURN_HOST, churnKind, churnSnapshot } from '../support/churn.ts';
 import { get, listen } from '../support/http.ts';

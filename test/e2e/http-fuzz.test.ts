@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import t from 'tap';
-import { absoluteForm, normalizeHost, normalizePath } from '../../lib/dataplane/router.ts';
+import { absoluteForm, normalizeHost, normalizePath } from '../../lib/dataplane/routing/router.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { listen, send, testConfig } from '../support/http.ts';

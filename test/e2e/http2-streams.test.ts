@@ -10,7 +10,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { HTTP2_MAX_CONCURRENT_STREAMS } from '../../lib/dataplane/https-listener.ts';
+import { HTTP2_MAX_CONCURRENT_STREAMS } from '../../lib/dataplane/listening/https-listener.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { send } from '../support/echo.ts';

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { errorPage } from '../../lib/dataplane/error-pages.ts';
+import { errorPage } from '../../lib/dataplane/responses/error-pages.ts';
 import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';

@@ -3,7 +3,7 @@
 // (ingress-nginx's proxy parser), an invalid upstream-vhost drops the Ingress; service-upstream
 // sends the upstream to the Service's ClusterIP.
 import t from 'tap';
-import { targetSettings } from '../../lib/dataplane/runtime.ts';
+import { targetSettings } from '../../lib/dataplane/routing/runtime.ts';
 import {
   DEFAULT_GLOBAL_CONFIG,
   type Model,

@@ -10,11 +10,11 @@
 // passes through, connections are not peeked at at all.
 
 import { connect, type Socket } from 'node:net';
-import { type Peer, peerKey } from './balancer.ts';
+import { dataplaneError } from '../events.ts';
+import type { HostTable } from '../routing/router.ts';
+import type { PassthroughTarget } from '../routing/runtime.ts';
+import { type Peer, peerKey } from '../upstream/balancer.ts';
 import { peekClientHello } from './client-hello.ts';
-import { dataplaneError } from './events.ts';
-import type { HostTable } from './router.ts';
-import type { PassthroughTarget } from './runtime.ts';
 
 export type PassthroughTable = HostTable<PassthroughTarget | null>;
 

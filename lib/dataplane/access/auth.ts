@@ -6,18 +6,18 @@
 
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { LocationAnnotations } from '../model/annotations/index.ts';
-import type { GlobalConfig } from '../model/index.ts';
+import type { LocationAnnotations } from '../../model/annotations/index.ts';
+import type { GlobalConfig } from '../../model/index.ts';
+import type { HttpPolicy } from '../http-policy.ts';
+import { headerValue } from '../request-values.ts';
+import { errorPage } from '../responses/error-pages.ts';
 import { type BasicAuthCheck, checkBasicAuth, compileBasicAuth } from './basic-auth.ts';
-import { errorPage } from './error-pages.ts';
 import {
   type AuthRequestInput,
   compileExternalAuth,
   type ExternalAuthCheck,
   type ExternalAuthClient,
 } from './external-auth.ts';
-import type { HttpPolicy } from './http-policy.ts';
-import { headerValue } from './request-values.ts';
 
 export interface RouteAuth {
   basic: BasicAuthCheck | null;

@@ -5,9 +5,9 @@
 // X-Request-ID; the error backend's response (its status, headers and body) goes to the client.
 
 import type { IncomingMessage } from 'node:http';
-import type { ProxyTarget } from './proxy.ts';
-import { headerValue } from './request-values.ts';
-import type { RouteInfo } from './runtime.ts';
+import { headerValue } from '../request-values.ts';
+import type { RouteInfo } from '../routing/runtime.ts';
+import type { ProxyTarget } from '../upstream/proxy.ts';
 
 export interface CustomErrors {
   /** statuses (of the upstream, or the proxy's own 502/503/504) answered by the error backend */

@@ -12,9 +12,9 @@
 
 import { LRUCache } from 'lru-cache';
 import { Agent } from 'undici';
-import type { CacheDuration, ExternalAuth } from '../model/annotations/external-auth.ts';
-import { compileHashKey, type KeyInput } from './hash-key.ts';
-import { headerValue } from './request-values.ts';
+import type { CacheDuration, ExternalAuth } from '../../model/annotations/external-auth.ts';
+import { headerValue } from '../request-values.ts';
+import { compileHashKey, type KeyInput } from '../upstream/hash-key.ts';
 
 type Template = (input: KeyInput) => string;
 

@@ -3,11 +3,11 @@
 // chash subset size) still fits, with its endpoint set updated in place: its state (round-robin
 // position, EWMA scores, sticky sessions) survives the swap.
 
-import type { Model, Upstream } from '../model/index.ts';
-import { type Balancer, type Peer, peerKey } from './balancer.ts';
-import type { ChashBalancer } from './balancers/chash.ts';
-import { balancerKindFor, createBalancer } from './balancers/index.ts';
-import { compileHashKey, type HashKey } from './hash-key.ts';
+import type { Model, Upstream } from '../../model/index.ts';
+import { type Balancer, type Peer, peerKey } from '../upstream/balancer.ts';
+import type { ChashBalancer } from '../upstream/balancers/chash.ts';
+import { balancerKindFor, createBalancer } from '../upstream/balancers/index.ts';
+import { compileHashKey, type HashKey } from '../upstream/hash-key.ts';
 import type { RuntimeDeps } from './runtime.ts';
 
 export function peersOf(upstream: Upstream): Peer[] {

@@ -7,25 +7,25 @@
 // actions, upstream settings, backend TLS, canary, custom errors, mirror, auth, path settings) and
 // runtime-hosts.ts (path matchers per host, the host table, the ssl-passthrough table).
 
-import type { Model } from '../model/index.ts';
-import { type AccessPolicy, type CidrSet, cidrSetOf } from './access.ts';
-import type { RouteAuth } from './auth.ts';
-import type { Balancer, BalancerEnv } from './balancer.ts';
-import type { EwmaStore } from './balancers/ewma.ts';
+import type { Model } from '../../model/index.ts';
+import { type AccessPolicy, type CidrSet, cidrSetOf } from '../access/access.ts';
+import type { RouteAuth } from '../access/auth.ts';
+import type { CompiledClientAuth } from '../access/client-cert.ts';
+import type { Zone } from '../access/rate-limit.ts';
+import type { HttpPolicy } from '../http-policy.ts';
+import { type CertificatePair, compileSniStore, type SniStore } from '../listening/sni.ts';
+import type { CustomErrors } from '../responses/custom-errors.ts';
+import type { CompiledRewrite } from '../responses/rewrite.ts';
+import type { RouteResponse } from '../responses/route-headers.ts';
+import type { Balancer, BalancerEnv } from '../upstream/balancer.ts';
+import type { EwmaStore } from '../upstream/balancers/ewma.ts';
+import type { CompiledMirror } from '../upstream/mirror.ts';
+import type { ProxyTarget } from '../upstream/proxy.ts';
 import type { CanaryAction } from './canary.ts';
-import type { CompiledClientAuth } from './client-cert.ts';
-import type { CustomErrors } from './custom-errors.ts';
-import type { HttpPolicy } from './http-policy.ts';
-import type { CompiledMirror } from './mirror.ts';
-import type { ProxyTarget } from './proxy.ts';
-import type { Zone } from './rate-limit.ts';
-import type { CompiledRewrite } from './rewrite.ts';
-import type { RouteResponse } from './route-headers.ts';
 import type { HostTable, PathMatcher } from './router.ts';
 import { peersOf, UpstreamBalancers, updatePeers } from './runtime-balancers.ts';
 import { compileHostTable, compilePassthrough } from './runtime-hosts.ts';
 import { createRouteCompileState } from './runtime-routes.ts';
-import { type CertificatePair, compileSniStore, type SniStore } from './sni.ts';
 
 // a route's upstream settings as the proxy reads them: computed by the route step, and still
 // importable from here, where the proxy settings tests have always found them

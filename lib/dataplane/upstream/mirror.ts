@@ -16,8 +16,8 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable, Transform } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
-import type { MirrorAnnotations } from '../model/annotations/mirror.ts';
-import { dataplaneError } from './events.ts';
+import type { MirrorAnnotations } from '../../model/annotations/mirror.ts';
+import { dataplaneError } from '../events.ts';
 import { compileHashKey, type HashKey, type KeyInput } from './hash-key.ts';
 
 /** A route's mirror, compiled once per swap. */

@@ -5,7 +5,7 @@
 // can stall the event loop (a JS RegExp such as `/(a+)+$` backtracks exponentially on `/aaaa…b`).
 
 import type { RE2JS } from 're2js';
-import { compilePathRegex } from '../model/path-regex.ts';
+import { compilePathRegex } from '../../model/path-regex.ts';
 
 /** A compiled path rule: `T` is whatever the runtime attaches (the action for the route). */
 export interface PathRule<T> {

@@ -36,8 +36,8 @@ import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { LRUCache } from 'lru-cache';
 import { RE2JS } from 're2js';
-import type { ClientAuth } from '../model/index.ts';
-import { dataplaneError } from './events.ts';
+import type { ClientAuth } from '../../model/index.ts';
+import { dataplaneError } from '../events.ts';
 
 /** What the connection's handshake asked for: set by the SNI callback on the TLS socket. */
 export interface ConnectionClientAuth {

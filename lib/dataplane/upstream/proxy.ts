@@ -12,17 +12,22 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerR
 import type { ServerHttp2Stream } from 'node:http2';
 import { type Duplex, Transform } from 'node:stream';
 import { buildConnector, type Dispatcher, Pool } from 'undici';
-import type { Affinity, Rewrite } from '../model/index.ts';
+import type { Affinity, Rewrite } from '../../model/index.ts';
+import { dataplaneError } from '../events.ts';
+import { DEFAULT_HTTP_POLICY, type HttpPolicy } from '../http-policy.ts';
+import { type RequestRecord, recordRetry } from '../request-record.ts';
+import {
+  type CustomErrors,
+  errorRequestHeaders,
+  intercepts,
+  interceptsResponse,
+} from '../responses/custom-errors.ts';
+import { sendErrorPage, sendSocketErrorPage } from '../responses/error-pages.ts';
 import type { BackendTls } from './backend-tls.ts';
 import type { Balancer, Peer } from './balancer.ts';
 import { StickyBalancer } from './balancers/sticky.ts';
-import { type CustomErrors, errorRequestHeaders, intercepts, interceptsResponse } from './custom-errors.ts';
-import { sendErrorPage, sendSocketErrorPage } from './error-pages.ts';
-import { dataplaneError } from './events.ts';
-import { DEFAULT_HTTP_POLICY, type HttpPolicy } from './http-policy.ts';
 import { MirrorClient, type MirrorRequest } from './mirror.ts';
 import { type PaceLimit, Pacer } from './pacer.ts';
-import { type RequestRecord, recordRetry } from './request-record.ts';
 
 export interface ProxyTarget {
   /** upstream name, for error events */

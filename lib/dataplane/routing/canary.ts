@@ -9,9 +9,9 @@
 
 import type { IncomingMessage } from 'node:http';
 import { RE2JS } from 're2js';
-import type { Canary } from '../model/index.ts';
-import type { ProxyTarget } from './proxy.ts';
-import { cookieValue, headerValue } from './request-values.ts';
+import type { Canary } from '../../model/index.ts';
+import { cookieValue, headerValue } from '../request-values.ts';
+import type { ProxyTarget } from '../upstream/proxy.ts';
 
 export interface CanaryAction {
   target: ProxyTarget;

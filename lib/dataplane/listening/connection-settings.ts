@@ -3,10 +3,10 @@
 // the per-request reads use-forwarded-headers and real-IP need from the request head.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { GlobalConfig } from '../model/index.ts';
-import type { HttpPolicy } from './http-policy.ts';
-import type { Proxy as UpstreamProxy } from './proxy.ts';
-import { headerValue } from './request-values.ts';
+import type { GlobalConfig } from '../../model/index.ts';
+import type { HttpPolicy } from '../http-policy.ts';
+import { headerValue } from '../request-values.ts';
+import type { Proxy as UpstreamProxy } from '../upstream/proxy.ts';
 
 /**
  * The server properties Node's HTTP/1.1 connection handling reads: an `http.Server`'s, and those of

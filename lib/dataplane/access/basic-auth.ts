@@ -13,7 +13,7 @@ import crypt from 'apache-crypt';
 import aprMd5Module from 'apache-md5';
 import bcrypt from 'bcryptjs';
 import { LRUCache } from 'lru-cache';
-import type { BasicAuth } from '../model/annotations/auth.ts';
+import type { BasicAuth } from '../../model/annotations/auth.ts';
 
 // apache-md5 is CommonJS (`module.exports = fn`) but its types declare an ES default export: the
 // default import is the function itself

@@ -4,7 +4,7 @@
 // only on HTTPS requests. With session-cookie-conditional-samesite-none, SameSite=None is left out for
 // the browsers that reject it (Chrome 4x-6x, iOS 12, macOS 10.14 Safari).
 
-import type { Affinity } from '../model/index.ts';
+import type { Affinity } from '../../model/index.ts';
 
 const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];

@@ -4,9 +4,9 @@
 // route needs is computed here once, and shared between routes whose annotation values are the same
 // objects (the model shares the parsed values of one Ingress).
 
-import { customDefaultBackendName } from '../model/annotations/index.ts';
-import type { MirrorAnnotations } from '../model/annotations/mirror.ts';
-import type { ProxySslAnnotations } from '../model/annotations/proxy-ssl.ts';
+import { customDefaultBackendName } from '../../model/annotations/index.ts';
+import type { MirrorAnnotations } from '../../model/annotations/mirror.ts';
+import type { ProxySslAnnotations } from '../../model/annotations/proxy-ssl.ts';
 import {
   type DefaultRoute,
   type LocationAnnotations,
@@ -15,19 +15,19 @@ import {
   type Server,
   type UpstreamSettings,
   upstreamSettings,
-} from '../model/index.ts';
-import { AccessCompiler } from './access.ts';
-import { compileRouteAuth } from './auth.ts';
-import { type BackendTls, compileBackendTls } from './backend-tls.ts';
+} from '../../model/index.ts';
+import { AccessCompiler } from '../access/access.ts';
+import { compileRouteAuth } from '../access/auth.ts';
+import type { Zone } from '../access/rate-limit.ts';
+import { compileHttpPolicy, type HttpPolicy } from '../http-policy.ts';
+import { compileCustomErrors } from '../responses/custom-errors.ts';
+import { compileRewrite } from '../responses/rewrite.ts';
+import { compileRouteResponse } from '../responses/route-headers.ts';
+import { type BackendTls, compileBackendTls } from '../upstream/backend-tls.ts';
+import { compileHashKey, type HashKey } from '../upstream/hash-key.ts';
+import { type CompiledMirror, compileMirror } from '../upstream/mirror.ts';
+import type { ProxyTarget, TargetProtocol } from '../upstream/proxy.ts';
 import { compileCanary } from './canary.ts';
-import { compileCustomErrors } from './custom-errors.ts';
-import { compileHashKey, type HashKey } from './hash-key.ts';
-import { compileHttpPolicy, type HttpPolicy } from './http-policy.ts';
-import { type CompiledMirror, compileMirror } from './mirror.ts';
-import type { ProxyTarget, TargetProtocol } from './proxy.ts';
-import type { Zone } from './rate-limit.ts';
-import { compileRewrite } from './rewrite.ts';
-import { compileRouteResponse } from './route-headers.ts';
 import type { Action, PathSettings, RoutedAction, RouteInfo } from './runtime.ts';
 import type { UpstreamBalancers } from './runtime-balancers.ts';
 

@@ -16,7 +16,7 @@ import {
   createSecureContext,
   type PeerCertificate,
 } from 'node:tls';
-import { PROXY_HOST, type ProxySslAnnotations } from '../model/annotations/proxy-ssl.ts';
+import { PROXY_HOST, type ProxySslAnnotations } from '../../model/annotations/proxy-ssl.ts';
 
 export interface BackendTls {
   /** identifies the settings (content hash): pools are keyed by it */

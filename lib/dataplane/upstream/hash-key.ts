@@ -5,8 +5,8 @@
 
 import type { IncomingMessage } from 'node:http';
 import { isIPv4 } from 'node:net';
-import { peerOf } from './access.ts';
-import { argValue, cookieValue, headerValue, queryString } from './request-values.ts';
+import { peerOf } from '../access/access.ts';
+import { argValue, cookieValue, headerValue, queryString } from '../request-values.ts';
 
 export interface KeyInput {
   req: IncomingMessage;

@@ -6,8 +6,8 @@
 // `$scheme` makes NGINX answer 302 with that URL (and the query string) instead of proxying.
 
 import { RE2JS } from 're2js';
-import { argsOf } from './request-values.ts';
-import { type Captures, capturesOf } from './router.ts';
+import { argsOf } from '../request-values.ts';
+import { type Captures, capturesOf } from '../routing/router.ts';
 
 /** Literal text, or the index of a capture group. */
 type Part = string | number;

@@ -1,9 +1,9 @@
 // The host side of a compile: each server of the model with its path matcher, the host table (hosts,
 // then aliases, then from-to-www names) and the ssl-passthrough table beside it.
 
-import type { Model, Server } from '../model/index.ts';
-import { compileClientAuth } from './client-cert.ts';
-import { dataplaneError } from './events.ts';
+import type { Model, Server } from '../../model/index.ts';
+import { compileClientAuth } from '../access/client-cert.ts';
+import { dataplaneError } from '../events.ts';
 import { createPathMatcher, HostTable, type PathRule } from './router.ts';
 import type { CompiledServer, PassthroughTarget, RoutedAction } from './runtime.ts';
 import type { UpstreamBalancers } from './runtime-balancers.ts';

@@ -16,8 +16,8 @@
 
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { GlobalConfig } from '../model/index.ts';
-import { rawErrorResponse } from './error-pages.ts';
+import type { GlobalConfig } from '../../model/index.ts';
+import { rawErrorResponse } from '../responses/error-pages.ts';
 
 /** The server property Node reads for every new HTTP/1 connection (the HTTPS listener's too). */
 export interface HeaderSizeLimited {

@@ -12,8 +12,8 @@ import type https from 'node:https';
 import type { SecureContext, SecureVersion, Server as TlsServer } from 'node:tls';
 import { createSecureContext } from 'node:tls';
 import { generate } from 'selfsigned';
-import { type Certificate, DEFAULT_GLOBAL_CONFIG, type Model } from '../model/index.ts';
-import { requestClientCertificate } from './client-cert.ts';
+import { type Certificate, DEFAULT_GLOBAL_CONFIG, type Model } from '../../model/index.ts';
+import { requestClientCertificate } from '../access/client-cert.ts';
 
 export interface CertificatePair {
   certPem: string;

@@ -5,7 +5,7 @@
 // does one lookup per list and, for rate limits, one LRU lookup per zone.
 
 import { BlockList } from 'node:net';
-import type { LocationAnnotations, ObjectRef } from '../model/index.ts';
+import type { LocationAnnotations, ObjectRef } from '../../model/index.ts';
 import { ConnectionZone, RequestZone, type Zone } from './rate-limit.ts';
 
 /**

@@ -10,8 +10,8 @@
 // before writeHead. Upstream responses get the same through `RequestContext.policy`.
 
 import type { IncomingMessage } from 'node:http';
-import type { LocationAnnotations } from '../model/index.ts';
-import type { HttpPolicy } from './http-policy.ts';
+import type { LocationAnnotations } from '../../model/index.ts';
+import type { HttpPolicy } from '../http-policy.ts';
 
 export interface CompiledCors {
   /** cors-allow-origin `*`: every request matches and Access-Control-Allow-Origin is `*` */
