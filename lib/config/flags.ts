@@ -323,12 +323,8 @@ export type ParsedArgs =
   | { kind: 'run'; config: Config; ignored: readonly IgnoredFlag[] };
 
 /** Parse argv (without node and the script). Port 0 is accepted (tests: pick a free port). */
-export function parseFlags(argv: readonly string[]): ParsedArgs {
-  let values: Values;
-  let logLevelGiven: boolean;
-  const { args, ignored, verbosity } = readPflagArgs(argv, (name) =>
-    Object.hasOwn(FLAGS, name) ? (FLAGS as Record<string, FlagSpec>)[name]?.type : undefined,
-  );
+/** Node's parseArgs over the flag table; its message without the hint about positionals. */
+function readValues(args: string[]): { values: Values; logLevelGiven: boolean } {
   try {
     const options = Object.fromEntries(
       Object.entries(FLAGS).map(([name, spec]) => [name, { type: spec.type, default: spec.default }]),
@@ -341,26 +337,19 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
       allowNegative: true,
       tokens: true,
     });
-    values = parsed.values as Values;
-    logLevelGiven = parsed.tokens.some((token) => token.kind === 'option' && token.name === 'log-level');
+    return {
+      values: parsed.values as Values,
+      logLevelGiven: parsed.tokens.some((token) => token.kind === 'option' && token.name === 'log-level'),
+    };
   } catch (error) {
     throw new ConfigError((error as Error).message.replace(/\. To specify a positional.*$/s, ''));
   }
-  if (values.help) return { kind: 'help' };
-  if (values.version) return { kind: 'version' };
+}
 
-  const logLevel = !logLevelGiven && verbosity !== null ? levelForVerbosity(verbosity) : values['log-level'];
-  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
-    throw new ConfigError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
-  }
-  const grace = Number(values['shutdown-grace-period']);
-  if (!/^\d+(\.\d+)?$/.test(values['shutdown-grace-period']) || !Number.isFinite(grace)) {
-    throw new ConfigError(
-      `--shutdown-grace-period must be a number of seconds, got "${values['shutdown-grace-period']}"`,
-    );
-  }
-  const manifests = values.manifests === '' ? null : values.manifests;
-  const orNull = (value: string): string | null => (value === '' ? null : value);
+const orNull = (value: string): string | null => (value === '' ? null : value);
+
+/** The Kubernetes-mode flags, refused with --manifests where they would mean nothing. */
+function kubeFlags(values: Values, manifests: string | null, ignored: IgnoredFlag[]): KubeFlags {
   const addresses = values['publish-status-address']
     .split(',')
     .map((address) => address.trim())
@@ -402,6 +391,45 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
   if (kube.watchNamespace !== null && kube.namespaceSelector !== null) {
     throw new ConfigError('--watch-namespace and --watch-namespace-selector cannot be combined');
   }
+  return kube;
+}
+
+function modelFlags(values: Values): Config['model'] {
+  return {
+    controllerClass: values['controller-class'],
+    ingressClass: values['ingress-class'],
+    ingressClassByName: values['ingress-class-by-name'],
+    watchIngressWithoutClass: values['watch-ingress-without-class'],
+    defaultBackendService: objectRef('default-backend-service', values['default-backend-service']),
+    defaultSSLCertificate: objectRef('default-ssl-certificate', values['default-ssl-certificate']),
+    annotationsPrefix: values['annotations-prefix'],
+    disableCatchAll: values['disable-catch-all'],
+    disableSvcExternalName: values['disable-svc-external-name'],
+    configMap: objectRef('configmap', values.configmap),
+    enableSslPassthrough: values['enable-ssl-passthrough'],
+  };
+}
+
+export function parseFlags(argv: readonly string[]): ParsedArgs {
+  const { args, ignored, verbosity } = readPflagArgs(argv, (name) =>
+    Object.hasOwn(FLAGS, name) ? (FLAGS as Record<string, FlagSpec>)[name]?.type : undefined,
+  );
+  const { values, logLevelGiven } = readValues(args);
+  if (values.help) return { kind: 'help' };
+  if (values.version) return { kind: 'version' };
+
+  const logLevel = !logLevelGiven && verbosity !== null ? levelForVerbosity(verbosity) : values['log-level'];
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const grace = Number(values['shutdown-grace-period']);
+  if (!/^\d+(\.\d+)?$/.test(values['shutdown-grace-period']) || !Number.isFinite(grace)) {
+    throw new ConfigError(
+      `--shutdown-grace-period must be a number of seconds, got "${values['shutdown-grace-period']}"`,
+    );
+  }
+  const manifests = values.manifests === '' ? null : values.manifests;
+  const kube = kubeFlags(values, manifests, ignored);
   if (!values['health-check-path'].startsWith('/')) {
     throw new ConfigError(`--health-check-path must start with /, got "${values['health-check-path']}"`);
   }
@@ -426,19 +454,7 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
       sizeBuckets: buckets('size-buckets', values['size-buckets']),
     },
     logLevel: logLevel as LogLevel,
-    model: {
-      controllerClass: values['controller-class'],
-      ingressClass: values['ingress-class'],
-      ingressClassByName: values['ingress-class-by-name'],
-      watchIngressWithoutClass: values['watch-ingress-without-class'],
-      defaultBackendService: objectRef('default-backend-service', values['default-backend-service']),
-      defaultSSLCertificate: objectRef('default-ssl-certificate', values['default-ssl-certificate']),
-      annotationsPrefix: values['annotations-prefix'],
-      disableCatchAll: values['disable-catch-all'],
-      disableSvcExternalName: values['disable-svc-external-name'],
-      configMap: objectRef('configmap', values.configmap),
-      enableSslPassthrough: values['enable-ssl-passthrough'],
-    },
+    model: modelFlags(values),
   };
   return {
     kind: 'run',
