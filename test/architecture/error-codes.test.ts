@@ -93,7 +93,7 @@ t.test('every runtime error code is documented with where it shows', async (t) =
 
 t.test('every code-shaped string in lib/ is defined or known to be foreign', async (t) => {
   const sources = libSources();
-  t.ok(sources.has('lib/errors.ts') && sources.has('lib/dataplane/proxy.ts'), 'lib/ is read');
+  t.ok(sources.has('lib/errors.ts') && sources.size > 20, 'lib/ is read');
   const seen = new Set<string>();
   for (const [path, source] of sources) {
     for (const m of source.matchAll(CODE_LITERAL)) {
