@@ -4,14 +4,15 @@
 //
 // A "reload" in ingress-nginx's sense is a full swap here (a change of routes, TLS or settings);
 // an endpoints-only swap is what ingress-nginx applies without reloading, so it does not count as one.
-// The per-request series live in requests.ts and share this registry and its const labels.
+// The per-request series live in requests.ts, the series read off the model in model-metrics.ts and
+// the nginx_process_* ones in process.ts; all share this registry and its const labels.
 
-import { readFileSync } from 'node:fs';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { DataPlaneStats } from '../dataplane/dataplane.ts';
 import type { RequestRecord } from '../dataplane/request-record.ts';
 import type { Diagnostic, Model } from '../model/index.ts';
 import { createModelMetrics } from './model-metrics.ts';
+import { registerConnectionMetrics, registerProcessMetrics } from './process.ts';
 import {
   createRequestMetrics,
   DEFAULT_REQUEST_METRICS_OPTIONS,
@@ -71,26 +72,8 @@ export function hashValue(hex: string): number {
   return Number.isNaN(value) ? 0 : value;
 }
 
-/** Virtual memory size of this process in bytes (Linux /proc), or null. */
-function virtualMemoryBytes(): number | null {
-  try {
-    const match = /^VmSize:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
-    return match ? Number(match[1]) * 1024 : null;
-  } catch {
-    return null;
-  }
-}
-
-export function createControllerMetrics(options: ControllerMetricsOptions): ControllerMetrics {
-  const registry = new Registry();
-  const constLabels = {
-    controller_namespace: options.podNamespace,
-    controller_class: options.controllerClass,
-    controller_pod: options.podName,
-  };
-  registry.setDefaultLabels(constLabels);
-  const registers = [registry];
-
+/** ingress-nginx's reload series (config_hash, config_last_reload_*, success, errors) and build_info. */
+function createReloadMetrics(registers: Registry[], version: string) {
   const configHash = new Gauge({
     name: `${PREFIX}config_hash`,
     help: 'Running configuration hash actually running',
@@ -121,123 +104,59 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
     help: 'A metric with a constant 1 labeled with information about the build.',
     labelNames: ['release', 'build', 'repository'],
     registers,
-  }).set({ release: options.version, build: 'ingress-ts', repository: 'ingress-ts' }, 1);
-
-  // our own process under ingress-nginx's nginx_process_* names (the Node process is the data plane)
-  const started = Date.now() / 1000 - process.uptime();
-  new Gauge({
-    name: `${PREFIX}nginx_process_num_procs`,
-    help: 'number of processes',
-    registers,
-    collect() {
-      this.set(1);
+  }).set({ release: version, build: 'ingress-ts', repository: 'ingress-ts' }, 1);
+  // no configuration yet: not a failure
+  lastReloadOk.set(0);
+  configHash.set(0);
+  return {
+    applied(kind: AppliedModel['kind'], routesHash: string): void {
+      lastReloadOk.set(1);
+      if (kind === 'full') {
+        success.inc();
+        lastReloadTime.set(Date.now() / 1000);
+        configHash.set(hashValue(routesHash));
+      }
     },
-  });
+    failed(): void {
+      errors.inc();
+      lastReloadOk.set(0);
+      configHash.set(0);
+    },
+  };
+}
+
+/** ingress_ts_mirror_requests_total, from the data plane's mirror counters at scrape time. */
+function registerMirrorMetrics(registers: Registry[], stats: () => Readonly<DataPlaneStats>): void {
   new Counter({
-    name: `${PREFIX}nginx_process_cpu_seconds_total`,
-    help: 'Cpu usage in seconds',
+    name: 'ingress_ts_mirror_requests_total',
+    help: 'mirror-target request copies by result: answered (any status), failed (refused, reset, timed out), dropped (over the in-flight cap, or their body fell behind)',
+    labelNames: ['result'],
     registers,
     collect() {
-      const usage = process.cpuUsage();
+      const mirror = stats().mirror;
       this.reset();
-      this.inc((usage.user + usage.system) / 1e6);
+      if (mirror === undefined) return;
+      this.inc({ result: 'answered' }, mirror.answered);
+      this.inc({ result: 'failed' }, mirror.failed);
+      this.inc({ result: 'dropped' }, mirror.dropped);
     },
   });
-  new Gauge({
-    name: `${PREFIX}nginx_process_resident_memory_bytes`,
-    help: 'number of bytes of memory in use',
-    registers,
-    collect() {
-      this.set(process.memoryUsage.rss());
-    },
-  });
-  new Gauge({
-    name: `${PREFIX}nginx_process_virtual_memory_bytes`,
-    help: 'number of bytes of memory in use',
-    registers,
-    collect() {
-      const bytes = virtualMemoryBytes();
-      if (bytes !== null) this.set(bytes);
-    },
-  });
-  new Gauge({
-    name: `${PREFIX}nginx_process_oldest_start_time_seconds`,
-    help: 'start time in seconds since 1970/01/01',
-    registers,
-    collect() {
-      this.set(started);
-    },
-  });
+}
 
-  /** requests (and WebSocket sessions) finished, counted where their records arrive anyway */
-  let finished = 0;
-  const stats = options.dataPlaneStats;
-  if (stats !== undefined) {
-    // NGINX's stub_status: accepted = handled (nothing is dropped for lack of resources). writing =
-    // requests in progress (started − finished; a WebSocket until it closes), waiting = the other open
-    // connections (idle keep-alive), reading = 0: Node's parser does not say which connections are
-    // in the middle of a request head, and counting that would cost every request.
-    new Gauge({
-      name: `${PREFIX}nginx_process_connections`,
-      help: 'current number of client connections with state {active, reading, writing, waiting}',
-      labelNames: ['state'],
-      registers,
-      collect() {
-        const { active, requests } = stats();
-        const writing = Math.min(active, Math.max(0, requests - finished));
-        this.set({ state: 'active' }, active);
-        this.set({ state: 'reading' }, 0);
-        this.set({ state: 'writing' }, writing);
-        this.set({ state: 'waiting' }, active - writing);
-      },
-    });
-    new Counter({
-      name: `${PREFIX}nginx_process_connections_total`,
-      help: 'total number of connections with state {accepted, handled}',
-      labelNames: ['state'],
-      registers,
-      collect() {
-        const { accepted } = stats();
-        this.reset();
-        this.inc({ state: 'accepted' }, accepted);
-        this.inc({ state: 'handled' }, accepted);
-      },
-    });
-    new Counter({
-      name: `${PREFIX}nginx_process_requests_total`,
-      help: 'total number of client requests',
-      registers,
-      collect() {
-        this.reset();
-        this.inc(stats().requests);
-      },
-    });
+/** The diagnostics of a build counted by code and severity. */
+function diagnosticCounts(diagnostics: readonly Diagnostic[]) {
+  const counts = new Map<string, { code: string; severity: string; n: number }>();
+  for (const d of diagnostics) {
+    const key = `${d.code}\0${d.severity}`;
+    const entry = counts.get(key);
+    if (entry) entry.n++;
+    else counts.set(key, { code: d.code, severity: d.severity, n: 1 });
   }
+  return counts.values();
+}
 
-  // ingress-ts's own
-  if (stats !== undefined) {
-    new Counter({
-      name: 'ingress_ts_mirror_requests_total',
-      help: 'mirror-target request copies by result: answered (any status), failed (refused, reset, timed out), dropped (over the in-flight cap, or their body fell behind)',
-      labelNames: ['result'],
-      registers,
-      collect() {
-        const mirror = stats().mirror;
-        this.reset();
-        if (mirror === undefined) return;
-        this.inc({ result: 'answered' }, mirror.answered);
-        this.inc({ result: 'failed' }, mirror.failed);
-        this.inc({ result: 'dropped' }, mirror.dropped);
-      },
-    });
-  }
-  // counted whether or not request metrics are on: a contained crash is worth an alert
-  const requestErrors = new Counter({
-    name: 'ingress_ts_request_errors_total',
-    help: 'unexpected exceptions while serving a request or a connection, contained to it (answered 500 or closed) by where they happened',
-    labelNames: ['where'],
-    registers,
-  });
+/** ingress-ts's own series of each build and swap: durations, swaps by kind, diagnostics by code. */
+function createBuildMetrics(registers: Registry[]) {
   const buildSeconds = new Histogram({
     name: 'ingress_ts_model_build_duration_seconds',
     help: 'Time to build the routing model from the objects',
@@ -262,38 +181,83 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
     labelNames: ['code', 'severity'],
     registers,
   });
-  const electionId = options.electionId ?? null;
-  const leaderStatus =
-    electionId === null
-      ? null
-      : new Gauge({
-          name: `${PREFIX}leader_election_status`,
-          help: "Gauge reporting status of the leader election, 0 indicates follower, 1 indicates leader. 'name' is the string used to identify the lease",
-          labelNames: ['name'],
-          registers,
-        });
-  leaderStatus?.set({ name: electionId ?? '' }, 0);
-  const informers = options.informers;
-  if (informers !== undefined) {
-    new Counter({
-      name: 'ingress_ts_informer_restarts_total',
-      help: 'Watches of a kind restarted after an error (a reset stream, a 5xx or 429, an unreachable API server)',
-      labelNames: ['kind'],
-      registers,
-      collect() {
-        this.reset();
-        for (const { kind, restarts } of informers()) this.inc({ kind }, restarts);
-      },
-    });
+  return {
+    applied(model: AppliedModel): void {
+      buildSeconds.observe(model.buildSeconds);
+      if (model.kind !== 'unchanged') {
+        swapSeconds.observe(model.swapSeconds);
+        swaps.inc({ kind: model.kind });
+      }
+      diagnostics.reset();
+      for (const { code, severity, n } of diagnosticCounts(model.diagnostics)) {
+        diagnostics.set({ code, severity }, n);
+      }
+    },
+  };
+}
+
+/** leader_election_status{name} (Kubernetes mode with an election only); returns its setter. */
+function createLeaderMetrics(registers: Registry[], electionId: string | null): (leader: boolean) => void {
+  if (electionId === null) return () => {};
+  const status = new Gauge({
+    name: `${PREFIX}leader_election_status`,
+    help: "Gauge reporting status of the leader election, 0 indicates follower, 1 indicates leader. 'name' is the string used to identify the lease",
+    labelNames: ['name'],
+    registers,
+  });
+  status.set({ name: electionId }, 0);
+  return (leader) => status.set({ name: electionId }, leader ? 1 : 0);
+}
+
+/** ingress_ts_informer_restarts_total{kind}, read from the informers at scrape time. */
+function registerInformerMetrics(
+  registers: Registry[],
+  informers: () => ReadonlyArray<{ kind: string; restarts: number }>,
+): void {
+  new Counter({
+    name: 'ingress_ts_informer_restarts_total',
+    help: 'Watches of a kind restarted after an error (a reset stream, a 5xx or 429, an unreachable API server)',
+    labelNames: ['kind'],
+    registers,
+    collect() {
+      this.reset();
+      for (const { kind, restarts } of informers()) this.inc({ kind }, restarts);
+    },
+  });
+}
+
+export function createControllerMetrics(options: ControllerMetricsOptions): ControllerMetrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({
+    controller_namespace: options.podNamespace,
+    controller_class: options.controllerClass,
+    controller_pod: options.podName,
+  });
+  // the exposition lists the series in the order they are registered: keep it
+  const registers = [registry];
+  const reload = createReloadMetrics(registers, options.version);
+  registerProcessMetrics(registers);
+  /** requests (and WebSocket sessions) finished, counted where their records arrive anyway */
+  let finished = 0;
+  const stats = options.dataPlaneStats;
+  if (stats !== undefined) {
+    registerConnectionMetrics(registers, stats, () => finished);
+    registerMirrorMetrics(registers, stats);
   }
+  // counted whether or not request metrics are on: a contained crash is worth an alert
+  const requestErrors = new Counter({
+    name: 'ingress_ts_request_errors_total',
+    help: 'unexpected exceptions while serving a request or a connection, contained to it (answered 500 or closed) by where they happened',
+    labelNames: ['where'],
+    registers,
+  });
+  const builds = createBuildMetrics(registers);
+  const setLeaderStatus = createLeaderMetrics(registers, options.electionId ?? null);
+  if (options.informers !== undefined) registerInformerMetrics(registers, options.informers);
   collectDefaultMetrics({ register: registry });
   const requests = createRequestMetrics(registry, options.requests ?? DEFAULT_REQUEST_METRICS_OPTIONS);
   // ssl_expire_time_seconds, ssl_certificate_info, orphan_ingress
   const modelMetrics = createModelMetrics(registry, { controllerClass: options.controllerClass });
-
-  // no configuration yet: not a failure
-  lastReloadOk.set(0);
-  configHash.set(0);
 
   return {
     registry,
@@ -309,37 +273,15 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
         requests.setModel(model.model);
         modelMetrics.setModel(model.model, model.diagnostics);
       }
-      buildSeconds.observe(model.buildSeconds);
-      if (model.kind === 'unchanged') {
-        lastReloadOk.set(1);
-      } else {
-        swapSeconds.observe(model.swapSeconds);
-        swaps.inc({ kind: model.kind });
-        lastReloadOk.set(1);
-        if (model.kind === 'full') {
-          success.inc();
-          lastReloadTime.set(Date.now() / 1000);
-          configHash.set(hashValue(model.routesHash));
-        }
-      }
-      const counts = new Map<string, { code: string; severity: string; n: number }>();
-      for (const d of model.diagnostics) {
-        const key = `${d.code}\0${d.severity}`;
-        const entry = counts.get(key);
-        if (entry) entry.n++;
-        else counts.set(key, { code: d.code, severity: d.severity, n: 1 });
-      }
-      diagnostics.reset();
-      for (const { code, severity, n } of counts.values()) diagnostics.set({ code, severity }, n);
+      builds.applied(model);
+      reload.applied(model.kind, model.routesHash);
     },
     setLeader(leader) {
       modelMetrics.setLeader(leader);
-      leaderStatus?.set({ name: electionId ?? '' }, leader ? 1 : 0);
+      setLeaderStatus(leader);
     },
     failed() {
-      errors.inc();
-      lastReloadOk.set(0);
-      configHash.set(0);
+      reload.failed();
     },
     async scrape() {
       return { contentType: registry.contentType, body: await registry.metrics() };

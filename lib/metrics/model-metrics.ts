@@ -117,6 +117,19 @@ const NO_ENDPOINT_CODES: ReadonlySet<DiagnosticCode> = new Set<DiagnosticCode>([
 
 type Labels<N extends string> = Record<N, string>;
 
+/** The Ingresses a route or default route of `model` comes from, by namespace/name, in model order. */
+export function routedIngresses(model: Model): Map<string, ObjectRef> {
+  const ingresses = new Map<string, ObjectRef>();
+  const note = (ref: ObjectRef | null): void => {
+    if (ref !== null) ingresses.set(`${ref.namespace}/${ref.name}`, ref);
+  };
+  for (const server of [model.catchAll, ...model.servers]) {
+    for (const route of server.routes) note(route.ingress);
+    note(server.defaultRoute.ingress);
+  }
+  return ingresses;
+}
+
 /** A gauge's wanted series: set the new and changed ones, remove the ones no longer wanted. */
 class SeriesSet<N extends string> {
   readonly #gauge: Gauge<N>;
@@ -146,8 +159,10 @@ class SeriesSet<N extends string> {
   }
 }
 
-export function createModelMetrics(registry: Registry, options: ModelMetricsOptions): ModelMetrics {
-  const registers = [registry];
+type Wanted<L extends readonly string[]> = Array<{ labels: Labels<L[number]>; value: number }>;
+
+/** The gauges, each behind the SeriesSet that replaces its series. */
+function createGauges(registers: Registry[]) {
   const expire = new SeriesSet(
     new Gauge({
       name: `${PREFIX}ssl_expire_time_seconds`,
@@ -181,102 +196,120 @@ export function createModelMetrics(registry: Registry, options: ModelMetricsOpti
     }),
     ORPHAN_LABELS,
   );
+  return { expire, info, orphan };
+}
 
+/** The certificate a server presents (id of model.certificates), or null when not in the model. */
+function certificateOf(server: Server, model: Model): string | null {
+  if (server === model.catchAll) return model.defaultCertificate;
+  if (server.tls === null) return null;
+  return server.tls.certificate ?? model.defaultCertificate;
+}
+
+/**
+ * The ssl_* series of every server that presents a certificate of the model (the expiry ones only
+ * for the leader). `parsed` memoises the facts by certificate hash; the certificates the model no
+ * longer uses leave it.
+ */
+function sslSeries(
+  model: Model,
+  parsed: Map<string, CertificateFacts | null>,
+  controllerClass: string,
+  leader: boolean,
+): { expire: Wanted<typeof EXPIRE_LABELS>; info: Wanted<typeof INFO_LABELS> } {
+  const expire: Wanted<typeof EXPIRE_LABELS> = [];
+  const info: Wanted<typeof INFO_LABELS> = [];
+  const used = new Set<string>();
+  for (const server of [...model.servers, model.catchAll]) {
+    const id = certificateOf(server, model);
+    const certificate = id === null ? undefined : model.certificates[id];
+    if (certificate === undefined) continue;
+    used.add(certificate.sha256);
+    let facts = parsed.get(certificate.sha256);
+    if (facts === undefined) {
+      facts = certificateFacts(certificate.certPem);
+      parsed.set(certificate.sha256, facts);
+    }
+    if (facts === null) continue;
+    const slash = certificate.id.indexOf('/');
+    const base = {
+      namespace: certificate.id.slice(0, slash),
+      class: controllerClass,
+      host: server.hostname,
+      secret_name: certificate.id.slice(slash + 1),
+      identifier: facts.identifier,
+    };
+    if (leader) expire.push({ labels: base, value: facts.notAfter });
+    info.push({
+      labels: {
+        ...base,
+        issuer_organization: facts.issuerOrganization,
+        issuer_common_name: facts.issuerCommonName,
+        serial_number: facts.serialNumber,
+        public_key_algorithm: facts.publicKeyAlgorithm,
+      },
+      value: 1,
+    });
+  }
+  for (const sha256 of parsed.keys()) if (!used.has(sha256)) parsed.delete(sha256);
+  return { expire, info };
+}
+
+/** Per Ingress (namespace/name): whether a backend lacks its Service, or has one without endpoints. */
+function backendProblems(diagnostics: readonly Diagnostic[]) {
+  // The model cannot tell these apart (a missing Service's upstream and one without endpoints both
+  // have `endpoints: []`); the build reports each backend's problem on the Ingress that uses it.
+  const problems = new Map<string, { noService: boolean; noEndpoint: boolean }>();
+  for (const d of diagnostics) {
+    if (d.kind !== 'Ingress') continue;
+    const noService = d.code === 'SERVICE_NOT_FOUND';
+    if (!noService && !NO_ENDPOINT_CODES.has(d.code)) continue;
+    const key = `${d.namespace}/${d.name}`;
+    let entry = problems.get(key);
+    if (entry === undefined) {
+      entry = { noService: false, noEndpoint: false };
+      problems.set(key, entry);
+    }
+    if (noService) entry.noService = true;
+    else entry.noEndpoint = true;
+  }
+  return problems;
+}
+
+/** orphan_ingress: both types, 1 or 0, for every Ingress with a backend in the model (ingress-nginx's
+ * Inc/Dec). */
+function orphanSeries(model: Model, diagnostics: readonly Diagnostic[]): Wanted<typeof ORPHAN_LABELS> {
+  const problems = backendProblems(diagnostics);
+  const wanted: Wanted<typeof ORPHAN_LABELS> = [];
+  for (const [key, ref] of routedIngresses(model)) {
+    const entry = problems.get(key);
+    const labels = { namespace: ref.namespace, ingress: ref.name };
+    wanted.push({ labels: { ...labels, type: 'no-service' }, value: entry?.noService ? 1 : 0 });
+    wanted.push({ labels: { ...labels, type: 'no-endpoint' }, value: entry?.noEndpoint ? 1 : 0 });
+  }
+  return wanted;
+}
+
+export function createModelMetrics(registry: Registry, options: ModelMetricsOptions): ModelMetrics {
+  const { expire, info, orphan } = createGauges([registry]);
   const parsed = new Map<string, CertificateFacts | null>();
   let leader = true;
   let model: Model | null = null;
   /** routesHash of the model the ssl_* series show (certificates only change with it) */
   let sslHash: string | null = null;
 
-  /** The certificate a server presents (id of model.certificates), or null when not in the model. */
-  const certificateOf = (server: Server, current: Model): string | null => {
-    if (server === current.catchAll) return current.defaultCertificate;
-    if (server.tls === null) return null;
-    return server.tls.certificate ?? current.defaultCertificate;
-  };
-
   const updateSSL = (current: Model): void => {
-    const expireSeries: Array<{ labels: Labels<(typeof EXPIRE_LABELS)[number]>; value: number }> = [];
-    const infoSeries: Array<{ labels: Labels<(typeof INFO_LABELS)[number]>; value: number }> = [];
-    const used = new Set<string>();
-    for (const server of [...current.servers, current.catchAll]) {
-      const id = certificateOf(server, current);
-      const certificate = id === null ? undefined : current.certificates[id];
-      if (certificate === undefined) continue;
-      used.add(certificate.sha256);
-      let facts = parsed.get(certificate.sha256);
-      if (facts === undefined) {
-        facts = certificateFacts(certificate.certPem);
-        parsed.set(certificate.sha256, facts);
-      }
-      if (facts === null) continue;
-      const slash = certificate.id.indexOf('/');
-      const base = {
-        namespace: certificate.id.slice(0, slash),
-        class: options.controllerClass,
-        host: server.hostname,
-        secret_name: certificate.id.slice(slash + 1),
-        identifier: facts.identifier,
-      };
-      if (leader) expireSeries.push({ labels: base, value: facts.notAfter });
-      infoSeries.push({
-        labels: {
-          ...base,
-          issuer_organization: facts.issuerOrganization,
-          issuer_common_name: facts.issuerCommonName,
-          serial_number: facts.serialNumber,
-          public_key_algorithm: facts.publicKeyAlgorithm,
-        },
-        value: 1,
-      });
-    }
-    for (const sha256 of parsed.keys()) if (!used.has(sha256)) parsed.delete(sha256);
-    expire.replace(expireSeries);
-    info.replace(infoSeries);
+    const wanted = sslSeries(current, parsed, options.controllerClass, leader);
+    expire.replace(wanted.expire);
+    info.replace(wanted.info);
     sslHash = current.routesHash;
-  };
-
-  const updateOrphans = (current: Model, diagnostics: readonly Diagnostic[]): void => {
-    // The model cannot tell these apart (a missing Service's upstream and one without endpoints both
-    // have `endpoints: []`); the build reports each backend's problem on the Ingress that uses it.
-    const problems = new Map<string, { noService: boolean; noEndpoint: boolean }>();
-    for (const d of diagnostics) {
-      if (d.kind !== 'Ingress') continue;
-      const noService = d.code === 'SERVICE_NOT_FOUND';
-      if (!noService && !NO_ENDPOINT_CODES.has(d.code)) continue;
-      const key = `${d.namespace}/${d.name}`;
-      let entry = problems.get(key);
-      if (entry === undefined) {
-        entry = { noService: false, noEndpoint: false };
-        problems.set(key, entry);
-      }
-      if (noService) entry.noService = true;
-      else entry.noEndpoint = true;
-    }
-    // every Ingress with a backend in the model gets both types, 1 or 0 (ingress-nginx's Inc/Dec)
-    const ingresses = new Map<string, ObjectRef>();
-    const note = (ref: ObjectRef | null): void => {
-      if (ref !== null) ingresses.set(`${ref.namespace}/${ref.name}`, ref);
-    };
-    for (const server of [current.catchAll, ...current.servers]) {
-      for (const route of server.routes) note(route.ingress);
-      note(server.defaultRoute.ingress);
-    }
-    const wanted: Array<{ labels: Labels<(typeof ORPHAN_LABELS)[number]>; value: number }> = [];
-    for (const [key, ref] of ingresses) {
-      const entry = problems.get(key);
-      const labels = { namespace: ref.namespace, ingress: ref.name };
-      wanted.push({ labels: { ...labels, type: 'no-service' }, value: entry?.noService ? 1 : 0 });
-      wanted.push({ labels: { ...labels, type: 'no-endpoint' }, value: entry?.noEndpoint ? 1 : 0 });
-    }
-    orphan.replace(wanted);
   };
 
   return {
     setModel(next, diagnostics) {
       model = next;
       if (next.routesHash !== sslHash) updateSSL(next);
-      updateOrphans(next, diagnostics);
+      orphan.replace(orphanSeries(next, diagnostics));
     },
     setLeader(next) {
       if (next === leader) return;

@@ -11,6 +11,7 @@
 import type { Registry } from 'prom-client';
 import type { RequestRecord } from '../dataplane/request-record.ts';
 import type { Model } from '../model/index.ts';
+import { routedIngresses } from './model-metrics.ts';
 
 const PREFIX = 'nginx_ingress_controller_';
 
@@ -206,21 +207,46 @@ class RecordedMetric {
   }
 }
 
-/** ingress-nginx's per-request metrics, registered in `registry`. */
-export function createRequestMetrics(registry: Registry, options: RequestMetricsOptions): RequestMetrics {
-  const excluded = excludedSocketMetrics(options.exclude).names;
-  const specs = histogramSpecs(options);
-  const active = specs.map((spec) => !excluded.has(spec.name));
-  const countRequests = !excluded.has('requests');
-  const series = new Map<string, Series>();
-  let definedHosts = new Set<string>();
-  const filterHosts = options.perHost && !options.perUndefinedHost;
-  let tree: SeriesTree = new Map();
-  const reset = () => {
-    series.clear();
-    tree = new Map();
-  };
+/** The samples of histogram `index` of every series that observed a value: buckets, sum and count. */
+function histogramSamples(
+  series: ReadonlyMap<string, Series>,
+  index: number,
+  name: string,
+  bounds: readonly number[],
+): Sample[] {
+  const out: Sample[] = [];
+  for (const s of series.values()) {
+    const h = s.histograms[index] as Float64Array;
+    const count = h[bounds.length + 1] as number;
+    if (count === 0) continue;
+    let cumulative = 0;
+    for (let b = 0; b < bounds.length; b++) {
+      cumulative += h[b] as number;
+      out.push({
+        metricName: `${name}_bucket`,
+        labels: { ...s.labels, le: bounds[b] as number },
+        value: cumulative,
+      });
+    }
+    out.push({ metricName: `${name}_bucket`, labels: { ...s.labels, le: '+Inf' }, value: count });
+    out.push({ metricName: `${name}_sum`, labels: s.labels, value: h[bounds.length] as number });
+    out.push({ metricName: `${name}_count`, labels: s.labels, value: count });
+  }
+  return out;
+}
 
+/**
+ * The requests counter (unless excluded) and each histogram whose `active` entry is true, in
+ * `registry`; all of them read `series` at scrape time, and `reset` empties it.
+ */
+function registerRecordedMetrics(
+  registry: Registry,
+  series: ReadonlyMap<string, Series>,
+  reset: () => void,
+  countRequests: boolean,
+  specs: readonly HistogramSpec[],
+  active: readonly boolean[],
+): void {
   const register = (metric: RecordedMetric) =>
     registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);
 
@@ -244,51 +270,67 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
         name,
         spec.help,
         'histogram',
-        () => {
-          const out: Sample[] = [];
-          for (const s of series.values()) {
-            const h = s.histograms[index] as Float64Array;
-            const count = h[bounds.length + 1] as number;
-            if (count === 0) continue;
-            let cumulative = 0;
-            for (let b = 0; b < bounds.length; b++) {
-              cumulative += h[b] as number;
-              out.push({
-                metricName: `${name}_bucket`,
-                labels: { ...s.labels, le: bounds[b] as number },
-                value: cumulative,
-              });
-            }
-            out.push({ metricName: `${name}_bucket`, labels: { ...s.labels, le: '+Inf' }, value: count });
-            out.push({ metricName: `${name}_sum`, labels: s.labels, value: h[bounds.length] as number });
-            out.push({ metricName: `${name}_count`, labels: s.labels, value: count });
-          }
-          return out;
-        },
+        () => histogramSamples(series, index, name, bounds),
         reset,
       ),
     );
   });
+}
+
+/** A new, empty series for the labels of `record` (with `host` when per-host metrics are on). */
+function newSeries(
+  record: RequestRecord,
+  status: string,
+  perHost: boolean,
+  specs: readonly HistogramSpec[],
+): Series {
+  const labels: Record<string, string> = {
+    status,
+    method: record.method,
+    path: record.path,
+    namespace: record.namespace,
+    ingress: record.ingress,
+    service: record.service,
+    canary: record.canary,
+  };
+  if (perHost) labels.host = record.host;
+  return {
+    labels,
+    requests: 0,
+    histograms: specs.map((spec) => new Float64Array(spec.buckets.length + 2)),
+  };
+}
+
+/** ingress-nginx RemoveMetrics: drops the series of Ingresses the model no longer has; true if any. */
+function removeGoneIngresses(series: Map<string, Series>, model: Model): boolean {
+  const ingresses = routedIngresses(model);
+  let removed = false;
+  for (const [key, s] of series) {
+    if (s.labels.ingress !== '' && !ingresses.has(`${s.labels.namespace}/${s.labels.ingress}`)) {
+      series.delete(key);
+      removed = true;
+    }
+  }
+  return removed;
+}
+
+/** ingress-nginx's per-request metrics, registered in `registry`. */
+export function createRequestMetrics(registry: Registry, options: RequestMetricsOptions): RequestMetrics {
+  const excluded = excludedSocketMetrics(options.exclude).names;
+  const specs = histogramSpecs(options);
+  const active = specs.map((spec) => !excluded.has(spec.name));
+  const series = new Map<string, Series>();
+  let definedHosts = new Set<string>();
+  const filterHosts = options.perHost && !options.perUndefinedHost;
+  let tree: SeriesTree = new Map();
+  const reset = () => {
+    series.clear();
+    tree = new Map();
+  };
+  registerRecordedMetrics(registry, series, reset, !excluded.has('requests'), specs, active);
 
   // per histogram: its buckets, or null when --exclude-socket-metrics leaves it out
   const bounds = specs.map((spec, index) => (active[index] ? spec.buckets : null));
-  const newSeries = (record: RequestRecord, status: string): Series => {
-    const labels: Record<string, string> = {
-      status,
-      method: record.method,
-      path: record.path,
-      namespace: record.namespace,
-      ingress: record.ingress,
-      service: record.service,
-      canary: record.canary,
-    };
-    if (options.perHost) labels.host = record.host;
-    return {
-      labels,
-      requests: 0,
-      histograms: specs.map((spec) => new Float64Array(spec.buckets.length + 2)),
-    };
-  };
 
   return {
     observe(record) {
@@ -310,7 +352,7 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
         const key = `${status}\u0001${record.method}\u0001${host}\u0001${record.path}\u0001${record.namespace}\u0001${record.ingress}\u0001${record.service}\u0001${record.canary}`;
         entry = series.get(key);
         if (entry === undefined) {
-          entry = newSeries(record, status);
+          entry = newSeries(record, status, options.perHost, specs);
           series.set(key, entry);
         }
         node.set(status, entry);
@@ -332,24 +374,8 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
       for (const server of model.servers) hosts.add(server.hostname);
       definedHosts = hosts;
       if (series.size === 0) return; // nothing to remove (the first build, at any size)
-      const ingresses = new Set<string>();
-      const note = (ref: { namespace: string; name: string } | null) => {
-        if (ref !== null) ingresses.add(`${ref.namespace}/${ref.name}`);
-      };
-      for (const server of [model.catchAll, ...model.servers]) {
-        for (const route of server.routes) note(route.ingress);
-        note(server.defaultRoute.ingress);
-      }
-      // ingress-nginx RemoveMetrics: the series of an Ingress that is gone go with it
-      let removed = false;
-      for (const [key, s] of series) {
-        if (s.labels.ingress !== '' && !ingresses.has(`${s.labels.namespace}/${s.labels.ingress}`)) {
-          series.delete(key);
-          removed = true;
-        }
-      }
       // the lookup cache still holds the removed series: start it again
-      if (removed) tree = new Map();
+      if (removeGoneIngresses(series, model)) tree = new Map();
     },
     get seriesCount() {
       return series.size;

@@ -187,6 +187,7 @@ t.test('a forbidden import is reported with the file, the import and the rule', 
       'lib/main.ts',
       "import { Registry } from 'prom-client';\nimport { KubeConfig } from '@kubernetes/client-node';\n",
     ],
+    ['lib/errors.ts', "import type { DiagnosticCode } from './model/index.ts';\n"],
   ]);
   const findings = checkImports(files, rules, () => true);
   t.strictSame(
@@ -201,13 +202,15 @@ t.test('a forbidden import is reported with the file, the import and the rule', 
       'lib/store/store.ts ../source/kube/index.ts the Kubernetes client is loaded lazily',
       'lib/main.ts prom-client prom-client stays in lib/metrics',
       'lib/main.ts @kubernetes/client-node the Kubernetes client is loaded lazily',
+      'lib/errors.ts ./model/index.ts the errors module is a leaf',
     ],
   );
   t.equal(
     findings[0]?.message,
     "lib/dataplane/proxy.ts:1 imports '../store/store.ts' (lib/store/store.ts): breaks " +
-      '"the data plane is made of options and a model": lib/dataplane/ imports only itself and lib/model/ ' +
-      '(never source, store, metrics, config, log, main) and never prom-client, pino or the Kubernetes client: ' +
+      '"the data plane is made of options and a model": lib/dataplane/ imports only itself, lib/model/ and ' +
+      'lib/errors.ts (never source, store, metrics, config, log, main) and never prom-client, pino or the ' +
+      'Kubernetes client: ' +
       'it reports through events so it can run in a worker thread',
   );
   t.match(

@@ -56,12 +56,12 @@ export function dependencyRules(kubeNames: ReadonlySet<string>): Rule[] {
     {
       name: 'the data plane is made of options and a model',
       why:
-        'lib/dataplane/ imports only itself and lib/model/ (never source, store, metrics, config, log, main) ' +
-        'and never prom-client, pino or the Kubernetes client: it reports through events so it can run in a worker thread',
+        'lib/dataplane/ imports only itself, lib/model/ and lib/errors.ts (never source, store, metrics, config, log, ' +
+        'main) and never prom-client, pino or the Kubernetes client: it reports through events so it can run in a worker thread',
       applies: under('lib/dataplane/'),
       breaks: (target) =>
         target.kind === 'outside' ||
-        (target.kind === 'lib' && !inLib(target, 'lib/dataplane/', 'lib/model/')) ||
+        (target.kind === 'lib' && !inLib(target, 'lib/dataplane/', 'lib/model/', 'lib/errors.ts')) ||
         (target.kind === 'package' &&
           ['prom-client', 'pino', '@kubernetes/client-node'].includes(target.name)),
     },
@@ -126,6 +126,14 @@ export function dependencyRules(kubeNames: ReadonlySet<string>): Rule[] {
       why: 'lib/ never imports bin/, test/, bench/ or scripts/, nor lib/cli.ts, which only bin/ starts',
       applies: under('lib/'),
       breaks: (target) => target.kind === 'outside' || inLib(target, 'lib/cli.ts'),
+    },
+    {
+      name: 'the errors module is a leaf',
+      why:
+        'lib/errors.ts imports nothing, so any part of lib/ can name its error codes without loading anything ' +
+        '(the command line before the rest, a data plane in a worker thread)',
+      applies: (file) => file === 'lib/errors.ts',
+      breaks: () => true,
     },
     {
       name: 'only the command line starts the controller',

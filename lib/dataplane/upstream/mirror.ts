@@ -16,6 +16,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable, Transform } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
+import type { MirrorErrorCode } from '../../errors.ts';
 import type { MirrorAnnotations } from '../../model/annotations/mirror.ts';
 import { dataplaneError } from '../events.ts';
 import { compileHashKey, type HashKey, type KeyInput } from './hash-key.ts';
@@ -127,8 +128,8 @@ function mirrorHeaders(req: IncomingMessage, host: string, contentLength: string
 const URL_PARTS = /^(https?:\/\/[^/?#]+)([^#]*)/i;
 
 class MirrorError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string) {
+  readonly code: MirrorErrorCode;
+  constructor(code: MirrorErrorCode, message: string) {
     super(message);
     this.code = code;
   }

@@ -12,6 +12,7 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerR
 import type { ServerHttp2Stream } from 'node:http2';
 import { type Duplex, Transform } from 'node:stream';
 import { buildConnector, type Dispatcher, Pool } from 'undici';
+import type { ErrorCode, ProxyErrorCode } from '../../errors.ts';
 import type { Affinity, Rewrite } from '../../model/index.ts';
 import { dataplaneError } from '../events.ts';
 import { DEFAULT_HTTP_POLICY, type HttpPolicy } from '../http-policy.ts';
@@ -512,8 +513,8 @@ const TOO_LARGE = 4; // the request body grew past proxy-body-size: 413, never r
 type FailureKind = typeof ERROR | typeof TIMEOUT | typeof FATAL | typeof INVALID | typeof TOO_LARGE;
 
 class ProxyError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string) {
+  readonly code: ProxyErrorCode;
+  constructor(code: ProxyErrorCode, message: string) {
     super(message);
     this.code = code;
   }
@@ -529,7 +530,7 @@ function errorCode(err: Error): string {
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') return code;
   // llhttp's errors without a code (a response that is not HTTP at all)
-  return err.name === 'HTTPParserError' ? 'HPE_INVALID' : 'UNKNOWN';
+  return (err.name === 'HTTPParserError' ? 'HPE_INVALID' : 'UNKNOWN') satisfies ErrorCode;
 }
 
 function classify(code: string): FailureKind {
