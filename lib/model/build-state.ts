@@ -8,7 +8,8 @@ import {
   DEFAULT_SERVER_ANNOTATIONS,
 } from './annotations/index.ts';
 import { UpstreamResolver } from './backends.ts';
-import type { ConfigMapLookup, GlobalConfig } from './config.ts';
+import type { GlobalConfig } from './configmap/global-config.ts';
+import type { ConfigMapLookup } from './configmap/key-parser.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import type { CheckedIngress } from './ingress.ts';
 import { type ConfigMap, objectKey, type Secret, type Snapshot } from './k8s.ts';

@@ -23,7 +23,9 @@ import {
   type ServerDraft,
 } from './build-state.ts';
 import { resolveClientAuth } from './client-auth.ts';
-import { type ConfigMapLookup, type GlobalConfig, parseGlobalConfig } from './config.ts';
+import type { GlobalConfig } from './configmap/global-config.ts';
+import { parseGlobalConfig } from './configmap/index.ts';
+import type { ConfigMapLookup } from './configmap/key-parser.ts';
 import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
 import { modelHashes } from './hash.ts';
 import { type CheckedIngress, checkIngress } from './ingress.ts';
