@@ -7,14 +7,15 @@ import {
   DEFAULT_LOCATION_ANNOTATIONS,
   DEFAULT_SERVER_ANNOTATIONS,
 } from './annotations/index.ts';
-import { UpstreamResolver } from './backends.ts';
-import type { ConfigMapLookup, GlobalConfig } from './config.ts';
+import { type ServiceBackendRef, UpstreamResolver } from './backends.ts';
+import type { GlobalConfig } from './configmap/global-config.ts';
+import type { ConfigMapLookup } from './configmap/key-parser.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import type { CheckedIngress } from './ingress.ts';
 import { type ConfigMap, objectKey, type Secret, type Snapshot } from './k8s.ts';
 import type { ModelOptions } from './options.ts';
 import { type CertificateResult, readCertificate } from './tls.ts';
-import type { Certificate, ObjectRef, Route, Server } from './types.ts';
+import type { Backend, Certificate, ObjectRef, Route, Server } from './types.ts';
 
 /** A server while the build fills it, with what the later steps need to know about how. */
 export interface ServerDraft {
@@ -157,4 +158,29 @@ export function newDraft(
     tlsOwner: null,
     annotationSource: {},
   };
+}
+
+// --- what several steps use
+
+export const refName = (ref: ObjectRef): string => objectKey(ref.namespace, ref.name);
+export const sameRef = (a: ObjectRef, b: ObjectRef): boolean =>
+  a.namespace === b.namespace && a.name === b.name;
+
+/** `namespace/name` as an ObjectRef, or null when it is not of that form. */
+export function splitKey(value: string): ObjectRef | null {
+  const slash = value.indexOf('/');
+  if (slash <= 0 || slash === value.length - 1 || value.indexOf('/', slash + 1) !== -1) return null;
+  return { namespace: value.slice(0, slash), name: value.slice(slash + 1) };
+}
+
+/** The upstream of one backend of an Ingress, with the Ingress's balancing settings. */
+export function useUpstream(state: BuildState, ingress: CheckedIngress, ref: ServiceBackendRef): Backend {
+  const { backend, problem } = state.resolver.resolve(
+    ref,
+    ingress.annotations.ingress.loadBalance.algorithm ?? state.config.loadBalance,
+    ingress.annotations.ingress.upstreamHash.hashBy,
+    ingress.annotations.ingress.serviceUpstream.enabled ?? state.config.serviceUpstream,
+  );
+  if (problem !== null) state.diagnostics.report('Ingress', ingress.ref, problem.code, problem.message);
+  return backend;
 }

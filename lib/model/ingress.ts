@@ -47,7 +47,8 @@ function describe(ruleIndex: number, pathIndex?: number): string {
 
 /**
  * The checked Ingress, or null when it is unusable as a whole (reported). `policy`: the ConfigMap's
- * annotation-value-word-blocklist and annotations-risk-level.
+ * annotation-value-word-blocklist and annotations-risk-level. Each step reports what it finds, so
+ * the order of the steps is the order of the diagnostics.
  */
 export function checkIngress(
   ingress: Ingress,
@@ -55,6 +56,41 @@ export function checkIngress(
   diagnostics: DiagnosticsCollector,
   policy: AnnotationPolicy = NO_ANNOTATION_POLICY,
 ): CheckedIngress | null {
+  const ref = checkMetadata(ingress, diagnostics);
+  if (ref === null) return null;
+  const spec = checkShape(ingress, ref, diagnostics);
+  if (spec === null) return null;
+  if (options.disableCatchAll && spec.defaultBackend != null) {
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'CATCH_ALL_DISABLED',
+      'the Ingress has a spec.defaultBackend and --disable-catch-all is set; the whole Ingress is ignored',
+    );
+    return null;
+  }
+  const annotations = checkAnnotations(ingress, options, policy, ref, diagnostics);
+  if (annotations === null) return null;
+  const defaultBackend =
+    spec.defaultBackend == null
+      ? null
+      : checkBackend(spec.defaultBackend, ref.namespace, 'spec.defaultBackend', ref, diagnostics);
+  const rawRules: unknown[] = (spec.rules as unknown[] | undefined) ?? [];
+  const rules = checkRules(rawRules, ref, diagnostics);
+  if (rawRules.length === 0 && spec.defaultBackend == null) {
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'INGRESS_EMPTY',
+      'the Ingress has no rules and no defaultBackend, so it routes nothing',
+    );
+  }
+  const tls = checkTls((spec.tls as unknown[] | undefined) ?? [], ref, diagnostics);
+  return { ref, annotations, defaultBackend, rules, hasRules: rawRules.length > 0, tls };
+}
+
+/** The Ingress's namespace and name, or null (reported) when either is missing or malformed. */
+function checkMetadata(ingress: Ingress, diagnostics: DiagnosticsCollector): ObjectRef | null {
   const namespace = ingress.metadata?.namespace;
   const name = ingress.metadata?.name;
   if (typeof name !== 'string' || name === '' || typeof namespace !== 'string' || namespace === '') {
@@ -69,11 +105,6 @@ export function checkIngress(
     );
     return null;
   }
-  const ref = { namespace, name };
-  const invalid = (message: string): null => {
-    diagnostics.report('Ingress', ref, 'INGRESS_INVALID', message);
-    return null;
-  };
   // the API server would refuse these; in standalone manifests they would carry control characters
   // into upstream names, logs and metric labels
   if (
@@ -81,8 +112,31 @@ export function checkIngress(
     namespace.length > 63 ||
     !isDNS1123Subdomain(namespace) ||
     namespace.includes('.')
-  )
-    return invalid('metadata.name must be a DNS-1123 subdomain and metadata.namespace a DNS-1123 label');
+  ) {
+    diagnostics.report(
+      'Ingress',
+      { namespace, name },
+      'INGRESS_INVALID',
+      'metadata.name must be a DNS-1123 subdomain and metadata.namespace a DNS-1123 label',
+    );
+    return null;
+  }
+  return { namespace, name };
+}
+
+/**
+ * The spec, when it and the annotations have the shapes the later steps read (lists where lists
+ * are expected), else null (reported).
+ */
+function checkShape(
+  ingress: Ingress,
+  ref: ObjectRef,
+  diagnostics: DiagnosticsCollector,
+): Record<string, unknown> | null {
+  const invalid = (message: string): null => {
+    diagnostics.report('Ingress', ref, 'INGRESS_INVALID', message);
+    return null;
+  };
   const spec: unknown = ingress.spec ?? {};
   if (!isObject(spec)) return invalid('spec must be an object');
   if (spec.rules !== undefined && spec.rules !== null && !Array.isArray(spec.rules)) {
@@ -95,24 +149,27 @@ export function checkIngress(
   if (annotations !== undefined && annotations !== null && !isObject(annotations)) {
     return invalid('metadata.annotations must be a map of strings');
   }
+  return spec;
+}
 
-  if (options.disableCatchAll && spec.defaultBackend != null) {
-    diagnostics.report(
-      'Ingress',
-      ref,
-      'CATCH_ALL_DISABLED',
-      'the Ingress has a spec.defaultBackend and --disable-catch-all is set; the whole Ingress is ignored',
-    );
-    return null;
-  }
-
+/**
+ * The parsed annotations, or null when the annotation policy (blocklist, risk level) or an
+ * annotation's own validation drops the Ingress.
+ */
+function checkAnnotations(
+  ingress: Ingress,
+  options: ModelOptions,
+  policy: AnnotationPolicy,
+  ref: ObjectRef,
+  diagnostics: DiagnosticsCollector,
+): ParsedAnnotations | null {
+  const annotations = ingress.metadata?.annotations;
   if (
     annotations != null &&
     !passesAnnotationPolicy(annotations, options.annotationsPrefix, policy, ref, diagnostics)
   ) {
     return null;
   }
-
   const parsed = parseAnnotations(annotations ?? undefined, options.annotationsPrefix, ref, diagnostics);
   if (parsed.dropped) return null;
   if (parsed.ingress.canary.configuredButNotEnabled) {
@@ -123,14 +180,12 @@ export function checkIngress(
       `canary-* annotations are set but ${options.annotationsPrefix}/canary is not "true": they are ignored and this is an ordinary Ingress`,
     );
   }
+  return parsed;
+}
 
-  let defaultBackend: ServiceBackendRef | null = null;
-  if (spec.defaultBackend != null) {
-    defaultBackend = checkBackend(spec.defaultBackend, namespace, 'spec.defaultBackend', ref, diagnostics);
-  }
-
+/** The rules whose host is valid, each with its valid paths; the others are reported and left out. */
+function checkRules(rawRules: unknown[], ref: ObjectRef, diagnostics: DiagnosticsCollector): CheckedRule[] {
   const rules: CheckedRule[] = [];
-  const rawRules: unknown[] = (spec.rules as unknown[] | undefined) ?? [];
   rawRules.forEach((rawRule, ruleIndex) => {
     if (!isObject(rawRule)) {
       diagnostics.report(
@@ -159,82 +214,92 @@ export function checkIngress(
         return;
       }
     }
-    const paths: CheckedPath[] = [];
-    const http = rawRule.http;
-    if (
-      http !== undefined &&
-      http !== null &&
-      (!isObject(http) || (http.paths !== undefined && http.paths !== null && !Array.isArray(http.paths)))
-    ) {
-      diagnostics.report(
-        'Ingress',
-        ref,
-        'INGRESS_INVALID',
-        `${describe(ruleIndex)}.http must be an object whose paths is a list; the rule has no paths`,
-      );
-    }
-    const rawPaths = isObject(http) && Array.isArray(http.paths) ? (http.paths as unknown[]) : [];
-    rawPaths.forEach((rawPath, pathIndex) => {
-      const where = describe(ruleIndex, pathIndex);
-      if (!isObject(rawPath)) {
-        diagnostics.report('Ingress', ref, 'PATH_INVALID', `${where} must be an object; it is ignored`);
-        return;
-      }
-      const pathType = rawPath.pathType;
-      if (!isPathType(pathType)) {
-        diagnostics.report(
-          'Ingress',
-          ref,
-          'PATH_TYPE_INVALID',
-          `${where}.pathType ${
-            pathType === undefined ? 'is required' : `"${String(pathType)}" is not supported`
-          } (Exact, Prefix or ImplementationSpecific); the path is ignored`,
-        );
-        return;
-      }
-      const rawPathValue = rawPath.path ?? '';
-      if (typeof rawPathValue !== 'string') {
-        diagnostics.report(
-          'Ingress',
-          ref,
-          'PATH_INVALID',
-          `${where}.path must be a string; the path is ignored`,
-        );
-        return;
-      }
-      const problem = pathProblem(rawPathValue, pathType);
-      if (problem !== null) {
-        diagnostics.report(
-          'Ingress',
-          ref,
-          'PATH_INVALID',
-          `${where}.path "${rawPathValue}" ${problem} for pathType ${pathType}; the path is ignored`,
-        );
-        return;
-      }
-      const backend = checkBackend(rawPath.backend, namespace, `${where}.backend`, ref, diagnostics);
-      if (backend === null) return;
-      paths.push({
-        path: rawPathValue === '' ? '/' : rawPathValue,
-        pathType: effectivePathType(pathType),
-        pathTypeAsWritten: pathType,
-        backend,
-      });
-    });
-    rules.push({ host, paths });
+    rules.push({ host, paths: checkPaths(rawRule.http, ruleIndex, ref, diagnostics) });
   });
+  return rules;
+}
 
-  if (rawRules.length === 0 && spec.defaultBackend == null) {
+/** The valid paths of a rule's `http`; the others are reported and left out. */
+function checkPaths(
+  http: unknown,
+  ruleIndex: number,
+  ref: ObjectRef,
+  diagnostics: DiagnosticsCollector,
+): CheckedPath[] {
+  if (
+    http !== undefined &&
+    http !== null &&
+    (!isObject(http) || (http.paths !== undefined && http.paths !== null && !Array.isArray(http.paths)))
+  ) {
     diagnostics.report(
       'Ingress',
       ref,
-      'INGRESS_EMPTY',
-      'the Ingress has no rules and no defaultBackend, so it routes nothing',
+      'INGRESS_INVALID',
+      `${describe(ruleIndex)}.http must be an object whose paths is a list; the rule has no paths`,
     );
   }
+  const rawPaths = isObject(http) && Array.isArray(http.paths) ? (http.paths as unknown[]) : [];
+  const paths: CheckedPath[] = [];
+  rawPaths.forEach((rawPath, pathIndex) => {
+    const path = checkPath(rawPath, describe(ruleIndex, pathIndex), ref, diagnostics);
+    if (path !== null) paths.push(path);
+  });
+  return paths;
+}
 
+/** One path: its pathType, its value for that type, its backend; null (reported) when one is wrong. */
+function checkPath(
+  rawPath: unknown,
+  where: string,
+  ref: ObjectRef,
+  diagnostics: DiagnosticsCollector,
+): CheckedPath | null {
+  if (!isObject(rawPath)) {
+    diagnostics.report('Ingress', ref, 'PATH_INVALID', `${where} must be an object; it is ignored`);
+    return null;
+  }
+  const pathType = rawPath.pathType;
+  if (!isPathType(pathType)) {
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'PATH_TYPE_INVALID',
+      `${where}.pathType ${
+        pathType === undefined ? 'is required' : `"${String(pathType)}" is not supported`
+      } (Exact, Prefix or ImplementationSpecific); the path is ignored`,
+    );
+    return null;
+  }
+  const rawPathValue = rawPath.path ?? '';
+  if (typeof rawPathValue !== 'string') {
+    diagnostics.report('Ingress', ref, 'PATH_INVALID', `${where}.path must be a string; the path is ignored`);
+    return null;
+  }
+  const problem = pathProblem(rawPathValue, pathType);
+  if (problem !== null) {
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'PATH_INVALID',
+      `${where}.path "${rawPathValue}" ${problem} for pathType ${pathType}; the path is ignored`,
+    );
+    return null;
+  }
+  const backend = checkBackend(rawPath.backend, ref.namespace, `${where}.backend`, ref, diagnostics);
+  if (backend === null) return null;
+  return {
+    path: rawPathValue === '' ? '/' : rawPathValue,
+    pathType: effectivePathType(pathType),
+    pathTypeAsWritten: pathType,
+    backend,
+  };
+}
+
+/** spec.tls entries with hosts as a list and secretName as a string; entries that are not objects
+ * are left out silently, the others reported. */
+function checkTls(entries: unknown[], ref: ObjectRef, diagnostics: DiagnosticsCollector): IngressTLS[] {
   const tls: IngressTLS[] = [];
-  ((spec.tls as unknown[] | undefined) ?? []).forEach((entry, index) => {
+  entries.forEach((entry, index) => {
     if (!isObject(entry)) return;
     const { hosts, secretName } = entry;
     const hostsOk = hosts === undefined || hosts === null || Array.isArray(hosts);
@@ -250,7 +315,7 @@ export function checkIngress(
     }
     tls.push(entry as IngressTLS);
   });
-  return { ref, annotations: parsed, defaultBackend, rules, hasRules: rawRules.length > 0, tls };
+  return tls;
 }
 
 function checkBackend(

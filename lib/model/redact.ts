@@ -12,7 +12,7 @@
 // - Free text (a diagnostic's message, a data-plane error) has each URL-looking word redacted.
 // Every function is idempotent: redacting twice is redacting once.
 
-import type { GlobalConfig } from './config.ts';
+import type { GlobalConfig } from './configmap/global-config.ts';
 
 export const REDACTED = '***';
 

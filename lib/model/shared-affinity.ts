@@ -6,6 +6,7 @@
 // lose, because the result (a cookie named by another team's Ingress) is otherwise a surprise.
 
 import { upstreamName } from './backends.ts';
+import { type BuildState, sameRef } from './build-state.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import type { CheckedIngress } from './ingress.ts';
 import { objectKey } from './k8s.ts';
@@ -98,6 +99,33 @@ export function applySharedAffinity(
         'AFFINITY_CONFLICT',
         `the affinity cookie of ${where} follows the newer Ingress ${objectKey(cookieOwner.ref.namespace, cookieOwner.ref.name)}, which also uses it (the newest Ingress with affinity decides the cookie): ${differences.join(', ')}`,
       );
+    }
+  }
+}
+
+/**
+ * Sticky upstreams, combined over the Ingresses sharing each one as ingress-nginx does; a sticky
+ * canary (affinity-canary-behavior, default sticky) gets its main upstream's affinity.
+ */
+export function combineSharedAffinity(state: BuildState): void {
+  const upstreamsByName = state.resolver.upstreams();
+  applySharedAffinity(state.ingresses, upstreamsByName, state.options.annotationsPrefix, state.diagnostics);
+  for (const server of [state.catchAll.server, ...state.drafts.values().map((d) => d.server)]) {
+    for (const route of server.routes) {
+      if (route.canary === null || route.backend.type !== 'upstream') continue;
+      const main = upstreamsByName[route.backend.upstream]?.affinity ?? null;
+      const canaryUpstream = upstreamsByName[route.canary.upstream];
+      const canaryRef = route.canary.ingress;
+      const behavior = state.canaries.find((c) => sameRef(c.ref, canaryRef))?.annotations.ingress.affinity
+        .canaryBehavior;
+      if (
+        main !== null &&
+        canaryUpstream !== undefined &&
+        canaryUpstream.affinity === null &&
+        behavior !== 'legacy'
+      ) {
+        canaryUpstream.affinity = main;
+      }
     }
   }
 }

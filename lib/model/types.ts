@@ -2,9 +2,9 @@
 // The data plane compiles it; it never sees a Kubernetes object.
 
 import type { LocationAnnotations, ServerAnnotations } from './annotations/index.ts';
-import type { GlobalConfig } from './config.ts';
+import type { GlobalConfig } from './configmap/global-config.ts';
 
-export type { GlobalConfig } from './config.ts';
+export type { GlobalConfig } from './configmap/global-config.ts';
 
 export interface ObjectRef {
   namespace: string;

@@ -2,7 +2,7 @@
 // units the data plane uses. Pure; the data plane compiles it once per route, /debug/model shows it.
 
 import type { LocationAnnotations } from './annotations/index.ts';
-import type { GlobalConfig } from './config.ts';
+import type { GlobalConfig } from './configmap/global-config.ts';
 
 /** A `<from> <to>` rewrite of a response header part. */
 export interface Rewrite {

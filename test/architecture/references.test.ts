@@ -36,7 +36,7 @@ function files(): string[] {
 
 t.test('no work-item or out-of-repository references', async (t) => {
   const checked = files();
-  t.ok(checked.includes('lib/model/config.ts') && checked.includes('bench/README.md'), 'the tree is read');
+  t.ok(checked.includes('lib/model/index.ts') && checked.includes('bench/README.md'), 'the tree is read');
   for (const path of checked) {
     const lines = readFileSync(root + path, 'utf8').split('\n');
     lines.forEach((line, i) => {

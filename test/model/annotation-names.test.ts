@@ -9,7 +9,7 @@ import {
   INGRESS_NGINX_CONFIG_KEYS,
 } from '../../lib/model/annotations/ingress-nginx-names.ts';
 import { SNIPPET_HINTS, snippetHint } from '../../lib/model/annotations/snippet-hints.ts';
-import { SUPPORTED_CONFIG_KEYS } from '../../lib/model/config.ts';
+import { SUPPORTED_CONFIG_KEYS } from '../../lib/model/configmap/index.ts';
 import { ingress, PREFIX, path, rule, runCases } from './helpers.ts';
 
 const site = (name: string, nginx: Record<string, string>, host = 'a.com') =>

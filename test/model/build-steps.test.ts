@@ -2,21 +2,15 @@
 // only what it changed is checked. Here attachCanaries: it sets route.canary and reports its own
 // diagnostics (in canary order), and never adds a route or a server.
 import t from 'tap';
-import {
-  addClientAuth,
-  addRoutes,
-  applyHostSettings,
-  attachCanaries,
-  createServers,
-  readGlobalConfig,
-  resolveDefaultBackendFlag,
-  resolveLocationReferences,
-  selectIngresses,
-} from '../../lib/model/build.ts';
+import { readGlobalConfig, resolveLocationReferences, selectIngresses } from '../../lib/model/build.ts';
 import { type BuildState, createBuildState, createObjectLookups } from '../../lib/model/build-state.ts';
+import { attachCanaries } from '../../lib/model/canaries.ts';
+import { resolveDefaultBackendFlag } from '../../lib/model/default-backends.ts';
 import { DiagnosticsCollector } from '../../lib/model/diagnostics.ts';
 import type { Ingress } from '../../lib/model/k8s.ts';
 import { DEFAULT_MODEL_OPTIONS } from '../../lib/model/options.ts';
+import { addRoutes } from '../../lib/model/routes.ts';
+import { addClientAuth, applyHostSettings, createServers } from '../../lib/model/servers.ts';
 import type { Server } from '../../lib/model/types.ts';
 import { ingress, path, rule, snapshotOf, type World } from './helpers.ts';
 

@@ -1,5 +1,6 @@
 // The global ConfigMap and the load-balance annotation.
 import t from 'tap';
+import { CONFIG_KEY_TOPICS } from '../../lib/model/configmap/index.ts';
 import { DEFAULT_GLOBAL_CONFIG, SUPPORTED_CONFIG_KEYS } from '../../lib/model/index.ts';
 import { type Case, ingress, path, rule, runCases } from './helpers.ts';
 
@@ -215,3 +216,12 @@ runCases(t, [
 t.test('config: the supported keys are listed', async (t) => {
   t.ok(SUPPORTED_CONFIG_KEYS.includes('load-balance') && SUPPORTED_CONFIG_KEYS.includes('hsts-max-age'));
 });
+
+t.test(
+  'config: each key is parsed by one topic table, so none is silently replaced by another',
+  async (t) => {
+    const keys = CONFIG_KEY_TOPICS.flatMap((topic) => Object.keys(topic));
+    t.equal(keys.length, SUPPORTED_CONFIG_KEYS.length);
+    t.strictSame([...new Set(keys)].sort(), SUPPORTED_CONFIG_KEYS);
+  },
+);

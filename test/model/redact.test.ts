@@ -1,7 +1,7 @@
 // The redaction helpers: URLs keep what tells them apart (scheme, host, port, path, parameter names),
 // never userinfo or parameter values; free text has its URL-looking words redacted; all idempotent.
 import t from 'tap';
-import { DEFAULT_GLOBAL_CONFIG, type GlobalConfig } from '../../lib/model/config.ts';
+import { DEFAULT_GLOBAL_CONFIG, type GlobalConfig } from '../../lib/model/configmap/global-config.ts';
 import { redactConfig, redactHeaders, redactText, redactUrl } from '../../lib/model/redact.ts';
 
 const urls: Array<[string, string]> = [

@@ -5,7 +5,7 @@
 // so the model keeps what the Ingress says). An entry that is not an address or CIDR fails
 // ingress-nginx's validator (ValidateCIDRs), which rejects the whole Ingress.
 
-import { parseCidr } from '../config.ts';
+import { parseCidr } from '../configmap/values.ts';
 import type { AnnotationGroup, AnnotationReader } from './group.ts';
 
 export interface AccessControlAnnotations {

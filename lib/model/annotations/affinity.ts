@@ -1,5 +1,5 @@
 // affinity: cookie and the session-cookie-* annotations (ingress-nginx's sessionaffinity parser).
-// Ingresses sharing an upstream combine as in ingress-nginx (build.ts): a single one with affinity makes
+// Ingresses sharing an upstream combine as in ingress-nginx (shared-affinity.ts): a single one with affinity makes
 // it sticky, the oldest that names an affinity-mode picks the mode, the newest with affinity gives
 // the cookie; the cookie is set only on the paths of Ingresses that carry affinity. Invalid values fall back to defaults
 // (ingress-nginx logs and carries on): an `affinity` other than exactly "cookie" means no affinity.

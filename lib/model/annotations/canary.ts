@@ -1,6 +1,6 @@
 // canary and canary-*: ingress-nginx's annotations/canary parser. A canary Ingress never creates a
 // host or a path of its own: the build attaches its backends to the main routes with the same host,
-// path and pathType (build.ts), where the data plane splits traffic by header, cookie and weight.
+// path and pathType (canaries.ts), where the data plane splits traffic by header, cookie and weight.
 //
 // Validation as ingress-nginx: header names and values, and cookie names, may only hold
 // `A-Za-z0-9 - . _ ~ / :` (spaces are stripped before the check); a header pattern may also hold the

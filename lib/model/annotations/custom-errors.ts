@@ -7,7 +7,7 @@
 // (NGINX's proxy_intercept_errors off) leaves the upstream's own error responses alone: only the
 // proxy's own 502/503/504 then go to the error backend.
 
-import { parseStatusList } from '../config.ts';
+import { parseStatusList } from '../configmap/values.ts';
 import type { AnnotationGroup } from './group.ts';
 
 export interface CustomErrorsAnnotations {

@@ -5,7 +5,8 @@
 // - a name ingress-nginx does not have either is ignored by both, with a warning saying so.
 // Adding an annotation means adding a group (or a field to one) below, never a new mechanism.
 
-import { isNginxInternalKey, SUPPORTED_CONFIG_KEYS } from '../config.ts';
+import { SUPPORTED_CONFIG_KEYS } from '../configmap/index.ts';
+import { isNginxInternalKey } from '../configmap/nginx-internal-keys.ts';
 import type { DiagnosticsCollector } from '../diagnostics.ts';
 import { redactValue } from '../redact.ts';
 import type { ObjectRef } from '../types.ts';

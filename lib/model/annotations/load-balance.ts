@@ -1,7 +1,7 @@
 // load-balance: the algorithm of the upstreams this Ingress is the first to use (ingress-nginx
 // keeps the first Ingress's choice per upstream). An invalid value drops the Ingress, as there.
 
-import { LOAD_BALANCE_NAMES } from '../config.ts';
+import { LOAD_BALANCE_NAMES } from '../configmap/global-config.ts';
 import type { AnnotationGroup } from './group.ts';
 
 export interface LoadBalanceAnnotations {

@@ -1,0 +1,23 @@
+// ConfigMap keys of the access log: on or off, for the default backend too, URLs never logged, and
+// where it goes.
+
+import { bool, type KeyTable } from './key-parser.ts';
+import { commaList } from './values.ts';
+
+export const ACCESS_LOG_KEYS: KeyTable = {
+  'disable-access-log': bool((config, value) => {
+    config.accessLog.disabled = value;
+  }),
+  'enable-access-log-for-default-backend': bool((config, value) => {
+    config.accessLog.forDefaultBackend = value;
+  }),
+  'skip-access-log-urls': (value, config) => {
+    config.accessLog.skipUrls = commaList(value);
+    return null;
+  },
+  'access-log-path': (value, config) => {
+    if (!value.startsWith('/')) return 'expected an absolute path';
+    config.accessLog.path = value;
+    return null;
+  },
+};

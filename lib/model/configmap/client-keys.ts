@@ -1,0 +1,42 @@
+// ConfigMap keys of the client connections: keep-alive, how long a request head and body may take,
+// how large a request head may be, how many connections at once, and how long they may drain at
+// shutdown.
+
+import { count, type KeyTable, seconds } from './key-parser.ts';
+import { parseNginxTimeMs } from './values.ts';
+
+export const CLIENT_KEYS: KeyTable = {
+  'keep-alive': seconds((config, value) => {
+    config.client.keepAlive = value;
+  }),
+  'keep-alive-requests': count((config, value) => {
+    config.client.keepAliveRequests = value;
+  }, 1),
+  'client-header-timeout': seconds((config, value) => {
+    config.client.headerTimeout = value;
+  }, false),
+  'client-body-timeout': seconds((config, value) => {
+    config.client.bodyTimeout = value;
+  }, false),
+  'large-client-header-buffers': (value, config) => {
+    // NGINX syntax: `<number> <size>`, the size in bytes or with a k / m suffix
+    const m = /^\s*(\d+)\s+(\d+)([km]?)\s*$/i.exec(value);
+    const unit = m === null ? 0 : m[3]?.toLowerCase() === 'm' ? 1 << 20 : m[3] === '' ? 1 : 1024;
+    const count = m === null ? 0 : Number(m[1]);
+    const size = m === null ? 0 : Number(m[2]) * unit;
+    if (count < 1 || size < 1024 || count * size > 1 << 20) {
+      return 'expected "<number> <size>" (like "4 8k"), a size of at least 1k and at most 1m in all';
+    }
+    config.largeClientHeaderBuffers = { count, size };
+    return null;
+  },
+  'max-worker-connections': count((config, value) => {
+    config.maxWorkerConnections = value;
+  }, 0),
+  'worker-shutdown-timeout': (value, config) => {
+    const ms = parseNginxTimeMs(value);
+    if (ms === null) return 'expected an NGINX time such as 240s, 4m or 1m30s';
+    config.workerShutdownTimeoutMs = ms;
+    return null;
+  },
+};

@@ -1,0 +1,83 @@
+// The global ConfigMap (--configmap): ingress-nginx's keys with their defaults (global-config.ts).
+// One small parser per key, in one table per topic; an invalid value keeps the default and is
+// reported on the ConfigMap; a key ingress-ts does not implement yet is reported once (info), since
+// a ConfigMap often carries NGINX tuning.
+
+import type { DiagnosticsCollector } from '../diagnostics.ts';
+import type { ConfigMap } from '../k8s.ts';
+import { redactValue } from '../redact.ts';
+import { ACCESS_KEYS } from './access-keys.ts';
+import { ACCESS_LOG_KEYS } from './access-log-keys.ts';
+import { ANNOTATION_KEYS } from './annotation-keys.ts';
+import { CLIENT_KEYS } from './client-keys.ts';
+import { FORWARDING_KEYS } from './forwarding-keys.ts';
+import { GLOBAL_AUTH_KEYS } from './global-auth-keys.ts';
+import { DEFAULT_GLOBAL_CONFIG, type GlobalConfig } from './global-config.ts';
+import { HEADER_KEYS } from './header-keys.ts';
+import type { ConfigMapLookup, KeyTable } from './key-parser.ts';
+import { isNginxInternalKey } from './nginx-internal-keys.ts';
+import { TLS_KEYS } from './tls-keys.ts';
+import { UPSTREAM_KEYS } from './upstream-keys.ts';
+
+/** The key tables, one per topic; no key is in two of them. */
+export const CONFIG_KEY_TOPICS: readonly KeyTable[] = [
+  UPSTREAM_KEYS,
+  TLS_KEYS,
+  ACCESS_LOG_KEYS,
+  FORWARDING_KEYS,
+  HEADER_KEYS,
+  CLIENT_KEYS,
+  GLOBAL_AUTH_KEYS,
+  ANNOTATION_KEYS,
+  ACCESS_KEYS,
+];
+
+/** Each key: apply the value to the config, or say why it is invalid. */
+const KEYS: KeyTable = Object.fromEntries(CONFIG_KEY_TOPICS.flatMap((topic) => Object.entries(topic)));
+
+export const SUPPORTED_CONFIG_KEYS: readonly string[] = Object.keys(KEYS).sort();
+
+export function parseGlobalConfig(
+  configMap: ConfigMap | undefined,
+  ref: { namespace: string; name: string },
+  diagnostics: DiagnosticsCollector,
+  lookup: ConfigMapLookup = () => undefined,
+): GlobalConfig {
+  const config: GlobalConfig = structuredClone(DEFAULT_GLOBAL_CONFIG) as GlobalConfig;
+  const data = configMap?.data;
+  if (data === undefined || data === null || typeof data !== 'object') return config;
+  for (const key of Object.keys(data).sort()) {
+    const raw = data[key];
+    const value = typeof raw === 'string' ? raw.trim() : String(raw);
+    const parse = KEYS[key];
+    if (parse === undefined) {
+      if (isNginxInternalKey(key)) {
+        diagnostics.report(
+          'ConfigMap',
+          ref,
+          'CONFIG_KEY_NOT_APPLICABLE',
+          `ConfigMap key ${key} tunes NGINX itself; it does not apply to ingress-ts and has no effect`,
+        );
+      } else {
+        diagnostics.report(
+          'ConfigMap',
+          ref,
+          'CONFIG_KEY_UNSUPPORTED',
+          `ConfigMap key ${key} is not supported by ingress-ts yet and has no effect`,
+        );
+      }
+      continue;
+    }
+    if (value === '') continue;
+    const problem = parse(value, config, lookup);
+    if (problem !== null) {
+      diagnostics.report(
+        'ConfigMap',
+        ref,
+        'CONFIG_VALUE_INVALID',
+        `ConfigMap key ${key}=${JSON.stringify(redactValue(key, value))} is invalid (${problem}); the default is used`,
+      );
+    }
+  }
+  return config;
+}
