@@ -6,8 +6,8 @@
 
 import type { BasicAuth } from './annotations/auth.ts';
 import type { ExternalAuth } from './annotations/external-auth.ts';
-import { HEADER_NAME } from './annotations/external-auth.ts';
 import type { LocationAnnotations } from './annotations/index.ts';
+import { HEADER_NAME } from './annotations/validators.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import { type ConfigMap, type Secret, secretValue } from './k8s.ts';
 import type { ObjectRef } from './types.ts';

@@ -7,6 +7,7 @@
 
 import type { ConfigMap } from '../k8s.ts';
 import type { AnnotationGroup } from './group.ts';
+import { SIMPLE_HEADER_NAME } from './validators.ts';
 
 export interface CustomHeadersAnnotations {
   /** the reference as written, or null */
@@ -19,8 +20,7 @@ export interface CustomHeadersAnnotations {
 
 /** A ConfigMap name or `namespace/name` (DNS-1123 names). */
 const REFERENCE = /^(?:[a-z0-9]([-a-z0-9]*[a-z0-9])?\/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
-/** ingress-nginx's header name and value validators for custom-headers entries. */
-const HEADER_NAME = /^[A-Za-z0-9_-]+$/;
+/** ingress-nginx's value validator for custom-headers entries (names: SIMPLE_HEADER_NAME). */
 const HEADER_VALUE = /^[A-Za-z0-9_ :;.,\\/"'?!(){}[\]@<>=\-+*#$&`|~^%]+$/;
 
 export const customHeaders: AnnotationGroup<CustomHeadersAnnotations> = {
@@ -81,7 +81,7 @@ export function resolveCustomHeaders(
     for (const header of Object.keys(data).sort()) {
       const raw = (data as Record<string, unknown>)[header];
       const text = typeof raw === 'string' ? raw : String(raw);
-      if (!HEADER_NAME.test(header)) return denied(`header ${header} is not a valid header name`);
+      if (!SIMPLE_HEADER_NAME.test(header)) return denied(`header ${header} is not a valid header name`);
       if (!HEADER_VALUE.test(text)) return denied(`header ${header} contains an invalid value`);
       if (!context.allowed.includes(header)) {
         return denied(

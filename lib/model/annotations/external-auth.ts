@@ -12,6 +12,7 @@ import { type AnnotationGroup, parseGoBool } from './group.ts';
 import {
   BASIC_CHARS,
   EXTENDED_CHARS,
+  HEADER_NAME,
   HEADERS_VARIABLE,
   matches,
   NGINX_VARIABLE,
@@ -60,7 +61,6 @@ export interface ExternalAuthAnnotations {
 }
 
 export const AUTH_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE'];
-export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const PARAM = /^[A-Za-z0-9_.~-]+$/;
 
 const UNIT_SECONDS: Record<string, number> = {

@@ -4,6 +4,8 @@
 // first word of each (the directive) picks a row below. A message names directives and header names,
 // never values, which may hold credentials.
 
+import { HEADER_NAME } from './validators.ts';
+
 /** One row: directives (and, for header directives, header names) and what does their job. */
 export interface SnippetHint {
   directives: readonly string[];
@@ -97,7 +99,6 @@ export const SNIPPET_HINTS: readonly SnippetHint[] = [
 ];
 
 const DIRECTIVE = /^[a-z_][a-z0-9_]*$/;
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** The statements of a snippet as word lists: cut at `;`, `{`, `}` outside quotes, comments dropped. */
 function statements(text: string): string[][] {

@@ -27,6 +27,9 @@ export const PATH_WITH_CAPTURES = /^\/?[-._~a-zA-Z0-9/:$]*$/;
 /** comma-separated header names (its HeadersVariable) */
 export const HEADERS_VARIABLE = /^[A-Za-z0-9\-_, ]*$/;
 
+/** an HTTP field name: RFC 9110's token, what Node itself accepts as a header name */
+export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
 /** a header name as ingress-nginx's auth and custom-headers parsers accept it */
 export const SIMPLE_HEADER_NAME = /^[a-zA-Z0-9\-_]+$/;
 

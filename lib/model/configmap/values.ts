@@ -2,6 +2,7 @@
 // NGINX times, header names and values, comma lists. Each returns null when the value is invalid.
 
 import { isIP } from 'node:net';
+import { HEADER_NAME } from '../annotations/validators.ts';
 
 /** An IPv4 or IPv6 CIDR (or a bare address, a /32 or /128), normalised to `address/prefix`. */
 export function parseCidr(entry: string): string | null {
@@ -49,8 +50,6 @@ export function parseNginxTimeMs(value: string): number | null {
   return Number.isSafeInteger(total) ? total : null;
 }
 
-/** HTTP field names (RFC 9110 token). */
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** Header values Node writes: visible ASCII, Latin-1, spaces and tabs; no CR/LF. */
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
