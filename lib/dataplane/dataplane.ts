@@ -82,14 +82,10 @@ import { createEwmaStore } from './upstream/balancers/ewma.ts';
 import { defaultBalancerEnv } from './upstream/balancers/index.ts';
 import { StickyBalancer } from './upstream/balancers/sticky.ts';
 import { type MirrorStats, mirrorRequestOf } from './upstream/mirror.ts';
-import {
-  generateRequestId,
-  type ProxyTarget,
-  type RequestContext,
-  type SessionContext,
-  setOwnResponseHeaders,
-  Proxy as UpstreamProxy,
-} from './upstream/proxy.ts';
+import { generateRequestId } from './upstream/request-id.ts';
+import { setOwnResponseHeaders } from './upstream/response-headers.ts';
+import type { ProxyTarget, RequestContext, SessionContext } from './upstream/target.ts';
+import { UpstreamProxy } from './upstream/upstream-proxy.ts';
 
 export interface DataPlaneOptions {
   httpPort: number;

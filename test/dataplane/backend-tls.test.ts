@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { PeerCertificate } from 'node:tls';
 import t from 'tap';
 import { compileBackendTls, intermediatesOf } from '../../lib/dataplane/upstream/backend-tls.ts';
-import { Proxy as DataplaneProxy } from '../../lib/dataplane/upstream/proxy.ts';
+import { UpstreamProxy } from '../../lib/dataplane/upstream/upstream-proxy.ts';
 import { PROXY_SSL_DEFAULTS, type ProxySslAnnotations } from '../../lib/model/annotations/proxy-ssl.ts';
 
 const fixture = (name: string) =>
@@ -84,7 +84,7 @@ t.test('intermediatesOf counts the certificates between the leaf and the root', 
 });
 
 t.test('the proxy keeps one TLS pool per settings for a peer, and closes those no longer used', async (t) => {
-  const proxy = new DataplaneProxy();
+  const proxy = new UpstreamProxy();
   t.teardown(() => proxy.close());
   const a = compileBackendTls(settings());
   const b = compileBackendTls(settings({ verify: true, name: 'backend.internal' }));

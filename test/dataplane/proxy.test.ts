@@ -11,11 +11,9 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { dataplaneError } from '../../lib/dataplane/events.ts';
 import { errorPage, sendErrorPage } from '../../lib/dataplane/responses/error-pages.ts';
 import { type Balancer, type Peer, peerKey } from '../../lib/dataplane/upstream/balancer.ts';
-import {
-  Proxy as DataplaneProxy,
-  generateRequestId,
-  type ProxyTarget,
-} from '../../lib/dataplane/upstream/proxy.ts';
+import { generateRequestId } from '../../lib/dataplane/upstream/request-id.ts';
+import type { ProxyTarget } from '../../lib/dataplane/upstream/target.ts';
+import { UpstreamProxy } from '../../lib/dataplane/upstream/upstream-proxy.ts';
 
 t.setTimeout(120_000); // 100 MB each way through the proxy: tap's 30 s default is tight on a loaded machine
 
@@ -134,16 +132,16 @@ function echoServer(): http.Server {
 
 interface Front {
   port: number;
-  proxy: DataplaneProxy;
+  proxy: UpstreamProxy;
   server: http.Server;
 }
 
-/** The front listener: every request and upgrade goes to `tgt` through a Proxy. */
+/** The front listener: every request and upgrade goes to `tgt` through an UpstreamProxy. */
 async function front(
   t: Tap,
   tgt: ProxyTarget,
   https = false,
-  proxy = new DataplaneProxy(),
+  proxy = new UpstreamProxy(),
   hsts: string | null = null,
 ): Promise<Front> {
   let port = 0;
@@ -343,7 +341,7 @@ t.test('response: hop-by-hop headers and those named by Connection are stripped'
 t.test('Strict-Transport-Security from the context: on proxied responses and on error pages', async (t) => {
   const hsts = 'max-age=60; includeSubDomains';
   const echoPort = await backend(t, echoServer());
-  const ok = await front(t, target([echoPort]), true, new DataplaneProxy(), hsts);
+  const ok = await front(t, target([echoPort]), true, new UpstreamProxy(), hsts);
   const reply = await request(ok.port);
   t.equal(reply.status, 201);
   t.equal(reply.headers['strict-transport-security'], hsts);
@@ -352,7 +350,7 @@ t.test('Strict-Transport-Security from the context: on proxied responses and on 
     ['strict-transport-security'],
     'sent once',
   );
-  const bad = await front(t, target([await deadPort()]), true, new DataplaneProxy(), hsts);
+  const bad = await front(t, target([await deadPort()]), true, new UpstreamProxy(), hsts);
   const failed = await request(bad.port);
   t.equal(failed.status, 502);
   t.equal(failed.headers['strict-transport-security'], hsts);

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import t, { type Test } from 'tap';
 import { MirrorClient } from '../../lib/dataplane/upstream/mirror.ts';
-import { Proxy as UpstreamProxy } from '../../lib/dataplane/upstream/proxy.ts';
+import { UpstreamProxy } from '../../lib/dataplane/upstream/upstream-proxy.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import {

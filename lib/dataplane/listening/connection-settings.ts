@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GlobalConfig } from '../../model/index.ts';
 import type { HttpPolicy } from '../http-policy.ts';
 import { headerValue } from '../request-values.ts';
-import type { Proxy as UpstreamProxy } from '../upstream/proxy.ts';
+import type { UpstreamProxy } from '../upstream/upstream-proxy.ts';
 
 /**
  * The server properties Node's HTTP/1.1 connection handling reads: an `http.Server`'s, and those of

@@ -70,7 +70,7 @@ export function createHttpsListener(
         settings: { maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS },
         ALPNCallback: ({ protocols }) => selectAlpn(protocols, listener.http2),
       },
-      // the compatibility API's request and response stand in for Node's HTTP/1 ones (proxy.ts reads
+      // the compatibility API's request and response stand in for Node's HTTP/1 ones (upstream/ reads
       // the few places they differ: pseudo-headers, the stream's END_STREAM, trailers)
       handler as unknown as Parameters<typeof createSecureServer>[1],
     ),

@@ -7,7 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import { headerValue } from '../request-values.ts';
 import type { RouteInfo } from '../routing/runtime.ts';
-import type { ProxyTarget } from '../upstream/proxy.ts';
+import type { ProxyTarget } from '../upstream/target.ts';
 
 export interface CustomErrors {
   /** statuses (of the upstream, or the proxy's own 502/503/504) answered by the error backend */

@@ -11,7 +11,7 @@ import type { IncomingMessage } from 'node:http';
 import { RE2JS } from 're2js';
 import type { Canary } from '../../model/index.ts';
 import { cookieValue, headerValue } from '../request-values.ts';
-import type { ProxyTarget } from '../upstream/proxy.ts';
+import type { ProxyTarget } from '../upstream/target.ts';
 
 export interface CanaryAction {
   target: ProxyTarget;

@@ -26,7 +26,7 @@ import { compileRouteResponse } from '../responses/route-headers.ts';
 import { type BackendTls, compileBackendTls } from '../upstream/backend-tls.ts';
 import { compileHashKey, type HashKey } from '../upstream/hash-key.ts';
 import { type CompiledMirror, compileMirror } from '../upstream/mirror.ts';
-import type { ProxyTarget, TargetProtocol } from '../upstream/proxy.ts';
+import type { ProxyTarget, TargetProtocol } from '../upstream/target.ts';
 import { compileCanary } from './canary.ts';
 import type { Action, PathSettings, RoutedAction, RouteInfo } from './runtime.ts';
 import type { UpstreamBalancers } from './runtime-balancers.ts';

@@ -20,7 +20,7 @@ import type { RouteResponse } from '../responses/route-headers.ts';
 import type { Balancer, BalancerEnv } from '../upstream/balancer.ts';
 import type { EwmaStore } from '../upstream/balancers/ewma.ts';
 import type { CompiledMirror } from '../upstream/mirror.ts';
-import type { ProxyTarget } from '../upstream/proxy.ts';
+import type { ProxyTarget } from '../upstream/target.ts';
 import type { CanaryAction } from './canary.ts';
 import type { HostTable, PathMatcher } from './router.ts';
 import { peersOf, UpstreamBalancers, updatePeers } from './runtime-balancers.ts';

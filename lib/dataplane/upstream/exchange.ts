@@ -1,0 +1,267 @@
+// One proxied exchange: the tries, the retry rule (proxy-next-upstream), the failure answer, and the
+// request record's upstream timings. WebExchange and UpgradeExchange say where the response goes.
+
+import type { Dispatcher } from 'undici';
+import { dataplaneError } from '../events.ts';
+import { DEFAULT_HTTP_POLICY, type HttpPolicy } from '../http-policy.ts';
+import { type RequestRecord, recordRetry } from '../request-record.ts';
+import type { Peer } from './balancer.ts';
+import { StickyBalancer } from './balancers/sticky.ts';
+import {
+  CLIENT_ABORTED,
+  classify,
+  ERROR,
+  errorCode,
+  type FailureKind,
+  INVALID,
+  NEXT_STATUS,
+  ProxyError,
+  TIMEOUT,
+  TOO_LARGE,
+} from './failures.ts';
+import type { PoolProtocol } from './pools.ts';
+import type { ProxyTarget, SessionContext } from './target.ts';
+import type { UpstreamProxy } from './upstream-proxy.ts';
+
+/** NGINX's `ngx_http_upstream_non_idempotent`: never resent once the request went out. */
+const NON_IDEMPOTENT = new Set(['POST', 'LOCK', 'PATCH']);
+
+export abstract class Exchange implements Dispatcher.DispatchHandler {
+  protected readonly proxy: UpstreamProxy;
+  protected readonly target: ProxyTarget;
+  protected readonly opts: Dispatcher.DispatchOptions;
+  protected readonly hasBody: boolean;
+  protected readonly idempotent: boolean;
+  protected tried: Set<string> | undefined = undefined;
+  /** upstream-hash-by key (RequestContext.hashKey) */
+  hashKey = '';
+  /** affinity (RequestContext.session) */
+  session: SessionContext | null = null;
+  /** which pool of the peer the tries use (backend-protocol) */
+  protocol: PoolProtocol = 'HTTP';
+  /** the ConfigMap's header settings (RequestContext.policy) */
+  policy: HttpPolicy = DEFAULT_HTTP_POLICY;
+  /** the Set-Cookie of a session this exchange started, for the response head */
+  protected newCookie: string | null = null;
+  protected attempts = 0;
+  protected peer: Peer | undefined = undefined;
+  protected controller: Dispatcher.DispatchController | null = null;
+  /** the current try began writing the request upstream */
+  protected started = false;
+  /** a response head went (or is going) to the client: no more retries */
+  protected responded = false;
+  /** the exchange is over (answered, cut or abandoned) */
+  protected done = false;
+  /** the response was handed to the error backend (custom-http-errors): this exchange is silent */
+  protected handedOff = false;
+  /** the client went away */
+  protected gone = false;
+  protected lastKind: FailureKind = ERROR;
+  private t0 = 0;
+  /** when the first try was dispatched (proxy-next-upstream-timeout) */
+  private tFirst = 0;
+  /** the request's log record (upstream address, status and timings per try), when kept */
+  protected readonly record: RequestRecord | null;
+
+  constructor(
+    proxy: UpstreamProxy,
+    target: ProxyTarget,
+    opts: Dispatcher.DispatchOptions,
+    hasBody: boolean,
+    record: RequestRecord | null,
+  ) {
+    this.proxy = proxy;
+    this.target = target;
+    this.opts = opts;
+    this.hasBody = hasBody;
+    this.idempotent = !NON_IDEMPOTENT.has(opts.method);
+    this.record = record;
+  }
+
+  /** Seconds since the current try was dispatched. */
+  protected elapsed(): number {
+    return (performance.now() - this.t0) / 1000;
+  }
+
+  /** The client is gone: stop the upstream side. */
+  protected clientGone(): void {
+    if (this.done) return;
+    this.gone = true;
+    this.done = true;
+    this.controller?.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
+  }
+
+  /** Answers with an error status (no response head was sent yet). */
+  protected abstract fail(status: number): void;
+
+  /** An exception where no listener's boundary reaches (a deferred try): contained to this exchange. */
+  protected abstract unexpected(error: unknown): void;
+  /** Cuts the client connection (a response was under way). */
+  protected abstract cut(): void;
+
+  /** The peer for this try: the session's with affinity (a new session sets its cookie), else the balancer's. */
+  private pickPeer(): Peer | undefined {
+    const balancer = this.target.balancer;
+    const session = this.session;
+    if (session === null || !(balancer instanceof StickyBalancer))
+      return balancer.pick(this.tried, this.hashKey);
+    const chosen = balancer.session(session.key, this.tried, session.changeOnFailure);
+    if (chosen?.newKey != null) {
+      session.key = chosen.newKey;
+      this.newCookie = session.cookie?.(`${chosen.newKey}|${balancer.backendKey}`) ?? null;
+    }
+    return chosen?.peer;
+  }
+
+  /** Starts the next try, or answers when there is no peer to try. */
+  readonly next = (): void => {
+    if (this.done) return;
+    const peer = this.pickPeer();
+    if (peer === undefined) {
+      this.done = true;
+      this.fail(this.attempts === 0 ? 503 : this.lastKind === TIMEOUT ? 504 : 502);
+      return;
+    }
+    this.peer = peer;
+    if (this.attempts === 0) this.tFirst = performance.now();
+    this.attempts++;
+    this.started = false;
+    this.controller = null;
+    this.t0 = performance.now();
+    const record = this.record;
+    if (record !== null) {
+      if (record.upstreamAddr !== '') recordRetry(record);
+      record.upstreamAddr = peer.key;
+    }
+    // a dispatch error (closed pool, invalid argument) comes back through onResponseError
+    this.proxy
+      .pool(peer.key, this.target.connectTimeoutMs, this.protocol, this.target.backendTls ?? null)
+      .dispatch(this.opts, this);
+  };
+
+  /** Another try is allowed: tries left (proxy-next-upstream-tries) and within -timeout. */
+  protected triesLeft(): boolean {
+    const target = this.target;
+    const max = target.tries > 0 ? target.tries : Math.max(1, target.balancer.peers.length);
+    if (this.attempts >= max) return false;
+    const window = target.nextUpstreamTimeoutMs ?? 0;
+    return window <= 0 || performance.now() - this.tFirst < window;
+  }
+
+  /** The request went out and may go out again: no streamed body, and idempotent unless non_idempotent. */
+  protected resendable(): boolean {
+    return !this.hasBody && (this.idempotent || this.target.retryOn.nonIdempotent);
+  }
+
+  /** The response head's status is one of proxy-next-upstream's http_xxx and another try may start. */
+  protected retriesStatus(statusCode: number): boolean {
+    return (
+      this.target.retryOn.statuses?.has(statusCode) === true &&
+      !this.done &&
+      this.triesLeft() &&
+      this.resendable()
+    );
+  }
+
+  /** Moves on to the next try (the current peer is excluded), out of undici's callback. */
+  protected retry(): void {
+    const peer = this.peer;
+    if (peer !== undefined) {
+      this.tried ??= new Set();
+      this.tried.add(peer.key);
+    }
+    // out of every listener's boundary: an exception of the next try is contained here
+    queueMicrotask(() => {
+      try {
+        this.next();
+      } catch (error) {
+        this.unexpected(error);
+      }
+    });
+  }
+
+  protected observe(): void {
+    const peer = this.peer;
+    if (peer !== undefined) this.target.balancer.observe(peer, (performance.now() - this.t0) / 1000);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    this.started = true;
+    // connected (or a kept-alive connection taken): NGINX's $upstream_connect_time
+    if (this.record !== null) this.record.connectTime = this.elapsed();
+    if (this.gone) controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
+    this.requestSettled();
+    if (this.gone || this.handedOff) return;
+    const code = errorCode(err);
+    if (code === NEXT_STATUS) {
+      // a discarded http_xxx answer (its status and timings are already on the record)
+      if (this.record !== null) this.record.responseTime = this.elapsed();
+      if (!this.done) this.retry();
+      return;
+    }
+    const record = this.record;
+    if (record !== null && !this.responded) {
+      record.responseTime = this.elapsed();
+      record.upstreamStatus = classify(code) === TIMEOUT ? 504 : 502;
+    }
+    const peer = this.peer;
+    if (dataplaneError.hasSubscribers) {
+      dataplaneError.publish({
+        upstream: this.target.upstream,
+        peer: peer?.key,
+        code,
+        message: err.message,
+      });
+    }
+    if (this.done) return;
+    if (this.responded) {
+      this.done = true;
+      this.cut();
+      return;
+    }
+    const kind = classify(code);
+    this.lastKind = kind;
+    const retryOn = this.target.retryOn;
+    const wanted =
+      kind === TIMEOUT
+        ? retryOn.timeout
+        : kind === ERROR
+          ? retryOn.error
+          : kind === INVALID
+            ? retryOn.invalidHeader === true
+            : false;
+    if (wanted && this.triesLeft() && (!this.started || this.resendable())) {
+      // out of undici's error path before dispatching again (possibly to the same pool)
+      this.retry();
+      return;
+    }
+    this.done = true;
+    this.fail(kind === TIMEOUT ? 504 : kind === TOO_LARGE ? 413 : 502);
+  }
+
+  /** Hook: the current try has ended (error or end). */
+  protected requestSettled(): void {}
+
+  /** A response head came from the upstream: $upstream_header_time and $upstream_status. */
+  protected noteHead(statusCode: number): void {
+    const record = this.record;
+    if (record === null) return;
+    record.headerTime = this.elapsed();
+    record.upstreamStatus = statusCode;
+    record.upstreamResponseLength = 0;
+  }
+
+  /** Body bytes came from the upstream: $upstream_response_length. */
+  protected noteData(bytes: number): void {
+    if (this.record !== null) this.record.upstreamResponseLength += bytes;
+  }
+
+  /** The upstream's response is complete: $upstream_response_time. */
+  protected noteEnd(): void {
+    if (this.record !== null) this.record.responseTime = this.elapsed();
+  }
+}
