@@ -14,6 +14,7 @@ import {
 } from './annotations/index.ts';
 import { type AuthLookups, resolveAuthReferences } from './auth-refs.ts';
 import type { ServiceBackendRef, UpstreamResolver } from './backends.ts';
+import { type BuildCaches, createBuildCaches } from './build-caches.ts';
 import {
   type BuildState,
   createBuildState,
@@ -31,9 +32,8 @@ import { isOurIngress, ownedClassNames } from './ingress-class.ts';
 import { objectKey, type Snapshot } from './k8s.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
 import { sortIngresses } from './order.ts';
-import { compilePathRegex, newPathRegexGeneration } from './path-regex.ts';
 import { prefixMatchKey } from './paths.ts';
-import { resolveProxySsl } from './proxy-ssl.ts';
+import { type ProxySslLookups, resolveProxySsl } from './proxy-ssl.ts';
 import { applySharedAffinity } from './shared-affinity.ts';
 import { sortSmall } from './sort.ts';
 import { type CertificateResult, certificateCovers, tlsSecretNameFor } from './tls.ts';
@@ -75,13 +75,18 @@ function compareRoutes(a: Route, b: Route): number {
 
 // Each step reads and extends the build state; the order matters, for the model (oldest wins) and
 // for the order of the diagnostics and of the upstreams.
-export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> = {}): BuildResult {
-  newPathRegexGeneration();
+// `caches` (default: none kept) lets a caller reuse regexes and certificates from its earlier builds.
+export function buildModel(
+  snapshot: Snapshot,
+  overrides: Partial<ModelOptions> = {},
+  caches: BuildCaches = createBuildCaches(),
+): BuildResult {
+  caches.pathRegexes.rotate();
   const options: ModelOptions = { ...DEFAULT_MODEL_OPTIONS, ...overrides };
   const diagnostics = new DiagnosticsCollector();
-  const lookups = createObjectLookups(snapshot);
+  const lookups = createObjectLookups(snapshot, caches.certificates);
   const config = readGlobalConfig(snapshot, options, lookups, diagnostics);
-  const state = createBuildState(snapshot, options, diagnostics, lookups, config);
+  const state = createBuildState(snapshot, options, diagnostics, lookups, config, caches);
   selectIngresses(state);
   resolveLocationReferences(state);
   resolveDefaultBackendFlag(state);
@@ -165,11 +170,12 @@ export function selectIngresses(state: BuildState): void {
  * never used, so only main Ingresses look theirs up. */
 export function resolveLocationReferences(state: BuildState): void {
   const { config, lookups, diagnostics } = state;
-  const authLookups: AuthLookups = {
+  const authLookups: AuthLookups & ProxySslLookups = {
     allowCrossNamespace: config.allowCrossNamespaceResources,
     secret: lookups.secret,
     configMap: lookups.configMap,
     diagnostics,
+    certificates: state.caches.certificates,
   };
   for (const ingress of state.ingresses) {
     const { location } = ingress.annotations;
@@ -440,7 +446,7 @@ export function finishServers(state: BuildState): Server[] {
   const { catchAll, drafts, diagnostics } = state;
   const servers = [...drafts.values()].map((draft) => draft.server);
   servers.sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
-  for (const server of [catchAll.server, ...servers]) finishServer(server, diagnostics);
+  for (const server of [catchAll.server, ...servers]) finishServer(server, diagnostics, state.caches);
   resolveAliases(servers, drafts, diagnostics);
   resolveWwwRedirects(servers, drafts, diagnostics);
   resolveCustomDefaultBackends([catchAll.server, ...servers], state.resolver, state.config, diagnostics);
@@ -700,7 +706,7 @@ function applyTLS(
   draft.server.tls = { certificate: id, ingress: ingress.ref };
 }
 
-function finishServer(server: Server, diagnostics: DiagnosticsCollector): void {
+function finishServer(server: Server, diagnostics: DiagnosticsCollector, caches: BuildCaches): void {
   // The default route stands for ingress-nginx's root placeholder location (path /, the creating
   // Ingress's annotations), which counts too unless a Prefix / route replaced it.
   const rootReplaced = server.routes.some((route) => route.pathType === 'Prefix' && route.path === '/');
@@ -712,7 +718,7 @@ function finishServer(server: Server, diagnostics: DiagnosticsCollector): void {
   if (server.regex) {
     server.routes = server.routes.filter((route) => {
       try {
-        compilePathRegex(route.path);
+        caches.pathRegexes.compile(route.path);
         return true;
       } catch (error) {
         const host = server.hostname === '_' ? '(any host)' : server.hostname;
