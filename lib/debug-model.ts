@@ -10,7 +10,6 @@
 import type { RuntimeDescription } from './dataplane/describe/types.ts';
 import { type Diagnostic, redactText, type Severity } from './model/index.ts';
 
-export { DEFAULT_BACKEND } from './dataplane/describe/describe-runtime.ts';
 export type * from './dataplane/describe/types.ts';
 
 export interface DiagnosticDescription {
