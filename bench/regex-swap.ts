@@ -5,14 +5,21 @@
 // one host with `paths` regex paths of about `length` characters (every tenth one refused by RE2, as in
 // the bad-input corpus), and a second Ingress whose path changes every round, so each round is a full
 // swap. Prints build and compile milliseconds per round; round 0 is the first build.
+//
+// The caches are wired as lib/main.ts wires them on one thread: the build's path-regex cache is handed
+// to the data plane's compile. With `--own-caches` the compile keeps its own, as a data-plane worker
+// thread will: its first compile pays for every pattern again, later full swaps reuse its own.
 
 import { performance } from 'node:perf_hooks';
+import { beforeCompile, createRuntimeCaches } from '../lib/dataplane/caches.ts';
 import { generateDefaultCertificate } from '../lib/dataplane/listening/sni.ts';
 import { compileRuntime, type Runtime } from '../lib/dataplane/routing/runtime.ts';
 import { createEwmaStore } from '../lib/dataplane/upstream/balancers/ewma.ts';
-import { buildModel, type Ingress, type Snapshot } from '../lib/model/index.ts';
+import { buildModel, createBuildCaches, type Ingress, type Snapshot } from '../lib/model/index.ts';
 
-const [paths = 1000, length = 1000, rounds = 5] = process.argv.slice(2).map(Number);
+const args = process.argv.slice(2);
+const ownCaches = args.includes('--own-caches');
+const [paths = 1000, length = 1000, rounds = 5] = args.filter((arg) => !arg.startsWith('--')).map(Number);
 
 const backend = { service: { name: 'web', port: { number: 80 } } };
 const ingress = (name: string, created: string, host: string, list: string[], regex: boolean): Ingress => ({
@@ -53,17 +60,25 @@ const snapshot = (round: number): Snapshot =>
     configMaps: [],
   }) as unknown as Snapshot;
 
+const buildCaches = createBuildCaches();
+const runtimeCaches = createRuntimeCaches(ownCaches ? undefined : buildCaches.pathRegexes);
 const deps = {
   generatedDefaultCertificate: await generateDefaultCertificate(),
   balancerEnv: { now: () => performance.now(), random: Math.random },
   ewmaStore: createEwmaStore(),
+  caches: runtimeCaches,
 };
-console.log(`one host, ${paths} regex paths of ~${length} characters; a change on another host each round`);
+console.log(
+  `one host, ${paths} regex paths of ~${length} characters; a change on another host each round; ${
+    ownCaches ? 'the compile keeps its own regex cache' : "the compile shares the build's regex cache"
+  }`,
+);
 let runtime: Runtime | null = null;
 for (let round = 0; round < rounds; round++) {
   const started = performance.now();
-  const { model } = buildModel(snapshot(round));
+  const { model } = buildModel(snapshot(round), {}, buildCaches);
   const built = performance.now();
+  beforeCompile(runtimeCaches, runtime, model);
   runtime = compileRuntime(model, runtime, deps);
   const compiled = performance.now();
   console.log(

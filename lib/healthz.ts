@@ -5,7 +5,8 @@
 //   answered by the same event loop as the proxy, so a stuck loop (a runaway computation, a
 //   synchronous stall) leaves it unanswered and the kubelet's probe times out: the only failure.
 // - GET /metrics: the Prometheus exposition when metrics are enabled.
-// - GET /debug/model: the live configuration as JSON (debug-model.ts) when a source is given.
+// - GET /debug/model: the live configuration as JSON (debug-model.ts) when a source is given; the
+//   source may answer later (a Promise: the data plane describes its runtime through its handle).
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,7 +22,7 @@ export interface Healthz {
 /** Produces the /metrics answer. */
 export type MetricsSource = () => Promise<{ contentType: string; body: string }>;
 
-/** Produces the /debug/model answer: a JSON-serializable value, or null before the first model. */
+/** Produces the /debug/model answer: a JSON-serializable value (or its Promise), null before the first model. */
 export type DebugModelSource = () => unknown;
 
 export interface HealthzOptions {
@@ -43,21 +44,19 @@ export function createHealthz(
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/debug/model' && debugModel !== null) {
-      let status = 200;
-      let body: string;
-      try {
-        const model = debugModel();
-        if (model === null || model === undefined) {
-          status = 503;
-          body = JSON.stringify({ error: 'no configuration has been applied yet' });
-        } else {
-          body = JSON.stringify(model, null, 2);
-        }
-      } catch (error) {
-        status = 500;
-        body = JSON.stringify({ error: `describing the model failed: ${String(error)}` });
-      }
-      res.writeHead(status, { 'Content-Type': JSON_TYPE, 'Cache-Control': 'no-store' }).end(`${body}\n`);
+      const answer = (status: number, body: string) =>
+        res.writeHead(status, { 'Content-Type': JSON_TYPE, 'Cache-Control': 'no-store' }).end(`${body}\n`);
+      new Promise<unknown>((resolve) => resolve(debugModel()))
+        .then((model) =>
+          model === null || model === undefined
+            ? ([503, JSON.stringify({ error: 'no configuration has been applied yet' })] as const)
+            : ([200, JSON.stringify(model, null, 2)] as const),
+        )
+        .then(
+          ([status, body]) => answer(status, body),
+          (error: unknown) =>
+            answer(500, JSON.stringify({ error: `describing the model failed: ${String(error)}` })),
+        );
       return;
     }
     if (path === '/metrics' && metrics !== null) {

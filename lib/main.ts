@@ -1,44 +1,43 @@
-// Wiring for one process: source → scheduler → buildModel → data plane swap, plus health and logs.
-// The source is a manifests folder (--manifests, standalone) or the Kubernetes API; both feed the
-// same scheduler.
+// Wiring for one process: flags → source → scheduler → controller (apply: build → data plane swap;
+// report: status, metrics, logs) → health and debug endpoints, and the graceful stop. The source is
+// a manifests folder (--manifests, standalone) or the Kubernetes API; both feed the same scheduler.
 
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { DestinationStream } from 'pino';
-import { type AccessLog, createAccessLog } from './access-log.ts';
+import { createAccessLog } from './access-log.ts';
 import type { Config } from './config/flags.ts';
+import { type Applier, createApplier } from './controller/apply.ts';
+import { createReporter, levelOf } from './controller/report.ts';
+import { logDataPlaneErrors, observeTraffic, type Traffic } from './controller/traffic.ts';
 import { DataPlane } from './dataplane/dataplane.ts';
-import {
-  dataplaneError,
-  type RequestFailure,
-  requestFailed,
-  requestLogged,
-  requestRefused,
-} from './dataplane/events.ts';
+import type { DataPlaneHandle } from './dataplane/handle.ts';
 import { type CertificatePair, generateDefaultCertificate } from './dataplane/listening/sni.ts';
-import type { RequestRecord } from './dataplane/request-record.ts';
-import { type CertificateCache, describeRuntime } from './debug-model.ts';
-import { createHealthz } from './healthz.ts';
+import { describeModel } from './debug-model.ts';
+import { createHealthz, type Healthz } from './healthz.ts';
 import type { Logger } from './log.ts';
 import { type ControllerMetrics, createControllerMetrics } from './metrics/controller.ts';
 import { excludedSocketMetrics } from './metrics/requests.ts';
 import {
-  buildModel,
+  createBuildCaches,
   DEFAULT_GLOBAL_CONFIG,
   type Diagnostic,
   type ModelReferences,
-  redactText,
   type Snapshot,
 } from './model/index.ts';
+import type { Reporting } from './source/kube/reporting.ts';
 import { createManifestSource } from './source/manifests.ts';
-import { createScheduler } from './store/scheduler.ts';
+import { createScheduler, type Scheduler } from './store/scheduler.ts';
 
 export interface Controller {
   readonly http: AddressInfo;
   readonly https: AddressInfo;
   readonly healthz: AddressInfo;
+  /**
+   * The data plane of this process, for tests that look inside it; the controller itself reaches it
+   * only through its DataPlaneHandle.
+   */
   readonly dataPlane: DataPlane;
   /**
    * Graceful stop: /healthz 500 at once, keep serving (and accepting) for the grace period, then stop
@@ -48,21 +47,6 @@ export interface Controller {
    */
   stop(gracePeriodMs?: number, drainTimeoutMs?: number): Promise<void>;
 }
-
-/** The string fields of a data-plane event, URL-looking words redacted. */
-function redactFields(message: unknown): object {
-  if (typeof message !== 'object' || message === null) return { message: redactText(String(message)) };
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(message)) {
-    out[key] = typeof value === 'string' ? redactText(value) : value;
-  }
-  return out;
-}
-
-const levelOf = (d: Diagnostic) =>
-  d.severity === 'error' ? 'error' : d.severity === 'warning' ? 'warn' : 'info';
-
-const diagnosticKey = (d: Diagnostic) => `${d.kind}/${d.namespace}/${d.name}/${d.code}/${d.message}`;
 
 export interface StartOptions {
   /** the package version, for build_info */
@@ -135,15 +119,8 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
   return { ...kube, where: { server }, readMessage: 'cluster objects listed', kube: { kubeConfig, modules } };
 }
 
-export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Controller> {
-  // Data-plane errors quote URLs (a mirror target, an auth URL as requested): never their credentials.
-  const onDataplaneError = (message: unknown) => log.warn(redactFields(message), 'data plane');
-  subscribe(dataplaneError.name, onDataplaneError);
-
-  // The first read (or list) overlaps the default certificate's key generation (libuv's pool).
-  // A change the source sees before the scheduler exists needs nothing: the first build reads all.
-  let onSourceChange = () => {};
-  const source = await createSource(config, log, () => onSourceChange());
+/** Reads the source for the first time while the default certificate's key is generated (libuv's pool). */
+async function readFirst(source: Source, log: Logger): Promise<CertificatePair> {
   const reading = performance.now();
   let generatedDefaultCertificate: CertificatePair;
   try {
@@ -164,15 +141,16 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     },
     source.readMessage,
   );
+  return generatedDefaultCertificate;
+}
 
-  const dataPlane = new DataPlane({
-    httpPort: config.httpPort,
-    httpsPort: config.httpsPort,
-    bindAddress: config.bindAddress,
-    generatedDefaultCertificate,
-    sslPassthrough: config.model.enableSslPassthrough,
-  });
-
+function createMetrics(
+  config: Config,
+  options: StartOptions,
+  source: Source,
+  handle: DataPlaneHandle,
+  log: Logger,
+): ControllerMetrics | null {
   const env = options.env ?? process.env;
   const metrics: ControllerMetrics | null = config.enableMetrics
     ? createControllerMetrics({
@@ -180,7 +158,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         podNamespace: env.POD_NAMESPACE || 'default',
         podName: env.POD_NAME ?? '',
         version: options.version ?? 'unknown',
-        dataPlaneStats: () => dataPlane.stats,
+        dataPlaneStats: () => handle.statsSnapshot(),
         requests: config.requestMetrics,
         electionId: source.kube !== undefined && config.kube.leaderElection ? config.kube.electionId : null,
         informers: source.informers,
@@ -193,175 +171,155 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       '--exclude-socket-metrics names metrics ingress-ts does not have; ignored',
     );
   }
+  return metrics;
+}
 
-  // the data plane's error boundary: an error log line with the request id, and the counter
-  const onRequestFailed = (message: unknown) => {
-    const failure = message as RequestFailure;
-    metrics?.requestFailed(failure.where);
-    log.error(
-      {
-        where: failure.where,
-        req_id: failure.requestId,
-        // an exception's text may quote a URL it was handed (a mirror target, an auth URL)
-        err: { message: redactText(failure.message), stack: redactText(failure.stack) },
-      },
-      'data plane: unexpected exception while serving (contained: answered 500 or closed)',
-    );
-  };
-  subscribe(requestFailed.name, onRequestFailed);
-
-  // one subscriber for every finished request: metrics, then the access log line
-  const accessLog: AccessLog = createAccessLog({
+/** Kubernetes mode: the elected leader writes Ingress status and Events. */
+function createKubeReporting(
+  config: Config,
+  env: NodeJS.ProcessEnv,
+  source: Source,
+  log: Logger,
+  metrics: ControllerMetrics | null,
+  latest: () => ReturnType<Applier['latest']>,
+): Reporting | null {
+  if (source.kube === undefined) return null;
+  const reporting = source.kube.modules.createReporting({
+    kubeConfig: source.kube.kubeConfig,
+    flags: config.kube,
+    classes: config.model,
+    identity: env.POD_NAME || hostname(),
+    namespace: env.POD_NAMESPACE || 'default',
     log,
-    stdout: options.accessLogStdout,
-    pretty: options.prettyLogs,
+    onLeader: (leader) => metrics?.setLeader(leader),
+    latest,
   });
-  let accessLogOn = false;
-  const onRequest = (message: unknown) => {
-    const record = message as RequestRecord;
-    metrics?.observe(record);
-    if (accessLogOn) accessLog.write(record);
-  };
-  /** requests refused before routing: an access log line, no metrics (as NGINX) */
-  const onRefused = (message: unknown) => accessLog.write(message as RequestRecord);
-  let subscribed = false;
-  let refusalsSubscribed = false;
-  /** Records are built only while somebody reads them. */
-  const subscribeRequests = (wanted: boolean, refusals: boolean) => {
-    if (wanted !== subscribed) {
-      subscribed = wanted;
-      if (wanted) subscribe(requestLogged.name, onRequest);
-      else unsubscribe(requestLogged.name, onRequest);
-    }
-    if (refusals !== refusalsSubscribed) {
-      refusalsSubscribed = refusals;
-      if (refusals) subscribe(requestRefused.name, onRefused);
-      else unsubscribe(requestRefused.name, onRefused);
-    }
-  };
+  if (!reporting.leader) metrics?.setLeader(false);
+  return reporting;
+}
 
-  let reported = new Set<string>();
-  /** diagnostics of the last applied build, for /debug/model */
-  let appliedDiagnostics: readonly Diagnostic[] = [];
-  /** the objects of the last build */
-  let latestSnapshot = source.snapshot();
-  const scheduler = createScheduler({
-    run: () => {
-      const started = performance.now();
-      const snapshot = source.snapshot();
-      const { model, diagnostics, references } = buildModel(snapshot, config.model);
-      source.setReferences?.(references);
-      const built = performance.now();
-      const kind = dataPlane.swap(model);
-      const swapped = performance.now();
-      appliedDiagnostics = diagnostics;
-      latestSnapshot = snapshot;
-      reporting?.afterBuild(snapshot, diagnostics);
-      metrics?.applied({
-        routesHash: model.routesHash,
-        kind,
-        buildSeconds: (built - started) / 1000,
-        swapSeconds: (swapped - built) / 1000,
-        diagnostics,
-        model,
-      });
-      accessLog.configure(model.config.accessLog);
-      accessLogOn = !model.config.accessLog.disabled;
-      subscribeRequests(metrics !== null || accessLogOn, accessLogOn);
-      const current = new Set<string>();
-      for (const diagnostic of diagnostics) {
-        const key = diagnosticKey(diagnostic);
-        current.add(key);
-        if (reported.has(key)) continue;
-        log[levelOf(diagnostic)](
-          { object: `${diagnostic.kind} ${diagnostic.namespace}/${diagnostic.name}`, code: diagnostic.code },
-          diagnostic.message,
-        );
-      }
-      reported = current;
-      if (kind !== 'unchanged') {
-        log.info(
-          {
-            swap: kind,
-            hosts: model.servers.length,
-            upstreams: Object.keys(model.upstreams).length,
-            buildMs: Math.round(built - started),
-            swapMs: Math.round(swapped - built),
-          },
-          'configuration applied',
-        );
-      }
-    },
-    onError: (error: unknown) => {
-      metrics?.failed();
-      log.error({ err: error }, 'building the configuration failed; the previous one keeps serving');
-    },
+/** The status port: readiness from the handle, /metrics, and /debug/model (the runtime's description plus the diagnostics). */
+async function serveHealthz(
+  config: Config,
+  handle: DataPlaneHandle,
+  metrics: ControllerMetrics | null,
+  source: Source,
+  applier: Applier,
+): Promise<{ healthz: Healthz; address: AddressInfo }> {
+  const debugModel = async () => {
+    const runtime = await handle.describe();
+    if (runtime === null) return null;
+    // the source's findings (a manifest document that does not parse) first: no build sees them
+    const problems = source.problems?.() ?? [];
+    const applied = applier.latest().diagnostics;
+    return describeModel(runtime, problems.length === 0 ? applied : [...problems, ...applied]);
+  };
+  const healthz = createHealthz(() => handle.ready(), metrics === null ? null : metrics.scrape, {
+    debugModel,
+    readinessPath: config.healthCheckPath,
   });
+  const address = await healthz.listen(
+    config.healthzPort,
+    config.healthzHost === '' ? config.bindAddress : config.healthzHost,
+  );
+  return { healthz, address };
+}
 
-  // Kubernetes mode: the elected leader writes Ingress status and Events
-  const reporting =
-    source.kube === undefined
-      ? null
-      : source.kube.modules.createReporting({
-          kubeConfig: source.kube.kubeConfig,
-          flags: config.kube,
-          classes: config.model,
-          identity: env.POD_NAME || hostname(),
-          namespace: env.POD_NAMESPACE || 'default',
-          log,
-          onLeader: (leader) => metrics?.setLeader(leader),
-          latest: () => ({ snapshot: latestSnapshot, diagnostics: appliedDiagnostics }),
-        });
-  if (reporting !== null && !reporting.leader) metrics?.setLeader(false);
+/** What the graceful stop closes, in order. */
+interface Running {
+  config: Config;
+  healthz: Healthz;
+  handle: DataPlaneHandle;
+  applier: Applier;
+  reporting: Reporting | null;
+  source: Source;
+  scheduler: Scheduler;
+  traffic: Traffic;
+  stopLoggingErrors: () => void;
+}
+
+async function stopGracefully(
+  running: Running,
+  gracePeriodMs: number | undefined,
+  drainTimeoutMs: number | undefined,
+): Promise<void> {
+  const { config, healthz, handle, applier, reporting, source, scheduler, traffic } = running;
+  const graceMs = gracePeriodMs ?? config.shutdownGracePeriod * 1000;
+  healthz.shuttingDown();
+  // ingress-nginx sleeps the grace period before `nginx -s quit`: still serving, still syncing
+  if (graceMs > 0) await new Promise((resolve) => setTimeout(resolve, graceMs));
+  const configured =
+    applier.latest().model?.config.workerShutdownTimeoutMs ?? DEFAULT_GLOBAL_CONFIG.workerShutdownTimeoutMs;
+  const drainMs = drainTimeoutMs ?? (gracePeriodMs === undefined ? configured : 0);
+  await reporting?.stop(); // releases the Lease: a successor need not wait for the TTL
+  await source.stop();
+  scheduler.stop();
+  await handle.close(drainMs);
+  await healthz.close();
+  await traffic.close();
+  running.stopLoggingErrors();
+}
+
+export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Controller> {
+  const stopLoggingErrors = logDataPlaneErrors(log);
+  // A change the source sees before the scheduler exists needs nothing: the first build reads all.
+  let onSourceChange = () => {};
+  const source = await createSource(config, log, () => onSourceChange());
+  const generatedDefaultCertificate = await readFirst(source, log);
+
+  // one process, one thread: the data plane's compile reuses the regexes the build compiled
+  const buildCaches = createBuildCaches();
+  const dataPlane = new DataPlane({
+    httpPort: config.httpPort,
+    httpsPort: config.httpsPort,
+    bindAddress: config.bindAddress,
+    generatedDefaultCertificate,
+    sslPassthrough: config.model.enableSslPassthrough,
+    pathRegexes: buildCaches.pathRegexes,
+  });
+  const handle: DataPlaneHandle = dataPlane;
+
+  const metrics = createMetrics(config, options, source, handle, log);
+  const accessLog = createAccessLog({ log, stdout: options.accessLogStdout, pretty: options.prettyLogs });
+  const traffic = observeTraffic(log, metrics, accessLog);
+  const env = options.env ?? process.env;
+  const reporting = createKubeReporting(config, env, source, log, metrics, () => applier.latest());
+  const reporter = createReporter({ log, metrics, traffic, reporting });
+  const applier = createApplier({
+    handle,
+    modelOptions: config.model,
+    caches: buildCaches,
+    snapshot: () => source.snapshot(),
+    setReferences: (references) => source.setReferences?.(references),
+    onApplied: reporter.applied,
+  });
+  const scheduler = createScheduler({ run: applier.run, onError: reporter.failed });
 
   onSourceChange = () => scheduler.trigger();
   scheduler.trigger();
   await scheduler.idle();
   reporting?.start();
-  const addresses = await dataPlane.listen();
-  const certificateCache: CertificateCache = new Map();
-  const debugModel = () => {
-    const runtime = dataPlane.current;
-    if (runtime === null) return null;
-    // the source's findings (a manifest document that does not parse) first: no build sees them
-    const problems = source.problems?.() ?? [];
-    const diagnostics = problems.length === 0 ? appliedDiagnostics : [...problems, ...appliedDiagnostics];
-    return describeRuntime(runtime, diagnostics, certificateCache);
-  };
-  const healthz = createHealthz(() => dataPlane.current !== null, metrics === null ? null : metrics.scrape, {
-    debugModel,
-    readinessPath: config.healthCheckPath,
-  });
-  const healthzAddress = await healthz.listen(
-    config.healthzPort,
-    config.healthzHost === '' ? config.bindAddress : config.healthzHost,
-  );
+  const addresses = await handle.listen();
+  const { healthz, address } = await serveHealthz(config, handle, metrics, source, applier);
 
+  const running: Running = {
+    config,
+    healthz,
+    handle,
+    applier,
+    reporting,
+    source,
+    scheduler,
+    traffic,
+    stopLoggingErrors,
+  };
   let stopping: Promise<void> | null = null;
   return {
     ...addresses,
-    healthz: healthzAddress,
+    healthz: address,
     dataPlane,
     stop(gracePeriodMs, drainTimeoutMs) {
-      const graceMs = gracePeriodMs ?? config.shutdownGracePeriod * 1000;
-      stopping ??= (async () => {
-        healthz.shuttingDown();
-        // ingress-nginx sleeps the grace period before `nginx -s quit`: still serving, still syncing
-        if (graceMs > 0) await new Promise((resolve) => setTimeout(resolve, graceMs));
-        const configured =
-          dataPlane.current?.model.config.workerShutdownTimeoutMs ??
-          DEFAULT_GLOBAL_CONFIG.workerShutdownTimeoutMs;
-        const drainMs = drainTimeoutMs ?? (gracePeriodMs === undefined ? configured : 0);
-        await reporting?.stop(); // releases the Lease: a successor need not wait for the TTL
-        await source.stop();
-        scheduler.stop();
-        await dataPlane.close(drainMs);
-        await healthz.close();
-        subscribeRequests(false, false);
-        await accessLog.close();
-        unsubscribe(dataplaneError.name, onDataplaneError);
-        unsubscribe(requestFailed.name, onRequestFailed);
-      })();
+      stopping ??= stopGracefully(running, gracePeriodMs, drainTimeoutMs);
       return stopping;
     },
   };

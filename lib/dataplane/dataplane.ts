@@ -11,7 +11,7 @@ import {
 import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { buildModel, DEFAULT_GLOBAL_CONFIG, EMPTY_SNAPSHOT, type Model } from '../model/index.ts';
+import { DEFAULT_GLOBAL_CONFIG, type Model, type PathRegexCache } from '../model/index.ts';
 import {
   type AccessPolicy,
   ADMITTED_WITH_SLOT,
@@ -29,6 +29,10 @@ import {
   serverClientAuth,
 } from './access/client-cert.ts';
 import { ExternalAuthClient } from './access/external-auth.ts';
+import { beforeCompile, createRuntimeCaches, type RuntimeCaches } from './caches.ts';
+import { CertificateInfoCache } from './describe/certificates.ts';
+import { describeRuntime } from './describe/describe-runtime.ts';
+import type { RuntimeDescription } from './describe/types.ts';
 import {
   dataplaneError,
   type RequestFailure,
@@ -37,6 +41,13 @@ import {
   requestRefused,
   runtimeSwapped,
 } from './events.ts';
+import {
+  copyStats,
+  type DataPlaneHandle,
+  type DataPlaneStats,
+  type ListenAddresses,
+  type SwapResult,
+} from './handle.ts';
 import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
 import {
   answerClientError,
@@ -58,7 +69,7 @@ import {
 } from './listening/connection-settings.ts';
 import { createHttpsListener, type HttpsListener } from './listening/https-listener.ts';
 import { createPassthroughFront, type PassthroughFront } from './listening/passthrough.ts';
-import { applyDefaultCertificate, type CertificatePair, compileSniStore } from './listening/sni.ts';
+import { applyDefaultCertificate, type CertificatePair, initialSniStore } from './listening/sni.ts';
 import {
   byteSourceOf,
   finishOnClose,
@@ -81,7 +92,7 @@ import type { BalancerEnv } from './upstream/balancer.ts';
 import { createEwmaStore } from './upstream/balancers/ewma.ts';
 import { defaultBalancerEnv } from './upstream/balancers/index.ts';
 import { StickyBalancer } from './upstream/balancers/sticky.ts';
-import { type MirrorStats, mirrorRequestOf } from './upstream/mirror.ts';
+import { mirrorRequestOf } from './upstream/mirror.ts';
 import { generateRequestId } from './upstream/request-id.ts';
 import { setOwnResponseHeaders } from './upstream/response-headers.ts';
 import type { ProxyTarget, RequestContext, SessionContext } from './upstream/target.ts';
@@ -96,24 +107,14 @@ export interface DataPlaneOptions {
   balancerEnv?: BalancerEnv;
   /** --enable-ssl-passthrough: HTTPS connections are peeked at while some host passes through */
   sslPassthrough?: boolean;
+  /**
+   * the build's compiled regex-mode paths, when the build runs on this thread: the compile reuses
+   * its objects and the build rotates it. Default: the data plane's own, rotated per full compile.
+   */
+  pathRegexes?: PathRegexCache;
 }
 
-/** Counters the data plane keeps for metrics (read at scrape time; plain integers, no allocation). */
-export interface DataPlaneStats {
-  /** client connections accepted (HTTP and HTTPS) */
-  accepted: number;
-  /** client connections open now */
-  active: number;
-  /** requests and upgrade requests received */
-  requests: number;
-  /** mirror-target copies by outcome */
-  mirror?: Readonly<MirrorStats>;
-}
-
-export interface ListenAddresses {
-  http: AddressInfo;
-  https: AddressInfo;
-}
+export type { DataPlaneStats, ListenAddresses } from './handle.ts';
 
 /** Where the router placed a request: for the request record (logs, metrics). */
 interface Placement {
@@ -194,7 +195,7 @@ const REDIRECT_REASONS: Record<number, string> = {
   308: 'Permanent Redirect',
 };
 
-export class DataPlane {
+export class DataPlane implements DataPlaneHandle {
   readonly #options: DataPlaneOptions;
   /** the canary weight draw: the balancers' random source (tests seed it) */
   readonly #random: () => number;
@@ -202,6 +203,10 @@ export class DataPlane {
   /** auth-url / global-auth-url requests */
   readonly #authClient = new ExternalAuthClient();
   readonly #ewmaStore = createEwmaStore();
+  /** what this data plane keeps across its runtimes (path regexes, bcrypt outcomes, verified leaves) */
+  readonly #caches: RuntimeCaches;
+  /** parsed certificates of /debug/model descriptions */
+  readonly #certificateInfo = new CertificateInfoCache();
   readonly #http: Server;
   readonly #https: Http2SecureServer;
   readonly #httpsListener: HttpsListener;
@@ -227,6 +232,7 @@ export class DataPlane {
 
   constructor(options: DataPlaneOptions) {
     this.#options = options;
+    this.#caches = createRuntimeCaches(options.pathRegexes);
     const env = options.balancerEnv ?? defaultBalancerEnv;
     this.#random = () => env.random();
     // what fails in the proxy's deferred work (a next try, a buffered body's end) meets the same boundary
@@ -242,8 +248,7 @@ export class DataPlane {
     };
     this.#http = createHttpServer(http1, (req, res) => this.#handle(req, res, false));
     // until the first swap, every handshake gets the generated default certificate
-    const empty = buildModel(EMPTY_SNAPSHOT);
-    const initialSni = compileSniStore(empty.model, options.generatedDefaultCertificate);
+    const initialSni = initialSniStore(options.generatedDefaultCertificate);
     this.#httpsListener = createHttpsListener(
       () => this.#runtime?.sni ?? initialSni,
       (req, res) => this.#handle(req, res, true),
@@ -328,10 +333,12 @@ export class DataPlane {
   swap(model: Model): 'full' | 'endpoints' | 'unchanged' {
     const previous = this.#runtime;
     if (previous !== null && previous.hash === model.hash) return 'unchanged';
+    beforeCompile(this.#caches, previous, model);
     const next = compileRuntime(model, previous, {
       generatedDefaultCertificate: this.#options.generatedDefaultCertificate,
       balancerEnv: this.#options.balancerEnv ?? defaultBalancerEnv,
       ewmaStore: this.#ewmaStore,
+      caches: this.#caches,
     });
     this.#runtime = next;
     // handshakes without SNI use the server's own credentials, not the SNICallback
@@ -349,6 +356,24 @@ export class DataPlane {
     }
     if (runtimeSwapped.hasSubscribers) runtimeSwapped.publish({ kind, hash: model.hash });
     return kind;
+  }
+
+  // DataPlaneHandle: in this thread, a swap serves once swap() returns
+  async apply(model: Model): Promise<SwapResult> {
+    return { kind: this.swap(model), hash: model.hash };
+  }
+
+  ready(): boolean {
+    return this.#runtime !== null;
+  }
+
+  statsSnapshot(): DataPlaneStats {
+    return copyStats(this.#stats);
+  }
+
+  async describe(): Promise<RuntimeDescription | null> {
+    const runtime = this.#runtime;
+    return runtime === null ? null : describeRuntime(runtime, this.#certificateInfo);
   }
 
   async listen(): Promise<ListenAddresses> {

@@ -8,13 +8,14 @@ import {
   DEFAULT_SERVER_ANNOTATIONS,
 } from './annotations/index.ts';
 import { type ServiceBackendRef, UpstreamResolver } from './backends.ts';
+import { type BuildCaches, createBuildCaches } from './build-caches.ts';
 import type { GlobalConfig } from './configmap/global-config.ts';
 import type { ConfigMapLookup } from './configmap/key-parser.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import type { CheckedIngress } from './ingress.ts';
 import { type ConfigMap, objectKey, type Secret, type Snapshot } from './k8s.ts';
 import type { ModelOptions } from './options.ts';
-import { type CertificateResult, readCertificate } from './tls.ts';
+import { type CertificateParseCache, type CertificateResult, readCertificate } from './tls.ts';
 import type { Backend, Certificate, ObjectRef, Route, Server } from './types.ts';
 
 /** A server while the build fills it, with what the later steps need to know about how. */
@@ -43,6 +44,8 @@ export interface BuildState {
   readonly diagnostics: DiagnosticsCollector;
   readonly lookups: ObjectLookups;
   readonly config: GlobalConfig;
+  /** what the caller keeps from build to build (compiled path regexes, parsed certificates) */
+  readonly caches: BuildCaches;
   /** Services and EndpointSlices to upstreams; the upstreams it resolved are the model's */
   readonly resolver: UpstreamResolver;
   /** our Ingresses that passed their checks, oldest first, canaries apart */
@@ -64,6 +67,7 @@ export function createBuildState(
   diagnostics: DiagnosticsCollector,
   lookups: ObjectLookups,
   config: GlobalConfig,
+  caches: BuildCaches = createBuildCaches(),
 ): BuildState {
   return {
     snapshot,
@@ -71,6 +75,7 @@ export function createBuildState(
     diagnostics,
     lookups,
     config,
+    caches,
     resolver: new UpstreamResolver(
       snapshot.services,
       snapshot.endpointSlices,
@@ -90,7 +95,7 @@ export function createBuildState(
   };
 }
 
-export function createObjectLookups(snapshot: Snapshot): ObjectLookups {
+export function createObjectLookups(snapshot: Snapshot, parsed?: CertificateParseCache): ObjectLookups {
   const referencedSecrets = new Set<string>();
   const referencedConfigMaps = new Set<string>();
   const secrets = new Map<string, Secret>();
@@ -115,7 +120,7 @@ export function createObjectLookups(snapshot: Snapshot): ObjectLookups {
       referencedSecrets.add(id);
       if (certificates.has(id)) return certificates.get(id) ?? null;
       const secret = secrets.get(id);
-      const result = secret === undefined ? null : readCertificate(secret, id);
+      const result = secret === undefined ? null : readCertificate(secret, id, parsed);
       certificates.set(id, result);
       return result;
     },

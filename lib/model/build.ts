@@ -7,6 +7,7 @@
 
 import { resolveCustomHeaders } from './annotations/index.ts';
 import { type AuthLookups, resolveAuthReferences } from './auth-refs.ts';
+import { type BuildCaches, createBuildCaches } from './build-caches.ts';
 import {
   type BuildState,
   createBuildState,
@@ -28,8 +29,7 @@ import { objectKey, type Snapshot } from './k8s.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
 import { sortIngresses } from './order.ts';
 import { markPassthrough } from './passthrough.ts';
-import { newPathRegexGeneration } from './path-regex.ts';
-import { resolveProxySsl } from './proxy-ssl.ts';
+import { type ProxySslLookups, resolveProxySsl } from './proxy-ssl.ts';
 import { addRoutes, finishRoutes } from './routes.ts';
 import { resolveAliases, resolveWwwRedirects } from './server-names.ts';
 import { resolveDefaultCertificateFlag } from './server-tls.ts';
@@ -56,13 +56,18 @@ export interface BuildResult {
 
 // Each step reads and extends the build state; the order matters, for the model (oldest wins) and
 // for the order of the diagnostics and of the upstreams.
-export function buildModel(snapshot: Snapshot, overrides: Partial<ModelOptions> = {}): BuildResult {
-  newPathRegexGeneration();
+// `caches` (default: none kept) lets a caller reuse regexes and certificates from its earlier builds.
+export function buildModel(
+  snapshot: Snapshot,
+  overrides: Partial<ModelOptions> = {},
+  caches: BuildCaches = createBuildCaches(),
+): BuildResult {
+  caches.pathRegexes.rotate();
   const options: ModelOptions = { ...DEFAULT_MODEL_OPTIONS, ...overrides };
   const diagnostics = new DiagnosticsCollector();
-  const lookups = createObjectLookups(snapshot);
+  const lookups = createObjectLookups(snapshot, caches.certificates);
   const config = readGlobalConfig(snapshot, options, lookups, diagnostics);
-  const state = createBuildState(snapshot, options, diagnostics, lookups, config);
+  const state = createBuildState(snapshot, options, diagnostics, lookups, config, caches);
   selectIngresses(state);
   resolveLocationReferences(state);
   resolveDefaultBackendFlag(state);
@@ -175,11 +180,12 @@ function withCustomHeaders(
  * never used, so only main Ingresses look theirs up. */
 export function resolveLocationReferences(state: BuildState): void {
   const { config, lookups, diagnostics } = state;
-  const authLookups: AuthLookups = {
+  const authLookups: AuthLookups & ProxySslLookups = {
     allowCrossNamespace: config.allowCrossNamespaceResources,
     secret: lookups.secret,
     configMap: lookups.configMap,
     diagnostics,
+    certificates: state.caches.certificates,
   };
   for (const ingress of state.ingresses) {
     const { location } = ingress.annotations;
@@ -200,7 +206,7 @@ export function finishServers(state: BuildState): Server[] {
   const { catchAll, drafts, diagnostics } = state;
   const servers = [...drafts.values()].map((draft) => draft.server);
   servers.sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
-  for (const server of [catchAll.server, ...servers]) finishRoutes(server, diagnostics);
+  for (const server of [catchAll.server, ...servers]) finishRoutes(server, diagnostics, state.caches);
   resolveAliases(servers, drafts, diagnostics);
   resolveWwwRedirects(servers, drafts, diagnostics);
   resolveCustomDefaultBackends([catchAll.server, ...servers], state.resolver, state.config, diagnostics);

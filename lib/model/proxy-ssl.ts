@@ -12,7 +12,7 @@ import type { ProxySslAnnotations, ProxySslMaterial } from './annotations/proxy-
 import { readCaBundle } from './client-auth.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import { type Secret, secretValue } from './k8s.ts';
-import { readCertificate } from './tls.ts';
+import { type CertificateParseCache, readCertificate } from './tls.ts';
 import type { ObjectRef } from './types.ts';
 
 export interface ProxySslLookups {
@@ -20,12 +20,18 @@ export interface ProxySslLookups {
   /** looks a Secret up and records the reference */
   secret(namespace: string, name: string): Secret | undefined;
   diagnostics: DiagnosticsCollector;
+  /** the build's parsed certificates, reused across builds */
+  certificates?: CertificateParseCache;
 }
 
 const present = (value: string | undefined): boolean => value !== undefined && value.trim() !== '';
 
 /** The material of a proxy-ssl-secret Secret, or why it is unusable. */
-export function readProxySslSecret(secret: Secret, id: string): ProxySslMaterial | { problem: string } {
+export function readProxySslSecret(
+  secret: Secret,
+  id: string,
+  certificates?: CertificateParseCache,
+): ProxySslMaterial | { problem: string } {
   let certPem: string | null = null;
   let keyPem: string | null = null;
   let caPem: string | null = null;
@@ -33,7 +39,7 @@ export function readProxySslSecret(secret: Secret, id: string): ProxySslMaterial
   const hasCa = present(secretValue(secret, 'ca.crt'));
   if (!hasPair && !hasCa) return { problem: 'it has neither tls.crt with tls.key nor ca.crt' };
   if (hasPair) {
-    const pair = readCertificate(secret, id);
+    const pair = readCertificate(secret, id, certificates);
     if ('problem' in pair) return { problem: pair.problem };
     certPem = pair.ok.certificate.certPem;
     keyPem = pair.ok.certificate.keyPem;
@@ -79,7 +85,7 @@ function resolve(
   }
   const secret = lookups.secret(namespace, name);
   if (secret === undefined) return { ...value, denied: `proxy-ssl-secret ${id} does not exist` };
-  const material = readProxySslSecret(secret, id);
+  const material = readProxySslSecret(secret, id, lookups.certificates);
   if ('problem' in material)
     return { ...value, denied: `proxy-ssl-secret ${id} is unusable: ${material.problem}` };
   return { ...value, material };

@@ -3,9 +3,9 @@
 // ingress-nginx's location order.
 
 import { usesRegex } from './annotations/index.ts';
+import type { BuildCaches } from './build-caches.ts';
 import { type BuildState, refName, sameRef, useUpstream } from './build-state.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
-import { compilePathRegex } from './path-regex.ts';
 import { prefixMatchKey } from './paths.ts';
 import { sortSmall } from './sort.ts';
 import type { ObjectRef, Route, Server } from './types.ts';
@@ -46,7 +46,7 @@ export function addRoutes(state: BuildState): void {
   }
 }
 
-export function finishRoutes(server: Server, diagnostics: DiagnosticsCollector): void {
+export function finishRoutes(server: Server, diagnostics: DiagnosticsCollector, caches: BuildCaches): void {
   // The default route stands for ingress-nginx's root placeholder location (path /, the creating
   // Ingress's annotations), which counts too unless a Prefix / route replaced it.
   const rootReplaced = server.routes.some((route) => route.pathType === 'Prefix' && route.path === '/');
@@ -58,7 +58,7 @@ export function finishRoutes(server: Server, diagnostics: DiagnosticsCollector):
   if (server.regex) {
     server.routes = server.routes.filter((route) => {
       try {
-        compilePathRegex(route.path);
+        caches.pathRegexes.compile(route.path);
         return true;
       } catch (error) {
         const host = server.hostname === '_' ? '(any host)' : server.hostname;

@@ -1,6 +1,7 @@
 // Reading TLS Secrets into certificates, and choosing the Secret for a host
 // (ingress-nginx's extractTLSSecretName). Pure computation; parsed certificates are memoised by
-// content so a build over unchanged Secrets does not parse them again.
+// content in a cache the build's caller owns (one per controller), so a build over unchanged Secrets
+// does not parse them again.
 
 import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
@@ -14,20 +15,42 @@ export interface ParsedCertificate {
 
 export type CertificateResult = { ok: ParsedCertificate } | { problem: string };
 
-const parsed = new LRUCache<string, CertificateResult>({ max: 4096 });
+/** Parsed certificates (or why they did not parse) by Secret id and content; the least recently used go first. */
+export class CertificateParseCache {
+  readonly #parsed = new LRUCache<string, CertificateResult>({ max: 4096 });
 
-/** The certificate of a `kubernetes.io/tls`-style Secret (keys tls.crt and tls.key), or why not. */
-export function readCertificate(secret: Secret, id: string): CertificateResult {
+  get(key: string): CertificateResult | undefined {
+    return this.#parsed.get(key);
+  }
+
+  set(key: string, result: CertificateResult): void {
+    this.#parsed.set(key, result);
+  }
+
+  get size(): number {
+    return this.#parsed.size;
+  }
+}
+
+/**
+ * The certificate of a `kubernetes.io/tls`-style Secret (keys tls.crt and tls.key), or why not.
+ * Without a cache the PEMs are parsed on every call.
+ */
+export function readCertificate(
+  secret: Secret,
+  id: string,
+  cache?: CertificateParseCache,
+): CertificateResult {
   const certPem = secretValue(secret, 'tls.crt');
   const keyPem = secretValue(secret, 'tls.key');
   if (certPem === undefined || certPem.trim() === '') return { problem: 'it has no tls.crt' };
   if (keyPem === undefined || keyPem.trim() === '') return { problem: 'it has no tls.key' };
   const sha256 = createHash('sha256').update(certPem).update('\0').update(keyPem).digest('hex');
   const cacheKey = `${id}\0${sha256}`;
-  const cached = parsed.get(cacheKey);
+  const cached = cache?.get(cacheKey);
   if (cached !== undefined) return cached;
   const result = parseCertificate(id, certPem, keyPem, sha256);
-  parsed.set(cacheKey, result);
+  cache?.set(cacheKey, result);
   return result;
 }
 

@@ -24,16 +24,7 @@ const rules = dependencyRules(kubeNames);
 
 // Imports that break a rule today; each one says why it stays. The test fails when one is gone, so
 // the list never outlives the code.
-const EXCEPTIONS: Exception[] = [
-  {
-    file: 'lib/dataplane/dataplane.ts',
-    specifier: '../model/index.ts',
-    rule: 'the data plane never sees a Kubernetes object',
-    why:
-      'the listeners serve the model of an empty snapshot (EMPTY_SNAPSHOT) until the first swap; ' +
-      'with data-plane workers the controller would post that model instead',
-  },
-];
+const EXCEPTIONS: Exception[] = [];
 
 const excepted = (f: { file: string; specifier: string; rule: string }) =>
   EXCEPTIONS.some((e) => e.file === f.file && e.specifier === f.specifier && e.rule === f.rule);

@@ -77,6 +77,16 @@ export function dependencyRules(kubeNames: ReadonlySet<string>): Rule[] {
           )),
     },
     {
+      name: 'the controller reaches the data plane through its handle',
+      why:
+        'lib/controller/, lib/healthz.ts and lib/debug-model.ts take from lib/dataplane/ only types (the handle, ' +
+        'the descriptions, the records) and the event channels of events.ts: what a data plane in a worker thread could serve them',
+      applies: (file) =>
+        file.startsWith('lib/controller/') || file === 'lib/healthz.ts' || file === 'lib/debug-model.ts',
+      breaks: (target, ref) =>
+        inLib(target, 'lib/dataplane/') && !ref.typeOnly && target.name !== 'lib/dataplane/events.ts',
+    },
+    {
       name: 'the source feeds the store',
       why: 'lib/source/ hands objects to the store; it never reaches the data plane, metrics or the wiring in main',
       applies: under('lib/source/'),

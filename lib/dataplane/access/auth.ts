@@ -11,7 +11,7 @@ import type { GlobalConfig } from '../../model/index.ts';
 import type { HttpPolicy } from '../http-policy.ts';
 import { headerValue } from '../request-values.ts';
 import { errorPage } from '../responses/error-pages.ts';
-import { type BasicAuthCheck, checkBasicAuth, compileBasicAuth } from './basic-auth.ts';
+import { type BasicAuthCheck, type BcryptResults, checkBasicAuth, compileBasicAuth } from './basic-auth.ts';
 import {
   type AuthRequestInput,
   compileExternalAuth,
@@ -45,7 +45,7 @@ function replacing(policy: HttpPolicy, names: readonly string[]): HttpPolicy {
 /**
  * A route's authentication: null when it has none, 'denied' when its configuration is unusable
  * (the route answers 503). `locationPath` decides no-auth-locations; routes of no Ingress never get
- * global auth.
+ * global auth. `bcryptResults`: the data plane's, kept across its runtimes (default: the route's own).
  */
 export function compileRouteAuth(
   annotations: LocationAnnotations,
@@ -53,6 +53,7 @@ export function compileRouteAuth(
   hasIngress: boolean,
   config: GlobalConfig,
   http: HttpPolicy,
+  bcryptResults?: BcryptResults,
 ): RouteAuth | 'denied' | null {
   const basic = annotations.basicAuth.auth;
   let external = annotations.externalAuth.auth;
@@ -84,7 +85,7 @@ export function compileRouteAuth(
   const check = external === null ? null : compileExternalAuth(external);
   const names = [...(basic === null ? [] : ['authorization']), ...(check?.responseHeaders ?? [])];
   return {
-    basic: basic === null ? null : compileBasicAuth(basic),
+    basic: basic === null ? null : compileBasicAuth(basic, bcryptResults),
     external: check,
     policy: replacing(http, names),
     any: annotations.satisfy.any,

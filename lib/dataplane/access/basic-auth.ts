@@ -4,9 +4,9 @@
 // (node:crypto) and traditional DES crypt (13 characters, apache-crypt). Any other hash never matches.
 //
 // NGINX verifies every request. bcrypt is deliberately slow (tens of milliseconds at cost 10, over a
-// second at cost 14), so its results are cached per runtime: an LRU keyed by a SHA-256 of the stored
-// hash and the password as sent (the password itself is never kept). The other formats are fast and
-// checked every time.
+// second at cost 14), so its results are cached by the data plane across its runtimes (BcryptResults,
+// one per data plane): an LRU keyed by a SHA-256 of the stored hash and the password as sent (the
+// password itself is never kept). The other formats are fast and checked every time.
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import crypt from 'apache-crypt';
@@ -34,19 +34,33 @@ function same(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** bcrypt results, shared by the routes of one runtime: sha256(hash \0 password) → matched. */
-const bcryptResults = new LRUCache<string, boolean>({ max: 4096, ttl: 10 * 60_000 });
+/** bcrypt results of one data plane, shared by the routes of its runtimes: sha256(hash \0 password) → matched. */
+export class BcryptResults {
+  readonly #results = new LRUCache<string, boolean>({ max: 4096, ttl: 10 * 60_000 });
 
-/** The verifier of one stored hash. */
-export function verifierOf(hash: string): Verifier {
+  get(key: string): boolean | undefined {
+    return this.#results.get(key);
+  }
+
+  set(key: string, matched: boolean): void {
+    this.#results.set(key, matched);
+  }
+
+  get size(): number {
+    return this.#results.size;
+  }
+}
+
+/** The verifier of one stored hash; bcrypt outcomes are remembered in `results`. */
+export function verifierOf(hash: string, results: BcryptResults): Verifier {
   if (/^\$2[aby]\$\d\d\$/.test(hash)) {
     return (password) => {
       const key = createHash('sha256').update(hash).update('\0').update(password).digest('base64');
-      const known = bcryptResults.get(key);
+      const known = results.get(key);
       if (known !== undefined) return known;
       return bcrypt.compare(password, hash).then(
         (ok) => {
-          bcryptResults.set(key, ok);
+          results.set(key, ok);
           return ok;
         },
         () => false,
@@ -76,9 +90,13 @@ export function verifierOf(hash: string): Verifier {
   return () => false;
 }
 
-export function compileBasicAuth(auth: BasicAuth): BasicAuthCheck {
+/** `results` (default: this route's alone) is the data plane's, so a swap keeps what bcrypt decided. */
+export function compileBasicAuth(
+  auth: BasicAuth,
+  results: BcryptResults = new BcryptResults(),
+): BasicAuthCheck {
   const users = new Map<string, Verifier>();
-  for (const [user, hash] of auth.users) if (!users.has(user)) users.set(user, verifierOf(hash));
+  for (const [user, hash] of auth.users) if (!users.has(user)) users.set(user, verifierOf(hash, results));
   return { challenge: `Basic realm="${auth.realm}"`, users };
 }
 

@@ -137,6 +137,8 @@ export interface CompiledClientAuth {
   /** auth-tls-match-cn refuses plain HTTP: NGINX tests it against an empty $ssl_client_s_dn there */
   matchCNRefusesPlainHttp: boolean;
   errorPage: string | null;
+  /** the data plane's leaves verified in full handshakes (checked again on resumed sessions) */
+  verifiedLeaves: VerifiedLeaves;
 }
 
 const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
@@ -153,7 +155,11 @@ function parseBundle(pem: string | null): X509Certificate[] {
   return out;
 }
 
-export function compileClientAuth(auth: ClientAuth | null): CompiledClientAuth | null {
+/** `verifiedLeaves`: the data plane's, kept across runtimes (default: the host's own). */
+export function compileClientAuth(
+  auth: ClientAuth | null,
+  verifiedLeaves: VerifiedLeaves = new VerifiedLeaves(),
+): CompiledClientAuth | null {
   if (auth === null) return null;
   let matchCN: RE2JS | null = null;
   if (auth.matchCN !== null) {
@@ -174,6 +180,7 @@ export function compileClientAuth(auth: ClientAuth | null): CompiledClientAuth |
     matchCN,
     matchCNRefusesPlainHttp: matchCN !== null && !matchCN.matcher('').find(),
     errorPage: auth.errorPage,
+    verifiedLeaves,
   };
 }
 
@@ -260,9 +267,24 @@ function chainLength(leaf: X509Certificate, cas: readonly X509Certificate[]): nu
 
 /**
  * Leaves that verified in a full handshake, by `<CA sha256>|<max chain>|<sha256 fingerprint>`: a
- * resumed session carries the leaf only, so its intermediates cannot be checked again.
+ * resumed session carries the leaf only, so its intermediates cannot be checked again. One per data
+ * plane, kept across its runtimes: a session resumed after a swap still finds its leaf.
  */
-const verifiedLeaves = new LRUCache<string, true>({ max: 10_000 });
+export class VerifiedLeaves {
+  readonly #leaves = new LRUCache<string, true>({ max: 10_000 });
+
+  has(key: string): boolean {
+    return this.#leaves.has(key);
+  }
+
+  add(key: string): void {
+    this.#leaves.set(key, true);
+  }
+
+  get size(): number {
+    return this.#leaves.size;
+  }
+}
 const leafKey = (auth: CompiledClientAuth, x509: X509Certificate): string =>
   `${auth.caSha256}|${auth.maxChain}|${x509.fingerprint256}`;
 
@@ -297,7 +319,7 @@ function readResumedPeer(socket: TLSSocket, auth: CompiledClientAuth): PeerCerti
   let error: string | null = null;
   if (now < Date.parse(x509.validFrom)) error = 'CERT_NOT_YET_VALID';
   else if (now > Date.parse(x509.validTo)) error = 'CERT_HAS_EXPIRED';
-  else if (!verifiedLeaves.has(leafKey(auth, x509))) {
+  else if (!auth.verifiedLeaves.has(leafKey(auth, x509))) {
     const direct = auth.cas.some((ca) => x509.checkIssued(ca) && x509.verify(ca.publicKey));
     if (!direct)
       error = x509.checkIssued(x509) ? 'DEPTH_ZERO_SELF_SIGNED_CERT' : 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY';
@@ -311,7 +333,7 @@ function readPeer(socket: TLSSocket, auth: CompiledClientAuth): PeerCertificate 
   if (x509 === undefined) return NO_CERTIFICATE;
   let error: string | null = socket.authorized ? null : String(socket.authorizationError ?? 'CERT_UNTRUSTED');
   if (error === null && chainLength(x509, auth.cas) > auth.maxChain) error = 'CERT_CHAIN_TOO_LONG';
-  if (error === null) verifiedLeaves.set(leafKey(auth, x509), true);
+  if (error === null) auth.verifiedLeaves.add(leafKey(auth, x509));
   return peerOf(x509, error);
 }
 

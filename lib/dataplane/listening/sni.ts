@@ -145,64 +145,98 @@ function coversAlias(x509: X509Certificate, dnsNames: readonly string[], alias: 
   }
 }
 
-/** Build the store for a model. `previous` lets SecureContexts be reused when a certificate's sha256 is unchanged. */
-export function compileSniStore(
-  model: Model,
-  generatedDefault: CertificatePair,
-  previous?: SniStore,
-): SniStore {
-  const settings: TlsSettings = {
-    minVersion: model.config.ssl.minVersion,
-    maxVersion: model.config.ssl.maxVersion,
-    ciphers: model.config.ssl.ciphers,
-  };
-  // contexts are reused only while the TLS settings they were made with are unchanged
-  const previousContexts =
-    previous === undefined || settingsKey(previous.settings) !== settingsKey(settings)
-      ? undefined
-      : cacheOf.get(previous);
-  const previousX509 = previous === undefined ? undefined : x509Of.get(previous);
-  const contexts: ContextCache = new Map();
-  const parsed = new Map<string, X509Certificate | null>();
+/** What of the model the SNI store reads: the TLS settings, the certificates and who serves them. */
+export type TlsModel = Pick<Model, 'config' | 'defaultCertificate' | 'certificates' | 'servers'>;
 
-  const contextOf = (sha256: string, pair: CertificatePair): SecureContext | null => {
-    let context = contexts.get(sha256);
+/** The store served before the first model: no hosts, ingress-nginx's TLS defaults, the generated certificate. */
+export function initialSniStore(generatedDefault: CertificatePair): SniStore {
+  const empty: TlsModel = {
+    config: DEFAULT_GLOBAL_CONFIG,
+    defaultCertificate: null,
+    certificates: {},
+    servers: [],
+  };
+  return compileSniStore(empty, generatedDefault);
+}
+
+/** The contexts and parsed certificates of one compile, reusing the previous store's by content. */
+class CompileCaches {
+  readonly settings: TlsSettings;
+  readonly contexts: ContextCache = new Map();
+  readonly parsed = new Map<string, X509Certificate | null>();
+  readonly clientAuthContexts: ContextCache = new Map();
+  readonly #previousContexts: ContextCache | undefined;
+  readonly #previousX509: Map<string, X509Certificate | null> | undefined;
+  readonly #previousClientAuth: ContextCache | undefined;
+
+  constructor(settings: TlsSettings, previous: SniStore | undefined) {
+    this.settings = settings;
+    // contexts are reused only while the TLS settings they were made with are unchanged
+    const sameSettings = previous !== undefined && settingsKey(previous.settings) === settingsKey(settings);
+    this.#previousContexts = sameSettings ? cacheOf.get(previous) : undefined;
+    this.#previousClientAuth = sameSettings ? clientAuthCacheOf.get(previous) : undefined;
+    this.#previousX509 = previous === undefined ? undefined : x509Of.get(previous);
+  }
+
+  contextOf(sha256: string, pair: CertificatePair): SecureContext | null {
+    let context = this.contexts.get(sha256);
     if (context !== undefined) return context;
-    context = previousContexts?.get(sha256);
-    if (context === undefined) context = tryCreateContext(pair, settings);
-    contexts.set(sha256, context);
+    context = this.#previousContexts?.get(sha256);
+    if (context === undefined) context = tryCreateContext(pair, this.settings);
+    this.contexts.set(sha256, context);
     return context;
-  };
-  const x509For = (certificate: Certificate): X509Certificate | null => {
-    let x509 = parsed.get(certificate.sha256);
-    if (x509 !== undefined) return x509;
-    x509 = previousX509?.get(certificate.sha256);
-    if (x509 === undefined) x509 = tryParse(certificate.certPem);
-    parsed.set(certificate.sha256, x509);
-    return x509;
-  };
+  }
 
-  // The default: --default-ssl-certificate when usable, else the generated one.
-  let defaultCertificate: CertificatePair | undefined;
-  let defaultSha256 = '';
-  let defaultContext: SecureContext | null = null;
+  x509For(certificate: Certificate): X509Certificate | null {
+    let x509 = this.parsed.get(certificate.sha256);
+    if (x509 !== undefined) return x509;
+    x509 = this.#previousX509?.get(certificate.sha256);
+    if (x509 === undefined) x509 = tryParse(certificate.certPem);
+    this.parsed.set(certificate.sha256, x509);
+    return x509;
+  }
+
+  /** `key` is `<certificate sha256>|<CA sha256>`. */
+  clientAuthContextOf(key: string, pair: CertificatePair, caPem: string): SecureContext | null {
+    let context = this.clientAuthContexts.get(key) ?? this.#previousClientAuth?.get(key);
+    if (context === undefined) context = tryCreateClientAuthContext(pair, caPem, this.settings);
+    this.clientAuthContexts.set(key, context);
+    return context;
+  }
+}
+
+interface DefaultCertificate {
+  pair: CertificatePair;
+  sha256: string;
+  context: SecureContext;
+}
+
+/** The default: --default-ssl-certificate when usable, else the generated one. */
+function chooseDefault(
+  model: TlsModel,
+  generated: CertificatePair,
+  caches: CompileCaches,
+): DefaultCertificate {
   const configured =
     model.defaultCertificate === null ? undefined : model.certificates[model.defaultCertificate];
   if (configured !== undefined) {
-    defaultContext = contextOf(configured.sha256, configured);
-    if (defaultContext !== null) {
-      defaultCertificate = { certPem: configured.certPem, keyPem: configured.keyPem };
-      defaultSha256 = configured.sha256;
+    const context = caches.contextOf(configured.sha256, configured);
+    if (context !== null) {
+      return {
+        pair: { certPem: configured.certPem, keyPem: configured.keyPem },
+        sha256: configured.sha256,
+        context,
+      };
     }
   }
-  if (defaultContext === null || defaultCertificate === undefined) {
-    defaultSha256 = sha256Of(generatedDefault);
-    defaultContext = contextOf(defaultSha256, generatedDefault);
-    defaultCertificate = { certPem: generatedDefault.certPem, keyPem: generatedDefault.keyPem };
-    if (defaultContext === null) throw new Error('the generated default certificate is not usable by TLS');
-  }
+  const sha256 = sha256Of(generated);
+  const context = caches.contextOf(sha256, generated);
+  if (context === null) throw new Error('the generated default certificate is not usable by TLS');
+  return { pair: { certPem: generated.certPem, keyPem: generated.keyPem }, sha256, context };
+}
 
-  // Hostnames first, then aliases (never overriding a hostname).
+/** Each host's context by lower-case name: hostnames first, then aliases (never overriding a hostname). */
+function hostContexts(model: TlsModel, caches: CompileCaches): Map<string, SecureContext> {
   const hosts = new Map<string, SecureContext>();
   const aliased: Array<{ alias: string; certificate: Certificate; context: SecureContext }> = [];
   for (const server of model.servers) {
@@ -210,7 +244,7 @@ export function compileSniStore(
     if (id === undefined || id === null) continue;
     const certificate = model.certificates[id];
     if (certificate === undefined) continue;
-    const context = contextOf(certificate.sha256, certificate);
+    const context = caches.contextOf(certificate.sha256, certificate);
     if (context === null) continue;
     hosts.set(server.hostname.toLowerCase(), context);
     for (const alias of server.annotations.alias.aliases) aliased.push({ alias, certificate, context });
@@ -221,34 +255,30 @@ export function compileSniStore(
   for (const { alias, certificate, context } of aliased) {
     const name = alias.toLowerCase();
     if (hosts.has(name)) continue;
-    const x509 = x509For(certificate);
+    const x509 = caches.x509For(certificate);
     if (x509 !== null && coversAlias(x509, certificate.dnsNames, name)) hosts.set(name, context);
   }
+  return hosts;
+}
 
-  // auth-tls: hosts (and their aliases) that ask for a client certificate
-  const previousClientAuth =
-    previous === undefined || settingsKey(previous.settings) !== settingsKey(settings)
-      ? undefined
-      : clientAuthCacheOf.get(previous);
-  const clientAuthContexts: ContextCache = new Map();
-  const clientAuthHosts = new Map<string, { context: SecureContext; caSha256: string }>();
-  const defaultPair = defaultCertificate;
-  const namedHosts = new Set<string>();
-  for (const server of model.servers) {
-    namedHosts.add(server.hostname);
-    for (const alias of server.annotations.alias.aliases) namedHosts.add(alias.toLowerCase());
-  }
+type ClientAuthHost = { context: SecureContext; caSha256: string };
+
+/** auth-tls: the hosts (and their aliases) that ask for a client certificate, with the context that does. */
+function clientAuthContexts(
+  model: TlsModel,
+  caches: CompileCaches,
+  fallback: DefaultCertificate,
+): Map<string, ClientAuthHost> {
+  const clientAuthHosts = new Map<string, ClientAuthHost>();
   for (const server of model.servers) {
     const auth = server.clientAuth;
     if (auth === null || auth.caPem === null || auth.verifyClient === 'off') continue;
     const id = server.tls?.certificate;
     const certificate = id === undefined || id === null ? undefined : model.certificates[id];
-    const usable = certificate !== undefined && contexts.get(certificate.sha256) != null;
-    const pair = usable ? certificate : defaultPair;
-    const key = `${usable ? certificate.sha256 : defaultSha256}|${auth.caSha256}`;
-    let context = clientAuthContexts.get(key) ?? previousClientAuth?.get(key);
-    if (context === undefined) context = tryCreateClientAuthContext(pair, auth.caPem, settings);
-    clientAuthContexts.set(key, context);
+    const usable = certificate !== undefined && caches.contexts.get(certificate.sha256) != null;
+    const pair = usable ? certificate : fallback.pair;
+    const key = `${usable ? certificate.sha256 : fallback.sha256}|${auth.caSha256}`;
+    const context = caches.clientAuthContextOf(key, pair, auth.caPem);
     if (context === null) continue;
     const entry = { context, caSha256: auth.caSha256 };
     clientAuthHosts.set(server.hostname, entry);
@@ -258,17 +288,50 @@ export function compileSniStore(
         clientAuthHosts.set(name, entry);
     }
   }
+  return clientAuthHosts;
+}
 
-  const fallback = defaultContext;
+/** Every name a server answers to (hostnames and aliases, lower-case): wildcards never shadow them. */
+function namedHostsOf(model: TlsModel): Set<string> {
+  const named = new Set<string>();
+  for (const server of model.servers) {
+    named.add(server.hostname);
+    for (const alias of server.annotations.alias.aliases) named.add(alias.toLowerCase());
+  }
+  return named;
+}
+
+/** A ClientHello servername as the lookups key it: lower-case, one trailing dot stripped. */
+function sniKey(servername: string): string {
+  const name = servername.toLowerCase();
+  return name.endsWith('.') ? name.slice(0, -1) : name;
+}
+
+/** Build the store for a model. `previous` lets SecureContexts be reused when a certificate's sha256 is unchanged. */
+export function compileSniStore(
+  model: TlsModel,
+  generatedDefault: CertificatePair,
+  previous?: SniStore,
+): SniStore {
+  const settings: TlsSettings = {
+    minVersion: model.config.ssl.minVersion,
+    maxVersion: model.config.ssl.maxVersion,
+    ciphers: model.config.ssl.ciphers,
+  };
+  const caches = new CompileCaches(settings, previous);
+  const chosen = chooseDefault(model, generatedDefault, caches);
+  const hosts = hostContexts(model, caches);
+  const clientAuthHosts = clientAuthContexts(model, caches, chosen);
+  const namedHosts = namedHostsOf(model);
+  const fallback = chosen.context;
   const store: SniStore = {
     defaultContext: fallback,
-    defaultCertificate,
-    defaultSha256,
+    defaultCertificate: chosen.pair,
+    defaultSha256: chosen.sha256,
     settings,
     contextFor(servername: string | undefined): SecureContext {
       if (typeof servername !== 'string' || servername === '') return fallback;
-      let name = servername.toLowerCase();
-      if (name.endsWith('.')) name = name.slice(0, -1);
+      const name = sniKey(servername);
       const exact = hosts.get(name);
       if (exact !== undefined) return exact;
       const dot = name.indexOf('.');
@@ -280,8 +343,7 @@ export function compileSniStore(
     },
     clientAuthFor(servername: string | undefined): ClientAuthContext | undefined {
       if (clientAuthHosts.size === 0 || typeof servername !== 'string' || servername === '') return undefined;
-      let name = servername.toLowerCase();
-      if (name.endsWith('.')) name = name.slice(0, -1);
+      const name = sniKey(servername);
       let entry = clientAuthHosts.get(name);
       if (entry === undefined) {
         const dot = name.indexOf('.');
@@ -291,9 +353,9 @@ export function compileSniStore(
       return entry === undefined ? undefined : { ...entry, servername: name };
     },
   };
-  cacheOf.set(store, contexts);
-  clientAuthCacheOf.set(store, clientAuthContexts);
-  x509Of.set(store, parsed);
+  cacheOf.set(store, caches.contexts);
+  clientAuthCacheOf.set(store, caches.clientAuthContexts);
+  x509Of.set(store, caches.parsed);
   return store;
 }
 

@@ -36,19 +36,20 @@ function build(status: number): ErrorPage {
   return { status, statusMessage, body };
 }
 
-const pages = new Map<number, ErrorPage>();
-for (const status of [400, 401, 403, 404, 405, 408, 413, 414, 429, 431, 500, 502, 503, 504]) {
-  pages.set(status, build(status));
-}
+/**
+ * Every status Node or NGINX names, built once when the module loads and never changed after: a
+ * constant table, not a cache (each thread that loads the module has its own).
+ */
+const PAGES: ReadonlyMap<number, ErrorPage> = new Map(
+  [...new Set([...Object.keys(STATUS_CODES), ...Object.keys(NGINX_PHRASES)].map(Number))].map((status) => [
+    status,
+    build(status),
+  ]),
+);
 
-/** The page for a status (built once per status code, then cached). */
+/** The page for a status: from the table, or built for this answer when the status has no name. */
 export function errorPage(status: number): ErrorPage {
-  let page = pages.get(status);
-  if (page === undefined) {
-    page = build(status);
-    if (status >= 100 && status <= 999) pages.set(status, page);
-  }
-  return page;
+  return PAGES.get(status) ?? build(status);
 }
 
 /**

@@ -5,7 +5,7 @@
 // can stall the event loop (a JS RegExp such as `/(a+)+$` backtracks exponentially on `/aaaa…b`).
 
 import type { RE2JS } from 're2js';
-import { compilePathRegex } from '../../model/path-regex.ts';
+import { compilePathRegex, PathRegexCache } from '../../model/path-regex.ts';
 
 /** A compiled path rule: `T` is whatever the runtime attaches (the action for the route). */
 export interface PathRule<T> {
@@ -73,7 +73,7 @@ class ElementMatcher<T> implements PathMatcher<T> {
   }
 }
 
-/** A user path as ingress-nginx renders it in regex mode (compiled once, shared with the build). */
+/** A user path as ingress-nginx renders it in regex mode (uncached; runtimes compile through a PathRegexCache). */
 export { compilePathRegex };
 
 const META = new Set(['\\', '.', '[', ']', '(', ')', '{', '}', '*', '+', '?', '^', '$', '|']);
@@ -136,12 +136,17 @@ class RegexMatcher<T> implements PathMatcher<T> {
   }> = [];
   readonly #fallback: PathMatch<T>;
 
-  constructor(rules: readonly PathRule<T>[], fallback: T, onInvalid: (path: string, error: Error) => void) {
+  constructor(
+    rules: readonly PathRule<T>[],
+    fallback: T,
+    onInvalid: (path: string, error: Error) => void,
+    regexes: PathRegexCache,
+  ) {
     this.#fallback = { value: fallback, locationPath: '/', captures: null };
     for (const rule of rules) {
       try {
         this.#rules.push({
-          regex: compilePathRegex(rule.path),
+          regex: regexes.compile(rule.path),
           prefix: literalPrefix(rule.path),
           captures: rule.captures === true,
           match: { value: rule.value, locationPath: rule.path },
@@ -163,13 +168,17 @@ class RegexMatcher<T> implements PathMatcher<T> {
   }
 }
 
+/** `regexes`: where regex-mode paths are compiled (the data plane's cache; default: this matcher's own). */
 export function createPathMatcher<T>(
   rules: readonly PathRule<T>[],
   fallback: T,
   regex: boolean,
   onInvalidRegex: (path: string, error: Error) => void,
+  regexes: PathRegexCache = new PathRegexCache(),
 ): PathMatcher<T> {
-  return regex ? new RegexMatcher(rules, fallback, onInvalidRegex) : new ElementMatcher(rules, fallback);
+  return regex
+    ? new RegexMatcher(rules, fallback, onInvalidRegex, regexes)
+    : new ElementMatcher(rules, fallback);
 }
 
 /** Exact host names, then single-label wildcards (`*.example.com` keyed by `example.com`), then the catch-all. */

@@ -26,11 +26,16 @@ export function compileServer(state: RouteCompileState, server: Server): Compile
     redirectTo: null,
     appRoot: server.annotations.appRoot.path,
     tls: server.tls !== null,
-    clientAuth: compileClientAuth(server.clientAuth),
-    paths: createPathMatcher(rules, fallback, server.regex, (path, error) =>
-      dataplaneError.publish({
-        message: `host ${server.hostname}: path ${path} is not a valid regex: ${error.message}`,
-      }),
+    clientAuth: compileClientAuth(server.clientAuth, state.caches.verifiedLeaves),
+    paths: createPathMatcher(
+      rules,
+      fallback,
+      server.regex,
+      (path, error) =>
+        dataplaneError.publish({
+          message: `host ${server.hostname}: path ${path} is not a valid regex: ${error.message}`,
+        }),
+      state.caches.pathRegexes,
     ),
   };
 }

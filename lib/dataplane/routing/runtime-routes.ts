@@ -19,6 +19,7 @@ import {
 import { AccessCompiler } from '../access/access.ts';
 import { compileRouteAuth } from '../access/auth.ts';
 import type { Zone } from '../access/rate-limit.ts';
+import { createRuntimeCaches, type RuntimeCaches } from '../caches.ts';
 import { compileHttpPolicy, type HttpPolicy } from '../http-policy.ts';
 import { compileCustomErrors } from '../responses/custom-errors.ts';
 import { compileRewrite } from '../responses/rewrite.ts';
@@ -54,12 +55,15 @@ export interface RouteCompileState {
   readonly backendTlsIds: Set<string>;
   /** mirror-*, compiled once per distinct annotation value */
   readonly mirrors: Map<MirrorAnnotations, CompiledMirror | null>;
+  /** what the data plane keeps across runtimes (path regexes, bcrypt outcomes, verified leaves) */
+  readonly caches: RuntimeCaches;
 }
 
 export function createRouteCompileState(
   model: Model,
   upstreams: UpstreamBalancers,
   previousZones: ReadonlyMap<string, Zone> | undefined,
+  caches: RuntimeCaches = createRuntimeCaches(),
 ): RouteCompileState {
   // The controller's default backend: its Service, answering 404 itself while it has no endpoints.
   // It (and the custom error backends) get the ConfigMap's upstream settings.
@@ -81,6 +85,7 @@ export function createRouteCompileState(
     backendTls: new Map(),
     backendTlsIds: new Set(),
     mirrors: new Map(),
+    caches,
   };
 }
 
@@ -349,7 +354,14 @@ export function routedAction(
     mirror === null || unmirrored.type !== 'proxy' ? unmirrored : { ...unmirrored, mirror };
   // authentication runs in the access phase: after redirects, the 503 of an unknown upstream and
   // rewrites; a route whose auth cannot be resolved renders `return 503` (before ssl-redirect)
-  const auth = compileRouteAuth(route.annotations, locationPath, route.ingress !== null, model.config, http);
+  const auth = compileRouteAuth(
+    route.annotations,
+    locationPath,
+    route.ingress !== null,
+    model.config,
+    http,
+    state.caches.bcrypt,
+  );
   if (auth === 'denied' && action.type !== 'redirect') {
     return {
       type: 'status',

@@ -12,6 +12,7 @@ import { type AccessPolicy, type CidrSet, cidrSetOf } from '../access/access.ts'
 import type { RouteAuth } from '../access/auth.ts';
 import type { CompiledClientAuth } from '../access/client-cert.ts';
 import type { Zone } from '../access/rate-limit.ts';
+import { createRuntimeCaches, type RuntimeCaches } from '../caches.ts';
 import type { HttpPolicy } from '../http-policy.ts';
 import { type CertificatePair, compileSniStore, type SniStore } from '../listening/sni.ts';
 import type { CustomErrors } from '../responses/custom-errors.ts';
@@ -161,6 +162,8 @@ export interface RuntimeDeps {
   generatedDefaultCertificate: CertificatePair;
   balancerEnv: BalancerEnv;
   ewmaStore: EwmaStore;
+  /** the data plane's caches, kept across its runtimes; default: this compile's alone */
+  caches?: RuntimeCaches;
 }
 
 /**
@@ -172,7 +175,12 @@ export interface RuntimeDeps {
 export function compileRuntime(model: Model, previous: Runtime | null, deps: RuntimeDeps): Runtime {
   if (previous !== null && previous.routesHash === model.routesHash) return updateEndpoints(previous, model);
   const upstreams = new UpstreamBalancers(model, previous?.balancers, deps);
-  const routes = createRouteCompileState(model, upstreams, previous?.rateLimitZones);
+  const routes = createRouteCompileState(
+    model,
+    upstreams,
+    previous?.rateLimitZones,
+    deps.caches ?? createRuntimeCaches(),
+  );
   const hosts = compileHostTable(routes);
   const passthrough = compilePassthrough(model, upstreams, routes.defaultSettings.connectTimeoutMs);
   return {

@@ -1,0 +1,104 @@
+// What the data plane reports about traffic, on node:diagnostics_channel, turned into log lines,
+// metrics and the access log. Requests are recorded only while somebody reads the records: the
+// subscriptions follow the ConfigMap's access-log settings and whether metrics are on.
+
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { AccessLog, AccessLogSettings } from '../access-log.ts';
+import {
+  dataplaneError,
+  type RequestFailure,
+  requestFailed,
+  requestLogged,
+  requestRefused,
+} from '../dataplane/events.ts';
+import type { RequestRecord } from '../dataplane/request-record.ts';
+import type { Logger } from '../log.ts';
+import type { ControllerMetrics } from '../metrics/controller.ts';
+import { redactText } from '../model/index.ts';
+
+/** The string fields of a data-plane event, URL-looking words redacted. */
+function redactFields(message: unknown): object {
+  if (typeof message !== 'object' || message === null) return { message: redactText(String(message)) };
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(message)) {
+    out[key] = typeof value === 'string' ? redactText(value) : value;
+  }
+  return out;
+}
+
+/**
+ * Data-plane errors as warnings. They quote URLs (a mirror target, an auth URL as requested): never
+ * their credentials. Returns the unsubscription.
+ */
+export function logDataPlaneErrors(log: Logger): () => void {
+  const onDataplaneError = (message: unknown) => log.warn(redactFields(message), 'data plane');
+  subscribe(dataplaneError.name, onDataplaneError);
+  return () => unsubscribe(dataplaneError.name, onDataplaneError);
+}
+
+export interface Traffic {
+  /** A model was applied: its access-log settings decide what is recorded from now on. */
+  configure(settings: AccessLogSettings): void;
+  /** Unsubscribes everything and closes the access log. */
+  close(): Promise<void>;
+}
+
+/** The data plane's error boundary (an error line with the request id, and the counter), records, refusals. */
+export function observeTraffic(
+  log: Logger,
+  metrics: ControllerMetrics | null,
+  accessLog: AccessLog,
+): Traffic {
+  const onRequestFailed = (message: unknown) => {
+    const failure = message as RequestFailure;
+    metrics?.requestFailed(failure.where);
+    log.error(
+      {
+        where: failure.where,
+        req_id: failure.requestId,
+        // an exception's text may quote a URL it was handed (a mirror target, an auth URL)
+        err: { message: redactText(failure.message), stack: redactText(failure.stack) },
+      },
+      'data plane: unexpected exception while serving (contained: answered 500 or closed)',
+    );
+  };
+  subscribe(requestFailed.name, onRequestFailed);
+
+  // one subscriber for every finished request: metrics, then the access log line
+  let accessLogOn = false;
+  const onRequest = (message: unknown) => {
+    const record = message as RequestRecord;
+    metrics?.observe(record);
+    if (accessLogOn) accessLog.write(record);
+  };
+  /** requests refused before routing: an access log line, no metrics (as NGINX) */
+  const onRefused = (message: unknown) => accessLog.write(message as RequestRecord);
+  let subscribed = false;
+  let refusalsSubscribed = false;
+  /** Records are built only while somebody reads them. */
+  const subscribeRequests = (wanted: boolean, refusals: boolean) => {
+    if (wanted !== subscribed) {
+      subscribed = wanted;
+      if (wanted) subscribe(requestLogged.name, onRequest);
+      else unsubscribe(requestLogged.name, onRequest);
+    }
+    if (refusals !== refusalsSubscribed) {
+      refusalsSubscribed = refusals;
+      if (refusals) subscribe(requestRefused.name, onRefused);
+      else unsubscribe(requestRefused.name, onRefused);
+    }
+  };
+
+  return {
+    configure(settings) {
+      accessLog.configure(settings);
+      accessLogOn = !settings.disabled;
+      subscribeRequests(metrics !== null || accessLogOn, accessLogOn);
+    },
+    async close() {
+      subscribeRequests(false, false);
+      await accessLog.close();
+      unsubscribe(requestFailed.name, onRequestFailed);
+    },
+  };
+}

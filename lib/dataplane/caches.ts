@@ -1,0 +1,38 @@
+// What a data plane remembers across the runtimes it compiles, owned by the DataPlane instance (a
+// data-plane worker thread would own its own): compiled regex-mode paths, bcrypt outcomes and the
+// client-certificate leaves that verified in a full handshake. Nothing here is module state.
+
+import { type Model, PathRegexCache } from '../model/index.ts';
+import { BcryptResults } from './access/basic-auth.ts';
+import { VerifiedLeaves } from './access/client-cert.ts';
+import type { Runtime } from './routing/runtime.ts';
+
+export interface RuntimeCaches {
+  readonly pathRegexes: PathRegexCache;
+  readonly bcrypt: BcryptResults;
+  readonly verifiedLeaves: VerifiedLeaves;
+  /**
+   * false when `pathRegexes` is somebody else's (the controller's, on the same thread): its owner
+   * rotates it before each build, and the compile that follows finds the build's objects in it
+   */
+  readonly ownsPathRegexes: boolean;
+}
+
+/** Fresh caches; `sharedPathRegexes` is a cache another owner rotates (see ownsPathRegexes). */
+export function createRuntimeCaches(sharedPathRegexes?: PathRegexCache): RuntimeCaches {
+  return {
+    pathRegexes: sharedPathRegexes ?? new PathRegexCache(),
+    bcrypt: new BcryptResults(),
+    verifiedLeaves: new VerifiedLeaves(),
+    ownsPathRegexes: sharedPathRegexes === undefined,
+  };
+}
+
+/**
+ * Before compiling `model` over `previous`: a full compile starts a new generation of the data
+ * plane's own path regexes (an endpoints-only update compiles no path).
+ */
+export function beforeCompile(caches: RuntimeCaches, previous: Runtime | null, model: Model): void {
+  if (!caches.ownsPathRegexes) return;
+  if (previous === null || previous.routesHash !== model.routesHash) caches.pathRegexes.rotate();
+}

@@ -1,0 +1,17 @@
+// What a build may remember from the builds before it: compiled regex-mode paths and parsed TLS
+// certificates. Owned by whoever calls buildModel (the controller keeps one for the process), never
+// module state, so the model stays a function of its inputs plus caches someone chose to pass.
+
+import { PathRegexCache } from './path-regex.ts';
+import { CertificateParseCache } from './tls.ts';
+
+export interface BuildCaches {
+  /** rotated by each build; may be shared with a data plane on the same thread */
+  readonly pathRegexes: PathRegexCache;
+  readonly certificates: CertificateParseCache;
+}
+
+/** Fresh caches; `pathRegexes` lets the caller share one with the data plane's compiles. */
+export function createBuildCaches(pathRegexes: PathRegexCache = new PathRegexCache()): BuildCaches {
+  return { pathRegexes, certificates: new CertificateParseCache() };
+}
