@@ -54,6 +54,12 @@ export interface Placement {
   allowlisted?: boolean;
 }
 
+/**
+ * What a request gets: a `redirect`; a denial, which is an `error` (403 of the lists, a limit's
+ * status) or a `clientAuth` rejection; an answer of the proxy itself (`error`, `preflight`, or
+ * `customError`: the error backend); or `proxy` to the upstream. Every kind says where the request
+ * was placed (Placement).
+ */
 export type Decision = Placement &
   (
     | { kind: 'error'; status: number }

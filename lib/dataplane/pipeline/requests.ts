@@ -166,8 +166,8 @@ export class RequestPipeline {
       this.#inFlight.set(res, { record, source });
     }
     const auth = authOf(decision);
-    if (auth === null) respond(req, res, decision, record, this.#deps.runtime(), this.#deps.proxy);
-    else this.#authenticated(req, res, decision, auth, arrival.https, record);
+    if (auth === null) respond(req, res, decision, record, runtime, this.#deps.proxy);
+    else this.#authenticated(req, res, decision, auth, arrival.https, record, runtime);
   }
 
   /**
@@ -187,7 +187,10 @@ export class RequestPipeline {
     return true;
   }
 
-  /** The decision carried out once authentication allows it, else the denial answered. */
+  /**
+   * The decision carried out once authentication allows it, else the denial answered. A verdict that
+   * arrives later is answered with the runtime current then (its header policy).
+   */
   #authenticated(
     req: IncomingMessage,
     res: ServerResponse,
@@ -195,10 +198,11 @@ export class RequestPipeline {
     auth: RouteAuth,
     https: boolean,
     record: RequestRecord | null,
+    runtime: Runtime | null,
   ): void {
     const { authClient, proxy } = this.#deps;
     settle(
-      authenticateRequest(req, decision, auth, https, authClient, this.#deps.runtime()),
+      authenticateRequest(req, decision, auth, https, authClient, runtime),
       (error) => this.failed(error, 'auth', req, res),
       (verdict) => {
         // the client left while the check ran: nothing to answer (an exchange started now would
@@ -326,11 +330,11 @@ export class RequestPipeline {
     const auth = authOf(decision);
     const proxy = this.#deps.proxy;
     if (auth === null) {
-      respondUpgrade(req, socket, head, decision, record, this.#deps.runtime(), proxy);
+      respondUpgrade(req, socket, head, decision, record, runtime, proxy);
       return;
     }
     settle(
-      authenticateRequest(req, decision, auth, https, this.#deps.authClient, this.#deps.runtime()),
+      authenticateRequest(req, decision, auth, https, this.#deps.authClient, runtime),
       (error) => failSocket(error, 'auth', req, socket, socketBytes(socket) === before),
       (verdict) => {
         if (socket.destroyed) {
