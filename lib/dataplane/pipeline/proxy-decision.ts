@@ -146,13 +146,12 @@ export function proxyDecision(
       if ((verdict & ADMITTED_WITH_SLOT) !== 0) release = () => leave(access, remoteAddress);
       allowlisted = (verdict & ALLOWLISTED) !== 0;
     } else if (verdict !== 0) {
-      const requestId = incomingId;
       return {
         kind: 'error',
         status: verdict,
         host: hostname,
         match,
-        requestId,
+        requestId: incomingId,
         clientAddress: remoteAddress,
       };
     }
