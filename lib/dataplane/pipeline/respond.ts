@@ -1,0 +1,134 @@
+// Carrying out a decision (decide.ts): on a request's response, or on the raw socket of an upgrade
+// request. The proxy and the error backend take over from here; everything else is answered here.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { sendClientAuthRejection, sendSocketClientAuthRejection } from '../access/client-cert.ts';
+import { DEFAULT_HTTP_POLICY } from '../http-policy.ts';
+import type { RequestRecord } from '../request-record.ts';
+import { sendErrorPage, sendSocketErrorPage } from '../responses/error-pages.ts';
+import { type RouteResponse, responsePolicy } from '../responses/route-headers.ts';
+import type { RoutedAction, Runtime } from '../routing/runtime.ts';
+import { setOwnResponseHeaders } from '../upstream/response-headers.ts';
+import type { UpstreamProxy } from '../upstream/upstream-proxy.ts';
+import { type Decision, httpsLocation } from './decide.ts';
+
+const REDIRECT_REASONS: Record<number, string> = {
+  300: 'Multiple Choices',
+  301: 'Moved Permanently',
+  302: 'Moved Temporarily',
+  303: 'See Other',
+  304: 'Not Modified',
+  305: 'Use Proxy',
+  307: 'Temporary Redirect',
+  308: 'Permanent Redirect',
+};
+
+/**
+ * A decision carried out on the response: an error page, a redirect, the error backend or the proxy.
+ * `runtime`: the current one, whose header policy the proxy's own answers follow.
+ */
+export function respond(
+  req: IncomingMessage,
+  res: ServerResponse,
+  decision: Decision,
+  record: RequestRecord | null,
+  runtime: Runtime | null,
+  proxy: UpstreamProxy,
+): void {
+  // the route's response headers (custom-headers, CORS) on every response, whoever answers
+  const routeResponse = routeResponseOf(decision);
+  if (
+    decision.kind === 'error' ||
+    decision.kind === 'redirect' ||
+    decision.kind === 'preflight' ||
+    decision.kind === 'clientAuth'
+  ) {
+    if (runtime !== null) setOwnResponseHeaders(res, responsePolicy(req, routeResponse, runtime.http));
+  } else if (routeResponse !== null) {
+    decision.context.policy = responsePolicy(
+      req,
+      routeResponse,
+      decision.context.policy ?? DEFAULT_HTTP_POLICY,
+    );
+  }
+  if (decision.kind === 'preflight') sendPreflight(res);
+  else if (decision.kind === 'error') sendErrorPage(res, decision.status);
+  else if (decision.kind === 'clientAuth') sendClientAuthRejection(req, res, decision.status);
+  else if (decision.kind === 'redirect') {
+    const location = decision.location ?? httpsLocation(req, false, runtime?.http.useForwardedHeaders);
+    sendRedirect(req, res, decision.code, location);
+  } else if (decision.kind === 'customError')
+    proxy.customError(req, res, decision.errors, decision.code, decision.context, record);
+  else {
+    if (decision.release) res.once('close', decision.release);
+    proxy.web(req, res, decision.target, decision.context, record);
+  }
+}
+
+/**
+ * A decision carried out on an upgrade request's socket (HTTP/1.1 written by hand), closing it unless
+ * the proxy takes the tunnel; `record.status` says what went out.
+ */
+export function respondUpgrade(
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  decision: Decision,
+  record: RequestRecord | null,
+  runtime: Runtime | null,
+  proxy: UpstreamProxy,
+): void {
+  if (decision.kind === 'clientAuth') {
+    const status = sendSocketClientAuthRejection(socket, decision.status);
+    if (record !== null) record.status = status;
+  } else if (decision.kind === 'preflight') {
+    if (record !== null) record.status = 204;
+    socket.end('HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n');
+  } else if (decision.kind === 'error' || decision.kind === 'customError') {
+    // an upgrade is not sent to an error backend: the plain error page
+    const status = decision.kind === 'error' ? decision.status : decision.code;
+    if (record !== null) record.status = status;
+    sendSocketErrorPage(socket, status);
+  } else if (decision.kind === 'redirect') {
+    const code = decision.code;
+    if (record !== null) record.status = code;
+    socket.end(
+      `HTTP/1.1 ${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}\r\nLocation: ${decision.location ?? httpsLocation(req)}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+    );
+  } else {
+    const routeResponse = routeResponseOf(decision);
+    if (routeResponse !== null && runtime !== null)
+      decision.context.policy = responsePolicy(req, routeResponse, decision.context.policy ?? runtime.http);
+    if (decision.release) socket.once('close', decision.release);
+    proxy.upgrade(req, socket, head, decision.target, decision.context, record);
+  }
+}
+
+/** The custom-headers and CORS of the route a request matched, or null. */
+export function routeResponseOf(decision: Decision): RouteResponse | null {
+  return (decision.match?.value as RoutedAction | undefined)?.response ?? null;
+}
+
+/** The answer to a CORS preflight (ingress-nginx: 204, this Content-Type as written, no body). */
+function sendPreflight(res: ServerResponse): void {
+  res.writeHead(204, { 'Content-Type': 'text/plain charset=UTF-8', 'Content-Length': '0' });
+  res.end();
+}
+
+/** A redirect answered by the proxy itself, with NGINX's body. */
+export function sendRedirect(
+  req: IncomingMessage,
+  res: ServerResponse,
+  code: number,
+  location: string,
+): void {
+  const title = `${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}`;
+  const body = `<html>\r\n<head><title>${title}</title></head>\r\n<body>\r\n<center><h1>${title}</h1></center>\r\n</body>\r\n</html>\r\n`;
+  res.writeHead(code, {
+    Location: location,
+    'Content-Type': 'text/html',
+    'Content-Length': Buffer.byteLength(body),
+  });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
