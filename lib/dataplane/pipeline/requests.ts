@@ -190,8 +190,8 @@ export class RequestPipeline {
   }
 
   /**
-   * The decision carried out once authentication allows it, else the denial answered. A verdict that
-   * arrives later is answered with the runtime current then (its header policy).
+   * The decision carried out once authentication allows it, else the denial answered, both with the
+   * runtime that routed the request, also when a swap landed while the check ran.
    */
   #authenticated(
     req: IncomingMessage,
@@ -215,19 +215,24 @@ export class RequestPipeline {
         }
         if (verdict.allowed) {
           if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
-          respond(req, res, decision, record, this.#deps.runtime(), proxy);
+          respond(req, res, decision, record, runtime, proxy);
           return;
         }
-        this.#denied(req, res, decision, verdict);
+        this.#denied(req, res, decision, verdict, runtime);
       },
     );
   }
 
   /** Authentication said no: its status (or redirect), with the route's response headers. */
-  #denied(req: IncomingMessage, res: ServerResponse, decision: Decision, verdict: AuthDenial): void {
+  #denied(
+    req: IncomingMessage,
+    res: ServerResponse,
+    decision: Decision,
+    verdict: AuthDenial,
+    runtime: Runtime | null,
+  ): void {
     // the limit-connections slot taken in the access phase is given back with the answer
     if (decision.kind === 'proxy' && decision.release) res.once('close', decision.release);
-    const runtime = this.#deps.runtime();
     if (runtime !== null) {
       setOwnResponseHeaders(res, responsePolicy(req, routeResponseOf(decision), runtime.http));
     }
@@ -345,7 +350,7 @@ export class RequestPipeline {
         }
         if (verdict.allowed) {
           if (decision.kind === 'proxy') decision.context.policy = verdict.policy;
-          respondUpgrade(req, socket, head, decision, record, this.#deps.runtime(), proxy);
+          respondUpgrade(req, socket, head, decision, record, runtime, proxy);
         } else {
           if (decision.kind === 'proxy' && decision.release) socket.once('close', decision.release);
           if (record !== null) record.status = verdict.status;

@@ -26,7 +26,7 @@ const REDIRECT_REASONS: Record<number, string> = {
 
 /**
  * A decision carried out on the response: an error page, a redirect, the error backend or the proxy.
- * `runtime`: the current one, whose header policy the proxy's own answers follow.
+ * `runtime`: the one that routed the request, whose header policy the proxy's own answers follow.
  */
 export function respond(
   req: IncomingMessage,
