@@ -1,6 +1,6 @@
 // Wiring for one process: source → scheduler → buildModel → data plane swap, plus health and logs.
-// The source is a manifests folder (--manifests, standalone) or the Kubernetes API; both feed the
-// same scheduler.
+// The source is a manifests folder (--manifests, standalone) or the Kubernetes API; each fills an
+// ObjectStore whose relevant changes trigger the same scheduler.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { AddressInfo } from 'node:net';
@@ -32,7 +32,7 @@ import {
   redactText,
   type Snapshot,
 } from './model/index.ts';
-import { createManifestSource } from './source/manifests.ts';
+import { createManifestSource } from './source/manifests/source.ts';
 import { createScheduler } from './store/scheduler.ts';
 
 export interface Controller {
@@ -98,6 +98,7 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
   if (config.manifests !== null) {
     const manifests = createManifestSource({
       dir: config.manifests,
+      model: config.model,
       onChange,
       onProblem: (problem) =>
         log[levelOf(problem)](
