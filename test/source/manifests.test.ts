@@ -49,7 +49,11 @@ async function write(dir: string, rel: string, text: string): Promise<void> {
 }
 
 /** Writes the files, starts a source on them, stops it in teardown. */
-async function harness(t: Test, files: Record<string, string> = {}): Promise<Harness> {
+async function harness(
+  t: Test,
+  files: Record<string, string> = {},
+  extra: { emptiedSettleMs?: number } = {},
+): Promise<Harness> {
   const dir = await tempDir(t);
   for (const [rel, text] of Object.entries(files)) await write(dir, rel, text);
   const clock = { ms: T0 };
@@ -61,6 +65,7 @@ async function harness(t: Test, files: Record<string, string> = {}): Promise<Har
     dir,
     model: MODEL,
     now: () => new Date(clock.ms),
+    ...extra,
     onChange: () => {
       count += 1;
       const waiters = changeWaiters;
@@ -540,19 +545,25 @@ t.test('a rewrite that changes no object (comments, formatting) is no change', a
 t.test(
   'a file emptied in place keeps its objects while it is rewritten, loses them once it stays empty',
   async (t) => {
-    const h = await harness(t, { 'a.yaml': ingressYaml('a'), 'b.yaml': ingressYaml('b') });
+    // A settle far longer than the test: the empty file is never believed here.
+    const h = await harness(t, { 'a.yaml': ingressYaml('a') }, { emptiedSettleMs: 60_000 });
     // a rewrite in place: truncated, then written (as cp or an editor saving without a rename)
-    const rewritten = h.changed((x) => host(x, 'a') === 'rewritten.example.com', 'the rewrite');
     writeFileSync(path.join(h.dir, 'a.yaml'), '');
-    await new Promise((resolve) => setImmediate(resolve)); // the truncation's event is seen alone
+    // a scan that saw the empty file: the one that reports a document written after the truncation
+    const marker = h.problem((p) => p.file.endsWith('marker.yaml'));
+    await h.write('marker.yaml', ingressYaml('marker').replace('networking.k8s.io/v1', 'extensions/v1beta1'));
+    await marker;
+    t.same(ids(h.source.snapshot().ingresses), ['default/a'], 'the truncated file still holds its Ingress');
+    t.equal(h.changes(), 0, 'and nothing changed');
+    const rewritten = h.changed((x) => host(x, 'a') === 'rewritten.example.com', 'the rewrite');
     await h.write('a.yaml', ingressYaml('a', { host: 'rewritten.example.com' }));
     await rewritten;
     t.equal(h.changes(), 1, 'one change: the rewrite, never the empty file');
 
-    const emptied = h.changed((x) => find(x.ingresses, 'b') === undefined, 'b.yaml emptied');
-    await h.write('b.yaml', '');
-    const s = await emptied;
-    t.same(ids(s.ingresses), ['default/a'], 'an emptied file holds nothing');
+    const other = await harness(t, { 'a.yaml': ingressYaml('a'), 'b.yaml': ingressYaml('b') });
+    const emptied = other.changed((x) => find(x.ingresses, 'b') === undefined, 'b.yaml emptied');
+    await other.write('b.yaml', '');
+    t.same(ids((await emptied).ingresses), ['default/a'], 'a file that stays empty holds nothing');
   },
 );
 

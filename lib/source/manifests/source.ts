@@ -12,7 +12,7 @@
 // arriving during a scan bring exactly one more scan after it. One exception, which delays no content:
 // a file that held objects and reads empty looks exactly like one being rewritten in place (truncated,
 // not yet written), so its objects stay until it has content again or stayed empty for
-// EMPTIED_SETTLE_MS; without it an editor's save in place could take its routes down for a build.
+// ManifestSourceOptions.emptiedSettleMs; without it an editor's save in place could take its routes down for a build.
 //
 // Problems are diagnostics (codes MANIFEST_*, docs/diagnostics.md) carrying the file and line; they
 // are logged and shown in /debug/model next to the model's.
@@ -54,10 +54,9 @@ export interface ManifestSourceOptions {
   onProblem?: (problem: ManifestProblem) => void;
   /** Clock for creationTimestamp (tests). */
   now?: () => Date;
+  /** How long a file that held objects must stay empty to be believed empty. Default 50. */
+  emptiedSettleMs?: number;
 }
-
-/** How long a file that held objects must stay empty before it is believed empty. */
-const EMPTIED_SETTLE_MS = 50;
 
 /** What the store is told to move from one delivery to the next; true when any of it is relevant. */
 function deliver(
@@ -95,6 +94,7 @@ function notify(callback: () => void): void {
 
 export function createManifestSource(options: ManifestSourceOptions): ManifestSource {
   const { dir, onChange, onProblem } = options;
+  const emptiedSettleMs = options.emptiedSettleMs ?? 50;
   const store = new ObjectStore({ classes: options.model, configMap: options.model.configMap });
   const firstSeen = createFirstSeen(options.now ?? (() => new Date()));
   const display = (rel: string): string => path.join(dir, rel);
@@ -176,14 +176,14 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
 
   async function reread(rel: string): Promise<void> {
     const since = emptied.get(rel)?.since;
-    const trustEmpty = since !== undefined && performance.now() - since >= EMPTIED_SETTLE_MS;
+    const trustEmpty = since !== undefined && performance.now() - since >= emptiedSettleMs;
     const next = await readFileState(display(rel), rel, files.get(rel), trustEmpty);
     if (next === 'emptied') {
       if (since === undefined && !stopped) {
         const timer = setTimeout(() => {
           dirty.add(rel);
           queueScan();
-        }, EMPTIED_SETTLE_MS);
+        }, emptiedSettleMs);
         emptied.set(rel, { since: performance.now(), timer });
       }
       return; // its previous state stays, stamp included: the next scan reads it again
