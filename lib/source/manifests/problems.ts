@@ -29,3 +29,46 @@ export function problemOf(
 export function problemId(problem: ManifestProblem): string {
   return `${problem.file}\0${problem.line}\0${problem.code}\0${problem.message}`;
 }
+
+export interface ProblemLog {
+  /** The folder itself cannot be read: this problem first, the files' problems as they were. */
+  folderUnreadable(problem: ManifestProblem): void;
+  /** A complete read of the folder: its problems are all there are. */
+  read(problems: readonly ManifestProblem[]): void;
+  current(): readonly ManifestProblem[];
+}
+
+/** The current problems; `onProblem` hears of each one not current before. */
+export function createProblemLog(onProblem?: (problem: ManifestProblem) => void): ProblemLog {
+  let root: ManifestProblem | null = null;
+  let files: readonly ManifestProblem[] = [];
+  let current: readonly ManifestProblem[] = [];
+
+  function publish(): void {
+    const all = root ? [root, ...files] : files;
+    const before = new Set(current.map(problemId));
+    current = Object.freeze([...all]);
+    if (!onProblem) return;
+    for (const problem of all) {
+      if (before.has(problemId(problem))) continue;
+      try {
+        onProblem(problem);
+      } catch {
+        // the consumer's failure is not the watcher's
+      }
+    }
+  }
+
+  return {
+    folderUnreadable(problem) {
+      root = problem;
+      publish();
+    },
+    read(problems) {
+      root = null;
+      files = problems;
+      publish();
+    },
+    current: () => current,
+  };
+}

@@ -1,30 +1,25 @@
 // Standalone mode's source: a folder of Kubernetes manifests (YAML or JSON), read once and then
 // watched, feeding the same ObjectStore the Kubernetes source feeds.
 //
-// Each scan lists the tree (tree.ts), re-reads the files that changed (files.ts, parse.ts), merges
-// them into one object per kind/namespace/name, and hands the store what differs from the last
-// delivery: upserts for new or changed objects, removals for the rest. onChange fires when the store
-// calls one of them relevant, so an unrelated Secret or ConfigMap in the folder is stored but builds
-// nothing, as in cluster mode.
+// Each scan reads what changed in the folder (folder.ts: tree.ts lists and watches, files.ts and
+// parse.ts read), and hands the store what differs from the last delivery: upserts for new or changed
+// objects, removals for the rest. onChange fires when the store calls one of them relevant, so an
+// unrelated Secret or ConfigMap in the folder is stored but builds nothing, as in cluster mode.
 //
 // No timer stands between a file event and the store: the scheduler's hold-off is the one place where
 // changes wait. The watcher only coalesces: the events of one event-loop turn share a scan, and events
-// arriving during a scan bring exactly one more scan after it. One exception, which delays no content:
-// a file that held objects and reads empty looks exactly like one being rewritten in place (truncated,
-// not yet written), so its objects stay until it has content again or stayed empty for
-// ManifestSourceOptions.emptiedSettleMs; without it an editor's save in place could take its routes down for a build.
+// arriving during a scan bring exactly one more scan after it. (An emptied file is the one exception,
+// and it delays no content: folder.ts.)
 //
 // Problems are diagnostics (codes MANIFEST_*, docs/diagnostics.md) carrying the file and line; they
 // are logged and shown in /debug/model next to the model's.
 
-import path from 'node:path';
 import type { KubeObject, ModelOptions, ModelReferences, Snapshot } from '../../model/index.ts';
 import { ObjectStore } from '../../store/store.ts';
-import { type FileState, mergeFiles, readFileState, sameStamp } from './files.ts';
 import { createFirstSeen, type Delivered } from './first-seen.ts';
+import { createManifestFolder, type FolderRead } from './folder.ts';
 import { errorMessage } from './parse.ts';
-import { type ManifestProblem, problemId, problemOf } from './problems.ts';
-import { createManifestTree, type TreeListing } from './tree.ts';
+import { createProblemLog, type ManifestProblem, problemOf } from './problems.ts';
 
 export type { ManifestProblem } from './problems.ts';
 
@@ -93,17 +88,11 @@ function notify(callback: () => void): void {
 }
 
 export function createManifestSource(options: ManifestSourceOptions): ManifestSource {
-  const { dir, onChange, onProblem } = options;
-  const emptiedSettleMs = options.emptiedSettleMs ?? 50;
+  const { dir, onChange } = options;
   const store = new ObjectStore({ classes: options.model, configMap: options.model.configMap });
   const firstSeen = createFirstSeen(options.now ?? (() => new Date()));
-  const display = (rel: string): string => path.join(dir, rel);
-  const files = new Map<string, FileState>();
+  const problems = createProblemLog(options.onProblem);
   let delivered = new Map<string, Delivered>();
-  let problems: readonly ManifestProblem[] = [];
-  let fileProblems: ManifestProblem[] = [];
-  let rootProblem: ManifestProblem | null = null;
-
   let started = false;
   let stopped = false;
   /** What events named since the last scan began; everything when an event could not say. */
@@ -111,13 +100,11 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
   let dirty = new Set<string>();
   let queued = false;
   let scanning: Promise<void> | null = null;
-  /** Files that held objects and were read empty: when first, and the timer that looks again. */
-  const emptied = new Map<string, { since: number; timer: ReturnType<typeof setTimeout> }>();
 
-  const tree = createManifestTree(dir, (relDir, name) => {
+  const folder = createManifestFolder(dir, options.emptiedSettleMs ?? 50, (rel) => {
     if (stopped) return;
-    if (name === null) dirtyAll = true;
-    else dirty.add(relDir === '' ? name : `${relDir}/${name}`);
+    if (rel === null) dirtyAll = true;
+    else dirty.add(rel);
     queueScan();
   });
 
@@ -128,10 +115,9 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
     setImmediate(() => {
       queued = false;
       if (stopped || scanning !== null) return;
+      // scan reports what it can as problems; nothing escapes the watcher
       scanning = scan(false)
-        .catch(() => {
-          // scan reports what it can as problems; nothing escapes the watcher
-        })
+        .catch(() => {})
         .finally(() => {
           scanning = null;
           queueScan();
@@ -139,77 +125,28 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
     });
   }
 
-  /** One scan: list, re-read what changed, merge, deliver. */
+  /** One scan: read what changed, deliver the difference, report. */
   async function scan(initial: boolean): Promise<void> {
     const all = initial || dirtyAll;
     const named = dirty;
     dirtyAll = false;
     dirty = new Set();
-    let listing: TreeListing;
+    let read: FolderRead;
     try {
-      listing = await tree.walk();
+      read = await folder.read(all, named);
     } catch (error) {
       if (initial) throw error;
       // The folder itself is unreadable or gone: keep serving what we have and say so.
       const message = `cannot read the directory: ${errorMessage(error)}; the objects read before are kept`;
-      rootProblem = problemOf(dir, null, 'MANIFEST_UNREADABLE', message);
-      publishProblems();
+      problems.folderUnreadable(problemOf(dir, null, 'MANIFEST_UNREADABLE', message));
       return;
     }
-    rootProblem = null;
-    for (const rel of [...files.keys()]) if (!listing.files.has(rel)) forget(rel);
-    const reads: Promise<void>[] = [];
-    for (const [rel, stamp] of listing.files) {
-      const state = files.get(rel);
-      if (all || !state || named.has(rel) || !sameStamp(state.stamp, stamp)) reads.push(reread(rel));
-    }
-    await Promise.all(reads);
     if (stopped) return;
-    const merged = mergeFiles(files, display);
-    fileProblems = merged.problems;
-    const next = firstSeen.objects(merged.winners);
+    const next = firstSeen.objects(read.winners);
     const relevant = deliver(store, delivered, next);
     delivered = next;
-    publishProblems();
+    problems.read(read.problems);
     if (relevant && !initial) notify(onChange);
-  }
-
-  async function reread(rel: string): Promise<void> {
-    const since = emptied.get(rel)?.since;
-    const trustEmpty = since !== undefined && performance.now() - since >= emptiedSettleMs;
-    const next = await readFileState(display(rel), rel, files.get(rel), trustEmpty);
-    if (next === 'emptied') {
-      if (since === undefined && !stopped) {
-        const timer = setTimeout(() => {
-          dirty.add(rel);
-          queueScan();
-        }, emptiedSettleMs);
-        emptied.set(rel, { since: performance.now(), timer });
-      }
-      return; // its previous state stays, stamp included: the next scan reads it again
-    }
-    if (next === undefined) forget(rel);
-    else {
-      files.set(rel, next);
-      clearTimeout(emptied.get(rel)?.timer);
-      emptied.delete(rel);
-    }
-  }
-
-  function forget(rel: string): void {
-    files.delete(rel);
-    clearTimeout(emptied.get(rel)?.timer);
-    emptied.delete(rel);
-  }
-
-  function publishProblems(): void {
-    const all = rootProblem ? [rootProblem, ...fileProblems] : fileProblems;
-    const before = new Set(problems.map(problemId));
-    problems = Object.freeze([...all]);
-    if (!onProblem) return;
-    for (const problem of all) {
-      if (!before.has(problemId(problem))) notify(() => onProblem(problem));
-    }
   }
 
   return {
@@ -222,7 +159,7 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
         await first;
       } catch (error) {
         stopped = true;
-        tree.close();
+        folder.close();
         throw new Error(`cannot read the manifest directory ${dir}: ${errorMessage(error)}`, {
           cause: error,
         });
@@ -234,14 +171,12 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
 
     async stop(): Promise<void> {
       stopped = true;
-      tree.close();
-      for (const { timer } of emptied.values()) clearTimeout(timer);
-      emptied.clear();
+      folder.close();
       await scanning?.catch(() => {});
     },
 
     snapshot: () => store.snapshot(),
     setReferences: (references) => store.setReferences(references),
-    problems: () => problems,
+    problems: () => problems.current(),
   };
 }
