@@ -1,4 +1,4 @@
-// The object store the Kubernetes source feeds: one map per kind, keyed by `namespace/name`, and the
+// The object store both sources feed (the Kubernetes API, a manifests folder): one map per kind, keyed by `namespace/name`, and the
 // "does this change matter?" filter in front of the scheduler.
 //
 // Every object is kept at its latest state, relevant or not (a Secret nobody uses today may be named
@@ -63,17 +63,23 @@ export interface StoreOptions {
 const keyOf = (object: KubeObject): string =>
   `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
 
+/** The items of a list field; nothing when the field is not a list (a manifest file can hold anything
+ * the API server would have refused; the model reports such objects, the filter must not throw). */
+function items<T>(list: readonly T[] | undefined): ReadonlyArray<Partial<T> | null | undefined> {
+  return Array.isArray(list) ? list : [];
+}
+
 /** What the data plane sees of an EndpointSlice; anything else may change without a build. */
 function sliceFingerprint(slice: EndpointSlice): string {
   return JSON.stringify([
     slice.metadata?.labels?.[SERVICE_NAME_LABEL] ?? '',
     slice.addressType ?? '',
-    (slice.ports ?? []).map((p) => [p.name ?? '', p.port ?? 0, p.protocol ?? '']),
-    (slice.endpoints ?? []).map((e) => [
-      e.addresses ?? [],
-      e.conditions?.ready ?? null,
-      e.conditions?.serving ?? null,
-      e.conditions?.terminating ?? null,
+    items(slice.ports).map((p) => [p?.name ?? '', p?.port ?? 0, p?.protocol ?? '']),
+    items(slice.endpoints).map((e) => [
+      e?.addresses ?? [],
+      e?.conditions?.ready ?? null,
+      e?.conditions?.serving ?? null,
+      e?.conditions?.terminating ?? null,
     ]),
   ]);
 }

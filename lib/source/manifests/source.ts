@@ -61,7 +61,7 @@ function deliver(
 ): boolean {
   let relevant = false;
   for (const [key, { kind, object }] of previous) {
-    if (!next.has(key)) relevant = store.remove(kind, object) || relevant;
+    if (!next.has(key)) relevant = matters(() => store.remove(kind, object)) || relevant;
   }
   for (const [key, item] of next) {
     const before = previous.get(key);
@@ -69,9 +69,18 @@ function deliver(
       next.set(key, before); // the store keeps the object it has: its snapshot stays the same
       continue;
     }
-    relevant = store.upsert(item.kind, item.object) || relevant;
+    relevant = matters(() => store.upsert(item.kind, item.object)) || relevant;
   }
   return relevant;
+}
+
+/** A store operation's verdict; when judging throws (a malformed object), it may matter. */
+function matters(operation: () => boolean): boolean {
+  try {
+    return operation();
+  } catch {
+    return true;
+  }
 }
 
 function sameObject(a: KubeObject, b: KubeObject): boolean {
