@@ -7,9 +7,8 @@
 // unrelated Secret or ConfigMap in the folder is stored but builds nothing, as in cluster mode.
 //
 // No timer stands between a file event and the store: the scheduler's hold-off is the one place where
-// changes wait. The watcher only coalesces: the events of one event-loop turn share a scan, and events
-// arriving during a scan bring exactly one more scan after it. (An emptied file is the one exception,
-// and it delays no content: folder.ts.)
+// changes wait. The watcher only coalesces (scan-queue.ts). An emptied file is the one exception, and
+// it delays no content (folder.ts).
 //
 // Problems are diagnostics (codes MANIFEST_*, docs/diagnostics.md) carrying the file and line; they
 // are logged and shown in /debug/model next to the model's.
@@ -20,6 +19,7 @@ import { createFirstSeen, type Delivered } from './first-seen.ts';
 import { createManifestFolder, type FolderRead } from './folder.ts';
 import { errorMessage } from './parse.ts';
 import { createProblemLog, type ManifestProblem, problemOf } from './problems.ts';
+import { createScanQueue } from './scan-queue.ts';
 
 export type { ManifestProblem } from './problems.ts';
 
@@ -103,43 +103,14 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
   const problems = createProblemLog(options.onProblem);
   let delivered = new Map<string, Delivered>();
   let started = false;
-  let stopped = false;
-  /** What events named since the last scan began; everything when an event could not say. */
-  let dirtyAll = false;
-  let dirty = new Set<string>();
-  let queued = false;
-  let scanning: Promise<void> | null = null;
-
-  const folder = createManifestFolder(dir, options.emptiedSettleMs ?? 50, (rel) => {
-    if (stopped) return;
-    if (rel === null) dirtyAll = true;
-    else dirty.add(rel);
-    queueScan();
-  });
-
-  /** A scan on the next turn, unless one is queued or running (its end looks again). */
-  function queueScan(): void {
-    if (stopped || queued || scanning !== null || (!dirtyAll && dirty.size === 0)) return;
-    queued = true;
-    setImmediate(() => {
-      queued = false;
-      if (stopped || scanning !== null) return;
-      // scan reports what it can as problems; nothing escapes the watcher
-      scanning = scan(false)
-        .catch(() => {})
-        .finally(() => {
-          scanning = null;
-          queueScan();
-        });
-    });
-  }
+  let stopping = false;
+  /** The first scan: its changes trigger nothing, and a folder it cannot read fails start(). */
+  let initial = true;
+  const folder = createManifestFolder(dir, options.emptiedSettleMs ?? 50, (rel) => queue.changed(rel));
+  const queue = createScanQueue(scan);
 
   /** One scan: read what changed, deliver the difference, report. */
-  async function scan(initial: boolean): Promise<void> {
-    const all = initial || dirtyAll;
-    const named = dirty;
-    dirtyAll = false;
-    dirty = new Set();
+  async function scan(all: boolean, named: ReadonlySet<string>): Promise<void> {
     let read: FolderRead;
     try {
       read = await folder.read(all, named);
@@ -150,7 +121,7 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
       problems.folderUnreadable(problemOf(dir, null, 'MANIFEST_UNREADABLE', message));
       return;
     }
-    if (stopped) return;
+    if (stopping) return;
     const next = firstSeen.objects(read.winners);
     const relevant = deliver(store, delivered, next);
     delivered = next;
@@ -162,26 +133,24 @@ export function createManifestSource(options: ManifestSourceOptions): ManifestSo
     async start(): Promise<void> {
       if (started) throw new Error('the manifest source was already started');
       started = true;
-      const first = scan(true);
-      scanning = first;
       try {
-        await first;
+        await queue.first();
       } catch (error) {
-        stopped = true;
+        stopping = true;
         folder.close();
+        await queue.stop();
         throw new Error(`cannot read the manifest directory ${dir}: ${errorMessage(error)}`, {
           cause: error,
         });
       } finally {
-        scanning = null;
+        initial = false;
       }
-      queueScan(); // events that arrived during the first scan
     },
 
     async stop(): Promise<void> {
-      stopped = true;
+      stopping = true;
       folder.close();
-      await scanning?.catch(() => {});
+      await queue.stop();
     },
 
     snapshot: () => store.snapshot(),
