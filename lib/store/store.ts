@@ -119,7 +119,6 @@ export class ObjectStore {
   #snapshot: Snapshot | null = null;
   /** names of the IngressClasses this controller owns */
   readonly #owned = new Set<string>();
-  readonly #fingerprints = new Map<string, string>();
   #services: ReadonlySet<string> | null = null;
   #secrets: ReadonlySet<string> | null = null;
   #configMaps: ReadonlySet<string> = new Set();
@@ -227,10 +226,6 @@ export class ObjectStore {
   ): boolean {
     if (kind === 'IngressClass') return this.#classChanged(before as IngressClass, after as IngressClass);
     if (kind === 'ConfigMap') return key === this.#options.configMap || this.#configMaps.has(key);
-    // fingerprints follow every slice, in scope or not, so that the next comparison is against the last
-    const sliceChanged =
-      kind === 'EndpointSlice' &&
-      this.#sliceChanged(key, before as EndpointSlice | undefined, after as EndpointSlice | undefined);
     if (kind === 'Service' && this.#pinned.has(key)) return true;
     const namespace = (after ?? before)?.metadata?.namespace;
     if (!this.#inScope(namespace)) return false;
@@ -243,7 +238,7 @@ export class ObjectStore {
       case 'Secret':
         return this.#secrets === null || this.#secrets.has(key);
       case 'EndpointSlice':
-        return sliceChanged;
+        return this.#sliceChanged(before as EndpointSlice | undefined, after as EndpointSlice | undefined);
     }
   }
 
@@ -262,21 +257,17 @@ export class ObjectStore {
     return wasOwned || owned;
   }
 
-  #sliceChanged(key: string, before: EndpointSlice | undefined, after: EndpointSlice | undefined): boolean {
+  /** `before` is the version stored last, so its fingerprint is the one to compare with; computed
+   * only here, a first list of tens of thousands of slices fingerprints none of them. */
+  #sliceChanged(before: EndpointSlice | undefined, after: EndpointSlice | undefined): boolean {
     const namespace = (after ?? before)?.metadata?.namespace ?? '';
     const referenced = (slice: EndpointSlice | undefined): boolean => {
       if (slice === undefined) return false;
       if (this.#services === null) return true;
       return this.#services.has(`${namespace}/${slice.metadata?.labels?.[SERVICE_NAME_LABEL] ?? ''}`);
     };
-    const previous = this.#fingerprints.get(key);
-    if (after === undefined) {
-      this.#fingerprints.delete(key);
-      return referenced(before);
-    }
-    const fingerprint = sliceFingerprint(after);
-    this.#fingerprints.set(key, fingerprint);
+    if (after === undefined) return referenced(before);
     if (!referenced(before) && !referenced(after)) return false;
-    return previous !== fingerprint;
+    return before === undefined || sliceFingerprint(before) !== sliceFingerprint(after);
   }
 }
