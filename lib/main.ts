@@ -1,6 +1,6 @@
 // Wiring for one process: source → scheduler → buildModel → data plane swap, plus health and logs.
-// The source is a manifests folder (--manifests, standalone) or the Kubernetes API; each fills an
-// ObjectStore whose relevant changes trigger the same scheduler.
+// The source is a manifests folder (--manifests, standalone) or the Kubernetes API; both feed the
+// same scheduler.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { AddressInfo } from 'node:net';
