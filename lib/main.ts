@@ -27,7 +27,7 @@ import {
   type Snapshot,
 } from './model/index.ts';
 import type { Reporting } from './source/kube/reporting.ts';
-import { createManifestSource } from './source/manifests.ts';
+import { createManifestSource } from './source/manifests/source.ts';
 import { createScheduler, type Scheduler } from './store/scheduler.ts';
 
 export interface Controller {
@@ -82,6 +82,7 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
   if (config.manifests !== null) {
     const manifests = createManifestSource({
       dir: config.manifests,
+      model: config.model,
       onChange,
       onProblem: (problem) =>
         log[levelOf(problem)](

@@ -48,10 +48,86 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
   );
 }
 
+/** Calls `run`, sends what it throws or rejects to `onError`, and calls `done` once it has settled. */
+function runGuarded(
+  run: () => void | Promise<void>,
+  onError: ((error: unknown) => void) | undefined,
+  done: () => void,
+): void {
+  const report = (error: unknown): void => {
+    if (!onError) return;
+    try {
+      onError(error);
+    } catch {
+      // An error handler that throws must not break the scheduler.
+    }
+  };
+  let result: void | Promise<void>;
+  try {
+    result = run();
+  } catch (error) {
+    report(error);
+    done();
+    return;
+  }
+  if (!isPromiseLike(result)) {
+    done();
+    return;
+  }
+  result.then(done, (error: unknown) => {
+    report(error);
+    done();
+  });
+}
+
+/** The promises idle() hands out, resolved together once the scheduler is idle. */
+function createIdleWaiters(isIdle: () => boolean) {
+  let waiters: Array<() => void> = [];
+  return {
+    settle(): void {
+      if (!isIdle() || waiters.length === 0) return;
+      const resolved = waiters;
+      waiters = [];
+      for (const resolve of resolved) resolve();
+    },
+    wait(): Promise<void> {
+      if (isIdle()) return Promise.resolve();
+      return new Promise((resolve) => {
+        waiters.push(resolve);
+      });
+    },
+  };
+}
+
+/** What decides when a pending run may start. */
+interface Timing {
+  holdOffMs: number;
+  maxDelayMs: number;
+  firstDirtyAt: number;
+  lastTriggerAt: number;
+  lastRunEndAt: number | null;
+}
+
+/**
+ * When the pending run may start: holdOffMs of quiet after the last trigger, but no later than
+ * maxDelayMs after the first trigger it covers; and never sooner than holdOffMs after the previous
+ * run ended (a run longer than maxDelayMs still leaves the hold-off between runs).
+ */
+function deadline(timing: Timing): number {
+  const due = Math.min(timing.lastTriggerAt + timing.holdOffMs, timing.firstDirtyAt + timing.maxDelayMs);
+  return timing.lastRunEndAt === null ? due : Math.max(timing.lastRunEndAt + timing.holdOffMs, due);
+}
+
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const { run, onError } = options;
   const holdOffMs = Math.max(0, options.holdOffMs ?? 100);
-  const maxDelayMs = Math.max(holdOffMs, options.maxDelayMs ?? 1000);
+  const timing: Timing = {
+    holdOffMs,
+    maxDelayMs: Math.max(holdOffMs, options.maxDelayMs ?? 1000),
+    firstDirtyAt: 0,
+    lastTriggerAt: 0,
+    lastRunEndAt: null,
+  };
   const timers = options.timers ?? defaultTimers;
 
   let stopped = false;
@@ -61,49 +137,18 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   let timer: unknown = null;
   /** A trigger arrived that no started run has covered yet. */
   let dirty = false;
-  let firstDirtyAt = 0;
-  let lastTriggerAt = 0;
-  let lastRunEndAt: number | null = null;
-  let idleWaiters: Array<() => void> = [];
-
-  const isIdle = (): boolean => !running && queued === 'none' && !dirty;
-
-  function settleIdle(): void {
-    if (!isIdle() || idleWaiters.length === 0) return;
-    const waiters = idleWaiters;
-    idleWaiters = [];
-    for (const resolve of waiters) resolve();
-  }
-
-  function reportError(error: unknown): void {
-    if (!onError) return;
-    try {
-      onError(error);
-    } catch {
-      // An error handler that throws must not break the scheduler.
-    }
-  }
-
-  /**
-   * When the pending run may start: holdOffMs of quiet after the last trigger, but no later than
-   * maxDelayMs after the first trigger it covers; and never sooner than holdOffMs after the previous
-   * run ended (a run longer than maxDelayMs still leaves the hold-off between runs).
-   */
-  function deadline(): number {
-    const due = Math.min(lastTriggerAt + holdOffMs, firstDirtyAt + maxDelayMs);
-    return lastRunEndAt === null ? due : Math.max(lastRunEndAt + holdOffMs, due);
-  }
+  const idle = createIdleWaiters(() => !running && queued === 'none' && !dirty);
 
   function armTimer(): void {
     queued = 'timer';
-    timer = timers.setTimeout(onTimer, Math.max(0, deadline() - timers.now()));
+    timer = timers.setTimeout(onTimer, Math.max(0, deadline(timing) - timers.now()));
   }
 
   function onTimer(): void {
     timer = null;
     if (stopped || queued !== 'timer') return;
     // Triggers since the timer was armed moved the deadline instead of re-arming on every trigger.
-    if (timers.now() < deadline()) {
+    if (timers.now() < deadline(timing)) {
       armTimer();
       return;
     }
@@ -113,8 +158,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   /** Queue the run for the pending trigger(s); called only when not running. */
   function schedule(): void {
     if (queued !== 'none') return; // a queued timer re-reads the deadline when it fires
-    const now = timers.now();
-    if (lastRunEndAt === null || now - lastRunEndAt >= holdOffMs) {
+    const { lastRunEndAt } = timing;
+    if (lastRunEndAt === null || timers.now() - lastRunEndAt >= holdOffMs) {
       queued = 'microtask';
       queueMicrotask(() => {
         if (stopped || queued !== 'microtask') return;
@@ -127,48 +172,31 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   function finish(): void {
     running = false;
-    lastRunEndAt = timers.now();
-    if (dirty && !stopped) {
-      // The hold-off after a run always applies: no leading edge right after a run.
-      armTimer();
-    }
-    settleIdle();
+    timing.lastRunEndAt = timers.now();
+    // The hold-off after a run always applies: no leading edge right after a run.
+    if (dirty && !stopped) armTimer();
+    idle.settle();
   }
 
   function start(): void {
     queued = 'none';
     if (!dirty) {
-      settleIdle();
+      idle.settle();
       return;
     }
     running = true;
     dirty = false;
-    let result: void | Promise<void>;
-    try {
-      result = run();
-    } catch (error) {
-      reportError(error);
-      finish();
-      return;
-    }
-    if (isPromiseLike(result)) {
-      result.then(finish, (error: unknown) => {
-        reportError(error);
-        finish();
-      });
-    } else {
-      finish();
-    }
+    runGuarded(run, onError, finish);
   }
 
   return {
     trigger(): void {
       if (stopped) return;
       const now = timers.now();
-      lastTriggerAt = now;
+      timing.lastTriggerAt = now;
       if (!dirty) {
         dirty = true;
-        firstDirtyAt = now;
+        timing.firstDirtyAt = now;
       }
       if (running) return; // finish() schedules it
       schedule();
@@ -181,14 +209,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       timer = null;
       queued = 'none';
       dirty = false;
-      settleIdle();
+      idle.settle();
     },
 
-    idle(): Promise<void> {
-      if (isIdle()) return Promise.resolve();
-      return new Promise((resolve) => {
-        idleWaiters.push(resolve);
-      });
-    },
+    idle: () => idle.wait(),
   };
 }

@@ -1,4 +1,4 @@
-// The object store the Kubernetes source feeds: one map per kind, keyed by `namespace/name`, and the
+// The object store both sources feed (the Kubernetes API, a manifests folder): one map per kind, keyed by `namespace/name`, and the
 // "does this change matter?" filter in front of the scheduler.
 //
 // Every object is kept at its latest state, relevant or not (a Secret nobody uses today may be named
@@ -63,17 +63,23 @@ export interface StoreOptions {
 const keyOf = (object: KubeObject): string =>
   `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
 
+/** The items of a list field; nothing when the field is not a list (a manifest file can hold anything
+ * the API server would have refused; the model reports such objects, the filter must not throw). */
+function items<T>(list: readonly T[] | undefined): ReadonlyArray<Partial<T> | null | undefined> {
+  return Array.isArray(list) ? list : [];
+}
+
 /** What the data plane sees of an EndpointSlice; anything else may change without a build. */
 function sliceFingerprint(slice: EndpointSlice): string {
   return JSON.stringify([
     slice.metadata?.labels?.[SERVICE_NAME_LABEL] ?? '',
     slice.addressType ?? '',
-    (slice.ports ?? []).map((p) => [p.name ?? '', p.port ?? 0, p.protocol ?? '']),
-    (slice.endpoints ?? []).map((e) => [
-      e.addresses ?? [],
-      e.conditions?.ready ?? null,
-      e.conditions?.serving ?? null,
-      e.conditions?.terminating ?? null,
+    items(slice.ports).map((p) => [p?.name ?? '', p?.port ?? 0, p?.protocol ?? '']),
+    items(slice.endpoints).map((e) => [
+      e?.addresses ?? [],
+      e?.conditions?.ready ?? null,
+      e?.conditions?.serving ?? null,
+      e?.conditions?.terminating ?? null,
     ]),
   ]);
 }
@@ -113,7 +119,6 @@ export class ObjectStore {
   #snapshot: Snapshot | null = null;
   /** names of the IngressClasses this controller owns */
   readonly #owned = new Set<string>();
-  readonly #fingerprints = new Map<string, string>();
   #services: ReadonlySet<string> | null = null;
   #secrets: ReadonlySet<string> | null = null;
   #configMaps: ReadonlySet<string> = new Set();
@@ -221,10 +226,6 @@ export class ObjectStore {
   ): boolean {
     if (kind === 'IngressClass') return this.#classChanged(before as IngressClass, after as IngressClass);
     if (kind === 'ConfigMap') return key === this.#options.configMap || this.#configMaps.has(key);
-    // fingerprints follow every slice, in scope or not, so that the next comparison is against the last
-    const sliceChanged =
-      kind === 'EndpointSlice' &&
-      this.#sliceChanged(key, before as EndpointSlice | undefined, after as EndpointSlice | undefined);
     if (kind === 'Service' && this.#pinned.has(key)) return true;
     const namespace = (after ?? before)?.metadata?.namespace;
     if (!this.#inScope(namespace)) return false;
@@ -237,7 +238,7 @@ export class ObjectStore {
       case 'Secret':
         return this.#secrets === null || this.#secrets.has(key);
       case 'EndpointSlice':
-        return sliceChanged;
+        return this.#sliceChanged(before as EndpointSlice | undefined, after as EndpointSlice | undefined);
     }
   }
 
@@ -256,21 +257,17 @@ export class ObjectStore {
     return wasOwned || owned;
   }
 
-  #sliceChanged(key: string, before: EndpointSlice | undefined, after: EndpointSlice | undefined): boolean {
+  /** `before` is the version stored last, so its fingerprint is the one to compare with; computed
+   * only here, a first list of tens of thousands of slices fingerprints none of them. */
+  #sliceChanged(before: EndpointSlice | undefined, after: EndpointSlice | undefined): boolean {
     const namespace = (after ?? before)?.metadata?.namespace ?? '';
     const referenced = (slice: EndpointSlice | undefined): boolean => {
       if (slice === undefined) return false;
       if (this.#services === null) return true;
       return this.#services.has(`${namespace}/${slice.metadata?.labels?.[SERVICE_NAME_LABEL] ?? ''}`);
     };
-    const previous = this.#fingerprints.get(key);
-    if (after === undefined) {
-      this.#fingerprints.delete(key);
-      return referenced(before);
-    }
-    const fingerprint = sliceFingerprint(after);
-    this.#fingerprints.set(key, fingerprint);
+    if (after === undefined) return referenced(before);
     if (!referenced(before) && !referenced(after)) return false;
-    return previous !== fingerprint;
+    return before === undefined || sliceFingerprint(before) !== sliceFingerprint(after);
   }
 }

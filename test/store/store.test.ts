@@ -222,6 +222,49 @@ t.test('EndpointSlices: only address, port and condition changes of referenced S
   run(t, steps);
 });
 
+t.test(
+  'malformed objects (a manifest file can hold what the API server refuses) are judged, not thrown on',
+  async (t) => {
+    const malformed = (fields: Record<string, unknown>): KubeObject =>
+      ({
+        metadata: { namespace: 'web', name: 'odd-1', labels: { 'kubernetes.io/service-name': 'api' } },
+        ...fields,
+      }) as KubeObject;
+    const steps: Step[] = [
+      ['references', { services: ['web/api'], secrets: [] }],
+      [
+        'upsert',
+        'EndpointSlice',
+        malformed({ endpoints: 'nope', ports: 7 }),
+        true,
+        'lists that are not lists',
+      ],
+      [
+        'upsert',
+        'EndpointSlice',
+        malformed({ endpoints: [null, 3], ports: [null] }),
+        true,
+        'items that are not objects',
+      ],
+      [
+        'upsert',
+        'IngressClass',
+        { metadata: { name: 'odd' }, spec: 'x' } as KubeObject,
+        false,
+        'a spec that is a string',
+      ],
+      [
+        'upsert',
+        'Ingress',
+        { metadata: { namespace: 'web', name: 'odd', annotations: 'x' }, spec: 3 } as unknown as KubeObject,
+        false,
+        'no class to be read',
+      ],
+    ];
+    run(t, steps);
+  },
+);
+
 t.test('--watch-namespace-selector: only the selected namespaces count and are served', async (t) => {
   const store = run(
     t,

@@ -55,19 +55,87 @@ const statusCode = (error: unknown): number | undefined =>
 
 const microNow = (): V1MicroTime => new V1MicroTime(Date.now());
 
-export function createLeaderElection(options: LeaderElectionOptions): LeaderElection {
+/**
+ * The spec this replica writes when it takes or renews the Lease. A MicroTime read back is a string
+ * (client-node's serializer does not know the type); written back as read, it keeps its 6 digits.
+ */
+function heldSpec(
+  identity: string,
+  durationSeconds: number,
+  previous: LeaseSpec | undefined,
+  acquiring: boolean,
+): V1LeaseSpec {
+  return {
+    holderIdentity: identity,
+    leaseDurationSeconds: durationSeconds,
+    acquireTime: acquiring || !previous?.acquireTime ? microNow() : (previous.acquireTime as V1MicroTime),
+    renewTime: microNow(),
+    leaseTransitions: (previous?.leaseTransitions ?? 0) + (acquiring && previous?.holderIdentity ? 1 : 0),
+  };
+}
+
+/** The spec that gives the Lease up: no holder, expiring in a second. */
+function releasedSpec(previous: LeaseSpec | undefined): V1LeaseSpec {
+  return {
+    ...previous,
+    holderIdentity: '',
+    leaseDurationSeconds: 1,
+    renewTime: microNow(),
+    acquireTime: (previous?.acquireTime ?? microNow()) as V1MicroTime,
+  } as V1LeaseSpec;
+}
+
+/** The one Lease this election uses: read, create, and replace guarded by the resourceVersion read. */
+function leaseClient(options: LeaderElectionOptions) {
   const api = options.kubeConfig.makeApiClient(CoordinationV1Api);
+  const { name, namespace } = options;
+  return {
+    read: async (): Promise<LeaseObject> =>
+      (await api.readNamespacedLease({ name, namespace })) as LeaseObject,
+    create: (spec: V1LeaseSpec) =>
+      api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec } }),
+    /** Replaces the Lease as read (its resourceVersion guards the write) with `spec`. */
+    replace: (lease: LeaseObject, spec: V1LeaseSpec) =>
+      api.replaceNamespacedLease({
+        name,
+        namespace,
+        body: { metadata: { name, namespace, resourceVersion: lease.metadata?.resourceVersion }, spec },
+      }),
+  };
+}
+
+/**
+ * When the Lease record (holder + renewTime + resourceVersion) was first seen as it is now, on the
+ * local clock: expiry is judged from that, never from the holder's renewTime.
+ */
+function recordWatch(now: () => number) {
+  let observed = '';
+  let observedAt = 0;
+  return {
+    observe(lease: LeaseObject): void {
+      const spec = lease.spec ?? {};
+      const record = `${spec.holderIdentity ?? ''}|${String(spec.renewTime ?? '')}|${lease.metadata?.resourceVersion ?? ''}`;
+      if (record !== observed) {
+        observed = record;
+        observedAt = now();
+      }
+    },
+    /** The record stayed unchanged for longer than `durationMs`. */
+    expired: (durationMs: number): boolean => now() >= observedAt + durationMs,
+  };
+}
+
+export function createLeaderElection(options: LeaderElectionOptions): LeaderElection {
+  const lease = leaseClient(options);
   const now = options.now ?? (() => performance.now());
   const renewDeadlineMs = options.ttlMs / 2;
   const retryPeriodMs = options.ttlMs / 4;
   const durationSeconds = Math.max(1, Math.round(options.ttlMs / 1000));
+  const record = recordWatch(now);
 
   let leader = false;
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | null = null;
-  /** the record last seen (holder + renewTime + resourceVersion) and when it was first seen so */
-  let observed = '';
-  let observedAt = 0;
   let lastRenewal = 0;
   let running: Promise<void> | null = null;
 
@@ -77,63 +145,23 @@ export function createLeaderElection(options: LeaderElectionOptions): LeaderElec
     options.onChange(next);
   };
 
-  const observe = (lease: LeaseObject): void => {
-    const spec = lease.spec ?? {};
-    const record = `${spec.holderIdentity ?? ''}|${String(spec.renewTime ?? '')}|${lease.metadata?.resourceVersion ?? ''}`;
-    if (record !== observed) {
-      observed = record;
-      observedAt = now();
-    }
-  };
-
-  // A MicroTime read back is a string (client-node's serializer does not know the type); written
-  // back as read, it keeps its 6 digits.
-  const spec = (previous: LeaseSpec | undefined, acquiring: boolean): V1LeaseSpec => ({
-    holderIdentity: options.identity,
-    leaseDurationSeconds: durationSeconds,
-    acquireTime: acquiring || !previous?.acquireTime ? microNow() : (previous.acquireTime as V1MicroTime),
-    renewTime: microNow(),
-    leaseTransitions: (previous?.leaseTransitions ?? 0) + (acquiring && previous?.holderIdentity ? 1 : 0),
-  });
-
-  /** Replaces the Lease as read (its resourceVersion guards the write) with `next`. */
-  const replaceLease = (lease: LeaseObject, next: V1LeaseSpec) =>
-    api.replaceNamespacedLease({
-      name: options.name,
-      namespace: options.namespace,
-      body: {
-        metadata: {
-          name: options.name,
-          namespace: options.namespace,
-          resourceVersion: lease.metadata?.resourceVersion,
-        },
-        spec: next,
-      },
-    });
-
   /** One attempt to acquire or renew; true when this replica holds the Lease afterwards. */
   const tryAcquireOrRenew = async (): Promise<boolean> => {
-    let lease: LeaseObject;
+    let current: LeaseObject;
     try {
-      lease = (await api.readNamespacedLease({
-        name: options.name,
-        namespace: options.namespace,
-      })) as LeaseObject;
+      current = await lease.read();
     } catch (error) {
       if (statusCode(error) !== 404) throw error;
-      await api.createNamespacedLease({
-        namespace: options.namespace,
-        body: { metadata: { name: options.name, namespace: options.namespace }, spec: spec(undefined, true) },
-      });
+      await lease.create(heldSpec(options.identity, durationSeconds, undefined, true));
       return true;
     }
-    observe(lease);
-    const holder = lease.spec?.holderIdentity ?? '';
+    record.observe(current);
+    const holder = current.spec?.holderIdentity ?? '';
     const mine = holder === options.identity;
-    const duration = (lease.spec?.leaseDurationSeconds ?? durationSeconds) * 1000;
-    if (!mine && holder !== '' && now() < observedAt + duration) return false; // held by a live leader
+    const duration = (current.spec?.leaseDurationSeconds ?? durationSeconds) * 1000;
+    if (!mine && holder !== '' && !record.expired(duration)) return false; // held by a live leader
     try {
-      await replaceLease(lease, spec(lease.spec, !mine));
+      await lease.replace(current, heldSpec(options.identity, durationSeconds, current.spec, !mine));
     } catch (error) {
       if (statusCode(error) === 409) return false; // somebody else wrote first
       throw error;
@@ -178,18 +206,9 @@ export function createLeaderElection(options: LeaderElectionOptions): LeaderElec
       if (!leader) return;
       setLeader(false);
       try {
-        const lease = (await api.readNamespacedLease({
-          name: options.name,
-          namespace: options.namespace,
-        })) as LeaseObject;
-        if (lease.spec?.holderIdentity !== options.identity) return;
-        await replaceLease(lease, {
-          ...lease.spec,
-          holderIdentity: '',
-          leaseDurationSeconds: 1,
-          renewTime: microNow(),
-          acquireTime: (lease.spec?.acquireTime ?? microNow()) as V1MicroTime,
-        } as V1LeaseSpec);
+        const current = await lease.read();
+        if (current.spec?.holderIdentity !== options.identity) return;
+        await lease.replace(current, releasedSpec(current.spec));
       } catch (error) {
         options.onError?.(error); // the Lease then simply expires after the TTL
       }
