@@ -5,8 +5,8 @@
 // The swaps are driven in process: this script runs a DataPlane (lib/dataplane) itself and calls
 // `swap(buildModel(snapshot).model)` 10,000 times, yielding to the event loop (setImmediate) after
 // each swap so requests are served between them. A standalone ingress-ts reached through its
-// manifests folder cannot go faster than its file watcher (50 ms debounce) and build scheduler
-// (100 ms hold-off): ~6 swaps/s, so 10,000 swaps would take ~30 min (proxy-bench.ts does 1,000 that
+// manifests folder cannot go faster than its build scheduler (100 ms hold-off after a build) and
+// file watcher: under 10 swaps/s, so 10,000 swaps would take over 15 min (proxy-bench.ts does 1,000 that
 // way). The data plane and the swap are the same code; only the source (file watcher, scheduler,
 // logging) is left out. The snapshots are test/support/churn.ts's four-step cycle: endpoints-only
 // (a second EndpointSlice on the upstream's second port added), full (the path /extra added),
