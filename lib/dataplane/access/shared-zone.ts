@@ -82,7 +82,23 @@ const SPINS = 64;
 /** no live holder keeps the lock this long: the section is a few hundred nanoseconds */
 const LOCK_STALE_MS = 250;
 
-const HRTIME_OFFSET_MS = Number(process.hrtime.bigint()) / 1e6 - performance.now();
+const HRTIME_OFFSET_MS = hrtimeOffset();
+
+/** hrtime − performance.now(), from the tightest of a few bracketed reads (the first is slow). */
+function hrtimeOffset(): number {
+  let offset = 0;
+  let spread = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 8; i++) {
+    const before = performance.now();
+    const hrtime = Number(process.hrtime.bigint()) / 1e6;
+    const after = performance.now();
+    if (after - before < spread) {
+      spread = after - before;
+      offset = hrtime - (before + after) / 2;
+    }
+  }
+  return offset;
+}
 
 /** Milliseconds on the process-wide monotonic clock, the same in every thread (see the header). */
 export function zoneNow(): number {
