@@ -25,6 +25,8 @@ export class RequestZone {
   /** thousandths of a request the bucket may hold */
   readonly burst: number;
   readonly table: SharedAddressTable;
+  /** the node probeLocked found (0: none), for the commitLocked that follows it */
+  #found = 0;
 
   /**
    * `perMinute`: the limit counts per minute (limit-rpm), else per second (limit-rps). `buffer`: the
@@ -51,6 +53,8 @@ export class RequestZone {
     const table = this.table;
     table.select(address);
     table.lock();
+    this.#found = table.find();
+    if (this.#found !== 0) table.touch(this.#found);
     this.commitLocked(excess, now);
     table.unlock();
   }
@@ -66,10 +70,14 @@ export class RequestZone {
     return excess >= 0;
   }
 
-  /** `probe` for the selected address, the lock held; a known address becomes the most recent. */
+  /**
+   * `probe` for the selected address, the lock held; a known address becomes the most recent. The
+   * node found is kept for a `commitLocked` in the same hold of the lock.
+   */
   probeLocked(now: number): number {
     const table = this.table;
     const node = table.find();
+    this.#found = node;
     if (node === 0) return 0;
     table.touch(node);
     // a time read in another thread just before this one's last commit drains nothing
@@ -78,18 +86,21 @@ export class RequestZone {
     return excess > this.burst ? -1 : excess;
   }
 
-  /** `commit` for the selected address, the lock held. */
+  /** `commit` for the selected address, right after `probeLocked` in the same hold of the lock. */
   commitLocked(excess: number, now: number): void {
     const table = this.table;
-    let node = table.find();
+    let node = this.#found;
+    if (node !== 0) {
+      // probeLocked made it the most recent already
+      table.setBucket(node, excess, now);
+      return;
+    }
+    node = table.insert(0);
     if (node === 0) {
+      // full: the least recently seen address makes room
+      table.remove(table.oldest(), true);
+      table.find();
       node = table.insert(0);
-      if (node === 0) {
-        // full: the least recently seen address makes room
-        table.remove(table.oldest(), true);
-        table.find();
-        node = table.insert(0);
-      }
     }
     table.setBucket(node, excess, now);
     table.touch(node);
