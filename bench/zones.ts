@@ -56,7 +56,11 @@ function run(job: Job): number {
     check = (address, now) => zone.take(address, now);
   } else {
     const zone = new ConnectionZone(1_000_000, job.buffer ?? allocateZoneBuffer());
-    check = (address) => zone.acquire(address) && (zone.release(address), true);
+    check = (address) => {
+      if (!zone.acquire(address)) return false;
+      zone.release(address);
+      return true;
+    };
   }
   for (let i = 0; i < 100_000; i++) check(addresses[i & mask] as string, zoneNow());
   if (job.gate !== null) {
