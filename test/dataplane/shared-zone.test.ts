@@ -177,6 +177,18 @@ t.test('a lock left by a terminated holder is taken over after a while, and the 
   t.equal(words[0], 0, 'released');
 });
 
+t.test('a zone costs no memory until it is used (pages reserved, not allocated)', async (t) => {
+  const before = process.memoryUsage().arrayBuffers;
+  const zones = Array.from({ length: 200 }, () => new RequestZone(1, 0, false));
+  const grown = process.memoryUsage().arrayBuffers - before;
+  // 200 plain SharedArrayBuffers of a zone's size would count 150 MiB here
+  t.ok(
+    grown < 8 * 2 ** 20,
+    `${(grown / 2 ** 20).toFixed(1)} MiB counted for ${zones.length} zones of ${ZONE_BYTES} bytes`,
+  );
+  t.ok(zones[199]?.take('a', 0), 'and each works');
+});
+
 t.test('zoneNow is the process-wide monotonic clock in ms', async (t) => {
   const before = Number(process.hrtime.bigint()) / 1e6;
   const now = zoneNow();

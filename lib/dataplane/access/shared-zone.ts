@@ -75,7 +75,7 @@ const NODE_END = NODES + ZONE_MAX_ADDRESSES * NODE_WORDS;
 /** Float64 index of node 1's bucket (8-byte aligned) */
 const BUCKETS = Math.ceil(NODE_END / 2);
 
-/** Bytes of one zone's SharedArrayBuffer (about 768 KiB; pages the zone never touches cost no RSS). */
+/** Bytes of one zone's SharedArrayBuffer (704 KiB; pages the zone never touches cost no memory). */
 export const ZONE_BYTES = (BUCKETS + ZONE_MAX_ADDRESSES * 2) * 8;
 
 const SPINS = 64;
@@ -105,9 +105,16 @@ export function zoneNow(): number {
   return performance.now() + HRTIME_OFFSET_MS;
 }
 
-/** A new, empty zone buffer. */
+/**
+ * A new, empty zone buffer. Declared growable (to its own size, so it never grows): V8 then reserves
+ * its pages from the OS instead of calloc, so a zone costs no memory until its addresses touch it,
+ * none of it counts as external memory for the GC, and a freed zone is unmapped. A plain
+ * SharedArrayBuffer comes from malloc: once glibc recycles freed zones from its heap, each new one
+ * is zeroed in full (measured: 5,000 zones allocated after 5,000 freed took 680 MiB of RSS; growable,
+ * nothing).
+ */
 export function allocateZoneBuffer(): SharedArrayBuffer {
-  return new SharedArrayBuffer(ZONE_BYTES);
+  return new SharedArrayBuffer(ZONE_BYTES, { maxByteLength: ZONE_BYTES });
 }
 
 /**
@@ -128,8 +135,9 @@ export class SharedAddressTable {
   constructor(buffer: SharedArrayBuffer) {
     if (buffer.byteLength !== ZONE_BYTES) throw new RangeError(`a zone buffer has ${ZONE_BYTES} bytes`);
     this.buffer = buffer;
-    this.#words = new Int32Array(buffer);
-    this.#buckets = new Float64Array(buffer);
+    // fixed-length views: views that track a growable buffer's length are several times slower
+    this.#words = new Int32Array(buffer, 0, ZONE_BYTES / 4);
+    this.#buckets = new Float64Array(buffer, 0, ZONE_BYTES / 8);
   }
 
   /** addresses held */
