@@ -13,6 +13,7 @@ import {
 import { allocateZoneBuffer, ZONE_BYTES, zoneNow } from '../../lib/dataplane/access/shared-zone.ts';
 import { modelZoneKeys, ZoneMemory } from '../../lib/dataplane/access/zone-memory.ts';
 import { createRuntimeCaches } from '../../lib/dataplane/caches.ts';
+import { dataplaneError } from '../../lib/dataplane/events.ts';
 import { generateDefaultCertificate } from '../../lib/dataplane/listening/sni.ts';
 import { compileRuntime, type Runtime } from '../../lib/dataplane/routing/runtime.ts';
 import { createEwmaStore } from '../../lib/dataplane/upstream/balancers/ewma.ts';
@@ -167,8 +168,17 @@ t.test('a lock left by a terminated holder is taken over after a while, and the 
   t.ok(zone.acquire('a'));
   const words = new Int32Array(zone.table.buffer);
   words[0] = 999; // the lock word, as a thread terminated inside the section leaves it
+  const reported: unknown[] = [];
+  const report = (message: unknown) => reported.push(message);
+  dataplaneError.subscribe(report);
+  t.teardown(() => dataplaneError.unsubscribe(report));
   const started = zoneNow();
   t.ok(zone.acquire('b'), 'the next caller gets through');
+  t.match(
+    reported,
+    [{ message: /lock was left by a thread that ended holding it/ }],
+    'reported on the error channel',
+  );
   const waited = zoneNow() - started;
   t.ok(waited >= 250 && waited < 2000, `after about 250 ms (${Math.round(waited)})`);
   t.equal(zone.table.takenOver, 1);
