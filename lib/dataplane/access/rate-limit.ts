@@ -17,7 +17,7 @@
 
 import { allocateZoneBuffer, SharedAddressTable } from './shared-zone.ts';
 
-export { ZONE_MAX_ADDRESSES, zoneNow } from './shared-zone.ts';
+export { ZONE_MAX_ADDRESSES } from './shared-zone.ts';
 
 export class RequestZone {
   /** thousandths of a request drained per second (NGINX `ctx->rate`: 1r/m is 16) */
