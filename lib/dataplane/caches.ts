@@ -1,16 +1,20 @@
 // What a data plane remembers across the runtimes it compiles, owned by the DataPlane instance (a
-// data-plane worker thread would own its own): compiled regex-mode paths, bcrypt outcomes and the
-// client-certificate leaves that verified in a full handshake. Nothing here is module state.
+// data-plane worker thread would own its own): compiled regex-mode paths, bcrypt outcomes, the
+// client-certificate leaves that verified in a full handshake, and the memory of the rate-limit zones
+// (which threads can share: access/zone-memory.ts). Nothing here is module state.
 
 import { type Model, PathRegexCache } from '../model/index.ts';
 import { BcryptResults } from './access/basic-auth.ts';
 import { VerifiedLeaves } from './access/client-cert.ts';
+import { ZoneMemory } from './access/zone-memory.ts';
 import type { Runtime } from './routing/runtime.ts';
 
 export interface RuntimeCaches {
   readonly pathRegexes: PathRegexCache;
   readonly bcrypt: BcryptResults;
   readonly verifiedLeaves: VerifiedLeaves;
+  /** the rate-limit zones' buffers by zone key (shared with other threads when they were adopted) */
+  readonly zones: ZoneMemory;
   /**
    * false when `pathRegexes` is somebody else's (the controller's, on the same thread): its owner
    * rotates it before each build, and the compile that follows finds the build's objects in it
@@ -18,12 +22,16 @@ export interface RuntimeCaches {
   readonly ownsPathRegexes: boolean;
 }
 
-/** Fresh caches; `sharedPathRegexes` is a cache another owner rotates (see ownsPathRegexes). */
-export function createRuntimeCaches(sharedPathRegexes?: PathRegexCache): RuntimeCaches {
+/**
+ * Fresh caches; `sharedPathRegexes` is a cache another owner rotates (see ownsPathRegexes), `zones`
+ * the zone memory to compile rate limits over (default: a new one, this data plane's alone).
+ */
+export function createRuntimeCaches(sharedPathRegexes?: PathRegexCache, zones?: ZoneMemory): RuntimeCaches {
   return {
     pathRegexes: sharedPathRegexes ?? new PathRegexCache(),
     bcrypt: new BcryptResults(),
     verifiedLeaves: new VerifiedLeaves(),
+    zones: zones ?? new ZoneMemory(),
     ownsPathRegexes: sharedPathRegexes === undefined,
   };
 }

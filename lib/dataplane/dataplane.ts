@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { DEFAULT_GLOBAL_CONFIG, type Model, type PathRegexCache } from '../model/index.ts';
 import { ExternalAuthClient } from './access/external-auth.ts';
+import type { ZoneMemory } from './access/zone-memory.ts';
 import { beforeCompile, createRuntimeCaches, type RuntimeCaches } from './caches.ts';
 import { CertificateInfoCache } from './describe/certificates.ts';
 import { describeRuntime } from './describe/describe-runtime.ts';
@@ -53,6 +54,11 @@ export interface DataPlaneOptions {
    * its objects and the build rotates it. Default: the data plane's own, rotated per full compile.
    */
   pathRegexes?: PathRegexCache;
+  /**
+   * the rate-limit zones' memory. A data-plane worker passes one and `adopt`s the main thread's
+   * buffers into it before each apply (access/zone-memory.ts). Default: this data plane's own.
+   */
+  zoneMemory?: ZoneMemory;
 }
 
 export type { DataPlaneStats, ListenAddresses } from './handle.ts';
@@ -86,7 +92,7 @@ export class DataPlane implements DataPlaneHandle {
 
   constructor(options: DataPlaneOptions) {
     this.#options = options;
-    this.#caches = createRuntimeCaches(options.pathRegexes);
+    this.#caches = createRuntimeCaches(options.pathRegexes, options.zoneMemory);
     const env = options.balancerEnv ?? defaultBalancerEnv;
     const requests = new RequestPipeline({
       runtime: () => this.#runtime,

@@ -14,6 +14,7 @@ import {
   unmapped,
 } from '../../lib/dataplane/access/access.ts';
 import { ConnectionZone, RequestZone, ZONE_MAX_ADDRESSES } from '../../lib/dataplane/access/rate-limit.ts';
+import { ZoneMemory } from '../../lib/dataplane/access/zone-memory.ts';
 
 const limits = (over: Partial<NonNullable<AccessPolicy['limits']>>): AccessPolicy => ({
   deny: null,
@@ -149,7 +150,8 @@ t.test('zones are one per Ingress and survive a recompile while its limits are u
       accessControl: { allow: null, deny: null },
       rateLimit: { rps, rpm: 0, connections: 0, burstMultiplier: 5, allowlist: [] },
     }) as unknown as Parameters<AccessCompiler['policyOf']>[0];
-  const first = new AccessCompiler(globals, undefined);
+  const memory = new ZoneMemory();
+  const first = new AccessCompiler(globals, undefined, memory);
   const a = first.policyOf(annotations(5), { namespace: 'n', name: 'a' });
   const a2 = first.policyOf(annotations(5), { namespace: 'n', name: 'a' });
   const b = first.policyOf(annotations(5), { namespace: 'n', name: 'b' });
@@ -161,7 +163,7 @@ t.test('zones are one per Ingress and survive a recompile while its limits are u
     'no limit, no list: no policy',
   );
   t.equal(first.policyOf(annotations(5), null), null, 'a route no Ingress defines has none');
-  const second = new AccessCompiler(globals, first.zones);
+  const second = new AccessCompiler(globals, first.zones, memory);
   t.equal(
     second.policyOf(annotations(5), { namespace: 'n', name: 'a' })?.limits?.rps,
     a?.limits?.rps,

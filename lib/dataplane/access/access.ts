@@ -2,11 +2,12 @@
 // preaccess (limit-connections, limit-rpm, limit-rps: limit-conn-status-code / limit-req-status-code,
 // 503 by default), then access (denylist before allowlist: NGINX's `deny …; allow …; deny all;`,
 // 403). The CIDR lists are native `net.BlockList`s (IPv4, IPv6 and IPv4-mapped peers); a request
-// does one lookup per list and, for rate limits, one LRU lookup per zone.
+// does one lookup per list and, for rate limits, one lookup per zone in the zone's shared table.
 
 import { BlockList } from 'node:net';
 import type { LocationAnnotations, ObjectRef } from '../../model/index.ts';
-import { ConnectionZone, RequestZone, type Zone } from './rate-limit.ts';
+import { ConnectionZone, RequestZone, takeRequest, type Zone } from './rate-limit.ts';
+import { type ZoneMemory, zoneKeysOf } from './zone-memory.ts';
 
 /**
  * A CIDR list split by family: a BlockList matches IPv4 addresses against IPv6 rules through their
@@ -75,7 +76,7 @@ export function listed(set: CidrSet, address: string): boolean {
 
 /**
  * The access phase for one request from `address`: 0 (go on), ADMITTED_WITH_SLOT (go on, then
- * `leave`), or the status to answer. Monotonic `now` in ms.
+ * `leave`), or the status to answer. `now`: zoneNow() ms (the clock every thread agrees on).
  *
  * `satisfyAny` (a route with authentication and `satisfy any`): the lists never answer 403, as NGINX
  * then asks the next access module; a client the allowlist names (and the denylist does not) comes
@@ -92,15 +93,10 @@ export function admit(policy: AccessPolicy, peer: string, now: number, satisfyAn
       if (!connections.acquire(address)) return limits.connStatus;
       slot = true;
     }
-    // every zone must accept before any is charged (NGINX accounts the limit_req zones together)
-    const rpmExcess = rpm === null ? 0 : rpm.probe(address, now);
-    const rpsExcess = rps === null || rpmExcess < 0 ? 0 : rps.probe(address, now);
-    if (rpmExcess < 0 || rpsExcess < 0) {
+    if ((rpm !== null || rps !== null) && !takeRequest(rpm, rps, address, now)) {
       if (slot) connections?.release(address);
       return limits.reqStatus;
     }
-    rpm?.commit(address, rpmExcess, now);
-    rps?.commit(address, rpsExcess, now);
   }
   // a client the access lists reject was still counted by the rate limits (preaccess comes first)
   const denied =
@@ -146,19 +142,22 @@ export interface AccessGlobals {
 
 /**
  * Compiles access policies for one runtime: BlockLists shared between equal lists, rate-limit zones
- * taken over from the previous runtime when the Ingress's limits are unchanged (state survives a
- * reconfiguration, as NGINX keeps its zones across reloads).
+ * built over the buffers of `memory` (zone-memory.ts), and taken over from the previous runtime when
+ * the Ingress's limits are unchanged (state survives a reconfiguration, as NGINX keeps its zones
+ * across reloads).
  */
 export class AccessCompiler {
   readonly zones = new Map<string, Zone>();
   readonly #previous: ReadonlyMap<string, Zone>;
+  readonly #memory: ZoneMemory;
   readonly #globals: AccessGlobals;
   readonly #lists = new Map<string, CidrSet | null>();
   readonly #policies = new Map<string, AccessPolicy | null>();
 
-  constructor(globals: AccessGlobals, previous: ReadonlyMap<string, Zone> | undefined) {
+  constructor(globals: AccessGlobals, previous: ReadonlyMap<string, Zone> | undefined, memory: ZoneMemory) {
     this.#globals = globals;
     this.#previous = previous ?? new Map();
+    this.#memory = memory;
   }
 
   #list(cidrs: readonly string[]): CidrSet | null {
@@ -171,11 +170,16 @@ export class AccessCompiler {
     return list;
   }
 
-  #zone<Z extends Zone>(key: string, create: () => Z, same: (zone: Zone) => zone is Z): Z {
+  #zone<Z extends Zone>(
+    key: string,
+    create: (buffer: SharedArrayBuffer) => Z,
+    same: (zone: Zone) => zone is Z,
+  ): Z {
     let zone = this.zones.get(key);
     if (zone === undefined) {
       const reused = this.#previous.get(key);
-      zone = reused !== undefined && same(reused) ? reused : create();
+      const buffer = this.#memory.bufferOf(key, reused?.table.buffer);
+      zone = reused !== undefined && same(reused) && reused.table.buffer === buffer ? reused : create(buffer);
       this.zones.set(key, zone);
     }
     return zone as Z;
@@ -193,28 +197,27 @@ export class AccessCompiler {
     const { rps, rpm, connections, burstMultiplier, allowlist } = rateLimit;
     let limits: RateLimits | null = null;
     if (rps > 0 || rpm > 0 || connections > 0) {
-      const zone = `${ingress.namespace}/${ingress.name}`;
-      const requests = (limit: number, perMinute: boolean): RequestZone | null => {
-        if (limit <= 0) return null;
-        const burst = limit * burstMultiplier;
-        return this.#zone(
-          `${zone} ${perMinute ? 'rpm' : 'rps'} ${limit} ${burst}`,
-          () => new RequestZone(limit, burst, perMinute),
-          (z): z is RequestZone => z instanceof RequestZone,
-        );
-      };
+      const keys = zoneKeysOf(ingress, rateLimit);
+      const requests = (key: string | null, limit: number, perMinute: boolean): RequestZone | null =>
+        key === null
+          ? null
+          : this.#zone(
+              key,
+              (buffer) => new RequestZone(limit, limit * burstMultiplier, perMinute, buffer),
+              (z): z is RequestZone => z instanceof RequestZone,
+            );
       limits = {
         exempt: this.#list(allowlist),
         connections:
-          connections > 0
-            ? this.#zone(
-                `${zone} conn ${connections}`,
-                () => new ConnectionZone(connections),
+          keys.connections === null
+            ? null
+            : this.#zone(
+                keys.connections,
+                (buffer) => new ConnectionZone(connections, buffer),
                 (z): z is ConnectionZone => z instanceof ConnectionZone,
-              )
-            : null,
-        rpm: requests(rpm, true),
-        rps: requests(rps, false),
+              ),
+        rpm: requests(keys.rpm, rpm, true),
+        rps: requests(keys.rps, rps, false),
         reqStatus: this.#globals.limitReqStatus,
         connStatus: this.#globals.limitConnStatus,
       };

@@ -10,6 +10,7 @@ import {
   leave,
   peerOf,
 } from '../access/access.ts';
+import { zoneNow } from '../access/shared-zone.ts';
 import { clientAddressOf } from '../listening/connection-settings.ts';
 import { cookieValue } from '../request-values.ts';
 import type { RewriteResult } from '../responses/rewrite.ts';
@@ -59,7 +60,7 @@ function accessStatus(
 ): number {
   const peer = peerOf(head.socket);
   const client = runtime.http.clientAddress === null ? peer : clientAddressOf(head, runtime.http, peer);
-  const verdict = admit(access, client, performance.now(), satisfyAny);
+  const verdict = admit(access, client, zoneNow(), satisfyAny);
   if (verdict >= 100) return verdict;
   if ((verdict & ADMITTED_WITH_SLOT) !== 0) leave(access, client);
   return verdict & ALLOWLISTED;
@@ -141,7 +142,7 @@ export function proxyDecision(
   let allowlisted = false;
   const access = action.access;
   if (access !== null) {
-    const verdict = admit(access, remoteAddress, performance.now(), action.auth?.any === true);
+    const verdict = admit(access, remoteAddress, zoneNow(), action.auth?.any === true);
     // satisfy any: an allowlisted client skips authentication (the flags share the verdict)
     if (verdict > 0 && verdict < 100) {
       if ((verdict & ADMITTED_WITH_SLOT) !== 0) release = () => leave(access, remoteAddress);

@@ -78,7 +78,7 @@ export function createRouteCompileState(
     model,
     upstreams,
     http: compileHttpPolicy(model.config),
-    access: new AccessCompiler(model.config.access, previousZones),
+    access: new AccessCompiler(model.config.access, previousZones, caches.zones),
     defaultSettings,
     defaultBackend,
     settings: new Map(),

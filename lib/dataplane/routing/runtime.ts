@@ -182,6 +182,8 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     deps.caches ?? createRuntimeCaches(),
   );
   const hosts = compileHostTable(routes);
+  // zones no route uses any more are forgotten (in-flight requests keep theirs until they end)
+  routes.caches.zones.retain(routes.access.zones.keys());
   const passthrough = compilePassthrough(model, upstreams, routes.defaultSettings.connectTimeoutMs);
   return {
     hash: model.hash,
