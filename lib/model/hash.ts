@@ -115,7 +115,12 @@ export function modelFingerprints(body: ModelBody): {
   const catchAll = print.server(body.catchAll);
   const upstreams = Object.values(body.upstreams);
   const upstreamHashes: Record<string, string> = {};
-  for (const upstream of upstreams) upstreamHashes[upstream.name] = print.upstream(upstream);
+  let upstreamLines = '';
+  for (const upstream of upstreams) {
+    const hash = print.upstream(upstream);
+    upstreamHashes[upstream.name] = hash;
+    upstreamLines += `${hash}\n`;
+  }
   for (const certificate of Object.values(body.certificates)) {
     print.line(
       `C\t${certificate.id}\t${certificate.sha256}\t${certificate.dnsNames.join(',')}\t${certificate.notAfter}`,
@@ -125,14 +130,27 @@ export function modelFingerprints(body: ModelBody): {
   print.line(`config\t${JSON.stringify(body.config)}`);
   const routesHash = print.digest();
 
-  const all = new Fingerprint();
-  all.line(routesHash);
+  const endpoints = new Fingerprint();
   for (const upstream of upstreams) {
     let line = upstream.name;
     for (const endpoint of upstream.endpoints) line += `\t${endpoint.address}|${endpoint.port}`;
-    all.line(line);
+    endpoints.line(line);
   }
-  return { hash: all.digest(), routesHash, contentHashes: { servers, catchAll, upstreams: upstreamHashes } };
+  const endpointsHash = endpoints.digest();
+  const all = new Fingerprint();
+  all.line(routesHash);
+  all.line(endpointsHash);
+  return {
+    hash: all.digest(),
+    routesHash,
+    contentHashes: {
+      servers,
+      catchAll,
+      upstreams: upstreamHashes,
+      allUpstreams: digest(upstreamLines),
+      endpoints: endpointsHash,
+    },
+  };
 }
 
 export function modelHashes(body: ModelBody): { hash: string; routesHash: string } {

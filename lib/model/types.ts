@@ -240,4 +240,8 @@ export interface ContentHashes {
   catchAll: string;
   /** by upstream name: everything but the endpoints */
   upstreams: Record<string, string>;
+  /** of `upstreams` as a whole: equal when no upstream was added, removed or changed */
+  allUpstreams: string;
+  /** every upstream's endpoints */
+  endpoints: string;
 }

@@ -128,7 +128,13 @@ t.test('a leaf of an upstream changes its hash unless it is an endpoint', async 
     for (const keys of leaves(upstream as unknown as Json, ['upstreams', name])) {
       const { hash: _h, routesHash: _r, contentHashes: _c, ...body } = mutate(keys);
       const expected = keys.includes('endpoints') ? [] : [`upstreams.${name}`];
-      t.strictSame(changedParts(base, modelFingerprints(body).contentHashes), expected, keys.join('.'));
+      const next = modelFingerprints(body).contentHashes;
+      t.strictSame(changedParts(base, next), expected, keys.join('.'));
+      if (keys.includes('endpoints'))
+        t.equal(next.allUpstreams, base.allUpstreams, 'all upstreams hash ignores endpoints');
+      else t.not(next.allUpstreams, base.allUpstreams, `all upstreams hash covers ${keys.join('.')}`);
+      if (keys.includes('endpoints'))
+        t.not(next.endpoints, base.endpoints, `endpoints hash covers ${keys.join('.')}`);
     }
   }
 });
