@@ -9,14 +9,16 @@
 // added (each change stays, so the cluster drifts as a real one does). Per change:
 // - build ms: buildModel of the changed snapshot (the main thread's work once data-plane threads exist);
 // - clone ms: structuredClone of the model, about what a data-plane thread pays to receive it;
-// - compile ms: the time DataPlane.swap blocks this thread (compile and swap);
+// - compile ms: the time DataPlane.swap blocks this thread (compile and swap), and the CPU time this
+//   thread spent in it (process.threadCpuUsage: less sensitive than wall time to other work on a
+//   shared machine);
 // - the p99 and max latency of the requests started from 100 ms before the swap to 100 ms after it,
 //   and the event loop's longest delay over that window (perf_hooks.monitorEventLoopDelay). The build
 //   is outside that window: with data-plane threads it no longer blocks the thread that serves.
 // RSS is read after two forced GCs once the first model serves, and again after the stream.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -96,6 +98,7 @@ interface ChangeResult {
   buildMs: number;
   cloneMs: number;
   compileMs: number;
+  compileCpuMs: number;
   swap: string;
   window: WindowStats;
   loopMaxMs: number;
@@ -158,16 +161,29 @@ async function main(): Promise<void> {
       const from = now();
       loop.reset();
       await sleep(100);
+      const cpuStart = process.threadCpuUsage();
       const compileStart = performance.now();
       const swap = dataPlane.swap(received);
       const compileMs = performance.now() - compileStart;
+      const cpu = process.threadCpuUsage(cpuStart);
+      const compileCpuMs = (cpu.user + cpu.system) / 1000;
       await sleep(100);
       const to = now();
       const loopMaxMs = loop.max / 1e6;
       await sleep(100);
       const window = await windowOf(from, to);
       const name = `${target.metadata?.namespace}/${target.metadata?.name}`;
-      results.push({ kind, ingress: name, buildMs, cloneMs, compileMs, swap, window, loopMaxMs });
+      results.push({
+        kind,
+        ingress: name,
+        buildMs,
+        cloneMs,
+        compileMs,
+        compileCpuMs,
+        swap,
+        window,
+        loopMaxMs,
+      });
       process.stderr.write(
         `${kind} (${name}): build ${buildMs.toFixed(0)} ms, compile ${compileMs.toFixed(1)} ms, max ${window.max.toFixed(1)} ms\n`,
       );
@@ -202,33 +218,36 @@ function report(
   const f = (value: number, digits = 1): string => value.toFixed(digits);
   const rows = results.map(
     (r) =>
-      `| ${r.kind} | ${r.ingress} | ${r.swap} | ${f(r.buildMs, 0)} | ${f(r.cloneMs, 0)} | ${f(r.compileMs)} | ${r.window.requests} | ${f(r.window.p50, 2)} | ${f(r.window.p99)} | ${f(r.window.max)} | ${f(r.loopMaxMs)} |`,
+      `| ${r.kind} | ${r.ingress} | ${r.swap} | ${f(r.buildMs, 0)} | ${f(r.cloneMs, 0)} | ${f(r.compileMs)} | ${f(r.compileCpuMs)} | ${r.window.requests} | ${f(r.window.p50, 2)} | ${f(r.window.p99)} | ${f(r.window.max)} | ${f(r.loopMaxMs)} |`,
   );
   const medians = KINDS.map((kind) => {
     const of = results.filter((r) => r.kind === kind);
     const m = (pick: (r: ChangeResult) => number): string => f(median(of.map(pick)));
-    return `| ${kind} | ${of.length} | ${m((r) => r.buildMs)} | ${m((r) => r.cloneMs)} | ${m((r) => r.compileMs)} | ${m((r) => r.window.p99)} | ${m((r) => r.window.max)} | ${m((r) => r.loopMaxMs)} |`;
+    return `| ${kind} | ${of.length} | ${m((r) => r.buildMs)} | ${m((r) => r.cloneMs)} | ${m((r) => r.compileMs)} | ${m((r) => r.compileCpuMs)} | ${m((r) => r.window.p99)} | ${m((r) => r.window.max)} | ${m((r) => r.loopMaxMs)} |`;
   });
-  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  const cpuName = cpus()[0]?.model ?? 'unknown CPU';
   const date = new Date().toISOString();
   const text = `# Swap stall: one-Ingress changes with ${size.toLocaleString('en')} Ingresses loaded
 
 - date: ${date.replace(/\.\d+Z$/, 'Z')}
-- machine: ${cpu} × ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB (shared with other work: figures are noisy, read the medians)
+- machine: ${cpuName} × ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB (shared with other work: figures are noisy, read the medians)
 - node ${process.version}; \`node --expose-gc bench/swap-stall.ts ${size} ${rounds}\`; run time ${f(run.minutes)} min
+- load average at the end: ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')} (2 cores: above 2, every figure is stretched)
 - first model: build ${f(run.initialBuildMs, 0)} ms, compile ${f(run.initialCompileMs, 0)} ms; RSS at ready ${f(run.rssReady)} MiB, after the stream ${f(run.rssAfter)} MiB (both after forced GCs)
 - load: a worker thread, 4 keep-alive connections to the built-in 404, back to back; window: the requests started from 100 ms before the swap to 100 ms after it
 
 Medians per kind of change:
 
-| change | n | build ms | clone ms | compile ms | p99 ms | max ms | loop delay max ms |
-| --- | --: | --: | --: | --: | --: | --: | --: |
+| change | n | build ms | clone ms | compile ms | compile CPU ms | p99 ms | max ms | loop delay max ms |
+| --- | --: | --: | --: | --: | --: | --: | --: | --: |
 ${medians.join('\n')}
 
 Every change:
 
-| change | Ingress | swap | build ms | clone ms | compile ms | requests | p50 ms | p99 ms | max ms | loop delay max ms |
-| --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: |
+| change | Ingress | swap | build ms | clone ms | compile ms | compile CPU ms | requests | p50 ms | p99 ms | max ms | loop delay max ms |
+| --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: |
 ${rows.join('\n')}
 `;
   if (write) {
