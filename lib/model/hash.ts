@@ -113,7 +113,10 @@ export function modelFingerprints(body: ModelBody): {
   const servers = body.servers.map((server) => print.server(server));
   print.line('catch-all');
   const catchAll = print.server(body.catchAll);
-  const upstreams = Object.values(body.upstreams);
+  // by name: the record's order is that of first use, which a change elsewhere can shuffle
+  const upstreams = Object.values(body.upstreams).sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+  );
   const upstreamHashes: Record<string, string> = {};
   let upstreamLines = '';
   for (const upstream of upstreams) {

@@ -96,7 +96,7 @@ if (base === undefined) throw new Error('the build gives content hashes');
 
 t.test('the build gives each server and upstream a hash; recomputing is stable', async (t) => {
   t.equal(base.servers.length, model.servers.length);
-  t.strictSame(Object.keys(base.upstreams), Object.keys(model.upstreams));
+  t.strictSame(Object.keys(base.upstreams), Object.keys(model.upstreams).sort());
   t.ok(
     model.servers.some((s) => s.routes.some((r) => r.annotations.rateLimit.rps > 0)),
     'rate limits',
@@ -152,3 +152,9 @@ t.test(
     }
   },
 );
+
+t.test('the upstream record’s order (first use) does not change the hashes', async (t) => {
+  const { hash: _h, routesHash: _r, contentHashes: _c, ...body } = model;
+  const reversed = Object.fromEntries(Object.entries(model.upstreams).reverse());
+  t.strictSame(modelFingerprints({ ...body, upstreams: reversed }), modelFingerprints(body));
+});
