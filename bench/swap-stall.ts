@@ -20,7 +20,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver, performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { DataPlane } from '../lib/dataplane/dataplane.ts';
@@ -37,11 +37,13 @@ const KINDS = ['path added', 'backend changed', 'annotation changed', 'TLS host 
 type Kind = (typeof KINDS)[number];
 
 const gc = globalThis.gc;
-const rssMiB = async (): Promise<number> => {
+/** RSS and heap in use, MiB, after two forced GCs. */
+const memoryMiB = async (): Promise<{ rss: number; heap: number }> => {
   gc?.();
   await sleep(50);
   gc?.();
-  return process.memoryUsage().rss / 2 ** 20;
+  const { rss, heapUsed } = process.memoryUsage();
+  return { rss: rss / 2 ** 20, heap: heapUsed / 2 ** 20 };
 };
 const now = (): number => performance.timeOrigin + performance.now();
 const median = (values: readonly number[]): number => {
@@ -99,6 +101,8 @@ interface ChangeResult {
   cloneMs: number;
   compileMs: number;
   compileCpuMs: number;
+  /** garbage collection during the swap (PerformanceObserver 'gc' entries) */
+  gcMs: number;
   swap: string;
   window: WindowStats;
   loopMaxMs: number;
@@ -121,7 +125,7 @@ async function main(): Promise<void> {
   const swapStart = performance.now();
   dataPlane.swap(initial);
   const initialCompileMs = performance.now() - swapStart;
-  const rssReady = await rssMiB();
+  const rssReady = await memoryMiB();
 
   const load = new Worker(new URL('./support/stall-load.ts', import.meta.url), {
     workerData: { port: http.port, host: 'unknown.example.test', connections: 4 } satisfies LoadOptions,
@@ -133,6 +137,11 @@ async function main(): Promise<void> {
     });
   await sleep(500);
 
+  const gcs: Array<{ start: number; duration: number }> = [];
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gcs.push({ start: entry.startTime, duration: entry.duration });
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
   const results: ChangeResult[] = [];
@@ -167,17 +176,23 @@ async function main(): Promise<void> {
       const compileMs = performance.now() - compileStart;
       const cpu = process.threadCpuUsage(cpuStart);
       const compileCpuMs = (cpu.user + cpu.system) / 1000;
+      const compileEnd = compileStart + compileMs;
       await sleep(100);
       const to = now();
       const loopMaxMs = loop.max / 1e6;
       await sleep(100);
       const window = await windowOf(from, to);
+      // gc entries arrive after the fact: read them once the window is over
+      const gcMs = gcs
+        .filter((gc) => gc.start >= compileStart && gc.start <= compileEnd)
+        .reduce((sum, gc) => sum + gc.duration, 0);
       const name = `${target.metadata?.namespace}/${target.metadata?.name}`;
       results.push({
         kind,
         ingress: name,
         buildMs,
         cloneMs,
+        gcMs,
         compileMs,
         compileCpuMs,
         swap,
@@ -190,9 +205,10 @@ async function main(): Promise<void> {
     }
   }
   loop.disable();
+  gcObserver.disconnect();
   load.postMessage({ type: 'stop' } satisfies LoadMessage);
   await new Promise((resolve) => load.once('exit', resolve));
-  const rssAfter = await rssMiB();
+  const rssAfter = await memoryMiB();
   await dataPlane.close(0);
   process.stdout.write(
     report(results, {
@@ -210,15 +226,15 @@ function report(
   run: {
     initialBuildMs: number;
     initialCompileMs: number;
-    rssReady: number;
-    rssAfter: number;
+    rssReady: { rss: number; heap: number };
+    rssAfter: { rss: number; heap: number };
     minutes: number;
   },
 ): string {
   const f = (value: number, digits = 1): string => value.toFixed(digits);
   const rows = results.map(
     (r) =>
-      `| ${r.kind} | ${r.ingress} | ${r.swap} | ${f(r.buildMs, 0)} | ${f(r.cloneMs, 0)} | ${f(r.compileMs)} | ${f(r.compileCpuMs)} | ${r.window.requests} | ${f(r.window.p50, 2)} | ${f(r.window.p99)} | ${f(r.window.max)} | ${f(r.loopMaxMs)} |`,
+      `| ${r.kind} | ${r.ingress} | ${r.swap} | ${f(r.buildMs, 0)} | ${f(r.cloneMs, 0)} | ${f(r.compileMs)} | ${f(r.compileCpuMs)} | ${f(r.gcMs)} | ${r.window.requests} | ${f(r.window.p50, 2)} | ${f(r.window.p99)} | ${f(r.window.max)} | ${f(r.loopMaxMs)} |`,
   );
   const medians = KINDS.map((kind) => {
     const of = results.filter((r) => r.kind === kind);
@@ -235,7 +251,7 @@ function report(
 - load average at the end: ${loadavg()
     .map((l) => l.toFixed(1))
     .join(' ')} (2 cores: above 2, every figure is stretched)
-- first model: build ${f(run.initialBuildMs, 0)} ms, compile ${f(run.initialCompileMs, 0)} ms; RSS at ready ${f(run.rssReady)} MiB, after the stream ${f(run.rssAfter)} MiB (both after forced GCs)
+- first model: build ${f(run.initialBuildMs, 0)} ms, compile ${f(run.initialCompileMs, 0)} ms; RSS at ready ${f(run.rssReady.rss)} MiB (heap in use ${f(run.rssReady.heap)} MiB), after the stream ${f(run.rssAfter.rss)} MiB (heap ${f(run.rssAfter.heap)} MiB), each after two forced GCs
 - load: a worker thread, 4 keep-alive connections to the built-in 404, back to back; window: the requests started from 100 ms before the swap to 100 ms after it
 
 Medians per kind of change:
@@ -246,8 +262,8 @@ ${medians.join('\n')}
 
 Every change:
 
-| change | Ingress | swap | build ms | clone ms | compile ms | compile CPU ms | requests | p50 ms | p99 ms | max ms | loop delay max ms |
-| --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: |
+| change | Ingress | swap | build ms | clone ms | compile ms | compile CPU ms | GC in it ms | requests | p50 ms | p99 ms | max ms | loop delay max ms |
+| --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |
 ${rows.join('\n')}
 `;
   if (write) {
