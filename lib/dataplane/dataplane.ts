@@ -186,8 +186,11 @@ export class DataPlane implements DataPlaneHandle {
     this.#httpsListener.http2 = next.model.config.useHttp2;
     const kind = previous !== null && previous.routesHash === model.routesHash ? 'endpoints' : 'full';
     if (previous !== null) {
-      const gone = [...previous.peerKeys].filter((key) => !next.peerKeys.has(key));
-      if (gone.length > 0) this.#proxy.retire(gone);
+      // an incremental compile that changed no upstream keeps the very same set: no peer left
+      if (next.peerKeys !== previous.peerKeys) {
+        const gone = [...previous.peerKeys].filter((key) => !next.peerKeys.has(key));
+        if (gone.length > 0) this.#proxy.retire(gone);
+      }
       if (next.backendTlsIds !== previous.backendTlsIds) this.#proxy.retireTls(next.backendTlsIds);
     }
     if (runtimeSwapped.hasSubscribers) runtimeSwapped.publish({ kind, hash: model.hash });

@@ -22,7 +22,7 @@ import { parseGlobalConfig } from './configmap/index.ts';
 import type { ConfigMapLookup } from './configmap/key-parser.ts';
 import { resolveCustomDefaultBackends, resolveDefaultBackendFlag } from './default-backends.ts';
 import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
-import { modelHashes } from './hash.ts';
+import { modelFingerprints } from './hash.ts';
 import { type CheckedIngress, checkIngress } from './ingress.ts';
 import { isOurIngress, ownedClassNames } from './ingress-class.ts';
 import { objectKey, type Snapshot } from './k8s.ts';
@@ -232,7 +232,7 @@ function assembleResult(
     defaultBackend: state.defaultBackend,
     config,
   };
-  const model: Model = { ...body, ...modelHashes(body) };
+  const model: Model = { ...body, ...modelFingerprints(body) };
   const found = state.diagnostics.list();
   if (config.allowSnippetAnnotations) {
     for (const d of found) {

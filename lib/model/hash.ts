@@ -1,16 +1,31 @@
 // Content hashes of a model: `hash` changes with anything, `routesHash` with anything but the
-// endpoint lists, so "only endpoints changed" is one string comparison.
+// endpoint lists, so "only endpoints changed" is one string comparison. `contentHashes` names each
+// server and each upstream (without its endpoints) by its content alone, so that a compile can keep
+// what it made for a server whose hash did not change (lib/dataplane/routing/runtime-hosts.ts).
 //
 // A plain JSON.stringify of a 10,000-Ingress model is ~30 MB (every route repeats its Ingress's
 // annotation objects) and costs ~300 ms. Instead each record is written as one compact line, and
 // objects that many records share (annotations, Ingress refs) are serialised once and then named by
-// number. test/model/hash.test.ts changes every leaf of a rich model and requires the hash to
+// a digest of their content (not by a number in order of appearance, so that one server's lines do
+// not depend on the servers before it). test/model/hash.test.ts changes every leaf of a rich model and requires the hash to
 // change, so a field added to a model type but not here fails the tests.
 
-import { createHash } from 'node:crypto';
-import type { Backend, DefaultRoute, Model, ObjectRef, Server, ServerTLS, Upstream } from './types.ts';
+import { createHash, hash as digestOf } from 'node:crypto';
+import type {
+  Backend,
+  ContentHashes,
+  DefaultRoute,
+  Model,
+  ObjectRef,
+  Server,
+  ServerTLS,
+  Upstream,
+} from './types.ts';
 
-type ModelBody = Omit<Model, 'hash' | 'routesHash'>;
+type ModelBody = Omit<Model, 'hash' | 'routesHash' | 'contentHashes'>;
+
+/** A short content digest: names a record by what it holds. */
+const digest = (text: string): string => digestOf('sha1', text, 'base64');
 
 /** Streams records into a sha256 in 64 KiB chunks; shared objects become `#n`, defined on first use. */
 class Fingerprint {
@@ -32,9 +47,9 @@ class Fingerprint {
   }
 
   /**
-   * `#n` for an object many records share (annotation groups): serialised the first
-   * time its content is seen. Ids follow content, not identity, so equal models print alike however
-   * their objects happen to be shared.
+   * `#<digest>` for an object many records share (annotation groups): serialised once per object.
+   * Ids follow content, not identity, so equal models print alike however their objects happen to
+   * be shared; the digest stands for the content, so it is not written out.
    */
   shared(value: object | null): string {
     if (value === null) return '-';
@@ -43,9 +58,8 @@ class Fingerprint {
       const json = JSON.stringify(value);
       id = this.#byContent.get(json);
       if (id === undefined) {
-        id = `#${this.#byContent.size}`;
+        id = `#${digest(json)}`;
         this.#byContent.set(json, id);
-        this.line(`${id}=${json}`);
       }
       this.#ids.set(value, id);
     }
@@ -68,34 +82,48 @@ class Fingerprint {
     return `${this.ref(route.ingress)}\t${this.backend(route.backend)}\t${this.shared(route.annotations)}\t${route.canary === null ? '' : JSON.stringify(route.canary)}`;
   }
 
-  server(server: Server): void {
-    this.line(
-      `S\t${server.hostname}\t${this.ref(server.ingress)}\t${this.tls(server.tls)}\t${server.regex}\t${this.shared(
-        server.annotations,
-      )}\t${this.defaultRoute(server.defaultRoute)}\t${clientAuthKey(server.clientAuth)}\t${passthroughKey(server.passthrough)}`,
-    );
+  /** Writes the server's lines; returns their digest (the server's content hash). */
+  server(server: Server): string {
+    let text = `S\t${server.hostname}\t${this.ref(server.ingress)}\t${this.tls(server.tls)}\t${server.regex}\t${this.shared(
+      server.annotations,
+    )}\t${this.defaultRoute(server.defaultRoute)}\t${clientAuthKey(server.clientAuth)}\t${passthroughKey(server.passthrough)}`;
     for (const route of server.routes) {
-      this.line(
-        `R\t${JSON.stringify(route.path)}\t${route.pathType}\t${route.pathTypeAsWritten}\t${this.ref(route.ingress)}\t${this.backend(route.backend)}\t${this.shared(route.annotations)}\t${route.canary === null ? '' : JSON.stringify(route.canary)}\t${route.setsAffinityCookie}`,
-      );
+      text += `\nR\t${JSON.stringify(route.path)}\t${route.pathType}\t${route.pathTypeAsWritten}\t${this.ref(route.ingress)}\t${this.backend(route.backend)}\t${this.shared(route.annotations)}\t${route.canary === null ? '' : JSON.stringify(route.canary)}\t${route.setsAffinityCookie}`;
     }
+    this.line(text);
+    return digest(text);
   }
 
-  upstream(upstream: Upstream): void {
+  /** Writes the upstream's line (all but its endpoints); returns its digest. */
+  upstream(upstream: Upstream): string {
     const { service } = upstream;
-    this.line(
-      `U\t${upstream.name}\t${service.namespace}/${service.name}:${service.port}\t${upstream.externalName}\t${upstream.loadBalance}\t${upstream.hashBy === null ? '' : JSON.stringify(upstream.hashBy)}\t${upstream.affinity === null ? '' : JSON.stringify(upstream.affinity)}`,
-    );
+    const text = `U\t${upstream.name}\t${service.namespace}/${service.name}:${service.port}\t${upstream.externalName}\t${upstream.loadBalance}\t${upstream.hashBy === null ? '' : JSON.stringify(upstream.hashBy)}\t${upstream.affinity === null ? '' : JSON.stringify(upstream.affinity)}`;
+    this.line(text);
+    return digest(text);
   }
 }
 
-export function modelHashes(body: ModelBody): { hash: string; routesHash: string } {
+/** The model's hashes (`hash`, `routesHash`) and the content hash of each server and upstream. */
+export function modelFingerprints(body: ModelBody): {
+  hash: string;
+  routesHash: string;
+  contentHashes: ContentHashes;
+} {
   const print = new Fingerprint();
-  for (const server of body.servers) print.server(server);
+  const servers = body.servers.map((server) => print.server(server));
   print.line('catch-all');
-  print.server(body.catchAll);
-  const upstreams = Object.values(body.upstreams);
-  for (const upstream of upstreams) print.upstream(upstream);
+  const catchAll = print.server(body.catchAll);
+  // by name: the record's order is that of first use, which a change elsewhere can shuffle
+  const upstreams = Object.values(body.upstreams).sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+  );
+  const upstreamHashes: Record<string, string> = {};
+  let upstreamLines = '';
+  for (const upstream of upstreams) {
+    const hash = print.upstream(upstream);
+    upstreamHashes[upstream.name] = hash;
+    upstreamLines += `${hash}\n`;
+  }
   for (const certificate of Object.values(body.certificates)) {
     print.line(
       `C\t${certificate.id}\t${certificate.sha256}\t${certificate.dnsNames.join(',')}\t${certificate.notAfter}`,
@@ -105,14 +133,32 @@ export function modelHashes(body: ModelBody): { hash: string; routesHash: string
   print.line(`config\t${JSON.stringify(body.config)}`);
   const routesHash = print.digest();
 
-  const all = new Fingerprint();
-  all.line(routesHash);
+  const endpoints = new Fingerprint();
   for (const upstream of upstreams) {
     let line = upstream.name;
     for (const endpoint of upstream.endpoints) line += `\t${endpoint.address}|${endpoint.port}`;
-    all.line(line);
+    endpoints.line(line);
   }
-  return { hash: all.digest(), routesHash };
+  const endpointsHash = endpoints.digest();
+  const all = new Fingerprint();
+  all.line(routesHash);
+  all.line(endpointsHash);
+  return {
+    hash: all.digest(),
+    routesHash,
+    contentHashes: {
+      servers,
+      catchAll,
+      upstreams: upstreamHashes,
+      allUpstreams: digest(upstreamLines),
+      endpoints: endpointsHash,
+    },
+  };
+}
+
+export function modelHashes(body: ModelBody): { hash: string; routesHash: string } {
+  const { hash, routesHash } = modelFingerprints(body);
+  return { hash, routesHash };
 }
 
 function passthroughKey(passthrough: Server['passthrough']): string {

@@ -226,4 +226,22 @@ export interface Model {
   hash: string;
   /** content hash without endpoint lists: equal while only endpoints changed */
   routesHash: string;
+  /**
+   * each server's and each upstream's own content hash (endpoints left out), so a compile can keep
+   * what it made for an unchanged server; absent (a model made by hand): everything is compiled
+   */
+  contentHashes?: ContentHashes;
+}
+
+/** Content hashes of a model's parts; equal hashes mean equal content. */
+export interface ContentHashes {
+  /** by index of `Model.servers` */
+  servers: string[];
+  catchAll: string;
+  /** by upstream name: everything but the endpoints */
+  upstreams: Record<string, string>;
+  /** of `upstreams` as a whole: equal when no upstream was added, removed or changed */
+  allUpstreams: string;
+  /** every upstream's endpoints */
+  endpoints: string;
 }

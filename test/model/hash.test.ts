@@ -67,12 +67,12 @@ const { model } = build(
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-/** Every leaf of the model as a path of keys, skipping the hashes and the PEM texts (covered by sha256). */
+/** Every leaf of the model as a path of keys, skipping the hashes (contentHashes too: derived, not input) and the PEM texts (covered by sha256). */
 function leaves(value: Json, at: string[] = []): string[][] {
   if (value === null || typeof value !== 'object') return [at];
   const out: string[][] = [];
   for (const [key, child] of Object.entries(value)) {
-    if (at.length === 0 && (key === 'hash' || key === 'routesHash')) continue;
+    if (at.length === 0 && (key === 'hash' || key === 'routesHash' || key === 'contentHashes')) continue;
     if (key === 'certPem' || key === 'keyPem' || key === 'caPem') continue;
     out.push(...leaves(child, [...at, key]));
   }

@@ -153,6 +153,10 @@ export class AccessCompiler {
   readonly #globals: AccessGlobals;
   readonly #lists = new Map<string, CidrSet | null>();
   readonly #policies = new Map<string, AccessPolicy | null>();
+  /** the zones (by key) each cached policy counts in */
+  readonly #policyZones = new Map<string, Array<[string, Zone]>>();
+  /** where the zones of the policies asked for go (the compile of one server), or null */
+  #recording: Map<string, Zone> | null = null;
 
   constructor(globals: AccessGlobals, previous: ReadonlyMap<string, Zone> | undefined, memory: ZoneMemory) {
     this.#globals = globals;
@@ -174,6 +178,7 @@ export class AccessCompiler {
     key: string,
     create: (buffer: SharedArrayBuffer) => Z,
     same: (zone: Zone) => zone is Z,
+    used: Array<[string, Zone]>,
   ): Z {
     let zone = this.zones.get(key);
     if (zone === undefined) {
@@ -182,7 +187,33 @@ export class AccessCompiler {
       zone = reused !== undefined && same(reused) && reused.table.buffer === buffer ? reused : create(buffer);
       this.zones.set(key, zone);
     }
+    used.push([key, zone]);
     return zone as Z;
+  }
+
+  /** From now on, the zones of the policies asked for are also added to `into` (null: stop). */
+  record(into: Map<string, Zone> | null): void {
+    this.#recording = into;
+  }
+
+  /**
+   * A compiled policy kept from the previous runtime counts in these zones: they stay in use. false
+   * when a key is already taken by another zone (the kept policy would not share its counts).
+   */
+  adopt(zones: ReadonlyMap<string, Zone>): boolean {
+    for (const [key, zone] of zones) {
+      const current = this.zones.get(key);
+      if (current !== undefined && current !== zone) return false;
+    }
+    for (const [key, zone] of zones) this.zones.set(key, zone);
+    return true;
+  }
+
+  #recorded(cacheKey: string, policy: AccessPolicy | null): AccessPolicy | null {
+    const recording = this.#recording;
+    if (recording !== null)
+      for (const [key, zone] of this.#policyZones.get(cacheKey) ?? []) recording.set(key, zone);
+    return policy;
   }
 
   /** The policy of a route of `ingress` (null: a route no Ingress defines), or null when it has none. */
@@ -191,7 +222,8 @@ export class AccessCompiler {
     const { accessControl, rateLimit } = annotations;
     const cacheKey = JSON.stringify([ingress.namespace, ingress.name, accessControl, rateLimit]);
     const cached = this.#policies.get(cacheKey);
-    if (cached !== undefined) return cached;
+    if (cached !== undefined) return this.#recorded(cacheKey, cached);
+    const used: Array<[string, Zone]> = [];
     const deny = this.#list(accessControl.deny ?? this.#globals.denylist);
     const allow = this.#list(accessControl.allow ?? this.#globals.allowlist);
     const { rps, rpm, connections, burstMultiplier, allowlist } = rateLimit;
@@ -205,6 +237,7 @@ export class AccessCompiler {
               key,
               (buffer) => new RequestZone(limit, limit * burstMultiplier, perMinute, buffer),
               (z): z is RequestZone => z instanceof RequestZone,
+              used,
             );
       limits = {
         exempt: this.#list(allowlist),
@@ -215,6 +248,7 @@ export class AccessCompiler {
                 keys.connections,
                 (buffer) => new ConnectionZone(connections, buffer),
                 (z): z is ConnectionZone => z instanceof ConnectionZone,
+                used,
               ),
         rpm: requests(keys.rpm, rpm, true),
         rps: requests(keys.rps, rps, false),
@@ -224,6 +258,7 @@ export class AccessCompiler {
     }
     const policy = deny === null && allow === null && limits === null ? null : { deny, allow, limits };
     this.#policies.set(cacheKey, policy);
-    return policy;
+    this.#policyZones.set(cacheKey, used);
+    return this.#recorded(cacheKey, policy);
   }
 }

@@ -18,27 +18,35 @@ export function peersOf(upstream: Upstream): Peer[] {
   }));
 }
 
-function samePeers(a: readonly Peer[], b: readonly Peer[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i]?.key !== b[i]?.key) return false;
+/** Whether `peers` are exactly `endpoints`, in order (compared without building Peer objects). */
+function samePeers(peers: readonly Peer[], endpoints: Upstream['endpoints']): boolean {
+  if (peers.length !== endpoints.length) return false;
+  for (let i = 0; i < peers.length; i++) {
+    const peer = peers[i] as Peer;
+    const endpoint = endpoints[i] as Upstream['endpoints'][number];
+    if (peer.port !== endpoint.port || peer.address !== endpoint.address) return false;
+  }
   return true;
 }
 
 /** Gives `balancer` the upstream's current endpoints unless it already has exactly those. */
-export function updatePeers(balancer: Balancer, peers: readonly Peer[]): void {
-  if (!samePeers(balancer.peers, peers)) balancer.update(peers);
+export function updatePeers(balancer: Balancer, upstream: Upstream | undefined): void {
+  const endpoints = upstream?.endpoints ?? [];
+  if (!samePeers(balancer.peers, endpoints)) balancer.update(upstream === undefined ? [] : peersOf(upstream));
 }
 
 export class UpstreamBalancers {
-  /** by upstream name, in order of first use */
-  readonly balancers = new Map<string, Balancer>();
-  /** every peer key of those balancers */
-  readonly peerKeys = new Set<string>();
+  #balancers = new Map<string, Balancer>();
+  #peerKeys = new Set<string>();
+  /** true while #balancers and #peerKeys are the previous runtime's own: copied before a change */
+  #shared = false;
   readonly #model: Model;
   readonly #previous: ReadonlyMap<string, Balancer> | undefined;
   readonly #deps: RuntimeDeps;
   /** upstream-hash-by keys, compiled once per upstream */
   readonly #hashKeys = new Map<string, HashKey | null>();
+  /** where the names of the upstreams asked for go (the compile of one server), or null */
+  #recording: Set<string> | null = null;
 
   constructor(model: Model, previous: ReadonlyMap<string, Balancer> | undefined, deps: RuntimeDeps) {
     this.#model = model;
@@ -46,36 +54,99 @@ export class UpstreamBalancers {
     this.#deps = deps;
   }
 
+  /** From now on, the names of the upstreams asked for are also added to `into` (null: stop). */
+  record(into: Set<string> | null): void {
+    this.#recording = into;
+  }
+
+  /**
+   * Upstream `name` of the model, or undefined. Compiled routes look upstreams up only here, so
+   * that what a server's compile depended on is known (its kept copy is valid while these are).
+   */
+  upstream(name: string): Upstream | undefined {
+    this.#recording?.add(name);
+    return this.#model.upstreams[name];
+  }
+
+  /** by upstream name */
+  get balancers(): ReadonlyMap<string, Balancer> {
+    return this.#balancers;
+  }
+
+  /** every peer key of those balancers */
+  get peerKeys(): ReadonlySet<string> {
+    return this.#peerKeys;
+  }
+
+  #own(): void {
+    if (!this.#shared) return;
+    this.#balancers = new Map(this.#balancers);
+    this.#peerKeys = new Set(this.#peerKeys);
+    this.#shared = false;
+  }
+
+  /**
+   * Takes over every balancer of `previous` whose upstream is in the model and not in `changed`
+   * (by content, endpoints aside), its endpoints synced: what a kept compiled server holds. When no
+   * upstream and no endpoint changed, the previous runtime's map and peer keys serve as they are
+   * (until this compile adds a balancer).
+   */
+  carryOver(
+    previous: { balancers: ReadonlyMap<string, Balancer>; peerKeys: ReadonlySet<string> },
+    changed: ReadonlySet<string>,
+    sameEndpoints: boolean,
+  ): void {
+    const asBefore = [...this.#balancers].every(
+      ([name, balancer]) => previous.balancers.get(name) === balancer,
+    );
+    if (changed.size === 0 && sameEndpoints && asBefore) {
+      this.#balancers = previous.balancers as Map<string, Balancer>;
+      this.#peerKeys = previous.peerKeys as Set<string>;
+      this.#shared = true;
+      return;
+    }
+    this.#own();
+    const upstreams = this.#model.upstreams;
+    for (const [name, balancer] of previous.balancers) {
+      const upstream = upstreams[name];
+      if (upstream === undefined || changed.has(name) || this.#balancers.has(name)) continue;
+      if (!sameEndpoints) updatePeers(balancer, upstream);
+      this.#balancers.set(name, balancer);
+      for (const peer of balancer.peers) this.#peerKeys.add(peer.key);
+    }
+  }
+
   /** The balancer of upstream `name`, or null when the model has no such upstream. */
   balancerFor(name: string): Balancer | null {
-    const upstream = this.#model.upstreams[name];
+    const upstream = this.upstream(name);
     if (upstream === undefined) return null;
-    let balancer = this.balancers.get(name);
+    let balancer = this.#balancers.get(name);
     if (balancer === undefined) {
+      this.#own();
       const kind = balancerKindFor(upstream.loadBalance, upstream.hashBy, upstream.affinity);
-      const peers = peersOf(upstream);
       const reused = this.#previous?.get(name);
       const subsetSize = upstream.hashBy?.subsetSize ?? 3;
       const sameSubsets =
         kind !== 'chashsubset' || (reused as ChashBalancer | undefined)?.subsetSize === subsetSize;
       if (reused !== undefined && reused.kind === kind && sameSubsets) {
-        updatePeers(reused, peers);
+        updatePeers(reused, upstream);
         balancer = reused;
       } else {
         const { balancerEnv, ewmaStore } = this.#deps;
-        balancer = createBalancer(kind, peers, balancerEnv, ewmaStore, subsetSize, name);
+        balancer = createBalancer(kind, peersOf(upstream), balancerEnv, ewmaStore, subsetSize, name);
       }
-      this.balancers.set(name, balancer);
-      for (const peer of peers) this.peerKeys.add(peer.key);
+      this.#balancers.set(name, balancer);
+      for (const peer of balancer.peers) this.#peerKeys.add(peer.key);
     }
     return balancer;
   }
 
   /** The compiled upstream-hash-by key of upstream `name`, or null when it hashes by nothing. */
   hashKeyOf(name: string): HashKey | null {
+    const upstream = this.upstream(name);
     let key = this.#hashKeys.get(name);
     if (key === undefined) {
-      const template = this.#model.upstreams[name]?.hashBy?.key;
+      const template = upstream?.hashBy?.key;
       key = template === undefined ? null : compileHashKey(template);
       this.#hashKeys.set(name, key);
     }

@@ -5,8 +5,15 @@ import type { Model, Server } from '../../model/index.ts';
 import { compileClientAuth } from '../access/client-cert.ts';
 import { dataplaneError } from '../events.ts';
 import { createPathMatcher, HostTable, type PathRule } from './router.ts';
-import type { CompiledServer, PassthroughTarget, RoutedAction } from './runtime.ts';
+import type { CompiledServer, PassthroughTarget, RoutedAction, Runtime } from './runtime.ts';
 import type { UpstreamBalancers } from './runtime-balancers.ts';
+import {
+  type CompiledServerRecord,
+  globalKeyOf,
+  type ReuseIndex,
+  recorded,
+  ServerReuse,
+} from './runtime-reuse.ts';
 import { type RouteCompileState, routedAction } from './runtime-routes.ts';
 
 /** A server's routes as one path matcher; its default route answers what no path matches. */
@@ -40,14 +47,49 @@ export function compileServer(state: RouteCompileState, server: Server): Compile
   };
 }
 
+/** Every server of the model compiled (or kept from `previous`), and what the next compile may keep. */
+export interface CompiledServers {
+  readonly catchAll: CompiledServer;
+  /** in the model's order */
+  readonly servers: ReadonlyArray<readonly [Server, CompiledServer]>;
+  readonly reuse: ReuseIndex;
+}
+
+/**
+ * Each server compiled, unless `previous` holds its compile for the same content and inputs
+ * (runtime-reuse.ts). Without `previous` (or when the ConfigMap or the default backend changed),
+ * every server is compiled.
+ */
+export function compileServers(state: RouteCompileState, previous: Runtime | null): CompiledServers {
+  const { model } = state;
+  const globalKey = globalKeyOf(model);
+  const reuse = new ServerReuse(state, previous, globalKey);
+  const hashes = model.contentHashes;
+  const one = (server: Server, hash: string | undefined, old: CompiledServerRecord | null | undefined) => {
+    if (old !== undefined && old !== null && reuse.take(old, hash) !== null) return old;
+    const { compiled, deps } = recorded(state, () => compileServer(state, server));
+    return { hash: hash ?? '', compiled, deps };
+  };
+  const catchAll = one(model.catchAll, hashes?.catchAll, reuse.previous?.catchAll);
+  const records = new Map<string, CompiledServerRecord>();
+  const servers = model.servers.map((server, index) => {
+    const record = one(server, hashes?.servers[index], reuse.previous?.servers.get(server.hostname));
+    records.set(server.hostname, record);
+    return [server, record.compiled] as const;
+  });
+  return { catchAll: catchAll.compiled, servers, reuse: { globalKey, servers: records, catchAll } };
+}
+
 /**
  * The host table: the catch-all for unknown names, every server by its name, then its aliases, then
  * its from-to-www name (last: a host or an alias of that name wins), which only redirects.
  */
-export function compileHostTable(state: RouteCompileState): HostTable<CompiledServer> {
-  const { model } = state;
-  const hosts = new HostTable<CompiledServer>(compileServer(state, model.catchAll));
-  const compiled = model.servers.map((server) => [server, compileServer(state, server)] as const);
+export function compileHostTable(
+  state: RouteCompileState,
+  servers: CompiledServers = compileServers(state, null),
+): HostTable<CompiledServer> {
+  const hosts = new HostTable<CompiledServer>(servers.catchAll);
+  const compiled = servers.servers;
   for (const [server, entry] of compiled) hosts.add(server.hostname, entry);
   for (const [server, entry] of compiled)
     for (const alias of server.annotations.alias.aliases) hosts.add(alias, entry);

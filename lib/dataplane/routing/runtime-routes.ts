@@ -57,6 +57,8 @@ export interface RouteCompileState {
   readonly mirrors: Map<MirrorAnnotations, CompiledMirror | null>;
   /** what the data plane keeps across runtimes (path regexes, bcrypt outcomes, verified leaves) */
   readonly caches: RuntimeCaches;
+  /** while one server compiles (runtime-reuse.ts): where the BackendTls ids it uses go */
+  readonly recording: { backendTlsIds: Set<string> | null };
 }
 
 export function createRouteCompileState(
@@ -86,6 +88,7 @@ export function createRouteCompileState(
     backendTlsIds: new Set(),
     mirrors: new Map(),
     caches,
+    recording: { backendTlsIds: null },
   };
 }
 
@@ -155,6 +158,7 @@ function backendTlsOf(state: RouteCompileState, value: ProxySslAnnotations): Bac
     state.backendTls.set(value, compiled);
     if (compiled !== null && compiled !== 'denied') state.backendTlsIds.add(compiled.id);
   }
+  if (compiled !== null && compiled !== 'denied') state.recording.backendTlsIds?.add(compiled.id);
   return compiled;
 }
 
@@ -184,7 +188,7 @@ function proxyTo(
     upstream: upstreamName,
     balancer,
     hashKey: state.upstreams.hashKeyOf(upstreamName),
-    affinity: state.model.upstreams[upstreamName]?.affinity ?? null,
+    affinity: state.upstreams.upstream(upstreamName)?.affinity ?? null,
     protocol,
     backendTls,
     ...settings,
@@ -205,11 +209,11 @@ function routeLogs(model: Model, annotations: LocationAnnotations): boolean {
   return !model.config.accessLog.disabled && annotations.accessLog.enabled;
 }
 
-function routeInfo(model: Model, route: Route | DefaultRoute): RouteInfo | null {
+function routeInfo(state: RouteCompileState, route: Route | DefaultRoute): RouteInfo | null {
   const { ingress } = route;
   if (ingress === null) return null;
   const upstream = route.backend.type === 'upstream' ? route.backend.upstream : null;
-  const service = upstream === null ? undefined : model.upstreams[upstream]?.service;
+  const service = upstream === null ? undefined : state.upstreams.upstream(upstream)?.service;
   return {
     namespace: ingress.namespace,
     ingress: ingress.name,
@@ -227,7 +231,7 @@ function actionFor(state: RouteCompileState, route: Route | DefaultRoute): Actio
       type: 'redirect',
       code: redirect.code,
       location: redirect.url,
-      route: routeInfo(model, route),
+      route: routeInfo(state, route),
       accessLog: routeLogs(model, route.annotations),
     };
   }
@@ -238,7 +242,7 @@ function actionFor(state: RouteCompileState, route: Route | DefaultRoute): Actio
     return {
       type: 'status',
       status: 503,
-      route: routeInfo(model, route),
+      route: routeInfo(state, route),
       accessLog: routeLogs(model, route.annotations),
       denied: true,
     };
@@ -258,7 +262,7 @@ function proxiedAction(
   // the route's upstream settings serve its canary too (a canary's own location annotations are ignored)
   const settings = settingsOf(state, route.annotations);
   const protocol = route.annotations.backendProtocol.protocol;
-  const info = routeInfo(model, route);
+  const info = routeInfo(state, route);
   const accessLog = routeLogs(model, route.annotations);
   // FastCGI cannot be spoken: 502 rather than HTTP to a FastCGI port (BACKEND_PROTOCOL_UNSUPPORTED)
   if (protocol === 'FCGI') return { type: 'status', status: 502, route: info, accessLog };
@@ -277,7 +281,7 @@ function proxiedAction(
     upstream: canary.upstream,
     balancer: canaryBalancer,
     hashKey: state.upstreams.hashKeyOf(canary.upstream),
-    affinity: model.upstreams[canary.upstream]?.affinity ?? null,
+    affinity: state.upstreams.upstream(canary.upstream)?.affinity ?? null,
     // the canary is served through the main route's location: its backend-protocol and settings
     protocol,
     backendTls,
@@ -298,7 +302,7 @@ function withCustomErrors(
   let upstream: string | null = null;
   if (backend !== null && route.ingress !== null) {
     const name = customDefaultBackendName(route.ingress.namespace, backend);
-    if (model.upstreams[name] !== undefined) upstream = name;
+    if (state.upstreams.upstream(name) !== undefined) upstream = name;
   }
   const whenEmpty = upstream !== null;
   upstream ??= model.defaultBackend;

@@ -24,8 +24,9 @@ import type { CompiledMirror } from '../upstream/mirror.ts';
 import type { ProxyTarget } from '../upstream/target.ts';
 import type { CanaryAction } from './canary.ts';
 import type { HostTable, PathMatcher } from './router.ts';
-import { peersOf, UpstreamBalancers, updatePeers } from './runtime-balancers.ts';
-import { compileHostTable, compilePassthrough } from './runtime-hosts.ts';
+import { UpstreamBalancers, updatePeers } from './runtime-balancers.ts';
+import { compileHostTable, compilePassthrough, compileServers } from './runtime-hosts.ts';
+import type { ReuseIndex } from './runtime-reuse.ts';
 import { createRouteCompileState } from './runtime-routes.ts';
 
 // a route's upstream settings as the proxy reads them: computed by the route step, and still
@@ -142,6 +143,8 @@ export interface Runtime {
   readonly passthrough: HostTable<PassthroughTarget | null> | null;
   /** rate-limit zones by Ingress and limits; the next compile takes over those still in use */
   readonly rateLimitZones: ReadonlyMap<string, Zone>;
+  /** each server's compile with what it depended on: the next compile keeps those still valid */
+  readonly reuse: ReuseIndex;
   readonly model: Model;
 }
 
@@ -168,9 +171,11 @@ export interface RuntimeDeps {
 
 /**
  * The steps, in order: balancers (taken over from `previous` by kind and endpoint set), the state
- * the routes share (ConfigMap policies, the default backend, caches by annotation value), the host
- * table (each server's routes compiled into its path matcher), then the passthrough table, which
- * uses the same balancers. The SNI store reuses `previous`'s TLS contexts by content on its own.
+ * the routes share (ConfigMap policies, the default backend, caches by annotation value), the
+ * servers (each server's routes compiled into its path matcher, or its compile kept from `previous`
+ * when its content and inputs are unchanged: runtime-reuse.ts), the host table, then the passthrough
+ * table, which uses the same balancers. The SNI store reuses `previous`'s TLS contexts by content on
+ * its own.
  */
 export function compileRuntime(model: Model, previous: Runtime | null, deps: RuntimeDeps): Runtime {
   if (previous !== null && previous.routesHash === model.routesHash) return updateEndpoints(previous, model);
@@ -181,15 +186,17 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     previous?.rateLimitZones,
     deps.caches ?? createRuntimeCaches(),
   );
-  const hosts = compileHostTable(routes);
+  const servers = compileServers(routes, previous);
+  const hosts = compileHostTable(routes, servers);
   // zones no route uses any more are forgotten (in-flight requests keep theirs until they end)
   routes.caches.zones.retain(routes.access.zones.keys());
   const passthrough = compilePassthrough(model, upstreams, routes.defaultSettings.connectTimeoutMs);
+  const sni = compileSniStore(model, deps.generatedDefaultCertificate, previous?.sni);
   return {
     hash: model.hash,
     routesHash: model.routesHash,
     hosts,
-    sni: compileSniStore(model, deps.generatedDefaultCertificate, previous?.sni),
+    sni,
     balancers: upstreams.balancers,
     peerKeys: upstreams.peerKeys,
     backendTlsIds: routes.backendTlsIds,
@@ -198,6 +205,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     blockCidrs: cidrSetOf(model.config.access.blockCidrs),
     passthrough,
     rateLimitZones: routes.access.zones,
+    reuse: servers.reuse,
     model,
   };
 }
@@ -224,10 +232,8 @@ function tlsPolicyOf(model: Model): TlsPolicy {
 function updateEndpoints(previous: Runtime, model: Model): Runtime {
   const peerKeys = new Set<string>();
   for (const [name, balancer] of previous.balancers) {
-    const upstream = model.upstreams[name];
-    const peers = upstream === undefined ? [] : peersOf(upstream);
-    updatePeers(balancer, peers);
-    for (const peer of peers) peerKeys.add(peer.key);
+    updatePeers(balancer, model.upstreams[name]);
+    for (const peer of balancer.peers) peerKeys.add(peer.key);
   }
   return { ...previous, hash: model.hash, peerKeys, model };
 }
