@@ -9,6 +9,7 @@
 
 import { serialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
+import type { ErrorCode } from '../../errors.ts';
 import type { Model } from '../../model/index.ts';
 import type { RuntimeDescription, ThreadDescription } from '../describe/types.ts';
 import { dataplaneError, runtimeSwapped } from '../events.ts';
@@ -27,7 +28,7 @@ export interface DataPlaneThreadsOptions extends ThreadDataPlaneOptions {
 
 /** What a call to a thread that stopped before answering rejects with. */
 export class ThreadExitedError extends Error {
-  readonly code = 'THREAD_EXITED';
+  readonly code: ErrorCode = 'DATAPLANE_THREAD_STOPPED';
 }
 
 type Call = ThreadCall extends infer C ? (C extends { id: number } ? Omit<C, 'id'> : never) : never;
@@ -35,6 +36,11 @@ type Call = ThreadCall extends infer C ? (C extends { id: number } ? Omit<C, 'id
 const THREAD_ENTRY = new URL('./thread-main.ts', import.meta.url);
 /** a thread that stops within this long after it started is replaced after a growing delay */
 const QUICK_EXIT_MS = 2000;
+
+/** A warning for the controller's log (the dataplaneError channel). */
+function report(code: ErrorCode, message: string): void {
+  if (dataplaneError.hasSubscribers) dataplaneError.publish({ message, code });
+}
 
 /** One worker thread and its calls waiting for an answer. */
 class Thread {
@@ -118,10 +124,11 @@ export class DataPlaneThreads implements DataPlaneHandle {
     const results = await Promise.all(this.#slots.map((_, index) => this.#applyTo(index, bytes)));
     const first = results[0] as SwapResult;
     const differing = results.filter((result) => result.kind !== first.kind || result.hash !== first.hash);
-    if (differing.length > 0 && dataplaneError.hasSubscribers) {
-      dataplaneError.publish({
-        message: `data-plane threads applied model ${model.hash} differently: ${results.map((r) => r.kind).join(', ')}`,
-      });
+    if (differing.length > 0) {
+      report(
+        'DATAPLANE_THREADS_DIFFER',
+        `data-plane threads applied model ${model.hash} differently: ${results.map((r) => r.kind).join(', ')}`,
+      );
     }
     this.#served = true;
     if (runtimeSwapped.hasSubscribers) runtimeSwapped.publish({ kind: first.kind, hash: first.hash });
@@ -222,11 +229,10 @@ export class DataPlaneThreads implements DataPlaneHandle {
       else this.#received(thread, message);
     });
     thread.worker.on('error', (error) => {
-      if (dataplaneError.hasSubscribers) {
-        dataplaneError.publish({
-          message: `data-plane thread ${thread.worker.threadId} failed: ${error.message}`,
-        });
-      }
+      report(
+        'DATAPLANE_THREAD_STOPPED',
+        `data-plane thread ${thread.worker.threadId} failed: ${error.message}`,
+      );
     });
     thread.worker.on('exit', (code) => this.#exited(index, thread, code));
     return thread;
@@ -255,11 +261,10 @@ export class DataPlaneThreads implements DataPlaneHandle {
     this.#quickExits[index] = quickExits;
     // the first replacement at once; a thread that keeps stopping as it starts, after 0.25 s, 0.5 s, … 30 s
     const delayMs = quickExits < 2 ? 0 : Math.min(30_000, 250 * 2 ** (quickExits - 2));
-    if (dataplaneError.hasSubscribers) {
-      dataplaneError.publish({
-        message: `data-plane thread ${thread.worker.threadId} stopped (exit code ${code}); replacing it${delayMs > 0 ? ` in ${delayMs} ms` : ''}`,
-      });
-    }
+    report(
+      'DATAPLANE_THREAD_STOPPED',
+      `data-plane thread ${thread.worker.threadId} stopped (exit code ${code}); replacing it${delayMs > 0 ? ` in ${delayMs} ms` : ''}`,
+    );
     thread.stats = { accepted: 0, active: 0, requests: 0 };
     // whoever waits for the stopped thread waits for its replacement, then finds it in the slot
     thread.up = this.#replace(index, delayMs);
@@ -285,10 +290,11 @@ export class DataPlaneThreads implements DataPlaneHandle {
       if (this.#ports !== null) await thread.call({ type: 'listen', ports: this.#ports });
     } catch (error) {
       // a replacement that stopped is replaced in turn (#exited); any other failure is reported
-      if (!(error instanceof ThreadExitedError) && dataplaneError.hasSubscribers) {
-        dataplaneError.publish({
-          message: `a replacement data-plane thread did not start: ${error instanceof Error ? error.message : String(error)}`,
-        });
+      if (!(error instanceof ThreadExitedError)) {
+        report(
+          'DATAPLANE_THREAD_START_FAILED',
+          `a replacement data-plane thread did not start: ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
     }
   }
