@@ -14,6 +14,7 @@ import { createLogger } from '../../lib/log.ts';
 import { type Controller, start } from '../../lib/main.ts';
 import { send } from '../support/echo.ts';
 import { get, listen, testConfig } from '../support/http.ts';
+import { untilRefused } from '../support/listening.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { parseExposition, samplesOf, sampleValue } from '../support/prometheus.ts';
 import { nextSwap } from '../support/swaps.ts';
@@ -145,6 +146,8 @@ t.test('the graceful stop drains the requests in flight in both threads', async 
     `in flight in both threads (${perThread.join(' + ')})`,
   );
   const stopped = controller.stop(0, 10_000);
+  // every thread has stopped accepting: the drain has begun everywhere
+  await untilRefused(controller.http.port);
   for (const answer of held) answer();
   t.strictSame(await replies, Array(N).fill(200), 'every request in flight finished');
   await stopped;

@@ -171,19 +171,22 @@ export class DataPlaneThreads implements DataPlaneHandle {
     await Promise.all(this.#slots.map((thread) => thread.up));
   }
 
-  async describe(): Promise<RuntimeDescription | null> {
-    await this.settled();
-    const first = this.#slots[0];
-    const runtime =
-      first === undefined ? null : await first.call<RuntimeDescription | null>({ type: 'describe' });
-    if (runtime === null) return null;
-    const threads: ThreadDescription[] = this.#slots.map((thread) => ({
+  /** Each thread and the model it serves, as known now (its acknowledgements and last batch). */
+  get threads(): ThreadDescription[] {
+    return this.#slots.map((thread) => ({
       threadId: thread.worker.threadId,
       hash: thread.hash,
       requests: thread.stats.requests,
       accepted: thread.stats.accepted,
     }));
-    return { ...runtime, threads };
+  }
+
+  async describe(): Promise<RuntimeDescription | null> {
+    await this.settled();
+    const first = this.#slots[0];
+    const runtime =
+      first === undefined ? null : await first.call<RuntimeDescription | null>({ type: 'describe' });
+    return runtime === null ? null : { ...runtime, threads: this.threads };
   }
 
   async listen(): Promise<ListenAddresses> {

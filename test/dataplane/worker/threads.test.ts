@@ -12,6 +12,7 @@ import type { Model } from '../../../lib/model/index.ts';
 import { build, ingress, path, rule, service, slice } from '../../model/helpers.ts';
 import { echoBackend, send } from '../../support/echo.ts';
 import { listen } from '../../support/http.ts';
+import { untilRefused } from '../../support/listening.ts';
 
 const generatedDefaultCertificate = await generateDefaultCertificate();
 
@@ -84,6 +85,12 @@ t.test('a swap is acknowledged by both threads before apply resolves', async (t)
   t.strictSame(await requests(port, 'two.test', 4), Array(4).fill(404), 'not routed yet');
   const next = model(backendPort, ['one.test', 'two.test']);
   const result = await pool.apply(next);
+  // read at once, before any other message from the threads can arrive
+  t.strictSame(
+    pool.threads.map((thread) => thread.hash),
+    [next.hash, next.hash],
+    'both threads acknowledged the new model',
+  );
   t.strictSame(result, { kind: 'full', hash: next.hash });
   const described = await pool.describe();
   t.strictSame(
@@ -155,6 +162,8 @@ t.test('close drains the requests in flight in every thread', async (t) => {
     `requests in flight in both threads (${counts.join(' + ')})`,
   );
   const closed = pool.close(10_000);
+  // every thread has stopped accepting: the drain has begun everywhere
+  await untilRefused(port);
   for (const answer of held) answer();
   const answered = await replies;
   t.strictSame(
