@@ -305,7 +305,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const { handle, dataPlane } = createDataPlane(config, threads, generatedDefaultCertificate, buildCaches);
   log.info(
     { workerProcesses, threads },
-    threads === 1 ? 'serving on the main thread' : 'serving on worker threads',
+    threads === 1 ? 'data plane on the main thread' : 'data plane in worker threads',
   );
 
   const metrics = createMetrics(config, options, source, handle, log);
