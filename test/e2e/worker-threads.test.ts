@@ -5,6 +5,7 @@
 // data plane stays on the main thread.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -103,13 +104,34 @@ t.test('two threads serve; metrics, access log and /debug/model see both', async
   await accessLog.until((lines) => lines.length >= 30);
   t.equal(accessLog.lines.length, 30, 'one access log line per request');
 
+  // HTTPS too: each thread's listener has the default certificate, crossed as PEM
+  const https = await new Promise<number>((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        port: controller.https.port,
+        host: '127.0.0.1',
+        servername: 'site.test',
+        headers: { host: 'site.test' },
+        rejectUnauthorized: false,
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+  t.equal(https, 200, 'HTTPS served by a thread');
+
   const described = JSON.parse((await get(controller.healthz.port, 'localhost', '/debug/model')).body);
   t.equal(described.threads.length, 2);
   for (const thread of described.threads)
     t.equal(thread.hash, described.hash, 'each thread serves the model');
   t.equal(
     described.threads.reduce((sum: number, thread: { requests: number }) => sum + thread.requests, 0),
-    30,
+    31,
+    'the requests of both threads, the HTTPS one included',
   );
 });
 
