@@ -120,8 +120,11 @@ export class DataPlaneThreads implements DataPlaneHandle {
 
   async apply(model: Model): Promise<SwapResult> {
     const bytes = serialize(model);
-    this.#model = { hash: model.hash, bytes };
+    // A compile that throws in one thread rejects the whole apply, while the others may serve the
+    // new model already; the compile is deterministic, so they all throw alike in practice, and the
+    // next model puts every thread on it. A replacement starts on the model known to compile.
     const results = await Promise.all(this.#slots.map((_, index) => this.#applyTo(index, bytes)));
+    this.#model = { hash: model.hash, bytes };
     const first = results[0] as SwapResult;
     const differing = results.filter((result) => result.kind !== first.kind || result.hash !== first.hash);
     if (differing.length > 0) {
