@@ -163,7 +163,7 @@ export class DataPlaneThreads implements DataPlaneHandle {
     };
   }
 
-  /** The counters once every thread has posted what it counted so far (tests, and before close). */
+  /** The counters once every thread has posted what it counted so far (a scrape reads the last batches). */
   async flushed(): Promise<DataPlaneStats> {
     await Promise.all(this.#slots.map((thread) => thread.call({ type: 'flush' }).catch(() => null)));
     return this.statsSnapshot();
