@@ -123,6 +123,8 @@ t.test('two threads serve; metrics, access log and /debug/model see both', async
     req.end();
   });
   t.equal(https, 200, 'HTTPS served by a thread');
+  // the threads' counters as of now (they arrive in batches)
+  await (controller.handle as DataPlaneThreads).flushed();
 
   const described = JSON.parse((await get(controller.healthz.port, 'localhost', '/debug/model')).body);
   t.equal(described.threads.length, 2);
@@ -162,6 +164,7 @@ t.test('the graceful stop drains the requests in flight in both threads', async 
   });
   const replies = requests(controller.http.port, N);
   await arrived;
+  await (controller.handle as DataPlaneThreads).flushed();
   const perThread = (await controller.handle.describe())?.threads?.map((thread) => thread.requests) ?? [];
   t.ok(
     perThread.length === 2 && perThread.every((n) => n > 0),
