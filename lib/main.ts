@@ -246,7 +246,15 @@ async function serveHealthz(
     const applied = applier.latest().diagnostics;
     return describeModel(runtime, problems.length === 0 ? applied : [...problems, ...applied]);
   };
-  const healthz = createHealthz(() => handle.ready(), metrics === null ? null : metrics.scrape, {
+  // with data-plane threads, a scrape first collects what they counted since their last batch
+  const scrape =
+    metrics === null
+      ? null
+      : async () => {
+          await handle.flushed?.();
+          return metrics.scrape();
+        };
+  const healthz = createHealthz(() => handle.ready(), scrape, {
     debugModel,
     readinessPath: config.healthCheckPath,
   });

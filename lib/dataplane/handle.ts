@@ -52,6 +52,12 @@ export interface DataPlaneHandle {
   ready(): boolean;
   /** The counters now: a copy, not a live object. */
   statsSnapshot(): DataPlaneStats;
+  /**
+   * Data planes in other threads: resolves once every thread's records and counters so far have
+   * reached this thread (published on the events channels, in statsSnapshot). Absent in this thread,
+   * where both are live.
+   */
+  flushed?(): Promise<DataPlaneStats>;
   /** The runtime served now, described as plain JSON; null before the first model. */
   describe(): Promise<RuntimeDescription | null>;
   listen(): Promise<ListenAddresses>;
