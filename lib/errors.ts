@@ -72,6 +72,18 @@ export const ERROR_CODES = {
     'internal',
     'The undici request of a mirror copy that already ended (timed out, abandoned) is stopped as it starts.',
   ],
+  DATAPLANE_THREAD_STOPPED: [
+    'data-plane log',
+    'A data-plane worker thread stopped unexpectedly (an uncaught exception, an exit); it is replaced with the current model while the others serve, and counted in ingress_ts_dataplane_thread_restarts_total.',
+  ],
+  DATAPLANE_THREAD_START_FAILED: [
+    'data-plane log',
+    'A replacement data-plane worker thread could not take the current model or the shared ports; it serves nothing until it stops and is replaced in turn.',
+  ],
+  DATAPLANE_THREADS_DIFFER: [
+    'data-plane log',
+    'The data-plane worker threads acknowledged one model with different swap kinds (one swapped in full, another only its endpoints); each serves the model all the same.',
+  ],
   ERR_INGRESS_TS_CONFIG: [
     'command line',
     'A flag is unknown, lacks a value, has an invalid one or contradicts another; ingress-ts does not start.',

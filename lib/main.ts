@@ -14,17 +14,22 @@ import { logDataPlaneErrors, observeTraffic, type Traffic } from './controller/t
 import { DataPlane } from './dataplane/dataplane.ts';
 import type { DataPlaneHandle } from './dataplane/handle.ts';
 import { type CertificatePair, generateDefaultCertificate } from './dataplane/listening/sni.ts';
+import { DataPlaneThreads } from './dataplane/worker/pool.ts';
+import { resolveWorkerCount } from './dataplane/worker/worker-count.ts';
 import { describeModel } from './debug-model.ts';
 import { createHealthz, type Healthz } from './healthz.ts';
 import type { Logger } from './log.ts';
 import { type ControllerMetrics, createControllerMetrics } from './metrics/controller.ts';
 import { excludedSocketMetrics } from './metrics/requests.ts';
 import {
+  type BuildCaches,
   createBuildCaches,
   DEFAULT_GLOBAL_CONFIG,
   type Diagnostic,
+  globalConfigOf,
   type ModelReferences,
   type Snapshot,
+  type WorkerProcesses,
 } from './model/index.ts';
 import type { Reporting } from './source/kube/reporting.ts';
 import { createManifestSource } from './source/manifests/source.ts';
@@ -36,9 +41,14 @@ export interface Controller {
   readonly healthz: AddressInfo;
   /**
    * The data plane of this process, for tests that look inside it; the controller itself reaches it
-   * only through its DataPlaneHandle.
+   * only through its DataPlaneHandle. Throws when the data plane runs in worker threads
+   * (`worker-processes` > 1): nothing of it lives on this thread then.
    */
   readonly dataPlane: DataPlane;
+  /** what the controller drives: the DataPlane, or the pool of data-plane threads */
+  readonly handle: DataPlaneHandle;
+  /** data-plane threads: 1 is the DataPlane on the main thread */
+  readonly threads: number;
   /**
    * Graceful stop: /healthz 500 at once, keep serving (and accepting) for the grace period, then stop
    * accepting and let the requests in flight finish for up to the drain timeout, WebSockets closed last.
@@ -118,6 +128,28 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
       log.warn({ kind, err: error, retryInMs }, `watching ${kind} objects failed; retrying`),
   });
   return { ...kube, where: { server }, readMessage: 'cluster objects listed', kube: { kubeConfig, modules } };
+}
+
+/**
+ * One thread: the DataPlane on the main thread, whose compile reuses the regexes the build compiled.
+ * More: a pool of data-plane worker threads, each compiling the models it is posted.
+ */
+function createDataPlane(
+  config: Config,
+  threads: number,
+  generatedDefaultCertificate: CertificatePair,
+  buildCaches: BuildCaches,
+): { handle: DataPlaneHandle; dataPlane: DataPlane | null } {
+  const options = {
+    httpPort: config.httpPort,
+    httpsPort: config.httpsPort,
+    bindAddress: config.bindAddress,
+    generatedDefaultCertificate,
+    sslPassthrough: config.model.enableSslPassthrough,
+  };
+  if (threads > 1) return { handle: new DataPlaneThreads({ ...options, threads }), dataPlane: null };
+  const dataPlane = new DataPlane({ ...options, pathRegexes: buildCaches.pathRegexes });
+  return { handle: dataPlane, dataPlane };
 }
 
 /** Reads the source for the first time while the default certificate's key is generated (libuv's pool). */
@@ -215,7 +247,15 @@ async function serveHealthz(
     const applied = applier.latest().diagnostics;
     return describeModel(runtime, problems.length === 0 ? applied : [...problems, ...applied]);
   };
-  const healthz = createHealthz(() => handle.ready(), metrics === null ? null : metrics.scrape, {
+  // with data-plane threads, a scrape first collects what they counted since their last batch
+  const scrape =
+    metrics === null
+      ? null
+      : async () => {
+          await handle.flushed?.();
+          return metrics.scrape();
+        };
+  const healthz = createHealthz(() => handle.ready(), scrape, {
     debugModel,
     readinessPath: config.healthCheckPath,
   });
@@ -268,17 +308,14 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const source = await createSource(config, log, () => onSourceChange());
   const generatedDefaultCertificate = await readFirst(source, log);
 
-  // one process, one thread: the data plane's compile reuses the regexes the build compiled
   const buildCaches = createBuildCaches();
-  const dataPlane = new DataPlane({
-    httpPort: config.httpPort,
-    httpsPort: config.httpsPort,
-    bindAddress: config.bindAddress,
-    generatedDefaultCertificate,
-    sslPassthrough: config.model.enableSslPassthrough,
-    pathRegexes: buildCaches.pathRegexes,
-  });
-  const handle: DataPlaneHandle = dataPlane;
+  const workerProcesses = globalConfigOf(source.snapshot(), config.model).workerProcesses;
+  const threads = resolveWorkerCount(workerProcesses);
+  const { handle, dataPlane } = createDataPlane(config, threads, generatedDefaultCertificate, buildCaches);
+  log.info(
+    { workerProcesses, threads },
+    threads === 1 ? 'data plane on the main thread' : 'data plane in worker threads',
+  );
 
   const metrics = createMetrics(config, options, source, handle, log);
   const accessLog = createAccessLog({ log, stdout: options.accessLogStdout, pretty: options.prettyLogs });
@@ -286,13 +323,27 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const env = options.env ?? process.env;
   const reporting = createKubeReporting(config, env, source, log, metrics, () => applier.latest());
   const reporter = createReporter({ log, metrics, traffic, reporting });
+  // the thread count is fixed for the life of the process: a changed value waits for a restart
+  let warnedFor: WorkerProcesses = workerProcesses;
+  const warnOnWorkerChange = (value: WorkerProcesses) => {
+    if (value === warnedFor) return;
+    warnedFor = value;
+    if (value === workerProcesses) return;
+    log.warn(
+      { workerProcesses: value, running: workerProcesses, threads },
+      'worker-processes changed; restart to apply it (the threads running keep serving)',
+    );
+  };
   const applier = createApplier({
     handle,
     modelOptions: config.model,
     caches: buildCaches,
     snapshot: () => source.snapshot(),
     setReferences: (references) => source.setReferences?.(references),
-    onApplied: reporter.applied,
+    onApplied: (change) => {
+      reporter.applied(change);
+      warnOnWorkerChange(change.model.config.workerProcesses);
+    },
   });
   const scheduler = createScheduler({ run: applier.run, onError: reporter.failed });
 
@@ -318,7 +369,12 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   return {
     ...addresses,
     healthz: address,
-    dataPlane,
+    get dataPlane(): DataPlane {
+      if (dataPlane === null) throw new Error('the data plane runs in worker threads (worker-processes > 1)');
+      return dataPlane;
+    },
+    handle,
+    threads,
     stop(gracePeriodMs, drainTimeoutMs) {
       stopping ??= stopGracefully(running, gracePeriodMs, drainTimeoutMs);
       return stopping;

@@ -59,6 +59,8 @@ export interface DataPlaneOptions {
    * buffers into it before each apply (access/zone-memory.ts). Default: this data plane's own.
    */
   zoneMemory?: ZoneMemory;
+  /** listen with SO_REUSEPORT: several data-plane threads share the ports, the kernel spreads connections */
+  reusePort?: boolean;
 }
 
 export type { DataPlaneStats, ListenAddresses } from './handle.ts';
@@ -215,19 +217,21 @@ export class DataPlane implements DataPlaneHandle {
     return runtime === null ? null : describeRuntime(runtime, this.#certificateInfo);
   }
 
-  async listen(): Promise<ListenAddresses> {
+  /** Listens on the configured ports, or on `ports` (a data-plane thread joining the ports another one bound). */
+  async listen(ports?: { http: number; https: number }): Promise<ListenAddresses> {
     const host = this.#options.bindAddress === '' ? undefined : this.#options.bindAddress;
+    const reusePort = this.#options.reusePort === true;
     const listen = (server: Server | Http2SecureServer, port: number) =>
       new Promise<AddressInfo>((resolve, reject) => {
         server.once('error', reject);
-        server.listen({ port, host }, () => {
+        server.listen({ port, host, reusePort }, () => {
           server.off('error', reject);
           resolve(server.address() as AddressInfo);
         });
       });
-    const http = await listen(this.#http, this.#options.httpPort);
+    const http = await listen(this.#http, ports?.http ?? this.#options.httpPort);
     this.#requests.http.port = http.port;
-    const https = await listen(this.#https, this.#options.httpsPort);
+    const https = await listen(this.#https, ports?.https ?? this.#options.httpsPort);
     return { http, https };
   }
 

@@ -30,6 +30,10 @@ export interface DataPlaneStats {
   requests: number;
   /** mirror-target copies by outcome */
   mirror?: Readonly<MirrorStats>;
+  /** data-plane worker threads serving (absent: the data plane runs on the calling thread) */
+  threads?: number;
+  /** data-plane worker threads replaced after they stopped unexpectedly */
+  threadRestarts?: number;
 }
 
 export interface ListenAddresses {
@@ -48,6 +52,12 @@ export interface DataPlaneHandle {
   ready(): boolean;
   /** The counters now: a copy, not a live object. */
   statsSnapshot(): DataPlaneStats;
+  /**
+   * Data planes in other threads: resolves once every thread's records and counters so far have
+   * reached this thread (published on the events channels, in statsSnapshot). Absent in this thread,
+   * where both are live.
+   */
+  flushed?(): Promise<DataPlaneStats>;
   /** The runtime served now, described as plain JSON; null before the first model. */
   describe(): Promise<RuntimeDescription | null>;
   listen(): Promise<ListenAddresses>;
@@ -60,8 +70,10 @@ export interface DataPlaneHandle {
 
 /** A copy of `stats` that shares nothing with it. */
 export function copyStats(stats: Readonly<DataPlaneStats>): DataPlaneStats {
-  const { accepted, active, requests, mirror } = stats;
-  return mirror === undefined
-    ? { accepted, active, requests }
-    : { accepted, active, requests, mirror: { ...mirror } };
+  const { accepted, active, requests, mirror, threads, threadRestarts } = stats;
+  const copy: DataPlaneStats = { accepted, active, requests };
+  if (mirror !== undefined) copy.mirror = { ...mirror };
+  if (threads !== undefined) copy.threads = threads;
+  if (threadRestarts !== undefined) copy.threadRestarts = threadRestarts;
+  return copy;
 }

@@ -143,6 +143,19 @@ function registerMirrorMetrics(registers: Registry[], stats: () => Readonly<Data
   });
 }
 
+/** ingress_ts_dataplane_thread_restarts_total: data-plane threads replaced, read at scrape time. */
+function registerThreadMetrics(registers: Registry[], stats: () => Readonly<DataPlaneStats>): void {
+  new Counter({
+    name: 'ingress_ts_dataplane_thread_restarts_total',
+    help: 'data-plane worker threads that stopped unexpectedly and were replaced (always 0 with worker-processes 1)',
+    registers,
+    collect() {
+      this.reset();
+      this.inc(stats().threadRestarts ?? 0);
+    },
+  });
+}
+
 /** The diagnostics of a build counted by code and severity. */
 function diagnosticCounts(diagnostics: readonly Diagnostic[]) {
   const counts = new Map<string, { code: string; severity: string; n: number }>();
@@ -236,13 +249,14 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
   // the exposition lists the series in the order they are registered: keep it
   const registers = [registry];
   const reload = createReloadMetrics(registers, options.version);
-  registerProcessMetrics(registers);
+  const stats = options.dataPlaneStats;
+  registerProcessMetrics(registers, () => stats?.().threads ?? 0);
   /** requests (and WebSocket sessions) finished, counted where their records arrive anyway */
   let finished = 0;
-  const stats = options.dataPlaneStats;
   if (stats !== undefined) {
     registerConnectionMetrics(registers, stats, () => finished);
     registerMirrorMetrics(registers, stats);
+    registerThreadMetrics(registers, stats);
   }
   // counted whether or not request metrics are on: a contained crash is worth an alert
   const requestErrors = new Counter({

@@ -19,14 +19,15 @@ function virtualMemoryBytes(): number | null {
 }
 
 /** num_procs, cpu_seconds_total, resident/virtual memory and the start time, read at scrape time. */
-export function registerProcessMetrics(registers: Registry[]): void {
+export function registerProcessMetrics(registers: Registry[], threads: () => number = () => 0): void {
   const started = Date.now() / 1000 - process.uptime();
   new Gauge({
     name: `${PREFIX}nginx_process_num_procs`,
     help: 'number of processes',
     registers,
     collect() {
-      this.set(1);
+      // as NGINX counts its master and workers: the controller's thread and each data-plane thread
+      this.set(1 + threads());
     },
   });
   new Counter({

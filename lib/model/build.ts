@@ -83,6 +83,16 @@ export function buildModel(
   return assembleResult(state, servers, defaultCertificate);
 }
 
+/**
+ * The global ConfigMap's settings alone, without building the model (its diagnostics are the
+ * build's to report): what the process needs before its first build, e.g. how many data-plane
+ * threads to start.
+ */
+export function globalConfigOf(snapshot: Snapshot, overrides: Partial<ModelOptions> = {}): GlobalConfig {
+  const options: ModelOptions = { ...DEFAULT_MODEL_OPTIONS, ...overrides };
+  return readGlobalConfig(snapshot, options, createObjectLookups(snapshot), new DiagnosticsCollector());
+}
+
 /** The global ConfigMap (--configmap), and the ConfigMaps its keys refer to. */
 export function readGlobalConfig(
   snapshot: Snapshot,

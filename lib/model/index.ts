@@ -3,9 +3,9 @@
 export type { LocationAnnotations } from './annotations/index.ts';
 export { SUPPORTED_ANNOTATIONS } from './annotations/index.ts';
 export type { BuildResult, ModelReferences } from './build.ts';
-export { buildModel } from './build.ts';
+export { buildModel, globalConfigOf } from './build.ts';
 export { type BuildCaches, createBuildCaches } from './build-caches.ts';
-export { DEFAULT_GLOBAL_CONFIG } from './configmap/global-config.ts';
+export { DEFAULT_GLOBAL_CONFIG, type WorkerProcesses } from './configmap/global-config.ts';
 export { SUPPORTED_CONFIG_KEYS } from './configmap/index.ts';
 export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
 export { DIAGNOSTIC_CODES } from './diagnostics.ts';

@@ -179,6 +179,8 @@ t.test('a forbidden import is reported with the file, the import and the rule', 
       "import { Registry } from 'prom-client';\nimport { KubeConfig } from '@kubernetes/client-node';\n",
     ],
     ['lib/errors.ts', "import type { DiagnosticCode } from './model/index.ts';\n"],
+    ['lib/dataplane/dataplane.ts', "import { threadId } from 'node:worker_threads';\n"],
+    ['lib/dataplane/worker/pool.ts', "import { dataPlane } from './thread-main.ts';\n"],
   ]);
   const findings = checkImports(files, rules, () => true);
   t.strictSame(
@@ -194,6 +196,8 @@ t.test('a forbidden import is reported with the file, the import and the rule', 
       'lib/main.ts prom-client prom-client stays in lib/metrics',
       'lib/main.ts @kubernetes/client-node the Kubernetes client is loaded lazily',
       'lib/errors.ts ./model/index.ts the errors module is a leaf',
+      "lib/dataplane/dataplane.ts node:worker_threads threads are the pool's business",
+      'lib/dataplane/worker/pool.ts ./thread-main.ts the thread entry runs only as a thread',
     ],
   );
   t.equal(

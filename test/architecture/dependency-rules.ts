@@ -87,6 +87,22 @@ export function dependencyRules(kubeNames: ReadonlySet<string>): Rule[] {
         inLib(target, 'lib/dataplane/') && !ref.typeOnly && target.name !== 'lib/dataplane/events.ts',
     },
     {
+      name: "threads are the pool's business",
+      why:
+        'only lib/dataplane/worker/ imports node:worker_threads: the rest of the data plane never knows which thread ' +
+        'it runs on, and the controller reaches the threads through the DataPlaneHandle the pool implements',
+      applies: (file) => !file.startsWith('lib/dataplane/worker/'),
+      breaks: (target) => target.kind === 'builtin' && target.name === 'node:worker_threads',
+    },
+    {
+      name: 'the thread entry runs only as a thread',
+      why:
+        'lib/dataplane/worker/thread-main.ts starts a DataPlane driven by its parent port: the pool loads it with ' +
+        'new Worker(), no module imports it',
+      applies: under('lib/'),
+      breaks: (target) => inLib(target, 'lib/dataplane/worker/thread-main.ts'),
+    },
+    {
       name: 'the source feeds the store',
       why: 'lib/source/ hands objects to the store; it never reaches the data plane, metrics or the wiring in main',
       applies: under('lib/source/'),

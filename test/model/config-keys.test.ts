@@ -151,7 +151,7 @@ runCases(t, [
     ingresses: [],
     configMaps: [
       configMap({
-        'worker-processes': '4',
+        'worker-cpu-affinity': 'auto',
         'server-names-hash-bucket-size': '128',
         'lua-shared-dicts': 'a: 1',
         'proxy-stream-timeout': '600s',
@@ -166,7 +166,7 @@ runCases(t, [
     check: (t, { diagnostics }) => {
       const say = (key: string) => diagnostics.find((d) => d.message.includes(`key ${key} `))?.message ?? '';
       for (const key of [
-        'worker-processes',
+        'worker-cpu-affinity',
         'server-names-hash-bucket-size',
         'lua-shared-dicts',
         'proxy-stream-timeout',

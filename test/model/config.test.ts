@@ -85,6 +85,7 @@ runCases(t, [
         annotationsRiskLevel: DEFAULT_GLOBAL_CONFIG.annotationsRiskLevel,
         access: DEFAULT_GLOBAL_CONFIG.access,
         workerShutdownTimeoutMs: DEFAULT_GLOBAL_CONFIG.workerShutdownTimeoutMs,
+        workerProcesses: DEFAULT_GLOBAL_CONFIG.workerProcesses,
         useHttp2: false,
         ssl: {
           minVersion: 'TLSv1.3',
@@ -127,7 +128,7 @@ runCases(t, [
   {
     name: 'config: NGINX tuning keys are reported once as info, keys ingress-ts does not know as a warning',
     ingresses: [],
-    configMaps: [configMap({ 'worker-processes': '4', 'use-gzipp': 'true', 'ssl-redirect': '' })],
+    configMaps: [configMap({ 'worker-cpu-affinity': 'auto', 'use-gzipp': 'true', 'ssl-redirect': '' })],
     options: OPTIONS,
     diagnostics: [
       'CONFIG_KEY_UNSUPPORTED ConfigMap:ingress/ingress-ts',
@@ -170,6 +171,42 @@ runCases(t, [
     diagnostics: ['CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts'],
     check: (t, { model }) => t.equal(model.config.workerShutdownTimeoutMs, 240_000),
   },
+  {
+    name: 'worker-processes: one thread until the default becomes auto',
+    ingresses: [],
+    check: (t, { model, diagnostics }) => {
+      t.equal(model.config.workerProcesses, 1);
+      t.strictSame(diagnostics, [], 'a key of ingress-ts, not NGINX tuning');
+    },
+  },
+  ...(
+    [
+      ['auto', 'auto'],
+      ['1', 1],
+      ['4', 4],
+      [' 16 ', 16],
+      ['1024', 1024],
+    ] as const
+  ).map(
+    ([value, parsed]): Case => ({
+      name: `worker-processes: ${JSON.stringify(value)} is ${parsed}`,
+      ingresses: [],
+      configMaps: [configMap({ 'worker-processes': value })],
+      options: OPTIONS,
+      check: (t, { model }) => t.equal(model.config.workerProcesses, parsed),
+    }),
+  ),
+  ...['0', '-2', '1.5', 'Auto', 'two', '1025', '4 auto'].map(
+    (value): Case => ({
+      name: `worker-processes: ${JSON.stringify(value)} is invalid and keeps the default`,
+      ingresses: [],
+      configMaps: [configMap({ 'worker-processes': value })],
+      options: OPTIONS,
+      diagnostics: ['CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts'],
+      messages: ['expected "auto" or an integer from 1 to 1024'],
+      check: (t, { model }) => t.equal(model.config.workerProcesses, 1),
+    }),
+  ),
   {
     name: 'config: a ConfigMap in another namespace or with another name is not used',
     ingresses: [],

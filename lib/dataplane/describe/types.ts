@@ -223,4 +223,17 @@ export interface RuntimeDescription {
   config: GlobalConfig;
   /** the upstream behaviour of every route without its own (`upstream`): the ConfigMap's */
   upstreamDefaults: UpstreamSettings;
+  /** with data-plane worker threads: each thread and the model it serves (the rest describes the first) */
+  threads?: ThreadDescription[];
+}
+
+/** One data-plane worker thread. */
+export interface ThreadDescription {
+  /** its worker_threads threadId (a replaced thread gets a new one) */
+  threadId: number;
+  /** the hash of the model it serves; null before its first */
+  hash: string | null;
+  /** requests it received and connections it accepted so far */
+  requests: number;
+  accepted: number;
 }

@@ -1,9 +1,12 @@
 // ConfigMap keys of the client connections: keep-alive, how long a request head and body may take,
-// how large a request head may be, how many connections at once, and how long they may drain at
-// shutdown.
+// how large a request head may be, how many connections at once, how long they may drain at
+// shutdown, and how many threads serve them.
 
 import { count, type KeyTable, seconds } from './key-parser.ts';
 import { parseNginxTimeMs } from './values.ts';
+
+/** A bound on `worker-processes`: far above any core count, low enough that a typo cannot start thousands of threads. */
+export const MAX_WORKER_PROCESSES = 1024;
 
 export const CLIENT_KEYS: KeyTable = {
   'keep-alive': seconds((config, value) => {
@@ -37,6 +40,14 @@ export const CLIENT_KEYS: KeyTable = {
     const ms = parseNginxTimeMs(value);
     if (ms === null) return 'expected an NGINX time such as 240s, 4m or 1m30s';
     config.workerShutdownTimeoutMs = ms;
+    return null;
+  },
+  // NGINX takes `auto` or a count; ingress-nginx passes the value through (auto → its CPU count)
+  'worker-processes': (value, config) => {
+    if (value === 'auto') config.workerProcesses = 'auto';
+    else if (/^\d+$/.test(value) && Number(value) >= 1 && Number(value) <= MAX_WORKER_PROCESSES)
+      config.workerProcesses = Number(value);
+    else return `expected "auto" or an integer from 1 to ${MAX_WORKER_PROCESSES}`;
     return null;
   },
 };

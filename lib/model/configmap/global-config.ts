@@ -87,7 +87,16 @@ export interface GlobalConfig {
   access: AccessConfig;
   /** `worker-shutdown-timeout` in milliseconds: how long in-flight requests may drain at shutdown */
   workerShutdownTimeoutMs: number;
+  /**
+   * `worker-processes`: how many data-plane threads serve traffic, or `auto` (the container's CPU
+   * quota, else the available parallelism; resolved outside the model, which reads no machine).
+   * Read once at start: a change takes effect at the next restart.
+   */
+  workerProcesses: WorkerProcesses;
 }
+
+/** `auto` or a thread count of at least 1. */
+export type WorkerProcesses = 'auto' | number;
 
 export interface AccessConfig {
   /** `whitelist-source-range`: routes without allowlist-source-range allow only these (empty: all) */
@@ -238,6 +247,9 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
     limitRateAfter: 0,
   },
   workerShutdownTimeoutMs: 240_000,
+  // ingress-nginx's default is `auto`; ingress-ts keeps one thread until every test passes with
+  // several, then the default becomes `auto`
+  workerProcesses: 1 as WorkerProcesses,
   useHttp2: true,
   ssl: {
     minVersion: 'TLSv1.2' as TlsVersion,

@@ -3,7 +3,6 @@
 // supported yet").
 
 const NGINX_INTERNAL_KEYS = new Set([
-  'worker-processes',
   'worker-cpu-affinity',
   'worker-rlimit-nofile',
   'max-worker-open-files',

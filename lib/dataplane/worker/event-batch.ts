@@ -1,0 +1,100 @@
+// A data-plane thread's side of the forwarded channels: the records published in this thread are
+// collected and posted to the main thread as one array, at most every `intervalMs` or once
+// `maxRecords` are waiting, whichever comes first, together with the thread's counters. Never a
+// message per request. The counters are posted on the same tick whenever they changed, so the
+// main thread's sums follow connections that carry no request.
+// The access log is still encoded on the main thread from the forwarded records; encoding it here
+// and posting whole lines would move that work onto the serving threads' cores.
+
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { copyStats, type DataPlaneStats } from '../handle.ts';
+import { FORWARDED_CHANNELS, type ThreadMessage } from './protocol.ts';
+
+export interface EventBatchOptions {
+  post: (message: ThreadMessage) => void;
+  /** the thread's live counters */
+  stats: () => Readonly<DataPlaneStats>;
+  intervalMs?: number;
+  maxRecords?: number;
+}
+
+export interface EventBatch {
+  /** Posts what is waiting (and the counters) now. */
+  flush(): void;
+  /** Flushes and stops collecting. */
+  stop(): void;
+}
+
+const sameStats = (a: Readonly<DataPlaneStats>, b: Readonly<DataPlaneStats>) =>
+  a.accepted === b.accepted &&
+  a.active === b.active &&
+  a.requests === b.requests &&
+  a.mirror?.answered === b.mirror?.answered &&
+  a.mirror?.failed === b.mirror?.failed &&
+  a.mirror?.dropped === b.mirror?.dropped;
+
+export function createEventBatch(options: EventBatchOptions): EventBatch {
+  const { post, stats } = options;
+  const maxRecords = options.maxRecords ?? 256;
+  let events: Array<[number, unknown]> = [];
+  let posted = copyStats(stats());
+
+  const flush = () => {
+    const now = copyStats(stats());
+    if (events.length === 0 && sameStats(now, posted)) return;
+    const batch = events;
+    events = [];
+    posted = now;
+    try {
+      post({ type: 'batch', events: batch, stats: now });
+    } catch {
+      // a payload that cannot be cloned: send the others, and say which channel carried it
+      post({ type: 'batch', events: batch.filter(cloneable).concat(unclonable(batch)), stats: now });
+    }
+  };
+  const handlers = FORWARDED_CHANNELS.map((channel, index) => {
+    const handler = (message: unknown) => {
+      events.push([index, message]);
+      if (events.length >= maxRecords) flush();
+    };
+    subscribe(channel.name, handler);
+    return handler;
+  });
+  const timer = setInterval(flush, options.intervalMs ?? 50);
+  timer.unref();
+  return {
+    flush,
+    stop() {
+      clearInterval(timer);
+      FORWARDED_CHANNELS.forEach((channel, index) => {
+        const handler = handlers[index];
+        if (handler !== undefined) unsubscribe(channel.name, handler);
+      });
+      flush();
+    },
+  };
+}
+
+function cloneable([, message]: [number, unknown]): boolean {
+  try {
+    structuredClone(message);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** One data-plane error per payload that could not cross, instead of the payload. */
+function unclonable(batch: Array<[number, unknown]>): Array<[number, unknown]> {
+  const errorChannel = FORWARDED_CHANNELS.findIndex(
+    (channel) => channel.name === 'ingress-ts:dataplane:error',
+  );
+  return batch
+    .filter((event) => !cloneable(event))
+    .map(([index]) => [
+      errorChannel,
+      {
+        message: `a data-plane thread could not forward a ${String(FORWARDED_CHANNELS[index]?.name)} record`,
+      },
+    ]);
+}

@@ -1,0 +1,307 @@
+// N data-plane worker threads behind one DataPlaneHandle. Each thread runs its own DataPlane
+// (thread-main.ts): its own listeners on the same ports (SO_REUSEPORT), runtime, SNI store and pools.
+// A model is serialised once and posted to every thread; apply resolves when all of them serve it.
+// Their records arrive in batches and are published again here on the same channels, so whatever
+// subscribes on the main thread (metrics, access log, error log) works as with one thread. A thread
+// that stops unexpectedly is replaced with the current model while the others keep serving.
+// Per-thread state (rate-limit counters, round-robin positions, EWMA scores, auth caches) is not
+// shared: each thread keeps its own.
+
+import { serialize } from 'node:v8';
+import { Worker } from 'node:worker_threads';
+import type { ErrorCode } from '../../errors.ts';
+import type { Model } from '../../model/index.ts';
+import type { RuntimeDescription, ThreadDescription } from '../describe/types.ts';
+import { dataplaneError, runtimeSwapped } from '../events.ts';
+import type { DataPlaneHandle, DataPlaneStats, ListenAddresses, SwapResult } from '../handle.ts';
+import {
+  FORWARDED_CHANNELS,
+  type ThreadCall,
+  type ThreadDataPlaneOptions,
+  type ThreadMessage,
+} from './protocol.ts';
+
+export interface DataPlaneThreadsOptions extends ThreadDataPlaneOptions {
+  /** how many threads (at least 2 to be worth it; 1 works) */
+  threads: number;
+}
+
+/** What a call to a thread that stopped before answering rejects with. */
+export class ThreadExitedError extends Error {
+  readonly code: ErrorCode = 'DATAPLANE_THREAD_STOPPED';
+}
+
+type Call = ThreadCall extends infer C ? (C extends { id: number } ? Omit<C, 'id'> : never) : never;
+
+const THREAD_ENTRY = new URL('./thread-main.ts', import.meta.url);
+/** a thread that stops within this long after it started is replaced after a growing delay */
+const QUICK_EXIT_MS = 2000;
+
+/** A warning for the controller's log (the dataplaneError channel). */
+function report(code: ErrorCode, message: string): void {
+  if (dataplaneError.hasSubscribers) dataplaneError.publish({ message, code });
+}
+
+/** One worker thread and its calls waiting for an answer. */
+class Thread {
+  readonly worker: Worker;
+  readonly started = performance.now();
+  hash: string | null = null;
+  stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
+  exited = false;
+  /** resolves once the thread serves the current model (and listens, if the pool does) */
+  up: Promise<void> = Promise.resolve();
+  #next = 0;
+  readonly #calls = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+
+  constructor(options: ThreadDataPlaneOptions) {
+    this.worker = new Worker(THREAD_ENTRY, { workerData: options });
+  }
+
+  call<T>(message: Call): Promise<T> {
+    if (this.exited) return Promise.reject(new ThreadExitedError('the data-plane thread has stopped'));
+    const id = this.#next++;
+    return new Promise<T>((resolve, reject) => {
+      this.#calls.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.worker.postMessage({ ...message, id });
+    });
+  }
+
+  answered(message: Extract<ThreadMessage, { type: 'reply' }>): void {
+    const waiting = this.#calls.get(message.id);
+    if (waiting === undefined) return;
+    this.#calls.delete(message.id);
+    if ('error' in message) {
+      const error = new Error(message.error.message);
+      error.stack = message.error.stack;
+      waiting.reject(error);
+    } else {
+      waiting.resolve(message.result);
+    }
+  }
+
+  stopped(): void {
+    this.exited = true;
+    for (const { reject } of this.#calls.values()) {
+      reject(new ThreadExitedError('the data-plane thread stopped before it answered'));
+    }
+    this.#calls.clear();
+  }
+}
+
+export class DataPlaneThreads implements DataPlaneHandle {
+  readonly #options: ThreadDataPlaneOptions;
+  readonly #slots: Thread[] = [];
+  /** the model every thread serves or is being given, serialised once */
+  #model: { hash: string; bytes: Uint8Array } | null = null;
+  /** the ports every thread listens on, once the first bound them */
+  #ports: { http: number; https: number } | null = null;
+  #served = false;
+  #closing = false;
+  #restarts = 0;
+  /** quick exits in a row per slot: a thread that cannot start is not restarted in a tight loop */
+  readonly #quickExits: number[] = [];
+  /** counters of the threads that were replaced, so the sums never go back */
+  readonly #retired = { accepted: 0, requests: 0, answered: 0, failed: 0, dropped: 0 };
+
+  constructor(options: DataPlaneThreadsOptions) {
+    const { threads, ...threadOptions } = options;
+    this.#options = threadOptions;
+    for (let index = 0; index < Math.max(1, threads); index++) {
+      this.#quickExits.push(0);
+      this.#slots.push(this.#spawn(index));
+    }
+  }
+
+  /** The worker of each thread, for tests (stop one to see it replaced). */
+  get workers(): readonly Worker[] {
+    return this.#slots.map((thread) => thread.worker);
+  }
+
+  async apply(model: Model): Promise<SwapResult> {
+    const bytes = serialize(model);
+    // A compile that throws in one thread rejects the whole apply, while the others may serve the
+    // new model already; the compile is deterministic, so they all throw alike in practice, and the
+    // next model puts every thread on it. A replacement starts on the model known to compile.
+    const results = await Promise.all(this.#slots.map((_, index) => this.#applyTo(index, bytes)));
+    this.#model = { hash: model.hash, bytes };
+    const first = results[0] as SwapResult;
+    const differing = results.filter((result) => result.kind !== first.kind || result.hash !== first.hash);
+    if (differing.length > 0) {
+      report(
+        'DATAPLANE_THREADS_DIFFER',
+        `data-plane threads applied model ${model.hash} differently: ${results.map((r) => r.kind).join(', ')}`,
+      );
+    }
+    this.#served = true;
+    if (runtimeSwapped.hasSubscribers) runtimeSwapped.publish({ kind: first.kind, hash: first.hash });
+    return first;
+  }
+
+  ready(): boolean {
+    return this.#served;
+  }
+
+  statsSnapshot(): DataPlaneStats {
+    const sum = { ...this.#retired };
+    let active = 0;
+    for (const { stats } of this.#slots) {
+      sum.accepted += stats.accepted;
+      sum.requests += stats.requests;
+      active += stats.active;
+      sum.answered += stats.mirror?.answered ?? 0;
+      sum.failed += stats.mirror?.failed ?? 0;
+      sum.dropped += stats.mirror?.dropped ?? 0;
+    }
+    return {
+      accepted: sum.accepted,
+      active,
+      requests: sum.requests,
+      mirror: { answered: sum.answered, failed: sum.failed, dropped: sum.dropped },
+      threads: this.#slots.length,
+      threadRestarts: this.#restarts,
+    };
+  }
+
+  /** The counters once every thread has posted what it counted so far (a scrape reads the last batches). */
+  async flushed(): Promise<DataPlaneStats> {
+    await Promise.all(this.#slots.map((thread) => thread.call({ type: 'flush' }).catch(() => null)));
+    return this.statsSnapshot();
+  }
+
+  /** Resolves once every thread, replacements included, serves the current model. */
+  async settled(): Promise<void> {
+    await Promise.all(this.#slots.map((thread) => thread.up));
+  }
+
+  /** Each thread and the model it serves, as known now (its acknowledgements and last batch). */
+  get threads(): ThreadDescription[] {
+    return this.#slots.map((thread) => ({
+      threadId: thread.worker.threadId,
+      hash: thread.hash,
+      requests: thread.stats.requests,
+      accepted: thread.stats.accepted,
+    }));
+  }
+
+  async describe(): Promise<RuntimeDescription | null> {
+    await this.settled();
+    const first = this.#slots[0];
+    const runtime =
+      first === undefined ? null : await first.call<RuntimeDescription | null>({ type: 'describe' });
+    return runtime === null ? null : { ...runtime, threads: this.threads };
+  }
+
+  async listen(): Promise<ListenAddresses> {
+    const [first, ...others] = this.#slots;
+    if (first === undefined) throw new Error('no data-plane thread');
+    const addresses = await first.call<ListenAddresses>({ type: 'listen', ports: null });
+    this.#ports = { http: addresses.http.port, https: addresses.https.port };
+    await Promise.all(others.map((thread) => thread.call({ type: 'listen', ports: this.#ports })));
+    return addresses;
+  }
+
+  async close(drainMs = 0): Promise<void> {
+    this.#closing = true;
+    await Promise.all(
+      this.#slots.map(async (thread) => {
+        if (!thread.exited) await thread.up;
+        await thread.call({ type: 'close', drainMs }).catch(() => null);
+        if (!thread.exited) await thread.worker.terminate();
+      }),
+    );
+  }
+
+  /** Applies `bytes` to the thread in `index`; if that thread stops first, its replacement's start covers it. */
+  async #applyTo(index: number, bytes: Uint8Array): Promise<SwapResult> {
+    for (;;) {
+      const thread = this.#slots[index] as Thread;
+      try {
+        await thread.up;
+        const result = await thread.call<SwapResult>({ type: 'apply', model: bytes });
+        thread.hash = result.hash;
+        return result;
+      } catch (error) {
+        if (!(error instanceof ThreadExitedError) || this.#closing) throw error;
+        // the replacement starts with the newest model: wait for it and ask again (unchanged, then)
+      }
+    }
+  }
+
+  #spawn(index: number): Thread {
+    const thread = new Thread(this.#options);
+    thread.worker.on('message', (message: ThreadMessage) => {
+      if (message.type === 'reply') thread.answered(message);
+      else this.#received(thread, message);
+    });
+    thread.worker.on('error', (error) => {
+      report(
+        'DATAPLANE_THREAD_STOPPED',
+        `data-plane thread ${thread.worker.threadId} failed: ${error.message}`,
+      );
+    });
+    thread.worker.on('exit', (code) => this.#exited(index, thread, code));
+    return thread;
+  }
+
+  /** A batch of records: published on the main thread's channels, in the order the thread saw them. */
+  #received(thread: Thread, batch: Extract<ThreadMessage, { type: 'batch' }>): void {
+    thread.stats = batch.stats;
+    for (const [channelIndex, payload] of batch.events) {
+      const channel = FORWARDED_CHANNELS[channelIndex];
+      if (channel?.hasSubscribers) channel.publish(payload);
+    }
+  }
+
+  #exited(index: number, thread: Thread, code: number): void {
+    thread.stopped();
+    if (this.#closing || this.#slots[index] !== thread) return;
+    this.#restarts++;
+    this.#retired.accepted += thread.stats.accepted;
+    this.#retired.requests += thread.stats.requests;
+    this.#retired.answered += thread.stats.mirror?.answered ?? 0;
+    this.#retired.failed += thread.stats.mirror?.failed ?? 0;
+    this.#retired.dropped += thread.stats.mirror?.dropped ?? 0;
+    const quick = performance.now() - thread.started < QUICK_EXIT_MS;
+    const quickExits = quick ? (this.#quickExits[index] ?? 0) + 1 : 0;
+    this.#quickExits[index] = quickExits;
+    // the first replacement at once; a thread that keeps stopping as it starts, after 0.25 s, 0.5 s, … 30 s
+    const delayMs = quickExits < 2 ? 0 : Math.min(30_000, 250 * 2 ** (quickExits - 2));
+    report(
+      'DATAPLANE_THREAD_STOPPED',
+      `data-plane thread ${thread.worker.threadId} stopped (exit code ${code}); replacing it${delayMs > 0 ? ` in ${delayMs} ms` : ''}`,
+    );
+    thread.stats = { accepted: 0, active: 0, requests: 0 };
+    // whoever waits for the stopped thread waits for its replacement, then finds it in the slot
+    thread.up = this.#replace(index, delayMs);
+  }
+
+  async #replace(index: number, delayMs: number): Promise<void> {
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
+    if (this.#closing) return;
+    const next = this.#spawn(index);
+    this.#slots[index] = next;
+    next.up = this.#bringUp(next);
+    await next.up;
+  }
+
+  /** A replacement thread: the current model, then the shared ports. */
+  async #bringUp(thread: Thread): Promise<void> {
+    try {
+      const model = this.#model;
+      if (model !== null) {
+        const result = await thread.call<SwapResult>({ type: 'apply', model: model.bytes });
+        thread.hash = result.hash;
+      }
+      if (this.#ports !== null) await thread.call({ type: 'listen', ports: this.#ports });
+    } catch (error) {
+      // a replacement that stopped is replaced in turn (#exited); any other failure is reported
+      if (!(error instanceof ThreadExitedError)) {
+        report(
+          'DATAPLANE_THREAD_START_FAILED',
+          `a replacement data-plane thread did not start: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
+    }
+  }
+}

@@ -1,0 +1,48 @@
+// The entry of a data-plane worker thread: one DataPlane with its own listeners (sharing the ports
+// with the other threads through SO_REUSEPORT), runtime, SNI store and pools, driven by the calls
+// of the main thread's pool (pool.ts). What it reports leaves through the forwarded channels in
+// batches (event-batch.ts).
+
+import { deserialize } from 'node:v8';
+import { parentPort, workerData } from 'node:worker_threads';
+import type { Model } from '../../model/index.ts';
+import { DataPlane } from '../dataplane.ts';
+import { createEventBatch } from './event-batch.ts';
+import type { ThreadCall, ThreadDataPlaneOptions, ThreadMessage } from './protocol.ts';
+
+const port = parentPort;
+if (port === null) throw new Error('thread-main.ts runs as a data-plane worker thread');
+
+const options = workerData as ThreadDataPlaneOptions;
+const dataPlane = new DataPlane({ ...options, reusePort: true });
+const post = (message: ThreadMessage) => port.postMessage(message);
+const batch = createEventBatch({ post, stats: () => dataPlane.stats });
+
+async function answer(call: ThreadCall): Promise<unknown> {
+  switch (call.type) {
+    case 'apply':
+      return dataPlane.apply(deserialize(call.model) as Model);
+    case 'listen':
+      return dataPlane.listen(call.ports ?? undefined);
+    case 'describe':
+      return dataPlane.describe();
+    case 'flush':
+      batch.flush();
+      return null;
+    case 'close':
+      await dataPlane.close(call.drainMs);
+      // the last records go out before the reply: the main thread has them all once close resolves
+      batch.stop();
+      return null;
+  }
+}
+
+port.on('message', (call: ThreadCall) => {
+  answer(call).then(
+    (result) => post({ type: 'reply', id: call.id, result }),
+    (error: unknown) => {
+      const { message, stack } = error instanceof Error ? error : new Error(String(error));
+      post({ type: 'reply', id: call.id, error: { message, stack: stack ?? '' } });
+    },
+  );
+});

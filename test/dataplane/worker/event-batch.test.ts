@@ -1,0 +1,94 @@
+// A data-plane thread's records leave it in batches: one message per 256 records or per tick, never
+// one per request, in the order they were published, with the thread's counters; a record that
+// cannot be cloned is replaced by a data-plane error instead of losing the batch.
+import t from 'tap';
+import { dataplaneError, requestLogged } from '../../../lib/dataplane/events.ts';
+import type { DataPlaneStats } from '../../../lib/dataplane/handle.ts';
+import { createEventBatch } from '../../../lib/dataplane/worker/event-batch.ts';
+import { FORWARDED_CHANNELS, type ThreadMessage } from '../../../lib/dataplane/worker/protocol.ts';
+
+type Batch = Extract<ThreadMessage, { type: 'batch' }>;
+
+function collector() {
+  const posted: Batch[] = [];
+  let next: ((batch: Batch) => void) | null = null;
+  const post = (message: ThreadMessage) => {
+    if (message.type !== 'batch') return;
+    // what a MessagePort would do with it
+    const batch = structuredClone(message);
+    posted.push(batch);
+    next?.(batch);
+  };
+  const nextBatch = () => new Promise<Batch>((resolve) => (next = resolve));
+  return { posted, post, nextBatch };
+}
+
+// the batch's timer does not hold the process open (a thread's port does): hold it while we wait
+const open = setInterval(() => {}, 60_000);
+t.teardown(() => clearInterval(open));
+
+const REQUEST = FORWARDED_CHANNELS.indexOf(requestLogged);
+const ERROR = FORWARDED_CHANNELS.indexOf(dataplaneError);
+
+t.test('600 records: two full batches at once, the rest on the next tick', async (t) => {
+  const stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
+  const { posted, post, nextBatch } = collector();
+  const batch = createEventBatch({ post, stats: () => stats, intervalMs: 20 });
+  t.teardown(() => batch.stop());
+  for (let i = 0; i < 600; i++) {
+    stats.requests++;
+    requestLogged.publish({ i });
+  }
+  t.equal(posted.length, 2, 'a message per 256 records, not per record');
+  t.strictSame(
+    posted.map((b) => b.events.length),
+    [256, 256],
+  );
+  const last = await nextBatch();
+  t.equal(last.events.length, 88, 'the rest on the tick');
+  const order = posted.flatMap((b) =>
+    b.events.map(([channel, payload]) => [channel, (payload as { i: number }).i]),
+  );
+  t.strictSame(
+    order,
+    Array.from({ length: 600 }, (_, i) => [REQUEST, i]),
+    'every record once, in order, on its channel',
+  );
+  t.equal(last.stats.requests, 600, 'the counters ride along');
+});
+
+t.test('counters alone are posted when they change, and not when they do not', async (t) => {
+  const stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
+  const { posted, post, nextBatch } = collector();
+  const batch = createEventBatch({ post, stats: () => stats, intervalMs: 10 });
+  t.teardown(() => batch.stop());
+  stats.accepted = 1;
+  stats.active = 1;
+  const first = await nextBatch();
+  t.strictSame(first, { type: 'batch', events: [], stats: { accepted: 1, active: 1, requests: 0 } });
+  batch.flush();
+  t.equal(posted.length, 1, 'nothing new: nothing posted');
+  stats.active = 0;
+  batch.flush();
+  t.equal(posted.at(-1)?.stats.active, 0);
+});
+
+t.test('a record that cannot be cloned does not lose the batch', async (t) => {
+  const { posted } = collector();
+  const stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
+  const batch = createEventBatch({
+    post: (message) => {
+      structuredClone(message); // throws as postMessage would
+      posted.push(message as Batch);
+    },
+    stats: () => stats,
+    intervalMs: 60_000,
+  });
+  requestLogged.publish({ i: 1 });
+  requestLogged.publish({ i: 2, callback: () => {} });
+  batch.stop();
+  t.equal(posted.length, 1);
+  t.strictSame(posted[0]?.events[0], [REQUEST, { i: 1 }]);
+  t.equal(posted[0]?.events[1]?.[0], ERROR, 'a data-plane error instead');
+  t.match(posted[0]?.events[1]?.[1], { message: /could not forward a ingress-ts:dataplane:request record/ });
+});
