@@ -11,6 +11,7 @@ import { serialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { ErrorCode } from '../../errors.ts';
 import type { Model } from '../../model/index.ts';
+import { ZoneMemory } from '../access/zone-memory.ts';
 import type { RuntimeDescription, ThreadDescription } from '../describe/types.ts';
 import { dataplaneError, runtimeSwapped } from '../events.ts';
 import type { DataPlaneHandle, DataPlaneStats, ListenAddresses, SwapResult } from '../handle.ts';
@@ -19,6 +20,7 @@ import {
   type ThreadCall,
   type ThreadDataPlaneOptions,
   type ThreadMessage,
+  type ZoneBuffers,
 } from './protocol.ts';
 
 export interface DataPlaneThreadsOptions extends ThreadDataPlaneOptions {
@@ -93,7 +95,9 @@ export class DataPlaneThreads implements DataPlaneHandle {
   readonly #options: ThreadDataPlaneOptions;
   readonly #slots: Thread[] = [];
   /** the model every thread serves or is being given, serialised once */
-  #model: { hash: string; bytes: Uint8Array } | null = null;
+  #model: { hash: string; bytes: Uint8Array; zones: ZoneBuffers } | null = null;
+  /** the rate-limit zones every thread counts in (access/zone-memory.ts): owned here, posted with each model */
+  readonly #zones = new ZoneMemory();
   /** the ports every thread listens on, once the first bound them */
   #ports: { http: number; https: number } | null = null;
   #served = false;
@@ -120,11 +124,12 @@ export class DataPlaneThreads implements DataPlaneHandle {
 
   async apply(model: Model): Promise<SwapResult> {
     const bytes = serialize(model);
+    const zones = this.#zones.buffersFor(model);
     // A compile that throws in one thread rejects the whole apply, while the others may serve the
     // new model already; the compile is deterministic, so they all throw alike in practice, and the
     // next model puts every thread on it. A replacement starts on the model known to compile.
-    const results = await Promise.all(this.#slots.map((_, index) => this.#applyTo(index, bytes)));
-    this.#model = { hash: model.hash, bytes };
+    const results = await Promise.all(this.#slots.map((_, index) => this.#applyTo(index, bytes, zones)));
+    this.#model = { hash: model.hash, bytes, zones };
     const first = results[0] as SwapResult;
     const differing = results.filter((result) => result.kind !== first.kind || result.hash !== first.hash);
     if (differing.length > 0) {
@@ -213,12 +218,12 @@ export class DataPlaneThreads implements DataPlaneHandle {
   }
 
   /** Applies `bytes` to the thread in `index`; if that thread stops first, its replacement's start covers it. */
-  async #applyTo(index: number, bytes: Uint8Array): Promise<SwapResult> {
+  async #applyTo(index: number, bytes: Uint8Array, zones: ZoneBuffers): Promise<SwapResult> {
     for (;;) {
       const thread = this.#slots[index] as Thread;
       try {
         await thread.up;
-        const result = await thread.call<SwapResult>({ type: 'apply', model: bytes });
+        const result = await thread.call<SwapResult>({ type: 'apply', model: bytes, zones });
         thread.hash = result.hash;
         return result;
       } catch (error) {
@@ -290,7 +295,11 @@ export class DataPlaneThreads implements DataPlaneHandle {
     try {
       const model = this.#model;
       if (model !== null) {
-        const result = await thread.call<SwapResult>({ type: 'apply', model: model.bytes });
+        const result = await thread.call<SwapResult>({
+          type: 'apply',
+          model: model.bytes,
+          zones: model.zones,
+        });
         thread.hash = result.hash;
       }
       if (this.#ports !== null) await thread.call({ type: 'listen', ports: this.#ports });

@@ -23,9 +23,15 @@ export interface ThreadDataPlaneOptions {
  */
 export const FORWARDED_CHANNELS = [requestLogged, requestRefused, dataplaneError, requestFailed] as const;
 
+/**
+ * The rate-limit zones of a model, key → buffer: postMessage shares a SharedArrayBuffer (every thread
+ * counts in the same memory, as NGINX's workers share a zone), it does not copy it.
+ */
+export type ZoneBuffers = ReadonlyMap<string, SharedArrayBuffer>;
+
 /** Main thread → worker: a call, answered by a `reply` with the same id. */
 export type ThreadCall =
-  | { type: 'apply'; id: number; model: Uint8Array }
+  | { type: 'apply'; id: number; model: Uint8Array; zones: ZoneBuffers }
   | { type: 'listen'; id: number; ports: { http: number; https: number } | null }
   | { type: 'describe'; id: number }
   | { type: 'flush'; id: number }

@@ -6,6 +6,7 @@
 import { deserialize } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Model } from '../../model/index.ts';
+import { ZoneMemory } from '../access/zone-memory.ts';
 import { DataPlane } from '../dataplane.ts';
 import { createEventBatch } from './event-batch.ts';
 import type { ThreadCall, ThreadDataPlaneOptions, ThreadMessage } from './protocol.ts';
@@ -14,13 +15,16 @@ const port = parentPort;
 if (port === null) throw new Error('thread-main.ts runs as a data-plane worker thread');
 
 const options = workerData as ThreadDataPlaneOptions;
-const dataPlane = new DataPlane({ ...options, reusePort: true });
+// the zones' buffers come from the main thread with each model: every thread counts in the same ones
+const zoneMemory = new ZoneMemory();
+const dataPlane = new DataPlane({ ...options, reusePort: true, zoneMemory });
 const post = (message: ThreadMessage) => port.postMessage(message);
 const batch = createEventBatch({ post, stats: () => dataPlane.stats });
 
 async function answer(call: ThreadCall): Promise<unknown> {
   switch (call.type) {
     case 'apply':
+      zoneMemory.adopt(call.zones);
       return dataPlane.apply(deserialize(call.model) as Model);
     case 'listen':
       return dataPlane.listen(call.ports ?? undefined);

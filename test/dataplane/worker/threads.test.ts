@@ -174,3 +174,44 @@ t.test('close drains the requests in flight in every thread', async (t) => {
   await closed;
   await t.rejects(send(port, 'one.test', '/'), 'nothing listens any more');
 });
+
+t.test('rate limits count once per replica: both threads count in the same zone', async (t) => {
+  const backend = echoBackend('web');
+  const backendPort = await listen(backend);
+  t.teardown(() => new Promise<void>((resolve) => backend.close(() => resolve())));
+  const pool = new DataPlaneThreads({
+    threads: 2,
+    httpPort: 0,
+    httpsPort: 0,
+    bindAddress: '127.0.0.1',
+    generatedDefaultCertificate,
+  });
+  t.teardown(() => pool.close());
+  // limit-rpm 1 with the default burst multiplier 5: one zone lets 1 + 5 through at once (the
+  // bucket drains 1/60 of a request per second, far less than one during the test)
+  const limited = build({
+    ingresses: [
+      ingress('limited', {
+        nginx: { 'limit-rpm': '1' },
+        rules: [rule('limited.test', path('/', 'web:80'))],
+      }),
+    ],
+    services: [service('web', [{ port: 80, targetPort: backendPort }])],
+    slices: [slice('web', [{ addresses: ['127.0.0.1'] }], [{ port: backendPort }])],
+  }).model;
+  await pool.apply(limited);
+  const { http } = await pool.listen();
+  const before = await perThread(pool);
+  const statuses = await requests(http.port, 'limited.test', 40);
+  const counts = (await perThread(pool)).map((n, i) => n - (before[i] ?? 0));
+  t.ok(
+    counts.every((n) => n >= 6),
+    `each thread saw enough requests to let a whole burst through on its own (${counts.join(' + ')})`,
+  );
+  t.equal(statuses.filter((status) => status === 200).length, 6, 'one burst in all, not one per thread');
+  t.equal(
+    statuses.filter((status) => status === 503).length,
+    34,
+    'the rest refused with limit-req-status-code',
+  );
+});
