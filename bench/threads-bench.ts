@@ -260,7 +260,18 @@ interface Measured {
   ratios: number[];
   /** per round: req/s ÷ the same kind with one thread */
   scaling: number[];
+  /** after all contenders started, before any load */
+  idleRssKiB: number | null;
   rssKiB: number | null;
+}
+
+/** RSS of the proxy's processes summed (NGINX: master + workers), KiB. */
+function proxyRss(contender: Contender): number | null {
+  const values = contender
+    .pids()
+    .map(rssKiB)
+    .filter((v): v is number => v !== null);
+  return values.length === 0 ? null : values.reduce((a, b) => a + b, 0);
 }
 
 async function measure(contenders: Contender[], options: Options): Promise<Measured[]> {
@@ -270,10 +281,17 @@ async function measure(contenders: Contender[], options: Options): Promise<Measu
   };
   const load = (c: Contender, seconds: number) =>
     wrk(`http://127.0.0.1:${c.port}/`, options.connections, seconds, HOST, c.pids, placement);
-  for (const c of contenders) await load(c, options.warmup); // JIT, pools, thread start: not recorded
   const measured = contenders.map(
-    (contender): Measured => ({ contender, runs: [], ratios: [], scaling: [], rssKiB: null }),
+    (contender): Measured => ({
+      contender,
+      runs: [],
+      ratios: [],
+      scaling: [],
+      idleRssKiB: proxyRss(contender),
+      rssKiB: null,
+    }),
   );
+  for (const c of contenders) await load(c, options.warmup); // JIT, pools, thread start: not recorded
   for (let round = 1; round <= options.rounds; round++) {
     const rps = new Map<string, number>();
     for (const m of measured) {
@@ -291,28 +309,24 @@ async function measure(contenders: Contender[], options: Options): Promise<Measu
       if (one) m.scaling.push(own / one);
     }
   }
-  for (const m of measured) {
-    const pids = m.contender.pids();
-    const values = pids.map(rssKiB).filter((v): v is number => v !== null);
-    m.rssKiB = values.length === 0 ? null : values.reduce((a, b) => a + b, 0);
-  }
+  for (const m of measured) m.rssKiB = proxyRss(m.contender);
   return measured;
 }
 
 // --- report ---------------------------------------------------------------------------------------------
 
-const mib = (kib: number | null) => (kib === null ? 'n/a' : (kib / 1024).toFixed(1));
+const mib = (kib: number | null) => (kib === null || Number.isNaN(kib) ? 'n/a' : (kib / 1024).toFixed(1));
 const pass = (ok: boolean) => (ok ? 'met' : '**not met**');
 
 function resultsTable(measured: Measured[]): string {
   const lines = [
-    '| contender | cores | req/s (median) | × NGINX same N | p99 ms | proxy CPU µs/req | RSS MiB | socket errors (sum) | non-2xx/3xx (sum) | req/s per round |',
+    '| contender | cores | req/s (median) | × NGINX same N | p99 ms | proxy CPU µs/req | RSS MiB idle / after | socket errors (sum) | non-2xx/3xx (sum) | req/s per round |',
     '|---|---|--:|--:|--:|--:|--:|--:|--:|---|',
   ];
-  for (const { contender, runs, ratios, rssKiB: rss } of measured) {
+  for (const { contender, runs, ratios, idleRssKiB: idle, rssKiB: rss } of measured) {
     const cpu = runs.map((r) => r.cpuUsPerReq).filter((v): v is number => v !== null);
     lines.push(
-      `| ${contender.name} | ${contender.cores} | ${int(median(runs.map((r) => r.rps)))} | ${fixed(median(ratios), 2)} | ${fixed(median(runs.map((r) => r.p99)), 2)} | ${cpu.length > 0 ? fixed(median(cpu), 1) : '–'} | ${mib(rss)} | ${int(runs.reduce((s, r) => s + errorsOf(r), 0))} | ${int(runs.reduce((s, r) => s + r.non2xx, 0))} | ${runs.map((r) => int(r.rps)).join(' / ')} |`,
+      `| ${contender.name} | ${contender.cores} | ${int(median(runs.map((r) => r.rps)))} | ${fixed(median(ratios), 2)} | ${fixed(median(runs.map((r) => r.p99)), 2)} | ${cpu.length > 0 ? fixed(median(cpu), 1) : '–'} | ${mib(idle)} / ${mib(rss)} | ${int(runs.reduce((s, r) => s + errorsOf(r), 0))} | ${int(runs.reduce((s, r) => s + r.non2xx, 0))} | ${runs.map((r) => int(r.rps)).join(' / ')} |`,
     );
   }
   return lines.join('\n');
@@ -338,14 +352,17 @@ function targets(measured: Measured[], options: Options): string {
       `- ${n} threads ≥ 0.8 × ${n} × one thread: ingress-ts ×${n} ÷ ×1 = ${fixed(tsScale, 2)} (target ${fixed(0.8 * n, 2)}): ${pass(tsScale >= 0.8 * n)}; NGINX ×${n} ÷ ×1 = ${fixed(nginxScale, 2)} in the same setup (per round: ingress-ts ${ts.scaling.map((r) => fixed(r, 2)).join(' / ')}; NGINX ${nginx.scaling.map((r) => fixed(r, 2)).join(' / ')})`,
       `- ingress-ts's ${n}-over-1 within 10% of NGINX's: ${fixed(relative, 2)} × NGINX's scaling (median of the per-round quotients; target ≥ 0.90): ${pass(relative >= 0.9)}`,
     );
-    if (tsOne.rssKiB !== null && ts.rssKiB !== null) {
-      const perThread = (ts.rssKiB - tsOne.rssKiB) / (n - 1);
-      lines.push(
-        `- RSS per added thread < 40 MiB: (${mib(ts.rssKiB)} − ${mib(tsOne.rssKiB)}) ÷ ${n - 1} = ${mib(perThread)} MiB: ${pass(perThread < 40 * 1024)}; NGINX per added worker: ${nginx.rssKiB === null || find('nginx', 1).rssKiB === null ? 'n/a' : mib((nginx.rssKiB - find('nginx', 1).rssKiB!) / (n - 1))} MiB`,
-      );
-    }
+    lines.push(rssPerThread(ts, tsOne, find('nginx', 1), nginx, n));
   }
   return lines.join('\n');
+}
+
+/** RSS per added thread after the rounds (the target), and idle; NGINX's per added worker beside it. */
+function rssPerThread(ts: Measured, tsOne: Measured, nginxOne: Measured, nginx: Measured, n: number): string {
+  const added = (many: number | null, one: number | null) =>
+    many === null || one === null ? Number.NaN : (many - one) / (n - 1);
+  const after = added(ts.rssKiB, tsOne.rssKiB);
+  return `- RSS per added thread < 40 MiB: after the rounds (${mib(ts.rssKiB)} − ${mib(tsOne.rssKiB)}) ÷ ${n - 1} = ${mib(after)} MiB: ${Number.isNaN(after) ? 'n/a' : pass(after < 40 * 1024)}; idle, before any load: ${mib(added(ts.idleRssKiB, tsOne.idleRssKiB))} MiB; NGINX per added worker after the rounds: ${mib(added(nginx.rssKiB, nginxOne.rssKiB))} MiB`;
 }
 
 function accessLogs(measured: Measured[], warmup: number): string {
@@ -373,7 +390,7 @@ function header(options: Options, contenders: Contender[], upstreamCommand: stri
 - node: ${process.version}; ${version(['nginx', '-v'])}; ${version(['wrk', '-v'])}
 - pinning: ${isPinned() ? `N threads (workers) on the first N of cores ${options.cores.join(',')}; wrk (-t${options.loadCores.length}) and the upstream NGINX on ${options.loadCores.join(',')}; ${overlap}` : '**taskset missing: nothing pinned**'}
 - contenders: NGINX with \`worker_processes N\` (\`listen … reuseport\`, as ingress-nginx renders it with its default \`reuse-port: true\`), ingress-nginx's location settings and its default access log format to a file; ingress-ts in standalone mode with ConfigMap \`worker-processes: N\`, its default features (per-request metrics, the access log as JSON lines to a file)
-- method: a ${options.warmup} s unrecorded warm-up per contender, then ${options.rounds} interleaved round(s), each running ${contenders.map((c) => c.name).join(', ')} in that order, with \`wrk -c${options.connections}\` for ${options.duration} s each; medians over rounds. × NGINX and N-over-1 are medians of per-round ratios. Proxy CPU is utime+stime of the proxy (NGINX: master + workers; ingress-ts: the process, all its threads) over the run, divided by the requests. RSS after the rounds: NGINX master + workers summed (shared pages counted in each), ingress-ts the process.
+- method: a ${options.warmup} s unrecorded warm-up per contender, then ${options.rounds} interleaved round(s), each running ${contenders.map((c) => c.name).join(', ')} in that order, with \`wrk -c${options.connections}\` for ${options.duration} s each; medians over rounds. × NGINX and N-over-1 are medians of per-round ratios. Proxy CPU is utime+stime of the proxy (NGINX: master + workers; ingress-ts: the process, all its threads) over the run, divided by the requests. RSS idle (all contenders started, before the warm-up) and after the rounds: NGINX master + workers summed (shared pages counted in each), ingress-ts the process.
 - upstream: NGINX, one worker per load core, \`return 200\` with a 1,024-byte body, keep-alive
 
 Commands:
