@@ -357,12 +357,16 @@ function targets(measured: Measured[], options: Options): string {
   return lines.join('\n');
 }
 
-/** RSS per added thread after the rounds (the target), and idle; NGINX's per added worker beside it. */
+/**
+ * RSS per added thread after the rounds (the target), and idle; NGINX's per added worker beside it.
+ * ingress-ts with one thread serves on the main thread; with N > 1, N worker threads serve and the
+ * main thread keeps the controller, so going from 1 to N adds N isolates: each one's cost is shown too.
+ */
 function rssPerThread(ts: Measured, tsOne: Measured, nginxOne: Measured, nginx: Measured, n: number): string {
-  const added = (many: number | null, one: number | null) =>
-    many === null || one === null ? Number.NaN : (many - one) / (n - 1);
-  const after = added(ts.rssKiB, tsOne.rssKiB);
-  return `- RSS per added thread < 40 MiB: after the rounds (${mib(ts.rssKiB)} − ${mib(tsOne.rssKiB)}) ÷ ${n - 1} = ${mib(after)} MiB: ${Number.isNaN(after) ? 'n/a' : pass(after < 40 * 1024)}; idle, before any load: ${mib(added(ts.idleRssKiB, tsOne.idleRssKiB))} MiB; NGINX per added worker after the rounds: ${mib(added(nginx.rssKiB, nginxOne.rssKiB))} MiB`;
+  const added = (many: number | null, one: number | null, by: number) =>
+    many === null || one === null ? Number.NaN : (many - one) / by;
+  const after = added(ts.rssKiB, tsOne.rssKiB, n - 1);
+  return `- RSS per added thread < 40 MiB: after the rounds (${mib(ts.rssKiB)} − ${mib(tsOne.rssKiB)}) ÷ ${n - 1} = ${mib(after)} MiB: ${Number.isNaN(after) ? 'n/a' : pass(after < 40 * 1024)}; idle, before any load: ${mib(added(ts.idleRssKiB, tsOne.idleRssKiB, n - 1))} MiB. Per worker thread (÷ ${n}: with N > 1 the data plane leaves the main thread for ${n} workers): ${mib(added(ts.rssKiB, tsOne.rssKiB, n))} MiB after, ${mib(added(ts.idleRssKiB, tsOne.idleRssKiB, n))} MiB idle. NGINX per added worker after the rounds: ${mib(added(nginx.rssKiB, nginxOne.rssKiB, n - 1))} MiB`;
 }
 
 function accessLogs(measured: Measured[], warmup: number): string {
