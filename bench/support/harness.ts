@@ -69,8 +69,8 @@ export function log(message: string): void {
   process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 }
 
-/** argv prefixed with `taskset -c CORE` when taskset exists. */
-export const pinned = (core: number, argv: string[]): string[] =>
+/** argv prefixed with `taskset -c CORES` when taskset exists; CORES is one core or a list ("0,1"). */
+export const pinned = (core: number | string, argv: string[]): string[] =>
   hasTaskset ? ['taskset', '-c', String(core), ...argv] : argv;
 
 export const isPinned = (): boolean => hasTaskset;

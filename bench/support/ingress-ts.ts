@@ -1,5 +1,5 @@
 // ingress-ts in standalone mode as a benchmark contender: bin/ingress-ts.ts over a manifests folder,
-// on loopback, pinned to core 0.
+// on loopback, pinned to core 0 (or the cores given).
 
 import { fail, pinned, probe, type Started, startProcess, waitFor } from './harness.ts';
 
@@ -23,6 +23,8 @@ export interface IngressTsOptions {
   readyTimeoutMs?: number;
   /** how often readiness is polled [100] */
   pollMs?: number;
+  /** taskset's core list [0]; with `worker-processes` > 1 in the ConfigMap, one core per thread */
+  cores?: number | string;
 }
 
 export function ingressTsArgv(options: IngressTsOptions): string[] {
@@ -47,11 +49,11 @@ export function ingressTsArgv(options: IngressTsOptions): string[] {
   ];
 }
 
-/** Starts ingress-ts on core 0 and waits until `readyHost` answers 200 over plain HTTP. */
+/** Starts ingress-ts on `cores` (core 0) and waits until `readyHost` answers 200 over plain HTTP. */
 export async function startIngressTs(
   options: IngressTsOptions,
 ): Promise<{ started: Started; command: string }> {
-  const argv = pinned(0, ingressTsArgv(options));
+  const argv = pinned(options.cores ?? 0, ingressTsArgv(options));
   const started = startProcess(argv);
   await waitFor(
     'ingress-ts',
@@ -82,4 +84,84 @@ export function parseLogLine(text: string): LogLine | null {
   } catch {
     return null;
   }
+}
+
+export interface PlainManifestsOptions {
+  host: string;
+  upstreamPort: number;
+  /** ConfigMap data, e.g. `worker-processes` or `access-log-path` (values are quoted) */
+  configMap: Record<string, string>;
+}
+
+/**
+ * The smallest manifests for a contender: the IngressClass, a ConfigMap `bench/ingress-ts` (pass
+ * `--configmap bench/ingress-ts`), one Service with one EndpointSlice (127.0.0.1:upstreamPort) and
+ * one Ingress for `host` on `/` (Prefix), plain HTTP.
+ */
+export function plainManifests(options: PlainManifestsOptions): string {
+  const data = Object.entries(options.configMap)
+    .map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`)
+    .join('\n');
+  return `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: ingress-ts
+spec:
+  controller: ingress-ts.dev/controller
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ingress-ts
+  namespace: bench
+data:
+${data}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: bench
+  namespace: bench
+spec:
+  ports:
+    - name: http
+      port: 80
+      targetPort: http
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: bench-0
+  namespace: bench
+  labels:
+    kubernetes.io/service-name: bench
+addressType: IPv4
+ports:
+  - name: http
+    port: ${options.upstreamPort}
+    protocol: TCP
+endpoints:
+  - addresses: ["127.0.0.1"]
+    conditions:
+      ready: true
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: bench
+  namespace: bench
+spec:
+  ingressClassName: ingress-ts
+  rules:
+    - host: ${options.host}
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend:
+              service:
+                name: bench
+                port:
+                  number: 80
+`;
 }

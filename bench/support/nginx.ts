@@ -9,8 +9,9 @@ import { fail, pinned, run, type Started, startProcess } from './harness.ts';
 const BODY_1K = 'x'.repeat(1023);
 export const ONE_MIB = 1024 * 1024;
 
-export function nginxCommon(prefix: string): string {
-  return `worker_processes 1;
+/** The main context; `workers` is `worker_processes` (the scaling benchmark raises it). */
+export function nginxCommon(prefix: string, workers = 1): string {
+  return `worker_processes ${workers};
 daemon off;
 pid ${prefix}/nginx.pid;
 error_log ${prefix}/error.log warn;
@@ -53,8 +54,8 @@ export function writeOneMiB(dir: string): void {
   writeFileSync(join(dir, '1m.bin'), Buffer.alloc(ONE_MIB, 'y'), { mode: 0o644 });
 }
 
-/** Writes `conf` under `prefix`, checks it with `nginx -t`, starts NGINX pinned to `core`. */
-export async function startNginx(prefix: string, conf: string, core: number): Promise<Started> {
+/** Writes `conf` under `prefix`, checks it with `nginx -t`, starts NGINX pinned to `core` (or a list). */
+export async function startNginx(prefix: string, conf: string, core: number | string): Promise<Started> {
   mkdirSync(prefix, { recursive: true });
   const confPath = join(prefix, 'nginx.conf');
   writeFileSync(confPath, conf);

@@ -1,4 +1,4 @@
-// wrk runs pinned to core 1, parsed, with the CPU time of the process under test sampled around them:
+// wrk runs pinned to core 1 (or the cores given), parsed, with the CPU time of the process under test sampled around them:
 // `wrk` for a fixed duration, `startWrk` for a run stopped with SIGINT when the caller is done (wrk
 // then prints its usual summary, over the time it actually ran).
 
@@ -55,11 +55,25 @@ export function parseWrk(out: string): Omit<WrkResult, 'cpuUsPerReq' | 'raw'> {
 /** Every distinct wrk command line run so far, for the report. */
 export const wrkCommands: string[] = [];
 
+/** Where wrk runs and with how many threads; the default is core 1, one thread. */
+export interface WrkPlacement {
+  cores: number | string;
+  threads: number;
+}
+
+const CORE_1: WrkPlacement = { cores: 1, threads: 1 };
+
 /** `taskset -c 1 wrk -t1 -cN -dDs --latency -H 'Host: host' url`, recorded in `wrkCommands`. */
-function wrkArgv(url: string, connections: number, seconds: number, host: string): string[] {
-  const argv = pinned(1, [
+function wrkArgv(
+  url: string,
+  connections: number,
+  seconds: number,
+  host: string,
+  placement: WrkPlacement,
+): string[] {
+  const argv = pinned(placement.cores, [
     'wrk',
-    '-t1',
+    `-t${placement.threads}`,
     `-c${connections}`,
     `-d${seconds}s`,
     '--latency',
@@ -81,15 +95,16 @@ function result(out: string, pids: number[], ticks: number): WrkResult {
 
 const ticksOf = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
 
-/** One wrk run on core 1 with `Host: host`; the CPU of `cpuPids` is sampled around it. */
+/** One wrk run on core 1 (or `placement`) with `Host: host`; the CPU of `cpuPids` is sampled around it. */
 export async function wrk(
   url: string,
   connections: number,
   seconds: number,
   host: string,
   cpuPids: () => number[],
+  placement: WrkPlacement = CORE_1,
 ): Promise<WrkResult> {
-  const argv = wrkArgv(url, connections, seconds, host);
+  const argv = wrkArgv(url, connections, seconds, host, placement);
   const pids = cpuPids();
   const before = ticksOf(pids);
   const { code, out } = await run(argv, (seconds + 20) * 1000);
@@ -116,7 +131,7 @@ export function startWrk(
   host: string,
   cpuPids: () => number[],
 ): RunningWrk {
-  const argv = wrkArgv(url, connections, maxSeconds, host);
+  const argv = wrkArgv(url, connections, maxSeconds, host, CORE_1);
   const pids = cpuPids();
   const before = ticksOf(pids);
   const started = startProcess(argv);
