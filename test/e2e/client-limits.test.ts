@@ -18,6 +18,7 @@ import { listen, send, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { raw } from '../support/raw-http.ts';
 import { nextSwap } from '../support/swaps.ts';
+import { withTestThreads } from '../support/threads.ts';
 
 t.setTimeout(120_000);
 
@@ -25,7 +26,7 @@ const configMap = (data: Record<string, string>) => `---
 apiVersion: v1
 kind: ConfigMap
 metadata: { name: ingress-ts, namespace: ingress }
-data: ${JSON.stringify(data)}
+data: ${JSON.stringify(withTestThreads(data))}
 `;
 
 /** Resolves once `check` holds, looking again on every turn of the event loop (bounded by tap's timeout). */

@@ -17,6 +17,7 @@ import { send } from '../support/echo.ts';
 import { listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { ERROR, errorCode, FRAME, rawH2 } from '../support/raw-h2.ts';
+import { withTestThreads } from '../support/threads.ts';
 
 /** A backend that holds every request until `release`, counting what it holds and its connections. */
 function slowBackend() {
@@ -76,7 +77,7 @@ async function setUp(t: Test, config: Record<string, string> = {}) {
 apiVersion: v1
 kind: ConfigMap
 metadata: { name: ingress-ts, namespace: ingress }
-data: ${JSON.stringify(config)}
+data: ${JSON.stringify(withTestThreads(config))}
 `,
     ].join(''),
   );

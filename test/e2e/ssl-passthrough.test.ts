@@ -24,6 +24,7 @@ import { echoBackend, seenBy } from '../support/echo.ts';
 import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml, tlsSecret } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
+import { TEST_THREADS_ENTRY } from '../support/threads.ts';
 
 const fixture = (name: string) =>
   readFile(new URL(`../fixtures/backend-tls/${name}`, import.meta.url), 'utf8');
@@ -204,7 +205,7 @@ async function setUp(t: Test, flags: string[]): Promise<Setup> {
       join(dir, 'all.yaml'),
       [
         INGRESS_CLASS,
-        '---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: e2e }\ndata: { client-header-timeout: "1" }\n',
+        `---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: e2e }\ndata: { ${TEST_THREADS_ENTRY}client-header-timeout: "1" }\n`,
         `---\n${tlsSecret('e2e', 'a-tls', pem('a-example'))}`,
         serviceYaml('tls-a', [a.port]),
         serviceYaml('tls-failover', [refused, b.port]),
