@@ -514,7 +514,7 @@ t.test('access log settings from the ConfigMap: disable-access-log, access-log-p
   const base = await readFile(join(dir, 'base.yaml'), 'utf8');
   await writeFile(
     join(dir, 'base.yaml'),
-    base.replace('{ disable-access-log: "true" }', `{ access-log-path: "${file}" }`),
+    base.replace('disable-access-log: "true"', `access-log-path: "${file}"`),
   );
   await swapped;
   done = nextRecords(2);
