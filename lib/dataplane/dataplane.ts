@@ -77,6 +77,8 @@ export class DataPlane implements DataPlaneHandle {
   /** ssl-passthrough's front of the HTTPS listener, or null without --enable-ssl-passthrough */
   readonly #passthrough: PassthroughFront | null = null;
   #runtime: Runtime | null = null;
+  #draining: Promise<void> | null = null;
+  #serversClosed: Promise<void> = Promise.resolve();
   /** what this data plane keeps across its runtimes (path regexes, bcrypt outcomes, verified leaves) */
   readonly #caches: RuntimeCaches;
   /** parsed certificates of /debug/model descriptions */
@@ -242,10 +244,34 @@ export class DataPlane implements DataPlaneHandle {
    * last. Resolves once every listener is closed.
    */
   async close(drainMs = 0): Promise<void> {
+    await this.drain(drainMs);
+    await this.closeTunnels();
+  }
+
+  /**
+   * The first half of close: stop accepting, let requests in flight finish for up to `drainMs`, then
+   * close the HTTP connections left; tunnels stay open. Several threads all drain before any cuts its
+   * tunnels, so a tunnel outlives every thread's requests, as with one thread. Once only: a second
+   * call gets the first one's promise.
+   */
+  drain(drainMs = 0): Promise<void> {
+    this.#draining ??= this.#drainOnce(drainMs);
+    return this.#draining;
+  }
+
+  /** The second half of close, after drain: WebSocket and ssl-passthrough tunnels, then the listeners. */
+  async closeTunnels(): Promise<void> {
+    await this.drain();
+    await this.#proxy.close();
+    await this.#authClient.close();
+    await this.#serversClosed;
+  }
+
+  async #drainOnce(drainMs: number): Promise<void> {
     const servers = [this.#http, this.#https];
-    const closed = Promise.all(
+    this.#serversClosed = Promise.all(
       servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
-    );
+    ).then(() => undefined);
     const drained = this.#requests.drain();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {
@@ -253,14 +279,10 @@ export class DataPlane implements DataPlaneHandle {
     });
     await Promise.race([drained, deadline]);
     clearTimeout(timer);
-    // the requests are done (or out of time): the connections, then the WebSocket tunnels
+    // the requests are done (or out of time): the connections; tunnels are closeTunnels' part
     this.#http.closeAllConnections();
     this.#httpsListener.destroyAll();
     this.#passthrough?.destroyPending();
-    // tunnels last: WebSockets and ssl-passthrough connections
-    await this.#proxy.close();
-    await this.#authClient.close();
-    await closed;
   }
 
   /** While draining: idle HTTP/1.1 connections closed, HTTP/2 sessions told GOAWAY. */

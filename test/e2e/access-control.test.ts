@@ -18,13 +18,14 @@ import { pem } from '../model/helpers.ts';
 import { getFrom } from '../support/client.ts';
 import { listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml, tlsSecret } from '../support/manifests.ts';
+import { withTestThreads } from '../support/threads.ts';
 
 const FORBIDDEN = '<html>\r\n<head><title>403 Forbidden</title></head>';
 
 const site = (name: string, annotations: Record<string, string>, service = 'web') =>
   ingressYaml({ name, host: `${name}.test`, service, annotations });
 const configMap = (data: Record<string, string>) =>
-  `---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: e2e }\ndata: ${JSON.stringify(data)}\n`;
+  `---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: e2e }\ndata: ${JSON.stringify(withTestThreads(data))}\n`;
 
 async function controllerOver(t: Test, manifests: string[], ...flags: string[]) {
   const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-access-'));

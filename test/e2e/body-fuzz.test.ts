@@ -31,6 +31,7 @@ import {
 import { get, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
+import { withTestThreads } from '../support/threads.ts';
 
 t.setTimeout(90_000);
 
@@ -47,7 +48,7 @@ async function deadPort(): Promise<number> {
 }
 
 function configMap(data: Record<string, string>): string {
-  const entries = Object.entries(data)
+  const entries = Object.entries(withTestThreads(data))
     .map(([k, v]) => `${k}: ${JSON.stringify(v)}`)
     .join(', ');
   return `---

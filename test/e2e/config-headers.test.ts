@@ -17,6 +17,7 @@ import { start } from '../../lib/main.ts';
 import { listen, type Reply, send as sendRequest, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
+import { withTestThreads } from '../support/threads.ts';
 
 interface Seen {
   url: string;
@@ -62,7 +63,7 @@ const configMap = (name: string, data: Record<string, string>) => `---
 apiVersion: v1
 kind: ConfigMap
 metadata: { name: ${name}, namespace: ingress }
-data: ${JSON.stringify(data)}
+data: ${JSON.stringify(name === 'ingress-ts' ? withTestThreads(data) : data)}
 `;
 
 t.test('ConfigMap request/response keys through the proxy', async (t) => {

@@ -16,6 +16,7 @@ import { start } from '../../lib/main.ts';
 import { listen, send as sendRequest, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
+import { withTestThreads } from '../support/threads.ts';
 
 /** The application: `/status/<n>` answers n with a text body, anything else 200. */
 function app(): Server {
@@ -57,7 +58,7 @@ const configMap = (data: Record<string, string>) => `---
 apiVersion: v1
 kind: ConfigMap
 metadata: { name: ingress-ts, namespace: e2e }
-data: ${JSON.stringify(data)}
+data: ${JSON.stringify(withTestThreads(data))}
 `;
 
 t.test('custom-http-errors and default-backend through the proxy', async (t) => {

@@ -14,12 +14,13 @@ import { echoBackend, seenBy, send } from '../support/echo.ts';
 import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
+import { withTestThreads } from '../support/threads.ts';
 
 const configMap = (namespace: string, name: string, data: Record<string, string>) => `---
 apiVersion: v1
 kind: ConfigMap
 metadata: { name: ${name}, namespace: ${namespace} }
-data: ${JSON.stringify(data)}
+data: ${JSON.stringify(name === 'ingress-ts' ? withTestThreads(data) : data)}
 `;
 
 const global = (extra: Record<string, string> = {}) =>

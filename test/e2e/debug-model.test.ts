@@ -94,7 +94,7 @@ t.test('/debug/model describes the live configuration and follows swaps', async 
   };
 
   const first = await fetchModel();
-  t.equal(first.hash, controller.dataPlane.current?.hash, 'the hash of the runtime being served');
+  t.equal(first.hash, (await controller.handle.describe())?.hash, 'the hash of the runtime being served');
   t.strictSame(
     first.hosts.map((h) => h.host),
     ['a.example.com', 'bad.example.test', 'site.example.test', '_'],

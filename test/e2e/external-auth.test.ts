@@ -14,6 +14,7 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { listen, type Reply, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { TEST_THREADS_ENTRY } from '../support/threads.ts';
 
 interface Seen {
   method: string;
@@ -115,7 +116,7 @@ apiVersion: v1
 kind: ConfigMap
 metadata: { name: ingress-ts, namespace: e2e }
 data:
-  global-auth-url: "${base}/global"
+  ${TEST_THREADS_ENTRY.replace(', ', '\n  ')}global-auth-url: "${base}/global"
   global-auth-response-headers: X-Auth-User
 ---
 apiVersion: v1

@@ -16,6 +16,7 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { planeStats } from '../support/plane.ts';
 
 /** Listens on a free loopback port; resolves with the port. */
 async function listen(server: Server): Promise<number> {
@@ -39,9 +40,9 @@ const describe = (counts: Map<string, number>) =>
     .join(' ');
 
 /** Waits (turn by turn of the event loop, at most 5 s) until `done()`; closes are asynchronous. */
-async function settle(done: () => boolean): Promise<boolean> {
+async function settle(done: () => boolean | Promise<boolean>): Promise<boolean> {
   const deadline = performance.now() + 5000;
-  while (!done()) {
+  while (!(await done())) {
     if (performance.now() > deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
@@ -172,7 +173,7 @@ t.test('faulty backends: the right 5xx, safe retries, no crash, no leaked handle
   });
   const port = controller.http.port;
   t.equal((await attempt(port, 'refused.test')).status, 200, 'warmed up');
-  await settle(() => controller.dataPlane.stats.active === 0);
+  await settle(async () => (await planeStats(controller.handle)).active === 0);
   const warm = handles();
 
   const ROUNDS = 6;
@@ -224,7 +225,8 @@ t.test('faulty backends: the right 5xx, safe retries, no crash, no leaked handle
 
   t.equal((await attempt(port, 'refused.test')).status, 200, 'still serving');
   const settled = await settle(
-    () => controller.dataPlane.stats.active === 0 && sockets() <= (warm.get('TCPSocketWrap') ?? 0),
+    async () =>
+      (await planeStats(controller.handle)).active === 0 && sockets() <= (warm.get('TCPSocketWrap') ?? 0),
   );
   t.ok(
     settled,

@@ -27,6 +27,7 @@ import { pem } from '../model/helpers.ts';
 import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml, tlsSecret } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
+import { withTestThreads } from '../support/threads.ts';
 
 const HOST = 'a.example.com';
 const CERT = pem('a-example');
@@ -271,7 +272,7 @@ const configMapYaml = (data: Record<string, string>) => `---
 apiVersion: v1
 kind: ConfigMap
 metadata: { name: ingress-ts, namespace: e2e }
-data: ${JSON.stringify(data)}
+data: ${JSON.stringify(withTestThreads(data))}
 `;
 
 t.test('HTTP/2 listener and backend-protocol', async (t) => {

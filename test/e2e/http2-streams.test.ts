@@ -16,7 +16,9 @@ import { start } from '../../lib/main.ts';
 import { send } from '../support/echo.ts';
 import { listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { planeStats } from '../support/plane.ts';
 import { ERROR, errorCode, FRAME, rawH2 } from '../support/raw-h2.ts';
+import { withTestThreads } from '../support/threads.ts';
 
 /** A backend that holds every request until `release`, counting what it holds and its connections. */
 function slowBackend() {
@@ -76,7 +78,7 @@ async function setUp(t: Test, config: Record<string, string> = {}) {
 apiVersion: v1
 kind: ConfigMap
 metadata: { name: ingress-ts, namespace: ingress }
-data: ${JSON.stringify(config)}
+data: ${JSON.stringify(withTestThreads(config))}
 `,
     ].join(''),
   );
@@ -236,7 +238,7 @@ t.test('HTTP/1.1: what a client pipelines is read as it is served, not all at on
   // 1.8 MB of requests; keep-alive-requests (1000) closes the connection after the 1000th answer
   socket.write(one.repeat(50_000));
   await once(socket, 'close');
-  const parsed = controller.dataPlane.stats.requests;
+  const parsed = (await planeStats(controller.handle)).requests;
   // a 64 KiB read holds at most 1,771 of these requests
   t.ok(parsed < 1000 + 2 * 1771, `requests parsed: ${parsed} (of 50,000 sent)`);
   t.equal(backend.stats.total, 1000, 'the backend got the 1000 the connection allows');

@@ -14,6 +14,7 @@ import { start } from '../../lib/main.ts';
 import { echoBackend, seenBy, send } from '../support/echo.ts';
 import { listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { TEST_THREADS_ENTRY } from '../support/threads.ts';
 
 t.test('encoded paths reach the route ingress-nginx would pick', async (t) => {
   const admin = echoBackend('admin');
@@ -50,7 +51,7 @@ data: { X-Route: admin }
 apiVersion: v1
 kind: ConfigMap
 metadata: { name: ingress-ts, namespace: ingress }
-data: { global-allowed-response-headers: X-Route }
+data: { ${TEST_THREADS_ENTRY}global-allowed-response-headers: X-Route }
 `,
     ].join(''),
   );

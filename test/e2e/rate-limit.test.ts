@@ -15,11 +15,12 @@ import { start } from '../../lib/main.ts';
 import { getFrom } from '../support/client.ts';
 import { listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { withTestThreads } from '../support/threads.ts';
 
 const site = (name: string, annotations: Record<string, string>, service = 'web') =>
   ingressYaml({ name, host: `${name}.test`, service, annotations });
 const configMap = (data: Record<string, string>) =>
-  `---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: e2e }\ndata: ${JSON.stringify(data)}\n`;
+  `---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: e2e }\ndata: ${JSON.stringify(withTestThreads(data))}\n`;
 
 async function controllerOver(t: Test, manifests: string[]) {
   const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-limits-'));

@@ -12,6 +12,7 @@ import { start } from '../../lib/main.ts';
 import { pem } from '../model/helpers.ts';
 import { get, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml, tlsSecret } from '../support/manifests.ts';
+import { TEST_THREADS_ENTRY } from '../support/threads.ts';
 
 const site = (name: string, annotations: Record<string, string>, path = '/app') =>
   ingressYaml({ name, host: `${name}.test`, path, service: 'web', annotations });
@@ -129,7 +130,7 @@ t.test(
         INGRESS_CLASS,
         serviceYaml('web', []),
         // the ConfigMap turns ssl-redirect off: annotations turn it back on per route
-        '---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: e2e }\ndata: { ssl-redirect: "false" }\n',
+        `---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: e2e }\ndata: { ${TEST_THREADS_ENTRY}ssl-redirect: "false" }\n`,
         `---\n${tlsSecret('e2e', 'a-tls', pem('a-example'))}`,
         `---\n${tlsSecret('e2e', 'wild-tls', pem('wildcard-example'))}`,
         withTls(on('tlsoff', 'tlsoff.test', {}), 'tlsoff.test', 'a-tls'),

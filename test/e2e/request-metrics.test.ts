@@ -20,6 +20,7 @@ import { INGRESS_CLASS } from '../support/manifests.ts';
 import { parseExposition, samplesOf, sampleValue } from '../support/prometheus.ts';
 import { raw } from '../support/raw-http.ts';
 import { nextSwap } from '../support/swaps.ts';
+import { TEST_THREADS_ENTRY } from '../support/threads.ts';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url), 'utf8');
 const b64 = (text: string) => Buffer.from(text).toString('base64');
@@ -44,7 +45,7 @@ ${paths}
 apiVersion: v1
 kind: ConfigMap
 metadata: { name: config, namespace: m }
-data: ${configData}
+data: ${configData.replace('{', `{ ${TEST_THREADS_ENTRY}`)}
 ---
 apiVersion: v1
 kind: Service
@@ -513,7 +514,7 @@ t.test('access log settings from the ConfigMap: disable-access-log, access-log-p
   const base = await readFile(join(dir, 'base.yaml'), 'utf8');
   await writeFile(
     join(dir, 'base.yaml'),
-    base.replace('{ disable-access-log: "true" }', `{ access-log-path: "${file}" }`),
+    base.replace('disable-access-log: "true"', `access-log-path: "${file}"`),
   );
   await swapped;
   done = nextRecords(2);

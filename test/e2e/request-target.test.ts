@@ -20,6 +20,7 @@ import { echoBackend, seenBy, send } from '../support/echo.ts';
 import { listen } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { raw } from '../support/raw-http.ts';
+import { testThreadsFlags } from '../support/threads.ts';
 
 interface H2Reply {
   status: number;
@@ -129,6 +130,7 @@ t.test('one judgement of the client, the path and the host', async (t) => {
     '0',
     '--healthz-port',
     '0',
+    ...testThreadsFlags(dir, []),
   ]);
   if (parsed.kind !== 'run') throw new Error('expected flags that run');
   const controller = await start(parsed.config, createLogger('silent'), { accessLogStdout: sink });

@@ -17,6 +17,7 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { get, LOOPBACK_PORT_0, listen, send, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { TEST_THREADS_ENTRY } from '../support/threads.ts';
 
 t.test('stop: health fails first, in-flight requests finish, then listeners close', async (t) => {
   let releaseSlow: () => void = () => {};
@@ -195,7 +196,7 @@ async function manifests(t: Test, backendPort: number, config: Record<string, st
 apiVersion: v1
 kind: ConfigMap
 metadata: { name: ingress-ts, namespace: e2e }
-data: { ${data} }
+data: { ${TEST_THREADS_ENTRY}${data} }
 ${serviceYaml('web', [backendPort])}${ingressYaml({ name: 'web', host: 'web.test', service: 'web' })}`,
   );
   return dir;

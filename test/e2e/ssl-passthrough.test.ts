@@ -23,7 +23,9 @@ import { pem } from '../model/helpers.ts';
 import { echoBackend, seenBy } from '../support/echo.ts';
 import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml, tlsSecret } from '../support/manifests.ts';
+import { planeStats } from '../support/plane.ts';
 import { nextSwap } from '../support/swaps.ts';
+import { TEST_THREADS_ENTRY } from '../support/threads.ts';
 
 const fixture = (name: string) =>
   readFile(new URL(`../fixtures/backend-tls/${name}`, import.meta.url), 'utf8');
@@ -204,7 +206,7 @@ async function setUp(t: Test, flags: string[]): Promise<Setup> {
       join(dir, 'all.yaml'),
       [
         INGRESS_CLASS,
-        '---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: e2e }\ndata: { client-header-timeout: "1" }\n',
+        `---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: e2e }\ndata: { ${TEST_THREADS_ENTRY}client-header-timeout: "1" }\n`,
         `---\n${tlsSecret('e2e', 'a-tls', pem('a-example'))}`,
         serviceYaml('tls-a', [a.port]),
         serviceYaml('tls-failover', [refused, b.port]),
@@ -287,7 +289,7 @@ t.test('with --enable-ssl-passthrough', async (t) => {
   });
 
   await t.test('a non-TLS client and a stalled half ClientHello are closed', async (t) => {
-    const accepted = s.controller.dataPlane.stats.accepted;
+    const { accepted } = await planeStats(s.controller.handle);
     const plain = netConnect({ port: s.https, host: '127.0.0.1' });
     plain.end('GET / HTTP/1.1\r\nHost: backend.internal\r\n\r\n');
     plain.resume();
@@ -302,7 +304,7 @@ t.test('with --enable-ssl-passthrough', async (t) => {
     await once(stalled, 'close');
     const elapsed = Date.now() - started;
     t.ok(elapsed >= 900 && elapsed < 5000, `closed after client-header-timeout (${elapsed} ms)`);
-    t.equal(s.controller.dataPlane.stats.accepted - accepted, 2, 'both connections were counted');
+    t.equal((await planeStats(s.controller.handle)).accepted - accepted, 2, 'both connections were counted');
     // still serving
     const after = await handshake(s.https, PASS);
     t.equal(after.subject, 'backend.internal', 'still serving');

@@ -14,6 +14,7 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { get, listen, type SendOptions, send as sendRequest, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { TEST_THREADS_ENTRY } from '../support/threads.ts';
 
 type Send = SendOptions & { path?: string };
 
@@ -130,7 +131,7 @@ t.test('upstream settings through the proxy', async (t) => {
 apiVersion: v1
 kind: ConfigMap
 metadata: { name: ingress-ts, namespace: e2e }
-data: { proxy-body-size: 2k }
+data: { ${TEST_THREADS_ENTRY}proxy-body-size: 2k }
 `,
       serviceYaml('slow', [slowPort]),
       serviceYaml('echo', [echoPort]),

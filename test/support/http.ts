@@ -3,6 +3,7 @@
 import { type Agent, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Config, parseFlags } from '../../lib/config/flags.ts';
+import { testThreadsFlags } from './threads.ts';
 
 export interface Reply {
   status: number;
@@ -59,8 +60,10 @@ export const LOOPBACK_PORT_0 = [
   '127.0.0.1',
 ];
 
+/** INGRESS_TS_TEST_THREADS adds the suite's worker-processes (test/support/threads.ts). */
 export function testConfig(manifests: string, ...extra: string[]): Config {
-  const parsed = parseFlags(['--manifests', manifests, ...LOOPBACK_PORT_0, ...extra]);
+  const threads = testThreadsFlags(manifests, extra);
+  const parsed = parseFlags(['--manifests', manifests, ...LOOPBACK_PORT_0, ...extra, ...threads]);
   if (parsed.kind !== 'run') throw new Error('expected flags that run');
   return parsed.config;
 }

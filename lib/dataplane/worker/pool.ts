@@ -208,10 +208,17 @@ export class DataPlaneThreads implements DataPlaneHandle {
 
   async close(drainMs = 0): Promise<void> {
     this.#closing = true;
+    // every thread drains its requests before any cuts its tunnels: a tunnel on one thread outlives
+    // the requests of all, as it does with one thread
     await Promise.all(
       this.#slots.map(async (thread) => {
         if (!thread.exited) await thread.up;
-        await thread.call({ type: 'close', drainMs }).catch(() => null);
+        await thread.call({ type: 'drain', drainMs }).catch(() => null);
+      }),
+    );
+    await Promise.all(
+      this.#slots.map(async (thread) => {
+        await thread.call({ type: 'close', drainMs: 0 }).catch(() => null);
         if (!thread.exited) await thread.worker.terminate();
       }),
     );

@@ -35,6 +35,7 @@ export type ThreadCall =
   | { type: 'listen'; id: number; ports: { http: number; https: number } | null }
   | { type: 'describe'; id: number }
   | { type: 'flush'; id: number }
+  | { type: 'drain'; id: number; drainMs: number }
   | { type: 'close'; id: number; drainMs: number };
 
 /** Worker → main thread. */

@@ -33,6 +33,9 @@ async function answer(call: ThreadCall): Promise<unknown> {
     case 'flush':
       batch.flush();
       return null;
+    case 'drain':
+      await dataPlane.drain(call.drainMs);
+      return null;
     case 'close':
       await dataPlane.close(call.drainMs);
       // the last records go out before the reply: the main thread has them all once close resolves
