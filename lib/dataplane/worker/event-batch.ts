@@ -7,6 +7,7 @@
 // and posting whole lines would move that work onto the serving threads' cores.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { dataplaneError } from '../events.ts';
 import { copyStats, type DataPlaneStats } from '../handle.ts';
 import { FORWARDED_CHANNELS, type ThreadMessage } from './protocol.ts';
 
@@ -24,6 +25,8 @@ export interface EventBatch {
   /** Flushes and stops collecting. */
   stop(): void;
 }
+
+const ERROR_CHANNEL = FORWARDED_CHANNELS.indexOf(dataplaneError);
 
 const sameStats = (a: Readonly<DataPlaneStats>, b: Readonly<DataPlaneStats>) =>
   a.accepted === b.accepted &&
@@ -86,13 +89,10 @@ function cloneable([, message]: [number, unknown]): boolean {
 
 /** One data-plane error per payload that could not cross, instead of the payload. */
 function unclonable(batch: Array<[number, unknown]>): Array<[number, unknown]> {
-  const errorChannel = FORWARDED_CHANNELS.findIndex(
-    (channel) => channel.name === 'ingress-ts:dataplane:error',
-  );
   return batch
     .filter((event) => !cloneable(event))
     .map(([index]) => [
-      errorChannel,
+      ERROR_CHANNEL,
       {
         message: `a data-plane thread could not forward a ${String(FORWARDED_CHANNELS[index]?.name)} record`,
       },

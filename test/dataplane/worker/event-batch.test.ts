@@ -1,6 +1,7 @@
 // A data-plane thread's records leave it in batches: one message per 256 records or per tick, never
 // one per request, in the order they were published, with the thread's counters; a record that
 // cannot be cloned is replaced by a data-plane error instead of losing the batch.
+import { MessageChannel } from 'node:worker_threads';
 import t from 'tap';
 import { dataplaneError, requestLogged } from '../../../lib/dataplane/events.ts';
 import type { DataPlaneStats } from '../../../lib/dataplane/handle.ts';
@@ -23,9 +24,10 @@ function collector() {
   return { posted, post, nextBatch };
 }
 
-// the batch's timer does not hold the process open (a thread's port does): hold it while we wait
-const open = setInterval(() => {}, 60_000);
-t.teardown(() => clearInterval(open));
+// the batch's timer does not hold the process open; in a thread its port does, and so does one here
+const { port1 } = new MessageChannel();
+port1.on('message', () => {});
+t.teardown(() => port1.close());
 
 const REQUEST = FORWARDED_CHANNELS.indexOf(requestLogged);
 const ERROR = FORWARDED_CHANNELS.indexOf(dataplaneError);
