@@ -16,17 +16,21 @@ import { untilRefused } from '../../support/listening.ts';
 
 const generatedDefaultCertificate = await generateDefaultCertificate();
 
-function model(backendPort: number, hosts: string[]): Model {
+function model(backendPort: number, hosts: string[], nginx: Record<string, string> = {}): Model {
   return build({
     ingresses: hosts.map((host, i) =>
-      ingress(`site-${i}`, { created: i, rules: [rule(host, path('/', 'web:80'))] }),
+      ingress(`site-${i}`, { created: i, nginx, rules: [rule(host, path('/', 'web:80'))] }),
     ),
     services: [service('web', [{ port: 80, targetPort: backendPort }])],
     slices: [slice('web', [{ addresses: ['127.0.0.1'] }], [{ port: backendPort }])],
   }).model;
 }
 
-async function threads(t: Test, backend: Server) {
+async function threads(
+  t: Test,
+  backend: Server,
+  first = (backendPort: number) => model(backendPort, ['one.test']),
+) {
   const backendPort = await listen(backend);
   t.teardown(() => new Promise<void>((resolve) => backend.close(() => resolve())));
   const pool = new DataPlaneThreads({
@@ -37,7 +41,7 @@ async function threads(t: Test, backend: Server) {
     generatedDefaultCertificate,
   });
   t.teardown(() => pool.close());
-  await pool.apply(model(backendPort, ['one.test']));
+  await pool.apply(first(backendPort));
   const { http } = await pool.listen();
   return { pool, port: http.port, backendPort };
 }
@@ -176,33 +180,13 @@ t.test('close drains the requests in flight in every thread', async (t) => {
 });
 
 t.test('rate limits count once per replica: both threads count in the same zone', async (t) => {
-  const backend = echoBackend('web');
-  const backendPort = await listen(backend);
-  t.teardown(() => new Promise<void>((resolve) => backend.close(() => resolve())));
-  const pool = new DataPlaneThreads({
-    threads: 2,
-    httpPort: 0,
-    httpsPort: 0,
-    bindAddress: '127.0.0.1',
-    generatedDefaultCertificate,
-  });
-  t.teardown(() => pool.close());
   // limit-rpm 1 with the default burst multiplier 5: one zone lets 1 + 5 through at once (the
   // bucket drains 1/60 of a request per second, far less than one during the test)
-  const limited = build({
-    ingresses: [
-      ingress('limited', {
-        nginx: { 'limit-rpm': '1' },
-        rules: [rule('limited.test', path('/', 'web:80'))],
-      }),
-    ],
-    services: [service('web', [{ port: 80, targetPort: backendPort }])],
-    slices: [slice('web', [{ addresses: ['127.0.0.1'] }], [{ port: backendPort }])],
-  }).model;
-  await pool.apply(limited);
-  const { http } = await pool.listen();
+  const { pool, port } = await threads(t, echoBackend('web'), (backendPort) =>
+    model(backendPort, ['limited.test'], { 'limit-rpm': '1' }),
+  );
   const before = await perThread(pool);
-  const statuses = await requests(http.port, 'limited.test', 40);
+  const statuses = await requests(port, 'limited.test', 40);
   const counts = (await perThread(pool)).map((n, i) => n - (before[i] ?? 0));
   t.ok(
     counts.every((n) => n >= 6),
