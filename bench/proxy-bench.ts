@@ -56,11 +56,22 @@ import {
   version,
   waitFor,
 } from './support/harness.ts';
-import { type LogLine, startIngressTs as launchIngressTs, parseLogLine } from './support/ingress-ts.ts';
 import {
+  BENCH_SERVICE_YAML,
+  benchConfigMap,
+  benchPath,
+  benchSlice,
+  INGRESS_CLASS_YAML,
+  type LogLine,
+  startIngressTs as launchIngressTs,
+  parseLogLine,
+} from './support/ingress-ts.ts';
+import {
+  benchUpstream,
   httpCommon,
   nginxCommon,
   ONE_MIB,
+  PROXY_LOCATION,
   reloadNginx,
   startNginx,
   upstreamConf,
@@ -186,34 +197,14 @@ http {
 ${httpCommon(prefix)}  keepalive_requests 1000;
   ssl_protocols TLSv1.2 TLSv1.3;
   ssl_session_cache shared:SSL:10m;
-  upstream bench {
-    server 127.0.0.1:${ports.upstream};
-    keepalive 64;
-    keepalive_requests 10000;
-    keepalive_timeout 60s;
-  }
-  server {
+${benchUpstream(ports.upstream)}  server {
     listen 127.0.0.1:${ports.nginxHttp} backlog=4096;
     listen 127.0.0.1:${ports.nginxHttps} ssl backlog=4096;
     server_name ${HOST};
     ssl_certificate ${dir}/tls.crt;
     ssl_certificate_key ${dir}/tls.key;
     location / {
-      proxy_pass http://bench;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Request-ID $request_id;
-      proxy_set_header X-Real-IP $remote_addr;
-      proxy_set_header X-Forwarded-For $remote_addr;
-      proxy_set_header X-Forwarded-Host $host;
-      proxy_set_header X-Forwarded-Port $server_port;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_set_header X-Forwarded-Scheme $scheme;
-      proxy_set_header X-Scheme $scheme;
-      proxy_buffering off;
-      proxy_connect_timeout 5s;
-    }
+${PROXY_LOCATION}    }
   }
 }
 `;
@@ -238,48 +229,12 @@ type AccessLogFile = string | null;
 function manifests(dir: string, ports: Ports, state: ManifestState, accessLog: AccessLogFile): string {
   const crt = readFileSync(join(dir, 'tls.crt'), 'utf8');
   const key = readFileSync(join(dir, 'tls.key'), 'utf8');
-  const path = (p: string) => `          - path: ${p}
-            pathType: Prefix
-            backend:
-              service:
-                name: bench
-                port:
-                  number: 80`;
-  const slice = (name: string, port: number) => `---
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: ${name}
-  namespace: bench
-  labels:
-    kubernetes.io/service-name: bench
-addressType: IPv4
-ports:
-  - name: http
-    port: ${port}
-    protocol: TCP
-endpoints:
-  - addresses: ["127.0.0.1"]
-    conditions:
-      ready: true
-`;
-  return `apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata:
-  name: ingress-ts
-spec:
-  controller: ingress-ts.dev/controller
----
-# plain HTTP to a TLS host is not redirected (ingress-nginx's ssl-redirect key)
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: ingress-ts
-  namespace: bench
-data:
-  ssl-redirect: "false"
-  ${accessLog === null ? 'disable-access-log: "true"' : `access-log-path: "${accessLog}"`}
----
+  // plain HTTP to the TLS host is not redirected (ingress-nginx's ssl-redirect key)
+  const data: Record<string, string> = { 'ssl-redirect': 'false' };
+  if (accessLog === null) data['disable-access-log'] = 'true';
+  else data['access-log-path'] = accessLog;
+  return `${INGRESS_CLASS_YAML}---
+${benchConfigMap(data)}---
 apiVersion: v1
 kind: Secret
 metadata:
@@ -292,17 +247,8 @@ ${indent(crt, 4)}
   tls.key: |
 ${indent(key, 4)}
 ---
-apiVersion: v1
-kind: Service
-metadata:
-  name: bench
-  namespace: bench
-spec:
-  ports:
-    - name: http
-      port: 80
-      targetPort: http
-${slice('bench-0', ports.upstream)}${state.secondEndpoint ? slice('bench-1', ports.upstream2) : ''}---
+${BENCH_SERVICE_YAML}---
+${benchSlice('bench-0', ports.upstream)}${state.secondEndpoint ? `---\n${benchSlice('bench-1', ports.upstream2)}` : ''}---
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata:
@@ -317,7 +263,7 @@ spec:
     - host: ${HOST}
       http:
         paths:
-${path('/')}${state.extraPath ? `\n${path('/extra')}` : ''}
+${benchPath('/')}${state.extraPath ? `\n${benchPath('/extra')}` : ''}
 `;
 }
 

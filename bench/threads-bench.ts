@@ -32,7 +32,14 @@ import {
   version,
 } from './support/harness.ts';
 import { plainManifests, startIngressTs } from './support/ingress-ts.ts';
-import { httpCommon, nginxCommon, startNginx, upstreamConf } from './support/nginx.ts';
+import {
+  benchUpstream,
+  httpCommon,
+  nginxCommon,
+  PROXY_LOCATION,
+  startNginx,
+  upstreamConf,
+} from './support/nginx.ts';
 import { errorsOf, type WrkPlacement, type WrkResult, wrk, wrkCommands } from './support/wrk.ts';
 
 const HOST = 'bench.test';
@@ -158,33 +165,13 @@ http {
 ${httpCommon(prefix).replace('  access_log off;\n', '')}  keepalive_requests 1000;
   log_format upstreaminfo '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $request_length $request_time [$proxy_upstream_name] [$proxy_alternative_upstream_name] $upstream_addr $upstream_response_length $upstream_response_time $upstream_status $request_id';
   access_log ${prefix}/access.log upstreaminfo;
-  upstream bench {
-    server 127.0.0.1:${upstream};
-    keepalive 64;
-    keepalive_requests 10000;
-    keepalive_timeout 60s;
-  }
-  server {
+${benchUpstream(upstream)}  server {
     listen 127.0.0.1:${port} backlog=4096 reuseport;
     server_name ${HOST};
     location / {
       set $proxy_upstream_name "bench-bench-80";
       set $proxy_alternative_upstream_name "";
-      proxy_pass http://bench;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Request-ID $request_id;
-      proxy_set_header X-Real-IP $remote_addr;
-      proxy_set_header X-Forwarded-For $remote_addr;
-      proxy_set_header X-Forwarded-Host $host;
-      proxy_set_header X-Forwarded-Port $server_port;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_set_header X-Forwarded-Scheme $scheme;
-      proxy_set_header X-Scheme $scheme;
-      proxy_buffering off;
-      proxy_connect_timeout 5s;
-    }
+${PROXY_LOCATION}    }
   }
 }
 `;

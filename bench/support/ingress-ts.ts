@@ -93,31 +93,32 @@ export interface PlainManifestsOptions {
   configMap: Record<string, string>;
 }
 
-/**
- * The smallest manifests for a contender: the IngressClass, a ConfigMap `bench/ingress-ts` (pass
- * `--configmap bench/ingress-ts`), one Service with one EndpointSlice (127.0.0.1:upstreamPort) and
- * one Ingress for `host` on `/` (Prefix), plain HTTP.
- */
-export function plainManifests(options: PlainManifestsOptions): string {
-  const data = Object.entries(options.configMap)
-    .map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`)
-    .join('\n');
-  return `apiVersion: networking.k8s.io/v1
+/** The IngressClass every bench contender's Ingresses name. */
+export const INGRESS_CLASS_YAML = `apiVersion: networking.k8s.io/v1
 kind: IngressClass
 metadata:
   name: ingress-ts
 spec:
   controller: ingress-ts.dev/controller
----
-apiVersion: v1
+`;
+
+/** ConfigMap `bench/ingress-ts` (pass `--configmap bench/ingress-ts`); values are quoted. */
+export function benchConfigMap(data: Record<string, string>): string {
+  const entries = Object.entries(data)
+    .map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`)
+    .join('\n');
+  return `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: ingress-ts
   namespace: bench
 data:
-${data}
----
-apiVersion: v1
+${entries}
+`;
+}
+
+/** Service `bench/bench`, port 80 to the endpoints' port named http. */
+export const BENCH_SERVICE_YAML = `apiVersion: v1
 kind: Service
 metadata:
   name: bench
@@ -127,24 +128,50 @@ spec:
     - name: http
       port: 80
       targetPort: http
----
-apiVersion: discovery.k8s.io/v1
+`;
+
+/** An EndpointSlice of Service bench with one ready endpoint, 127.0.0.1:`port`. */
+export function benchSlice(name: string, port: number): string {
+  return `apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
 metadata:
-  name: bench-0
+  name: ${name}
   namespace: bench
   labels:
     kubernetes.io/service-name: bench
 addressType: IPv4
 ports:
   - name: http
-    port: ${options.upstreamPort}
+    port: ${port}
     protocol: TCP
 endpoints:
   - addresses: ["127.0.0.1"]
     conditions:
       ready: true
----
+`;
+}
+
+/** A path of the bench Ingress: Prefix, to Service bench port 80 (indented for `paths:`). */
+export function benchPath(path: string): string {
+  return `          - path: ${path}
+            pathType: Prefix
+            backend:
+              service:
+                name: bench
+                port:
+                  number: 80`;
+}
+
+/**
+ * The smallest manifests for a contender: the IngressClass, a ConfigMap `bench/ingress-ts` (pass
+ * `--configmap bench/ingress-ts`), one Service with one EndpointSlice (127.0.0.1:upstreamPort) and
+ * one Ingress for `host` on `/` (Prefix), plain HTTP.
+ */
+export function plainManifests(options: PlainManifestsOptions): string {
+  return `${INGRESS_CLASS_YAML}---
+${benchConfigMap(options.configMap)}---
+${BENCH_SERVICE_YAML}---
+${benchSlice('bench-0', options.upstreamPort)}---
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata:
@@ -156,12 +183,6 @@ spec:
     - host: ${options.host}
       http:
         paths:
-          - path: /
-            pathType: Prefix
-            backend:
-              service:
-                name: bench
-                port:
-                  number: 80
+${benchPath('/')}
 `;
 }

@@ -31,6 +31,37 @@ export function httpCommon(prefix: string): string {
 `;
 }
 
+/** The keep-alive pool of a proxying NGINX to the upstream on `port`, as ingress-nginx renders one. */
+export function benchUpstream(port: number): string {
+  return `  upstream bench {
+    server 127.0.0.1:${port};
+    keepalive 64;
+    keepalive_requests 10000;
+    keepalive_timeout 60s;
+  }
+`;
+}
+
+/**
+ * The body of a proxying NGINX's `location /` as ingress-nginx renders it: HTTP/1.1 to the keep-alive
+ * pool, no buffering, the forwarded headers (the set ingress-ts sends too).
+ */
+export const PROXY_LOCATION = `      proxy_pass http://bench;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Request-ID $request_id;
+      proxy_set_header X-Real-IP $remote_addr;
+      proxy_set_header X-Forwarded-For $remote_addr;
+      proxy_set_header X-Forwarded-Host $host;
+      proxy_set_header X-Forwarded-Port $server_port;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Scheme $scheme;
+      proxy_set_header X-Scheme $scheme;
+      proxy_buffering off;
+      proxy_connect_timeout 5s;
+`;
+
 /**
  * The upstream: one worker, `return 200` with 1 KiB on `/`, a 1 MiB file on `/1m` (`<dir>/1m.bin`,
  * written by `writeOneMiB`), on every port in `ports`.
