@@ -1,8 +1,8 @@
 // ConfigMap keys of the client address: which peers may name the client, in which header, and what
 // X-Forwarded-For carries upstream.
 
-import { bool, type KeyTable } from './key-parser.ts';
-import { isHeaderName, parseCidr } from './values.ts';
+import { bool, cidrList, type KeyTable } from './key-parser.ts';
+import { isHeaderName } from './values.ts';
 
 export const FORWARDING_KEYS: KeyTable = {
   'use-forwarded-headers': bool((config, value) => {
@@ -19,16 +19,8 @@ export const FORWARDING_KEYS: KeyTable = {
   'enable-real-ip': bool((config, value) => {
     config.forwarding.enableRealIp = value;
   }),
-  'proxy-real-ip-cidr': (value, config) => {
-    const cidrs: string[] = [];
-    for (const entry of value.split(',')) {
-      const trimmed = entry.trim();
-      if (trimmed === '') continue;
-      const cidr = parseCidr(trimmed);
-      if (cidr === null) return `${JSON.stringify(trimmed)} is not an IPv4 or IPv6 address or CIDR`;
-      cidrs.push(cidr);
-    }
+  // a value that lists nothing keeps the default (every peer)
+  'proxy-real-ip-cidr': cidrList((config, cidrs) => {
     if (cidrs.length > 0) config.forwarding.realIpCidrs = cidrs;
-    return null;
-  },
+  }),
 };
