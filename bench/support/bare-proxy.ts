@@ -63,6 +63,8 @@ if (isMainThread) {
     process.stderr.write('usage: bare-proxy.ts PORT UPSTREAM_PORT [THREADS]\n');
     process.exit(2);
   }
+  // exit on a signal, so that `node --cpu-prof` writes its profile
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(0));
   if (args.threads === 1) serve(args);
   else {
     for (let i = 0; i < args.threads; i++) {
