@@ -45,6 +45,7 @@ interface Options {
   connections: number;
   cpuProf: string | null;
   compare: string | null;
+  features: boolean;
   top: number;
   out: string | null;
 }
@@ -56,6 +57,7 @@ const USAGE = `Usage: node bench/hot-path.ts [--rounds N] [--duration S] [--warm
   --connections C     wrk connections [64]
   --cpu-prof DIR      afterwards, one profiled run per contender (node --cpu-prof into DIR/<contender>)
   --compare CHECKOUT  also run ingress-ts from another checkout (e.g. an export of an older commit)
+  --features          also run ingress-ts without the access log, without metrics, and without both
   --top N             rows of each profile table [15]
   --out FILE          also write the report to FILE (stdout only by default)
 `;
@@ -68,6 +70,7 @@ function parseOptions(args: readonly string[]): Options {
     connections: 64,
     cpuProf: null,
     compare: null,
+    features: false,
     top: 15,
     out: null,
   };
@@ -90,6 +93,7 @@ function parseOptions(args: readonly string[]): Options {
     else if (arg === '--top') options.top = bounded(arg, args[++i], 1, 100);
     else if (arg === '--cpu-prof') options.cpuProf = resolve(text(arg, args[++i]));
     else if (arg === '--compare') options.compare = resolve(text(arg, args[++i]));
+    else if (arg === '--features') options.features = true;
     else if (arg === '--out') options.out = resolve(text(arg, args[++i]));
     else if (arg === '--help') {
       process.stdout.write(USAGE);
@@ -134,22 +138,31 @@ function floorContender(port: number, upstreamPort: number): Contender {
   };
 }
 
+/** What an ingress-ts contender leaves out: its access log, its metrics (both on by default). */
+interface Without {
+  accessLog?: boolean;
+  metrics?: boolean;
+}
+
 async function ingressTsContender(
   name: string,
   dir: string,
   upstreamPort: number,
   checkout: string | undefined,
+  without: Without = {},
 ): Promise<Contender> {
   const manifestsDir = join(dir, `manifests-${name.replace(/\W+/g, '-')}`);
   mkdirSync(manifestsDir, { recursive: true });
   const accessLog = join(dir, `${name.replace(/\W+/g, '-')}-access.log`);
-  const configMap = { 'worker-processes': '1', 'access-log-path': accessLog };
+  const configMap: Record<string, string> = { 'worker-processes': '1', 'access-log-path': accessLog };
+  if (without.accessLog === true) configMap['disable-access-log'] = 'true';
+  const metrics = without.metrics !== true;
   writeFileSync(join(manifestsDir, 'bench.yaml'), plainManifests({ host: HOST, upstreamPort, configMap }));
   const ports = { http: await freePort(), https: await freePort(), healthz: await freePort() };
   return {
     name,
     port: ports.http,
-    metricsPort: ports.healthz,
+    metricsPort: metrics ? ports.healthz : null,
     started: null,
     async start(nodeFlags) {
       const ts = await startIngressTs({
@@ -157,7 +170,7 @@ async function ingressTsContender(
         ports,
         logLevel: 'warn',
         nodeFlags,
-        args: ['--configmap', 'bench/ingress-ts'],
+        args: ['--configmap', 'bench/ingress-ts', ...(metrics ? [] : ['--enable-metrics=false'])],
         readyHost: HOST,
         cores: 0,
         readyTimeoutMs: 30000,
@@ -293,6 +306,15 @@ async function main(): Promise<void> {
     contenders.push(
       await ingressTsContender(`ingress-ts (${options.compare})`, dir, upstreamPort, options.compare),
     );
+  if (options.features) {
+    const variants: Array<[string, Without]> = [
+      ['ingress-ts, no access log', { accessLog: true }],
+      ['ingress-ts, no metrics', { metrics: true }],
+      ['ingress-ts, neither', { accessLog: true, metrics: true }],
+    ];
+    for (const [name, without] of variants)
+      contenders.push(await ingressTsContender(name, dir, upstreamPort, undefined, without));
+  }
   for (const c of contenders) c.started = await c.start([]);
   for (const c of contenders) await load(c, options.warmup, options);
   const cpu = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
