@@ -1,9 +1,11 @@
 // Scaling benchmark: NGINX with N workers against ingress-ts with N data-plane threads (ConfigMap
-// `worker-processes: N`), both writing an access log, on the same cores. Method: for each N of
-// --threads, one NGINX (`worker_processes N`) and one ingress-ts are started pinned to the first N
-// cores of --cores; the upstream NGINX and wrk are pinned to --load-cores. All contenders run for
-// the whole benchmark; each round runs wrk against each in turn (nginx ×1, ingress-ts ×1, nginx ×2,
-// ...), medians of the rounds are reported. Reported per contender: req/s, × NGINX with the same N,
+// `worker-processes: N`), both writing an access log, on the same cores, with the floor of a Node
+// proxy beside them (bench/support/bare-proxy.ts in N worker threads sharing the port by reusePort,
+// no log, no metrics). Method: for each N of --threads, one NGINX (`worker_processes N`), one bare
+// Node proxy and one ingress-ts are started pinned to the first N cores of --cores; the upstream
+// NGINX and wrk are pinned to --load-cores. All contenders run for the whole benchmark; each round
+// runs wrk against each in turn (nginx ×1, node floor ×1, ingress-ts ×1, nginx ×2, ...), medians of
+// the rounds are reported. Reported per contender: req/s, × NGINX and × the floor with the same N,
 // p99, proxy CPU µs per request, RSS; then the scaling N-over-1 of each against the targets of the
 // data-plane threads work. Run with `node bench/threads-bench.ts [flags]` (see `--help`).
 
@@ -24,12 +26,15 @@ import {
   makeTempDir,
   median,
   pinned,
+  probe,
   processTree,
   REPO,
   rssKiB,
   type Started,
+  startProcess,
   stopProcess,
   version,
+  waitFor,
 } from './support/harness.ts';
 import { plainManifests, startIngressTs } from './support/ingress-ts.ts';
 import {
@@ -177,16 +182,19 @@ ${PROXY_LOCATION}    }
 `;
 }
 
+type ContenderKind = 'nginx' | 'node floor' | 'ingress-ts';
+
 interface Contender {
   name: string;
-  kind: 'nginx' | 'ingress-ts';
+  kind: ContenderKind;
   threads: number;
   cores: string;
   port: number;
   started: Started;
   command: string;
-  accessLog: string;
-  /** the processes whose CPU is the proxy's: NGINX's master and workers, or ingress-ts */
+  /** null for the floor, which writes none */
+  accessLog: string | null;
+  /** the processes whose CPU is the proxy's: NGINX's master and workers, or the Node process */
   pids: () => number[];
 }
 
@@ -208,6 +216,7 @@ async function startContenders(dir: string, options: Options, upstreamPort: numb
       accessLog: join(prefix, 'access.log'),
       pids: () => processTree(nginx.pid),
     });
+    contenders.push(await startFloor(n, cores, upstreamPort));
     const manifestsDir = join(dir, `manifests-${n}`);
     mkdirSync(manifestsDir, { recursive: true });
     const accessLog = join(dir, `ingress-ts-${n}-access.log`);
@@ -238,6 +247,34 @@ async function startContenders(dir: string, options: Options, upstreamPort: numb
   return contenders;
 }
 
+/** The bare Node proxy with `threads` worker threads on `reusePort` (served on the main thread for 1). */
+async function startFloor(threads: number, cores: string, upstreamPort: number): Promise<Contender> {
+  const port = await freePort();
+  const argv = pinned(cores, [
+    process.execPath,
+    'bench/support/bare-proxy.ts',
+    String(port),
+    String(upstreamPort),
+    String(threads),
+  ]);
+  const started = startProcess(argv);
+  await waitFor('the bare Node proxy', async () => {
+    if (started.child.exitCode !== null) fail(1, `bare-proxy.ts exited:\n${started.output.join('\n')}`);
+    return (await probe(port, false, '/', HOST))?.status === 200;
+  });
+  return {
+    name: `node floor ×${threads}`,
+    kind: 'node floor',
+    threads,
+    cores,
+    port,
+    started,
+    command: `${argv.join(' ')} (${threads === 1 ? 'served on the main thread' : `${threads} worker threads, reusePort`})`,
+    accessLog: null,
+    pids: () => [started.pid],
+  };
+}
+
 // --- rounds ----------------------------------------------------------------------------------------
 
 interface Measured {
@@ -245,6 +282,8 @@ interface Measured {
   runs: WrkResult[];
   /** per round: req/s ÷ the NGINX with the same N */
   ratios: number[];
+  /** per round: req/s ÷ the bare Node proxy with the same N */
+  floorRatios: number[];
   /** per round: req/s ÷ the same kind with one thread */
   scaling: number[];
   /** after all contenders started, before any load */
@@ -273,6 +312,7 @@ async function measure(contenders: Contender[], options: Options): Promise<Measu
       contender,
       runs: [],
       ratios: [],
+      floorRatios: [],
       scaling: [],
       idleRssKiB: proxyRss(contender),
       rssKiB: null,
@@ -291,8 +331,10 @@ async function measure(contenders: Contender[], options: Options): Promise<Measu
       const { kind, threads } = m.contender;
       const own = rps.get(m.contender.name)!;
       const nginx = rps.get(`nginx ×${threads}`);
+      const floor = rps.get(`node floor ×${threads}`);
       const one = rps.get(`${kind} ×1`);
       if (nginx) m.ratios.push(own / nginx);
+      if (floor) m.floorRatios.push(own / floor);
       if (one) m.scaling.push(own / one);
     }
   }
@@ -307,13 +349,13 @@ const pass = (ok: boolean) => (ok ? 'met' : '**not met**');
 
 function resultsTable(measured: Measured[]): string {
   const lines = [
-    '| contender | cores | req/s (median) | × NGINX same N | p99 ms | proxy CPU µs/req | RSS MiB idle / after | socket errors (sum) | non-2xx/3xx (sum) | req/s per round |',
-    '|---|---|--:|--:|--:|--:|--:|--:|--:|---|',
+    '| contender | cores | req/s (median) | × NGINX same N | × Node floor same N | p99 ms | proxy CPU µs/req | RSS MiB idle / after | socket errors (sum) | non-2xx/3xx (sum) | req/s per round |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|',
   ];
-  for (const { contender, runs, ratios, idleRssKiB: idle, rssKiB: rss } of measured) {
+  for (const { contender, runs, ratios, floorRatios, idleRssKiB: idle, rssKiB: rss } of measured) {
     const cpu = runs.map((r) => r.cpuUsPerReq).filter((v): v is number => v !== null);
     lines.push(
-      `| ${contender.name} | ${contender.cores} | ${int(median(runs.map((r) => r.rps)))} | ${fixed(median(ratios), 2)} | ${fixed(median(runs.map((r) => r.p99)), 2)} | ${cpu.length > 0 ? fixed(median(cpu), 1) : '–'} | ${mib(idle)} / ${mib(rss)} | ${int(runs.reduce((s, r) => s + errorsOf(r), 0))} | ${int(runs.reduce((s, r) => s + r.non2xx, 0))} | ${runs.map((r) => int(r.rps)).join(' / ')} |`,
+      `| ${contender.name} | ${contender.cores} | ${int(median(runs.map((r) => r.rps)))} | ${fixed(median(ratios), 2)} | ${fixed(median(floorRatios), 2)} | ${fixed(median(runs.map((r) => r.p99)), 2)} | ${cpu.length > 0 ? fixed(median(cpu), 1) : '–'} | ${mib(idle)} / ${mib(rss)} | ${int(runs.reduce((s, r) => s + errorsOf(r), 0))} | ${int(runs.reduce((s, r) => s + r.non2xx, 0))} | ${runs.map((r) => int(r.rps)).join(' / ')} |`,
     );
   }
   return lines.join('\n');
@@ -328,6 +370,14 @@ function targets(measured: Measured[], options: Options): string {
   lines.push(
     `- one thread ≥ 0.35 × one NGINX worker, both writing access logs: ${fixed(oneRatio, 2)} × (median of the rounds: ${tsOne.ratios.map((r) => fixed(r, 2)).join(' / ')}): ${pass(oneRatio >= 0.35)}`,
   );
+  for (const n of options.threads) {
+    const ts = find('ingress-ts', n);
+    const floorRatio = median(ts.floorRatios);
+    const floorScale = median(find('node floor', n).scaling);
+    lines.push(
+      `- ${n} thread${n === 1 ? '' : 's'}: ingress-ts (metrics and access log on) ≥ 0.9 × the bare Node floor (neither): ${fixed(floorRatio, 2)} × (per round: ${ts.floorRatios.map((r) => fixed(r, 2)).join(' / ')}): ${pass(floorRatio >= 0.9)}${n === 1 ? '' : `; the floor's own ${n}-over-1: ${fixed(floorScale, 2)}`}`,
+    );
+  }
   for (const n of options.threads.slice(1)) {
     const ts = find('ingress-ts', n);
     const nginx = find('nginx', n);
@@ -357,7 +407,8 @@ function rssPerThread(ts: Measured, tsOne: Measured, nginxOne: Measured, nginx: 
 }
 
 function accessLogs(measured: Measured[], warmup: number): string {
-  const lines = measured.map(({ contender, runs }) => {
+  const lines = measured.flatMap(({ contender, runs }) => {
+    if (contender.accessLog === null) return [];
     const counted = spawnSync('wc', ['-l', contender.accessLog], { encoding: 'utf8' }).stdout ?? '';
     const lines = Number(counted.trim().split(/\s+/)[0]);
     const count = counted === '' || !Number.isFinite(lines) ? 'n/a' : int(lines);
@@ -380,8 +431,8 @@ function header(options: Options, contenders: Contender[], upstreamCommand: stri
 - machine: ${cpu[0]?.model ?? 'unknown'} × ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; 1-minute load average at the end: ${fixed(loadavg()[0] ?? Number.NaN, 2)}
 - node: ${process.version}; ${version(['nginx', '-v'])}; ${version(['wrk', '-v'])}
 - pinning: ${isPinned() ? `N threads (workers) on the first N of cores ${options.cores.join(',')}; wrk (-t${options.loadCores.length}) and the upstream NGINX on ${options.loadCores.join(',')}; ${overlap}` : '**taskset missing: nothing pinned**'}
-- contenders: NGINX with \`worker_processes N\` (\`listen … reuseport\`, as ingress-nginx renders it with its default \`reuse-port: true\`), ingress-nginx's location settings and its default access log format to a file; ingress-ts in standalone mode with ConfigMap \`worker-processes: N\`, its default features (per-request metrics, the access log as JSON lines to a file)
-- method: a ${options.warmup} s unrecorded warm-up per contender, then ${options.rounds} interleaved round(s), each running ${contenders.map((c) => c.name).join(', ')} in that order, with \`wrk -c${options.connections}\` for ${options.duration} s each; medians over rounds. × NGINX and N-over-1 are medians of per-round ratios. Proxy CPU is utime+stime of the proxy (NGINX: master + workers; ingress-ts: the process, all its threads) over the run, divided by the requests. RSS idle (all contenders started, before the warm-up) and after the rounds: NGINX master + workers summed (shared pages counted in each), ingress-ts the process.
+- contenders: NGINX with \`worker_processes N\` (\`listen … reuseport\`, as ingress-nginx renders it with its default \`reuse-port: true\`), ingress-nginx's location settings and its default access log format to a file; the Node floor, \`bench/support/bare-proxy.ts\` (\`http.createServer\` + one undici Pool + \`dispatch()\`, no routing, no forwarded headers, no access log, no metrics) on the main thread for N = 1, in N worker threads listening with \`reusePort\` for N > 1; ingress-ts in standalone mode with ConfigMap \`worker-processes: N\`, its default features (per-request metrics, the access log as JSON lines to a file)
+- method: a ${options.warmup} s unrecorded warm-up per contender, then ${options.rounds} interleaved round(s), each running ${contenders.map((c) => c.name).join(', ')} in that order, with \`wrk -c${options.connections}\` for ${options.duration} s each; medians over rounds. × NGINX and N-over-1 are medians of per-round ratios. Proxy CPU is utime+stime of the proxy (NGINX: master + workers; the floor and ingress-ts: the process, all its threads) over the run, divided by the requests. RSS idle (all contenders started, before the warm-up) and after the rounds: NGINX master + workers summed (shared pages counted in each), the floor and ingress-ts the process.
 - upstream: NGINX, one worker per load core, \`return 200\` with a 1,024-byte body, keep-alive
 
 Commands:
@@ -410,10 +461,11 @@ async function main(): Promise<void> {
   );
   const upstream = await startNginx(prefix, upstreamText, loadCores);
   const upstreamCommand = `${pinned(loadCores, ['nginx']).join(' ')} -p ${prefix} -c ${prefix}/nginx.conf`;
-  log(`starting ${options.threads.length * 2} contenders`);
+  log(`starting ${options.threads.length * 3} contenders`);
   const contenders = await startContenders(dir, options, upstreamPort);
   const measured = await measure(contenders, options);
-  for (const c of contenders) await stopProcess(c.started, c.kind === 'nginx' ? 'SIGQUIT' : 'SIGINT', 15000);
+  const stopSignal = { nginx: 'SIGQUIT', 'node floor': 'SIGTERM', 'ingress-ts': 'SIGINT' } as const;
+  for (const c of contenders) await stopProcess(c.started, stopSignal[c.kind], 15000);
   await stopProcess(upstream, 'SIGQUIT');
   const minutes = ((Date.now() - startedAt) / 60000).toFixed(1);
   const report = `${header(options, contenders, upstreamCommand)}

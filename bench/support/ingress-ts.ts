@@ -1,6 +1,7 @@
 // ingress-ts in standalone mode as a benchmark contender: bin/ingress-ts.ts over a manifests folder,
 // on loopback, pinned to core 0 (or the cores given).
 
+import { join } from 'node:path';
 import { fail, pinned, probe, type Started, startProcess, waitFor } from './harness.ts';
 
 export interface IngressTsPorts {
@@ -25,6 +26,8 @@ export interface IngressTsOptions {
   pollMs?: number;
   /** taskset's core list [0]; with `worker-processes` > 1 in the ConfigMap, one core per thread */
   cores?: number | string;
+  /** another checkout of ingress-ts to run instead of this one (its bin/ingress-ts.ts) */
+  checkout?: string;
 }
 
 export function ingressTsArgv(options: IngressTsOptions): string[] {
@@ -32,7 +35,7 @@ export function ingressTsArgv(options: IngressTsOptions): string[] {
   return [
     process.execPath,
     ...(options.nodeFlags ?? []),
-    'bin/ingress-ts.ts',
+    options.checkout === undefined ? 'bin/ingress-ts.ts' : join(options.checkout, 'bin', 'ingress-ts.ts'),
     '--manifests',
     options.manifestsDir,
     '--http-port',

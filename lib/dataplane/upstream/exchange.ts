@@ -113,8 +113,9 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     return chosen?.peer;
   }
 
-  /** Starts the next try, or answers when there is no peer to try. */
-  readonly next = (): void => {
+  /** Starts the next try, or answers when there is no peer to try. A method, not a bound arrow: no
+   * closure per exchange (it is only ever called on the exchange). */
+  next(): void {
     if (this.done) return;
     const peer = this.pickPeer();
     if (peer === undefined) {
@@ -123,11 +124,12 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     this.peer = peer;
-    if (this.attempts === 0) this.tFirst = performance.now();
+    const now = performance.now();
+    if (this.attempts === 0) this.tFirst = now;
     this.attempts++;
     this.started = false;
     this.controller = null;
-    this.t0 = performance.now();
+    this.t0 = now;
     const record = this.record;
     if (record !== null) {
       if (record.upstreamAddr !== '') recordRetry(record);
@@ -137,7 +139,7 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     this.proxy
       .pool(peer.key, this.target.connectTimeoutMs, this.protocol, this.target.backendTls ?? null)
       .dispatch(this.opts, this);
-  };
+  }
 
   /** Another try is allowed: tries left (proxy-next-upstream-tries) and within -timeout. */
   protected triesLeft(): boolean {
@@ -180,9 +182,19 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     });
   }
 
-  protected observe(): void {
+  /**
+   * A response head came from the upstream: the balancer's latency observation, then
+   * $upstream_header_time and $upstream_status, from one reading of the clock.
+   */
+  protected headReceived(statusCode: number): void {
+    const seconds = this.elapsed();
     const peer = this.peer;
-    if (peer !== undefined) this.target.balancer.observe(peer, (performance.now() - this.t0) / 1000);
+    if (peer !== undefined) this.target.balancer.observe(peer, seconds);
+    const record = this.record;
+    if (record === null) return;
+    record.headerTime = seconds;
+    record.upstreamStatus = statusCode;
+    record.upstreamResponseLength = 0;
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -245,15 +257,6 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
 
   /** Hook: the current try has ended (error or end). */
   protected requestSettled(): void {}
-
-  /** A response head came from the upstream: $upstream_header_time and $upstream_status. */
-  protected noteHead(statusCode: number): void {
-    const record = this.record;
-    if (record === null) return;
-    record.headerTime = this.elapsed();
-    record.upstreamStatus = statusCode;
-    record.upstreamResponseLength = 0;
-  }
 
   /** Body bytes came from the upstream: $upstream_response_length. */
   protected noteData(bytes: number): void {

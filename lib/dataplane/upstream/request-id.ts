@@ -2,16 +2,23 @@
 
 import { randomBytes } from 'node:crypto';
 
-let idBytes = Buffer.alloc(0);
+/** ids per draw of random bytes */
+const IDS_PER_DRAW = 256;
+
+let idHex = '';
 let idOffset = 0;
 
-/** 32 lower-case hex characters, like NGINX's `$request_id`; random bytes are drawn 4 KiB at a time. */
+/**
+ * 32 lower-case hex characters, like NGINX's `$request_id`. The random bytes of 256 ids are drawn and
+ * turned into hex at once: an id is then a slice of that text, not a native call and a new string
+ * encoded from bytes per request.
+ */
 export function generateRequestId(): string {
-  if (idOffset >= idBytes.length) {
-    idBytes = randomBytes(4096);
+  if (idOffset >= idHex.length) {
+    idHex = randomBytes(16 * IDS_PER_DRAW).toString('hex');
     idOffset = 0;
   }
-  const id = idBytes.toString('hex', idOffset, idOffset + 16);
-  idOffset += 16;
+  const id = idHex.slice(idOffset, idOffset + 32);
+  idOffset += 32;
   return id;
 }

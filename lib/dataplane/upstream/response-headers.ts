@@ -11,6 +11,8 @@ import type { ResponseRewrite } from './target.ts';
 /** The headers a response's Connection header names as hop-by-hop (never Set-Cookie), or null. */
 function connectionNamed(connection: string | string[] | undefined): Set<string> | null {
   if (connection === undefined) return null;
+  // what a keep-alive upstream sends on nearly every response: nothing to split, trim or lower-case
+  if (connection === 'keep-alive' || connection === 'close') return null;
   let named: Set<string> | null = null;
   for (const token of (Array.isArray(connection) ? connection.join(',') : connection).split(',')) {
     const t = token.trim().toLowerCase();

@@ -56,8 +56,7 @@ export class UpgradeExchange extends Exchange {
     headers: IncomingHttpHeaders,
     upstream: Duplex,
   ): void {
-    this.observe();
-    this.noteHead(statusCode);
+    this.headReceived(statusCode);
     if (this.record !== null) this.record.status = statusCode;
     if (this.done) {
       upstream.destroy();
@@ -85,8 +84,7 @@ export class UpgradeExchange extends Exchange {
   ): void {
     if (statusCode < 200) return;
     this.responded = true;
-    this.observe();
-    this.noteHead(statusCode);
+    this.headReceived(statusCode);
     if (this.done) {
       controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
       return;

@@ -63,17 +63,18 @@ export class WebExchange extends Exchange {
       req.on('error', noop);
       req.on('pause', () => {
         if (this.sendTimer === undefined && !this.done && target.sendTimeoutMs > 0) {
-          this.sendTimer = setTimeout(this.onSendTimeout, target.sendTimeoutMs);
+          this.sendTimer = setTimeout(() => this.onSendTimeout(), target.sendTimeoutMs);
         }
       });
       req.on('resume', () => this.clearSendTimer());
     }
   }
 
-  private readonly onSendTimeout = (): void => {
+  /** A method, its closure made only when a body makes the timer start: none per exchange. */
+  private onSendTimeout(): void {
     this.sendTimer = undefined;
     this.controller?.abort(new ProxyError(SEND_TIMEOUT, 'upstream timed out while sending the request'));
-  };
+  }
 
   private clearSendTimer(): void {
     if (this.sendTimer !== undefined) {
@@ -165,14 +166,12 @@ export class WebExchange extends Exchange {
   ): void {
     if (statusCode < 200) return; // 1xx (103 Early Hints...) are not forwarded, like NGINX
     if (this.retriesStatus(statusCode)) {
-      this.observe();
-      this.noteHead(statusCode);
+      this.headReceived(statusCode);
       controller.abort(new ProxyError(NEXT_STATUS, `upstream answered ${statusCode}`));
       return;
     }
     this.responded = true;
-    this.observe();
-    this.noteHead(statusCode);
+    this.headReceived(statusCode);
     if (this.done) {
       controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
       return;
