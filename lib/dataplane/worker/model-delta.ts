@@ -46,7 +46,8 @@ export interface ModelDelta {
   certificates: PartDelta<Certificate>;
   defaultCertificate: string | null;
   defaultBackend: string | null;
-  config: Model['config'];
+  /** null: the ConfigMap's settings are unchanged (they are ~4 KB serialised) */
+  config: Model['config'] | null;
   allUpstreams: string;
   endpoints: string;
 }
@@ -90,7 +91,7 @@ export function diffModel(previous: Model, next: Model): ModelDelta | null {
     ),
     defaultCertificate: next.defaultCertificate,
     defaultBackend: next.defaultBackend,
-    config: next.config,
+    config: JSON.stringify(previous.config) === JSON.stringify(next.config) ? null : next.config,
     allUpstreams: after.allUpstreams,
     endpoints: after.endpoints,
   };
@@ -119,7 +120,7 @@ export function patchModel(previous: Model | null, delta: ModelDelta): Model {
     certificates: Object.fromEntries(certificates),
     defaultCertificate: delta.defaultCertificate,
     defaultBackend: delta.defaultBackend,
-    config: delta.config,
+    config: delta.config ?? previous.config,
     hash: delta.hash,
     routesHash: delta.routesHash,
     contentHashes: {
