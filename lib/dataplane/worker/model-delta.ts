@@ -8,20 +8,28 @@
 //
 // Only content hashes and the order of keys decide what is sent, so previous + delta deep-equals the
 // model it was made from (test/dataplane/worker/model-delta.test.ts checks it over random changes).
+// Both sides run once per change over 10,000 servers and upstreams, so they walk arrays and look
+// keys up; they do not turn the records into entry lists (Object.entries of a 10,000-key record
+// alone costs tens of milliseconds).
 
 import type { ErrorCode } from '../../errors.ts';
 import type { Certificate, ContentHashes, Model, Server, Upstream } from '../../model/index.ts';
+
+/**
+ * The keys of a part in their new order, as runs of the previous keys ([start, length]: that many
+ * keys from position `start` of the previous order) and keys of their own (added ones). A change
+ * moves a few keys at most, so this is a handful of entries where the keys themselves are 10,000
+ * names: upstreams are in order of first use, which a changed backend reshuffles.
+ */
+export type KeyOrder = Array<string | [number, number]>;
 
 /** Entries of one keyed part of the model that changed, and the keys that left it. */
 export interface PartDelta<V> {
   /** added or changed entries, by key */
   changed: Array<[string, V]>;
   removed: string[];
-  /**
-   * every key in the new model's order; null when the rule of `keyOrder` gives that order (kept
-   * keys in their order, added ones sorted in for servers, appended for records)
-   */
-  order: string[] | null;
+  /** the keys in the new model's order; null: the same keys as before, in the same order */
+  order: KeyOrder | null;
 }
 
 export interface ServerEntry {
@@ -69,25 +77,24 @@ export function diffModel(previous: Model, next: Model): ModelDelta | null {
   if (!hasHashes(previous) || !hasHashes(next)) return null;
   const before = previous.contentHashes;
   const after = next.contentHashes;
-  const previousServers = serverEntries(previous);
-  const nextServers = serverEntries(next);
   return {
     base: previous.hash,
     hash: next.hash,
     routesHash: next.routesHash,
-    servers: diffPart(previousServers, nextServers, (a, b) => a.hash === b.hash, true),
+    servers: diffServers(previous, next),
     catchAll: before.catchAll === after.catchAll ? null : { server: next.catchAll, hash: after.catchAll },
-    upstreams: diffPart(
-      upstreamEntries(previous),
-      upstreamEntries(next),
-      (a, b) => a.hash === b.hash && sameEndpoints(a.upstream.endpoints, b.upstream.endpoints),
-      false,
+    upstreams: diffRecord(
+      previous.upstreams,
+      next.upstreams,
+      (name, a, b) =>
+        before.upstreams[name] === after.upstreams[name] && sameEndpoints(a.endpoints, b.endpoints),
+      (name, upstream) => ({ upstream, hash: after.upstreams[name] ?? '' }),
     ),
-    certificates: diffPart(
-      new Map(Object.entries(previous.certificates)),
-      new Map(Object.entries(next.certificates)),
-      sameCertificate,
-      false,
+    certificates: diffRecord(
+      previous.certificates,
+      next.certificates,
+      (_, a, b) => sameCertificate(a, b),
+      (_, certificate) => certificate,
     ),
     defaultCertificate: next.defaultCertificate,
     defaultBackend: next.defaultBackend,
@@ -108,114 +115,177 @@ export function patchModel(previous: Model | null, delta: ModelDelta): Model {
       `the delta applies to model ${delta.base}, this thread serves ${previous?.hash ?? 'none'}`,
     );
   }
-  const servers = patchPart(serverEntries(previous), delta.servers, true);
-  const upstreams = patchPart(upstreamEntries(previous), delta.upstreams, false);
-  const certificates = patchPart(new Map(Object.entries(previous.certificates)), delta.certificates, false);
-  const upstreamHashes = patchUpstreamHashes(previous.contentHashes.upstreams, delta.upstreams);
-  const catchAll = delta.catchAll ?? { server: previous.catchAll, hash: previous.contentHashes.catchAll };
+  const before = previous.contentHashes;
+  const servers = patchServers(previous, delta.servers);
+  const upstreams = patchRecord(previous.upstreams, delta.upstreams, (entry) => entry.upstream);
+  const catchAll = delta.catchAll ?? { server: previous.catchAll, hash: before.catchAll };
   return {
-    servers: servers.map(([, entry]) => entry.server),
+    servers: servers.servers,
     catchAll: catchAll.server,
-    upstreams: Object.fromEntries(upstreams.map(([name, entry]) => [name, entry.upstream])),
-    certificates: Object.fromEntries(certificates),
+    upstreams,
+    certificates: patchRecord(previous.certificates, delta.certificates, (certificate) => certificate),
     defaultCertificate: delta.defaultCertificate,
     defaultBackend: delta.defaultBackend,
     config: delta.config ?? previous.config,
     hash: delta.hash,
     routesHash: delta.routesHash,
     contentHashes: {
-      servers: servers.map(([, entry]) => entry.hash),
+      servers: servers.hashes,
       catchAll: catchAll.hash,
-      upstreams: upstreamHashes,
+      upstreams: patchUpstreamHashes(before.upstreams, upstreams, delta.upstreams),
       allUpstreams: delta.allUpstreams,
       endpoints: delta.endpoints,
     },
   };
 }
 
-function serverEntries(model: Hashed): Map<string, ServerEntry> {
-  const hashes = model.contentHashes.servers;
-  const entries = new Map<string, ServerEntry>();
-  model.servers.forEach((server, index) => {
-    entries.set(server.hostname, { server, hash: hashes[index] ?? '' });
+/** Servers are an array (sorted by hostname), their hashes a parallel one: walked by index. */
+function diffServers(previous: Hashed, next: Hashed): PartDelta<ServerEntry> {
+  const position = new Map<string, number>();
+  previous.servers.forEach((server, index) => {
+    position.set(server.hostname, index);
   });
-  return entries;
-}
-
-function upstreamEntries(model: Hashed): Map<string, UpstreamEntry> {
-  const hashes = model.contentHashes.upstreams;
-  const entries = new Map<string, UpstreamEntry>();
-  for (const [name, upstream] of Object.entries(model.upstreams)) {
-    entries.set(name, { upstream, hash: hashes[name] ?? '' });
+  const before = previous.contentHashes.servers;
+  const after = next.contentHashes.servers;
+  const changed: Array<[string, ServerEntry]> = [];
+  let kept = 0;
+  next.servers.forEach((server, index) => {
+    const at = position.get(server.hostname);
+    if (at !== undefined) kept++;
+    const hash = after[index] ?? '';
+    if (at === undefined || before[at] !== hash) changed.push([server.hostname, { server, hash }]);
+  });
+  let removed: string[] = [];
+  if (kept !== previous.servers.length) {
+    const now = new Set(next.servers.map((server) => server.hostname));
+    removed = previous.servers.filter((server) => !now.has(server.hostname)).map((server) => server.hostname);
   }
-  return entries;
+  return {
+    changed,
+    removed,
+    order: orderOf(
+      position,
+      next.servers.map((server) => server.hostname),
+    ),
+  };
 }
 
-function diffPart<V>(
-  previous: ReadonlyMap<string, V>,
-  next: ReadonlyMap<string, V>,
-  same: (a: V, b: V) => boolean,
-  sorted: boolean,
+function patchServers(
+  previous: Hashed,
+  delta: PartDelta<ServerEntry>,
+): { servers: Server[]; hashes: string[] } {
+  const changed = new Map(delta.changed);
+  const before = previous.contentHashes.servers;
+  const servers: Server[] = [];
+  const hashes: string[] = [];
+  const add = (entry: ServerEntry | undefined, hostname: string): void => {
+    if (entry === undefined)
+      throw new DeltaBaseError(`the delta names server ${hostname}, which neither model holds`);
+    servers.push(entry.server);
+    hashes.push(entry.hash);
+  };
+  const all: KeyOrder = delta.order ?? [[0, previous.servers.length]];
+  for (const part of all) {
+    if (typeof part === 'string') {
+      add(changed.get(part), part);
+      continue;
+    }
+    for (let index = part[0]; index < part[0] + part[1]; index++) {
+      const server = previous.servers[index] as Server;
+      add(changed.get(server.hostname) ?? { server, hash: before[index] ?? '' }, server.hostname);
+    }
+  }
+  return { servers, hashes };
+}
+
+function diffRecord<T, V>(
+  previous: Readonly<Record<string, T>>,
+  next: Readonly<Record<string, T>>,
+  same: (key: string, a: T, b: T) => boolean,
+  entry: (key: string, value: T) => V,
 ): PartDelta<V> {
   const changed: Array<[string, V]> = [];
-  const added: string[] = [];
-  for (const [key, value] of next) {
-    const before = previous.get(key);
-    if (before === undefined) added.push(key);
-    if (before === undefined || !same(before, value)) changed.push([key, value]);
+  let kept = 0;
+  for (const key in next) {
+    const value = next[key] as T;
+    const before = own(previous, key);
+    if (before !== undefined) kept++;
+    if (before === undefined || !same(key, before, value)) changed.push([key, entry(key, value)]);
   }
-  const removed: string[] = [];
-  for (const key of previous.keys()) if (!next.has(key)) removed.push(key);
-  const derived = keyOrder([...previous.keys()], new Set(removed), added, sorted);
-  const order = sameKeys(derived, next.keys()) ? null : [...next.keys()];
+  const previousKeys = Object.keys(previous);
+  const removed =
+    kept === previousKeys.length ? [] : previousKeys.filter((key) => own(next, key) === undefined);
+  const nextKeys = Object.keys(next);
+  let order: KeyOrder | null = null;
+  if (removed.length > 0 || nextKeys.length !== previousKeys.length || !sameList(previousKeys, nextKeys)) {
+    const position = new Map<string, number>();
+    previousKeys.forEach((key, index) => {
+      position.set(key, index);
+    });
+    order = orderOf(position, nextKeys);
+  }
   return { changed, removed, order };
 }
 
-function patchPart<V>(
-  previous: ReadonlyMap<string, V>,
+function patchRecord<T, V>(
+  previous: Readonly<Record<string, T>>,
   delta: PartDelta<V>,
-  sorted: boolean,
-): Array<[string, V]> {
-  const changed = new Map(delta.changed);
-  const added = delta.changed.filter(([key]) => !previous.has(key)).map(([key]) => key);
-  const order = delta.order ?? keyOrder([...previous.keys()], new Set(delta.removed), added, sorted);
-  return order.map((key) => {
-    const value = changed.get(key) ?? previous.get(key);
-    if (value === undefined) throw new DeltaBaseError(`the delta names ${key}, which neither model holds`);
-    return [key, value];
-  });
-}
-
-/**
- * The keys of a part after a change, by the rule both sides apply: kept keys in their order, and the
- * added ones merged in by code unit order (servers, which the build sorts by hostname) or appended
- * in the order given (records, whose order is that of first use: the delta then carries the order
- * whenever the rule does not give it).
- */
-export function keyOrder(
-  previous: readonly string[],
-  removed: ReadonlySet<string>,
-  added: readonly string[],
-  sorted: boolean,
-): string[] {
-  const kept = removed.size === 0 ? [...previous] : previous.filter((key) => !removed.has(key));
-  if (added.length === 0) return kept;
-  if (!sorted) return [...kept, ...added];
-  const fresh = [...added].sort();
-  const merged: string[] = [];
-  let i = 0;
-  for (const key of kept) {
-    while (i < fresh.length && (fresh[i] as string) < key) merged.push(fresh[i++] as string);
-    merged.push(key);
+  toValue: (entry: V) => T,
+): Record<string, T> {
+  if (delta.order === null) {
+    // same keys in the same order: a copy (keys keep their places), the changed ones overwritten
+    const record: Record<string, T> = Object.assign({}, previous);
+    for (const [key, entry] of delta.changed) record[key] = toValue(entry);
+    return record;
   }
-  while (i < fresh.length) merged.push(fresh[i++] as string);
-  return merged;
+  const changed = new Map(delta.changed);
+  const record: Record<string, T> = {};
+  for (const key of keysOf(delta.order, Object.keys(previous))) {
+    const entry = changed.get(key);
+    const value = entry === undefined ? own(previous, key) : toValue(entry);
+    if (value === undefined) throw new DeltaBaseError(`the delta names ${key}, which neither model holds`);
+    record[key] = value;
+  }
+  return record;
 }
 
-function sameKeys(order: readonly string[], keys: Iterable<string>): boolean {
-  let index = 0;
-  for (const key of keys) if (order[index++] !== key) return false;
-  return index === order.length;
+/** `next` as runs of the previous keys (their positions in `position`) and keys of their own. */
+export function orderOf(position: ReadonlyMap<string, number>, next: Iterable<string>): KeyOrder {
+  const order: KeyOrder = [];
+  let run: [number, number] | null = null;
+  for (const key of next) {
+    const at = position.get(key);
+    if (at === undefined) {
+      order.push(key);
+      run = null;
+    } else if (run !== null && run[0] + run[1] === at) {
+      run[1]++;
+    } else {
+      run = [at, 1];
+      order.push(run);
+    }
+  }
+  return order;
+}
+
+/** The keys `order` stands for, over the previous keys. */
+export function keysOf(order: KeyOrder, previous: readonly string[]): string[] {
+  const keys: string[] = [];
+  for (const part of order) {
+    if (typeof part === 'string') keys.push(part);
+    else for (let index = part[0]; index < part[0] + part[1]; index++) keys.push(previous[index] as string);
+  }
+  return keys;
+}
+
+/** A record's own value of `key` (never one of Object.prototype's). */
+function own<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  for (let index = 0; index < a.length; index++) if (a[index] !== b[index]) return false;
+  return a.length === b.length;
 }
 
 function sameEndpoints(a: Upstream['endpoints'], b: Upstream['endpoints']): boolean {
@@ -238,21 +308,27 @@ function sameCertificate(a: Certificate, b: Certificate): boolean {
   );
 }
 
-/** The upstreams' content hashes after the change, keys in name order as the model's fingerprint has them. */
+/**
+ * The upstreams' content hashes after the change, keys in name order as the model's fingerprint
+ * writes them: a copy with the changed ones overwritten while the names stay the same, else rebuilt.
+ */
 function patchUpstreamHashes(
   previous: Readonly<Record<string, string>>,
+  upstreams: Readonly<Record<string, Upstream>>,
   delta: PartDelta<UpstreamEntry>,
 ): Record<string, string> {
-  const removed = new Set(delta.removed);
-  const hashes: Record<string, string> = {};
-  for (const [name, hash] of Object.entries(previous)) if (!removed.has(name)) hashes[name] = hash;
-  let added = false;
-  for (const [name, { hash }] of delta.changed) {
-    if (!(name in hashes)) added = true;
-    hashes[name] = hash;
+  const changed = new Map(delta.changed);
+  const sameNames =
+    delta.removed.length === 0 && delta.changed.every(([name]) => own(previous, name) !== undefined);
+  if (sameNames) {
+    const hashes: Record<string, string> = Object.assign({}, previous);
+    for (const [name, { hash }] of delta.changed) hashes[name] = hash;
+    return hashes;
   }
-  if (!added) return hashes;
-  const sorted: Record<string, string> = {};
-  for (const name of Object.keys(hashes).sort()) sorted[name] = hashes[name] as string;
-  return sorted;
+  const hashes: Record<string, string> = {};
+  for (const name of Object.keys(upstreams).sort()) {
+    const hash = changed.get(name)?.hash ?? own(previous, name);
+    if (hash !== undefined) hashes[name] = hash;
+  }
+  return hashes;
 }
