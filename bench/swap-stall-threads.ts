@@ -10,7 +10,8 @@
 // - build ms: buildModel on the main thread (it serves no traffic: outside the window);
 // - bytes posted: what each thread was sent (a delta, or the whole model), and whether it was a delta;
 // - in each worker, the longest the change held its event loop: the prepare (deserialise, rebuild
-//   from the delta, compile) and the commit (the swap) each run as one task, timed inside the thread;
+//   from the delta, compile) and the commit (the swap) each run as one task, timed inside the thread,
+//   and the thread's CPU time in its prepare (less stretched than wall time on a shared machine);
 // - prepare ms and commit ms: the two phases as the main thread sees them (the commit is the extra
 //   round trip of the all-or-nothing apply);
 // - the p99 and max latency of the requests started from 100 ms before the apply to 100 ms after it.
@@ -145,15 +146,18 @@ function report(
     const decode = record.threads.map((thread) => thread.decodeMs);
     const compile = record.threads.map((thread) => thread.compileMs);
     const commit = record.threads.map((thread) => thread.commitMs);
+    const cpu = record.threads.map((thread) => thread.cpuMs);
     const payloads = [...new Set(record.threads.map((thread) => thread.payload))].join('+');
-    return `| ${r.kind} | ${r.ingress} | ${r.swap} | ${f(r.buildMs, 0)} | ${payloads} | ${kib(record.posted / record.threads.length)} | ${perThread(decode)} | ${perThread(compile)} | ${perThread(commit)} | **${perThread(blocks(record))}** | ${f(record.prepareMs)} | ${f(record.commitMs, 2)} | ${window.requests} | ${f(window.p99)} | ${f(window.max)} |`;
+    return `| ${r.kind} | ${r.ingress} | ${r.swap} | ${f(r.buildMs, 0)} | ${payloads} | ${kib(record.posted / record.threads.length)} | ${perThread(decode)} | ${perThread(compile)} | ${perThread(commit)} | **${perThread(blocks(record))}** | **${perThread(cpu)}** | ${f(record.prepareMs)} | ${f(record.commitMs, 2)} | ${window.requests} | ${f(window.p99)} | ${f(window.max)} |`;
   });
   const all = (pick: (r: ChangeResult) => number[]): number[] => results.flatMap(pick);
   const worstBlock = Math.max(...all((r) => blocks(r.record)));
+  const cpuOf = (r: ChangeResult): number[] => r.record.threads.map((thread) => thread.cpuMs);
+  const worstCpu = Math.max(...all(cpuOf));
   const medians = KINDS.map((kind) => {
     const of = results.filter((r) => r.kind === kind);
     const m = (pick: (r: ChangeResult) => number): string => f(median(of.map(pick)));
-    return `| ${kind} | ${of.length} | ${m((r) => r.buildMs)} | ${m((r) => r.record.posted / r.record.threads.length / 1024)} | ${m((r) => Math.max(...blocks(r.record)))} | ${m((r) => r.record.prepareMs)} | ${m((r) => r.record.commitMs)} | ${m((r) => r.window.p99)} | ${m((r) => r.window.max)} |`;
+    return `| ${kind} | ${of.length} | ${m((r) => r.buildMs)} | ${m((r) => r.record.posted / r.record.threads.length / 1024)} | ${m((r) => Math.max(...blocks(r.record)))} | ${m((r) => Math.max(...cpuOf(r)))} | ${m((r) => r.record.prepareMs)} | ${m((r) => r.record.commitMs)} | ${m((r) => r.window.p99)} | ${m((r) => r.window.max)} |`;
   });
   const date = new Date().toISOString();
   const protocol = full ? 'the whole model posted to every thread on each change (`--full`)' : 'deltas';
@@ -168,18 +172,18 @@ function report(
 - protocol: ${protocol}; a change is prepared in every thread, then committed (two phases)
 - first model: build ${f(run.initialBuildMs, 0)} ms, apply ${f(run.initialApplyMs, 0)} ms (whole model to every thread); RSS at ready ${f(run.rssReady.rss)} MiB (main heap ${f(run.rssReady.heap)} MiB), after the stream ${f(run.rssAfter.rss)} MiB (main heap ${f(run.rssAfter.heap)} MiB), each after two forced GCs in the main thread
 - load: a thread of its own, 4 keep-alive connections to the built-in 404, back to back; window: the requests started from 100 ms before the apply to 100 ms after it
-- **longest event-loop block of any worker over the stream: ${f(worstBlock)} ms**
+- **longest event-loop block of any worker over the stream: ${f(worstBlock)} ms wall; the most CPU a worker's prepare took: ${f(worstCpu)} ms** (process.threadCpuUsage inside the worker: what the change cost that thread, whatever else the machine ran)
 
 Medians per kind of change:
 
-| change | n | build ms | KiB posted per thread | longest worker block ms | prepare ms | commit round trip ms | p99 ms | max ms |
-| --- | --: | --: | --: | --: | --: | --: | --: | --: |
+| change | n | build ms | KiB posted per thread | longest worker block ms | its CPU ms | prepare ms | commit round trip ms | p99 ms | max ms |
+| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: |
 ${medians.join('\n')}
 
 Every change (per-thread figures as thread 1 / thread 2 / …; a worker's block is the longer of its prepare task, decode + compile, and its commit task):
 
-| change | Ingress | swap | build ms | sent | KiB per thread | decode ms | compile ms | commit ms | worker block ms | prepare ms | commit round trip ms | requests | p99 ms | max ms |
-| --- | --- | --- | --: | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |
+| change | Ingress | swap | build ms | sent | KiB per thread | decode ms | compile ms | commit ms | worker block ms | worker CPU ms | prepare ms | commit round trip ms | requests | p99 ms | max ms |
+| --- | --- | --- | --: | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |
 ${rows.join('\n')}
 `;
   if (write) {

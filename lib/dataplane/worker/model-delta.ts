@@ -132,7 +132,11 @@ export function patchModel(previous: Model | null, delta: ModelDelta): Model {
     contentHashes: {
       servers: servers.hashes,
       catchAll: catchAll.hash,
-      upstreams: patchUpstreamHashes(before.upstreams, upstreams, delta.upstreams),
+      // equal digests of all upstream hashes (names included): the very same record, shared
+      upstreams:
+        delta.allUpstreams === before.allUpstreams
+          ? before.upstreams
+          : patchUpstreamHashes(before.upstreams, upstreams, delta.upstreams),
       allUpstreams: delta.allUpstreams,
       endpoints: delta.endpoints,
     },
@@ -232,6 +236,8 @@ function patchRecord<T, V>(
   delta: PartDelta<V>,
   toValue: (entry: V) => T,
 ): Record<string, T> {
+  // models are never modified: an unchanged record is shared rather than copied (10,000 keys)
+  if (delta.order === null && delta.changed.length === 0) return previous;
   if (delta.order === null) {
     // same keys in the same order: a copy (keys keep their places), the changed ones overwritten
     const record: Record<string, T> = Object.assign({}, previous);

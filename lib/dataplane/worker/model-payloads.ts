@@ -19,7 +19,14 @@ export interface ApplyRecord {
   prepareMs: number;
   /** the commit round trip: from every thread prepared to every thread serving */
   commitMs: number;
-  threads: Array<{ payload: ModelPayload['kind']; decodeMs: number; compileMs: number; commitMs: number }>;
+  threads: Array<{
+    payload: ModelPayload['kind'];
+    decodeMs: number;
+    compileMs: number;
+    /** the thread's CPU time in its prepare */
+    cpuMs: number;
+    commitMs: number;
+  }>;
 }
 
 export class ModelPayloads {

@@ -277,8 +277,8 @@ export class DataPlaneThreads implements DataPlaneHandle {
       commitMs: performance.now() - preparedAt,
       threads: prepared.map((result, index) => {
         const { payload, reply } = (result as PromiseFulfilledResult<Prepared>).value;
-        const { decodeMs, compileMs } = reply;
-        return { payload, decodeMs, compileMs, commitMs: results[index]?.commitMs ?? 0 };
+        const { decodeMs, compileMs, cpuMs } = reply;
+        return { payload, decodeMs, compileMs, cpuMs, commitMs: results[index]?.commitMs ?? 0 };
       }),
     };
     const first = results[0] as CommitReply;

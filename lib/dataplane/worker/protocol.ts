@@ -45,6 +45,8 @@ export interface PrepareReply {
   /** deserialising the payload and rebuilding the model from a delta */
   decodeMs: number;
   compileMs: number;
+  /** the thread's CPU time over both (wall time on a busy machine also counts other threads' turns) */
+  cpuMs: number;
 }
 
 /** A thread's answer to `commit`: it serves the model. */

@@ -24,12 +24,18 @@ export interface ThreadApply {
   failNextPrepare(message: string): void;
 }
 
+function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const { user, system } = process.threadCpuUsage(start);
+  return (user + system) / 1000;
+}
+
 export function createThreadApply(dataPlane: DataPlane, zoneMemory: ZoneMemory): ThreadApply {
   let pending: PreparedSwap | null = null;
   let failure: string | null = null;
   return {
     prepare(payload, zones) {
       pending = null;
+      const cpu = process.threadCpuUsage();
       const started = performance.now();
       const decoded = deserialize(payload.bytes) as unknown;
       const model =
@@ -49,6 +55,7 @@ export function createThreadApply(dataPlane: DataPlane, zoneMemory: ZoneMemory):
         hash: model.hash,
         decodeMs: decodedAt - started,
         compileMs: performance.now() - decodedAt,
+        cpuMs: cpuMsSince(cpu),
       };
     },
     commit(hash) {
