@@ -18,6 +18,7 @@ import { ZoneMemory } from '../access/zone-memory.ts';
 import type { RuntimeDescription, ThreadDescription } from '../describe/types.ts';
 import { dataplaneError, runtimeSwapped } from '../events.ts';
 import type { DataPlaneHandle, DataPlaneStats, ListenAddresses, SwapResult } from '../handle.ts';
+import { applyInTwoPhases, type PhaseSlots } from './apply-phases.ts';
 import { type ApplyRecord, ModelPayloads } from './model-payloads.ts';
 import {
   type CommitReply,
@@ -40,12 +41,6 @@ export interface DataPlaneThreadsOptions extends ThreadDataPlaneOptions {
 /** What a call to a thread that stopped before answering rejects with. */
 export class ThreadExitedError extends Error {
   readonly code: ErrorCode = 'DATAPLANE_THREAD_STOPPED';
-}
-
-/** A thread's prepare answer and which payload it was sent. */
-interface Prepared {
-  payload: ModelPayload['kind'];
-  reply: PrepareReply;
 }
 
 type Call = ThreadCall extends infer C ? (C extends { id: number } ? Omit<C, 'id'> : never) : never;
@@ -116,6 +111,8 @@ export class DataPlaneThreads implements DataPlaneHandle {
   /** the apply in progress: one at a time, so that each thread's base is the model the last left */
   #applying: Promise<unknown> = Promise.resolve();
   #lastApply: ApplyRecord | null = null;
+  /** the slots as the two phases see them (apply-phases.ts) */
+  readonly #phaseSlots: PhaseSlots;
   /** the rate-limit zones every thread counts in (access/zone-memory.ts): owned here, posted with each model */
   readonly #zones = new ZoneMemory();
   /** the ports every thread listens on, once the first bound them */
@@ -129,6 +126,14 @@ export class DataPlaneThreads implements DataPlaneHandle {
   readonly #retired = { accepted: 0, requests: 0, answered: 0, failed: 0, dropped: 0 };
 
   constructor(options: DataPlaneThreadsOptions) {
+    const slots = this.#slots;
+    this.#phaseSlots = {
+      get count() {
+        return slots.length;
+      },
+      at: (index) => slots[index] as Thread,
+      replaced: (error) => error instanceof ThreadExitedError && !this.#closing,
+    };
     const { threads, fullModels, ...threadOptions } = options;
     this.#options = threadOptions;
     this.#deltas = fullModels !== true;
@@ -250,37 +255,13 @@ export class DataPlaneThreads implements DataPlaneHandle {
 
   /** Prepare in every thread; commit when all prepared, else discard everywhere and reject. */
   async #applyToAll(model: Model): Promise<SwapResult> {
-    const started = performance.now();
     const zones = this.#zones.buffersFor(model);
     const payloads = new ModelPayloads(this.#model?.model ?? null, model, this.#deltas);
-    const prepared = await Promise.allSettled(
-      this.#slots.map((_, index) => this.#prepareOn(index, payloads, zones)),
-    );
-    const failed = prepared.find((result) => result.status === 'rejected');
-    if (failed !== undefined) {
-      // every thread keeps serving the previous model; the next apply starts from it
-      await Promise.all(
-        this.#slots.map((thread) => thread.call({ type: 'discard', hash: model.hash }).catch(() => null)),
-      );
-      throw failed.reason;
-    }
-    const preparedAt = performance.now();
-    // from here a replacement thread starts on the new model
-    this.#model = { model, bytes: payloads.fullBytes, zones };
-    const results = await Promise.all(this.#slots.map((_, index) => this.#commitOn(index, model.hash)));
-    this.#lastApply = {
-      hash: model.hash,
-      fullBytes: payloads.fullBytes?.byteLength ?? null,
-      deltaBytes: payloads.deltaBytes,
-      posted: payloads.posted,
-      prepareMs: preparedAt - started,
-      commitMs: performance.now() - preparedAt,
-      threads: prepared.map((result, index) => {
-        const { payload, reply } = (result as PromiseFulfilledResult<Prepared>).value;
-        const { decodeMs, compileMs, cpuMs } = reply;
-        return { payload, decodeMs, compileMs, cpuMs, commitMs: results[index]?.commitMs ?? 0 };
-      }),
-    };
+    const { results, record } = await applyInTwoPhases(this.#phaseSlots, model, payloads, zones, () => {
+      // from here a replacement thread starts on the new model
+      this.#model = { model, bytes: payloads.fullBytes, zones };
+    });
+    this.#lastApply = record;
     const first = results[0] as CommitReply;
     const differing = results.filter((result) => result.kind !== first.kind || result.hash !== first.hash);
     if (differing.length > 0) {
@@ -292,44 +273,6 @@ export class DataPlaneThreads implements DataPlaneHandle {
     this.#served = true;
     if (runtimeSwapped.hasSubscribers) runtimeSwapped.publish({ kind: first.kind, hash: first.hash });
     return { kind: first.kind, hash: first.hash };
-  }
-
-  /**
-   * Has the thread in `index` prepare the model: its delta, or the whole model when the thread
-   * serves another one. A thread that stops first is replaced (on the model served so far) and asked again.
-   */
-  async #prepareOn(index: number, payloads: ModelPayloads, zones: ZoneBuffers): Promise<Prepared> {
-    for (;;) {
-      const thread = this.#slots[index] as Thread;
-      try {
-        await thread.up;
-        const model = payloads.for(thread.hash);
-        return {
-          payload: model.kind,
-          reply: await thread.call<PrepareReply>({ type: 'prepare', model, zones }),
-        };
-      } catch (error) {
-        if ((error as { code?: unknown }).code === 'DATAPLANE_DELTA_BASE_MISMATCH') {
-          thread.hash = null;
-          continue;
-        }
-        if (!(error instanceof ThreadExitedError) || this.#closing) throw error;
-      }
-    }
-  }
-
-  /** Has the thread in `index` serve the prepared model; a replacement started since serves it already. */
-  async #commitOn(index: number, hash: string): Promise<CommitReply> {
-    const thread = this.#slots[index] as Thread;
-    try {
-      const reply = await thread.call<CommitReply>({ type: 'commit', hash });
-      thread.hash = reply.hash;
-      return reply;
-    } catch (error) {
-      if (!(error instanceof ThreadExitedError) || this.#closing) throw error;
-      await thread.up;
-      return { kind: 'full', hash, commitMs: 0 };
-    }
   }
 
   #spawn(index: number): Thread {

@@ -11,6 +11,8 @@ import { build, ingress, path, rule, service, slice } from '../../model/helpers.
 import { echoBackend, send } from '../../support/echo.ts';
 import { listen } from '../../support/http.ts';
 
+// five pools of two threads, each started and stopped: tap's 30 s default is too short on a busy machine
+t.setTimeout(120_000);
 const generatedDefaultCertificate = await generateDefaultCertificate();
 
 /** One Ingress per host, all to the echo backend; `addresses` are the backend's endpoints. */
