@@ -4,26 +4,31 @@
 // has prepared: a compile that fails in one thread leaves all of them on the previous model, and
 // apply rejects once with that thread's error.
 import t, { type Test } from 'tap';
+import { type AppliedChange, createApplier } from '../../../lib/controller/apply.ts';
 import { generateDefaultCertificate } from '../../../lib/dataplane/listening/sni.ts';
 import { DataPlaneThreads } from '../../../lib/dataplane/worker/pool.ts';
-import type { Model } from '../../../lib/model/index.ts';
-import { build, ingress, path, rule, service, slice } from '../../model/helpers.ts';
+import { createBuildCaches, type Model, type Snapshot } from '../../../lib/model/index.ts';
+import { build, ingress, path, rule, service, slice, snapshotOf } from '../../model/helpers.ts';
 import { echoBackend, send } from '../../support/echo.ts';
 import { listen } from '../../support/http.ts';
 
-// five pools of two threads, each started and stopped: tap's 30 s default is too short on a busy machine
+// six pools of two threads, each started and stopped: tap's 30 s default is too short on a busy machine
 t.setTimeout(120_000);
 const generatedDefaultCertificate = await generateDefaultCertificate();
 
 /** One Ingress per host, all to the echo backend; `addresses` are the backend's endpoints. */
-function model(backendPort: number, hosts: string[], addresses = ['127.0.0.1']): Model {
-  return build({
+function world(backendPort: number, hosts: string[], addresses = ['127.0.0.1']) {
+  return {
     ingresses: hosts.map((host, i) =>
       ingress(`site-${host}`, { created: i, rules: [rule(host, path('/', 'web:80'))] }),
     ),
     services: [service('web', [{ port: 80, targetPort: backendPort }])],
     slices: [slice('web', [{ addresses }], [{ port: backendPort }])],
-  }).model;
+  };
+}
+
+function model(backendPort: number, hosts: string[], addresses = ['127.0.0.1']): Model {
+  return build(world(backendPort, hosts, addresses)).model;
 }
 
 async function threads(t: Test, fullModels = false) {
@@ -134,6 +139,28 @@ t.test('a compile that fails in one thread: no thread swaps, apply rejects once'
   );
   t.strictSame(await statuses(port, 'new.test'), Array(16).fill(200), 'then both serve it');
   t.strictSame(await pool.servingModels(), [next, next]);
+});
+
+t.test('the controller sees one failed apply and keeps the previous model as applied', async (t) => {
+  const { pool, backendPort } = await threads(t);
+  let snapshot: Snapshot = snapshotOf(world(backendPort, ['a.test']));
+  const applied: AppliedChange[] = [];
+  const applier = createApplier({
+    handle: pool,
+    modelOptions: {},
+    caches: createBuildCaches(),
+    snapshot: () => snapshot,
+    onApplied: (change) => applied.push(change),
+  });
+  await applier.run();
+  const before = applier.latest().model;
+  snapshot = snapshotOf(world(backendPort, ['a.test', 'new.test']));
+  await pool.failNextPrepare(0, 'compile failed in thread 0');
+  await t.rejects(applier.run(), { message: 'compile failed in thread 0' });
+  t.equal(applied.length, 1, 'the failed change is not reported as applied (the reload counts as failed)');
+  t.equal(applier.latest().model, before, 'the previous model is still the applied one');
+  await applier.run();
+  t.equal(applied.length, 2, 'the next run applies it');
 });
 
 t.test(
