@@ -25,75 +25,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { DataPlane } from '../lib/dataplane/dataplane.ts';
 import { generateDefaultCertificate } from '../lib/dataplane/listening/sni.ts';
-import { buildModel, type Ingress, type Model, type Secret, type Snapshot } from '../lib/model/index.ts';
+import { buildModel, type Model, type Snapshot } from '../lib/model/index.ts';
 import { generateCluster } from './model-build.ts';
+import { ChangeStream, KINDS, type Kind, median, memoryMiB, now } from './support/stall-changes.ts';
 import type { LoadMessage, LoadOptions, WindowStats } from './support/stall-load.ts';
 
 const args = process.argv.slice(2);
 const write = !args.includes('--no-write');
 const [size = 10000, rounds = 3] = args.filter((arg) => !arg.startsWith('--')).map(Number);
-const PREFIX = 'nginx.ingress.kubernetes.io';
-const KINDS = ['path added', 'backend changed', 'annotation changed', 'TLS host added'] as const;
-type Kind = (typeof KINDS)[number];
-
-const gc = globalThis.gc;
-/** RSS and heap in use, MiB, after two forced GCs. */
-const memoryMiB = async (): Promise<{ rss: number; heap: number }> => {
-  gc?.();
-  await sleep(50);
-  gc?.();
-  const { rss, heapUsed } = process.memoryUsage();
-  return { rss: rss / 2 ** 20, heap: heapUsed / 2 ** 20 };
-};
-const now = (): number => performance.timeOrigin + performance.now();
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
-
-/** Ingress `index` of the snapshot, changed by `kind` (round `round` makes each change distinct). */
-function changed(ingress: Ingress, kind: Kind, round: number, secret: string): Ingress {
-  const next = structuredClone(ingress);
-  const rule = next.spec?.rules?.[0];
-  const paths = rule?.http?.paths;
-  if (paths === undefined || rule === undefined) throw new Error('generated Ingress without paths');
-  if (kind === 'path added') {
-    paths.push({
-      path: `/added-${round}`,
-      pathType: 'Prefix',
-      backend: structuredClone(paths[0]?.backend) ?? {},
-    });
-  } else if (kind === 'backend changed') {
-    const first = paths[0];
-    const other = paths[1];
-    if (first !== undefined && other !== undefined) first.backend = structuredClone(other.backend);
-  } else if (kind === 'annotation changed') {
-    next.metadata = {
-      ...next.metadata,
-      annotations: { ...next.metadata?.annotations, [`${PREFIX}/proxy-read-timeout`]: String(30 + round) },
-    };
-  } else {
-    next.spec = { ...next.spec, tls: [{ hosts: [rule.host ?? ''], secretName: secret }] };
-  }
-  return next;
-}
-
-function tlsSecret(namespace: string, name: string, pair: { certPem: string; keyPem: string }): Secret {
-  return {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    type: 'kubernetes.io/tls',
-    metadata: { name, namespace },
-    data: {
-      'tls.crt': Buffer.from(pair.certPem).toString('base64'),
-      'tls.key': Buffer.from(pair.keyPem).toString('base64'),
-    },
-  };
-}
-
 interface ChangeResult {
   kind: Kind;
   ingress: string;
@@ -145,21 +84,11 @@ async function main(): Promise<void> {
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
   const results: ChangeResult[] = [];
-  const byIndex = new Map(snapshot.ingresses.map((ingress, index) => [index, ingress]));
+  const stream = new ChangeStream(snapshot, certificate);
   for (let round = 0; round < rounds; round++) {
     for (const [k, kind] of KINDS.entries()) {
-      const index = ((round * KINDS.length + k) * 997) % snapshot.ingresses.length;
-      const target = byIndex.get(index) as Ingress;
-      const secretName = `stall-tls-${round}`;
-      const ingresses = [...snapshot.ingresses];
-      const next = changed(target, kind, round, secretName);
-      ingresses[index] = next;
-      byIndex.set(index, next);
-      const secrets =
-        kind === 'TLS host added'
-          ? [...snapshot.secrets, tlsSecret(target.metadata?.namespace ?? 'default', secretName, certificate)]
-          : snapshot.secrets;
-      snapshot = { ...snapshot, ingresses, secrets };
+      const name = stream.next(round, k);
+      snapshot = stream.snapshot;
       const buildStart = performance.now();
       const model = buildModel(snapshot).model;
       const buildMs = performance.now() - buildStart;
@@ -186,7 +115,6 @@ async function main(): Promise<void> {
       const gcMs = gcs
         .filter((gc) => gc.start >= compileStart && gc.start <= compileEnd)
         .reduce((sum, gc) => sum + gc.duration, 0);
-      const name = `${target.metadata?.namespace}/${target.metadata?.name}`;
       results.push({
         kind,
         ingress: name,

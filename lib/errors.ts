@@ -84,6 +84,14 @@ export const ERROR_CODES = {
     'data-plane log',
     'The data-plane worker threads acknowledged one model with different swap kinds (one swapped in full, another only its endpoints); each serves the model all the same.',
   ],
+  DATAPLANE_DELTA_BASE_MISMATCH: [
+    'internal',
+    'A data-plane thread was sent the changes since a model it does not serve; the pool sends it the whole model instead.',
+  ],
+  DATAPLANE_APPLY_ABORTED: [
+    'internal',
+    "Another data-plane thread failed to compile the model, so this thread drops the one it prepared and serves the previous model on; apply rejects with the failing thread's error.",
+  ],
   ERR_INGRESS_TS_CONFIG: [
     'command line',
     'A flag is unknown, lacks a value, has an invalid one or contradicts another; ingress-ts does not start.',

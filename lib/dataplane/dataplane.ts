@@ -20,6 +20,7 @@ import {
   type DataPlaneHandle,
   type DataPlaneStats,
   type ListenAddresses,
+  type SwapKind,
   type SwapResult,
 } from './handle.ts';
 import {
@@ -64,6 +65,16 @@ export interface DataPlaneOptions {
 }
 
 export type { DataPlaneStats, ListenAddresses } from './handle.ts';
+
+/** A model compiled by `DataPlane.prepare`, not served yet. */
+export interface PreparedSwap {
+  readonly kind: SwapKind;
+  readonly model: Model;
+  /** the runtime it was compiled over */
+  readonly previous: Runtime | null;
+  /** the compiled runtime; null until the commit for an endpoints-only change (and for none) */
+  readonly next: Runtime | null;
+}
 
 export class DataPlane implements DataPlaneHandle {
   readonly #options: DataPlaneOptions;
@@ -170,16 +181,32 @@ export class DataPlane implements DataPlaneHandle {
   }
 
   /** Compile the model and make it current. Returns whether it was an endpoints-only update. */
-  swap(model: Model): 'full' | 'endpoints' | 'unchanged' {
+  swap(model: Model): SwapKind {
+    return this.commit(this.prepare(model));
+  }
+
+  /**
+   * The first half of a swap: compiles `model` without serving it. `commit` serves it; a prepared
+   * swap that is dropped leaves the current runtime serving (data-plane threads swap all or none).
+   * An endpoints-only change is only noted here: its balancers are updated in place, at the commit.
+   */
+  prepare(model: Model): PreparedSwap {
     const previous = this.#runtime;
-    if (previous !== null && previous.hash === model.hash) return 'unchanged';
+    if (previous !== null && previous.hash === model.hash)
+      return { kind: 'unchanged', model, previous, next: null };
+    if (previous !== null && previous.routesHash === model.routesHash)
+      return { kind: 'endpoints', model, previous, next: null };
     beforeCompile(this.#caches, previous, model);
-    const next = compileRuntime(model, previous, {
-      generatedDefaultCertificate: this.#options.generatedDefaultCertificate,
-      balancerEnv: this.#options.balancerEnv ?? defaultBalancerEnv,
-      ewmaStore: this.#ewmaStore,
-      caches: this.#caches,
-    });
+    return { kind: 'full', model, previous, next: this.#compile(model, previous) };
+  }
+
+  /** Serves a prepared swap; throws if another swap came between (the compile used a runtime since replaced). */
+  commit(prepared: PreparedSwap): SwapKind {
+    const { kind, model, previous } = prepared;
+    if (this.#runtime !== previous)
+      throw new Error(`model ${model.hash} was prepared over a runtime since replaced`);
+    if (kind === 'unchanged') return kind;
+    const next = prepared.next ?? this.#compile(model, previous);
     this.#runtime = next;
     // handshakes without SNI use the server's own credentials, not the SNICallback
     applyDefaultCertificate(this.#https, next.sni);
@@ -188,7 +215,6 @@ export class DataPlane implements DataPlaneHandle {
     this.#maxConnections = model.config.maxWorkerConnections;
     this.#headerBufferSize = model.config.largeClientHeaderBuffers.size;
     this.#httpsListener.http2 = next.model.config.useHttp2;
-    const kind = previous !== null && previous.routesHash === model.routesHash ? 'endpoints' : 'full';
     if (previous !== null) {
       // an incremental compile that changed no upstream keeps the very same set: no peer left
       if (next.peerKeys !== previous.peerKeys) {
@@ -199,6 +225,15 @@ export class DataPlane implements DataPlaneHandle {
     }
     if (runtimeSwapped.hasSubscribers) runtimeSwapped.publish({ kind, hash: model.hash });
     return kind;
+  }
+
+  #compile(model: Model, previous: Runtime | null): Runtime {
+    return compileRuntime(model, previous, {
+      generatedDefaultCertificate: this.#options.generatedDefaultCertificate,
+      balancerEnv: this.#options.balancerEnv ?? defaultBalancerEnv,
+      ewmaStore: this.#ewmaStore,
+      caches: this.#caches,
+    });
   }
 
   // DataPlaneHandle: in this thread, a swap serves once swap() returns

@@ -1,6 +1,9 @@
 // N data-plane worker threads behind one DataPlaneHandle. Each thread runs its own DataPlane
 // (thread-main.ts): its own listeners on the same ports (SO_REUSEPORT), runtime, SNI store and pools.
-// A model is serialised once and posted to every thread; apply resolves when all of them serve it.
+// A change is applied in two phases (all or nothing): every thread decodes and compiles it while
+// serving the previous model, and only once all have prepared are they told to serve it. A thread is
+// sent the changes since the model it serves (model-delta.ts), or the whole model when it serves
+// another one (a new thread); apply resolves when all of them serve it.
 // Their records arrive in batches and are published again here on the same channels, so whatever
 // subscribes on the main thread (metrics, access log, error log) works as with one thread. A thread
 // that stops unexpectedly is replaced with the current model while the others keep serving.
@@ -15,8 +18,13 @@ import { ZoneMemory } from '../access/zone-memory.ts';
 import type { RuntimeDescription, ThreadDescription } from '../describe/types.ts';
 import { dataplaneError, runtimeSwapped } from '../events.ts';
 import type { DataPlaneHandle, DataPlaneStats, ListenAddresses, SwapResult } from '../handle.ts';
+import { applyInTwoPhases, type PhaseSlots } from './apply-phases.ts';
+import { type ApplyRecord, ModelPayloads } from './model-payloads.ts';
 import {
+  type CommitReply,
   FORWARDED_CHANNELS,
+  type ModelPayload,
+  type PrepareReply,
   type ThreadCall,
   type ThreadDataPlaneOptions,
   type ThreadMessage,
@@ -26,6 +34,8 @@ import {
 export interface DataPlaneThreadsOptions extends ThreadDataPlaneOptions {
   /** how many threads (at least 2 to be worth it; 1 works) */
   threads: number;
+  /** post the whole model on every change instead of deltas (the former protocol: for benchmarks) */
+  fullModels?: boolean;
 }
 
 /** What a call to a thread that stopped before answering rejects with. */
@@ -74,8 +84,9 @@ class Thread {
     if (waiting === undefined) return;
     this.#calls.delete(message.id);
     if ('error' in message) {
-      const error = new Error(message.error.message);
+      const error: Error & { code?: string } = new Error(message.error.message);
       error.stack = message.error.stack;
+      if (message.error.code !== undefined) error.code = message.error.code;
       waiting.reject(error);
     } else {
       waiting.resolve(message.result);
@@ -94,8 +105,14 @@ class Thread {
 export class DataPlaneThreads implements DataPlaneHandle {
   readonly #options: ThreadDataPlaneOptions;
   readonly #slots: Thread[] = [];
-  /** the model every thread serves or is being given, serialised once */
-  #model: { hash: string; bytes: Uint8Array; zones: ZoneBuffers } | null = null;
+  /** the model every thread serves or is being given; its bytes once some thread needed them */
+  #model: { model: Model; bytes: Uint8Array | null; zones: ZoneBuffers } | null = null;
+  readonly #deltas: boolean;
+  /** the apply in progress: one at a time, so that each thread's base is the model the last left */
+  #applying: Promise<unknown> = Promise.resolve();
+  #lastApply: ApplyRecord | null = null;
+  /** the slots as the two phases see them (apply-phases.ts) */
+  readonly #phaseSlots: PhaseSlots;
   /** the rate-limit zones every thread counts in (access/zone-memory.ts): owned here, posted with each model */
   readonly #zones = new ZoneMemory();
   /** the ports every thread listens on, once the first bound them */
@@ -109,8 +126,17 @@ export class DataPlaneThreads implements DataPlaneHandle {
   readonly #retired = { accepted: 0, requests: 0, answered: 0, failed: 0, dropped: 0 };
 
   constructor(options: DataPlaneThreadsOptions) {
-    const { threads, ...threadOptions } = options;
+    const slots = this.#slots;
+    this.#phaseSlots = {
+      get count() {
+        return slots.length;
+      },
+      at: (index) => slots[index] as Thread,
+      replaced: (error) => error instanceof ThreadExitedError && !this.#closing,
+    };
+    const { threads, fullModels, ...threadOptions } = options;
     this.#options = threadOptions;
+    this.#deltas = fullModels !== true;
     for (let index = 0; index < Math.max(1, threads); index++) {
       this.#quickExits.push(0);
       this.#slots.push(this.#spawn(index));
@@ -122,25 +148,28 @@ export class DataPlaneThreads implements DataPlaneHandle {
     return this.#slots.map((thread) => thread.worker);
   }
 
-  async apply(model: Model): Promise<SwapResult> {
-    const bytes = serialize(model);
-    const zones = this.#zones.buffersFor(model);
-    // A compile that throws in one thread rejects the whole apply, while the others may serve the
-    // new model already; the compile is deterministic, so they all throw alike in practice, and the
-    // next model puts every thread on it. A replacement starts on the model known to compile.
-    const results = await Promise.all(this.#slots.map((_, index) => this.#applyTo(index, bytes, zones)));
-    this.#model = { hash: model.hash, bytes, zones };
-    const first = results[0] as SwapResult;
-    const differing = results.filter((result) => result.kind !== first.kind || result.hash !== first.hash);
-    if (differing.length > 0) {
-      report(
-        'DATAPLANE_THREADS_DIFFER',
-        `data-plane threads applied model ${model.hash} differently: ${results.map((r) => r.kind).join(', ')}`,
-      );
-    }
-    this.#served = true;
-    if (runtimeSwapped.hasSubscribers) runtimeSwapped.publish({ kind: first.kind, hash: first.hash });
-    return first;
+  apply(model: Model): Promise<SwapResult> {
+    const run = this.#applying.then(() => this.#applyToAll(model));
+    this.#applying = run.catch(() => null);
+    return run;
+  }
+
+  /** What the last apply that reached every thread cost (payload sizes, phases, per thread). */
+  get lastApply(): ApplyRecord | null {
+    return this.#lastApply;
+  }
+
+  /** Tests only: the model each thread serves, as it holds it (rebuilt from deltas). */
+  async servingModels(): Promise<Array<Model | null>> {
+    await this.settled();
+    return Promise.all(this.#slots.map((thread) => thread.call<Model | null>({ type: 'serving-model' })));
+  }
+
+  /** Tests only: the next prepare of the thread in slot `index` throws `message`, as a failing compile would. */
+  async failNextPrepare(index: number, message: string): Promise<void> {
+    const thread = this.#slots[index] as Thread;
+    await thread.up;
+    await thread.call({ type: 'fail-next-prepare', message });
   }
 
   ready(): boolean {
@@ -224,20 +253,26 @@ export class DataPlaneThreads implements DataPlaneHandle {
     );
   }
 
-  /** Applies `bytes` to the thread in `index`; if that thread stops first, its replacement's start covers it. */
-  async #applyTo(index: number, bytes: Uint8Array, zones: ZoneBuffers): Promise<SwapResult> {
-    for (;;) {
-      const thread = this.#slots[index] as Thread;
-      try {
-        await thread.up;
-        const result = await thread.call<SwapResult>({ type: 'apply', model: bytes, zones });
-        thread.hash = result.hash;
-        return result;
-      } catch (error) {
-        if (!(error instanceof ThreadExitedError) || this.#closing) throw error;
-        // the replacement starts with the newest model: wait for it and ask again (unchanged, then)
-      }
+  /** Prepare in every thread; commit when all prepared, else discard everywhere and reject. */
+  async #applyToAll(model: Model): Promise<SwapResult> {
+    const zones = this.#zones.buffersFor(model);
+    const payloads = new ModelPayloads(this.#model?.model ?? null, model, this.#deltas);
+    const { results, record } = await applyInTwoPhases(this.#phaseSlots, model, payloads, zones, () => {
+      // from here a replacement thread starts on the new model
+      this.#model = { model, bytes: payloads.fullBytes, zones };
+    });
+    this.#lastApply = record;
+    const first = results[0] as CommitReply;
+    const differing = results.filter((result) => result.kind !== first.kind || result.hash !== first.hash);
+    if (differing.length > 0) {
+      report(
+        'DATAPLANE_THREADS_DIFFER',
+        `data-plane threads applied model ${model.hash} differently: ${results.map((r) => r.kind).join(', ')}`,
+      );
     }
+    this.#served = true;
+    if (runtimeSwapped.hasSubscribers) runtimeSwapped.publish({ kind: first.kind, hash: first.hash });
+    return { kind: first.kind, hash: first.hash };
   }
 
   #spawn(index: number): Thread {
@@ -300,14 +335,13 @@ export class DataPlaneThreads implements DataPlaneHandle {
   /** A replacement thread: the current model, then the shared ports. */
   async #bringUp(thread: Thread): Promise<void> {
     try {
-      const model = this.#model;
-      if (model !== null) {
-        const result = await thread.call<SwapResult>({
-          type: 'apply',
-          model: model.bytes,
-          zones: model.zones,
-        });
-        thread.hash = result.hash;
+      const current = this.#model;
+      if (current !== null) {
+        current.bytes ??= serialize(current.model);
+        const model: ModelPayload = { kind: 'full', bytes: current.bytes };
+        const { hash } = current.model;
+        await thread.call<PrepareReply>({ type: 'prepare', model, zones: current.zones });
+        thread.hash = (await thread.call<CommitReply>({ type: 'commit', hash })).hash;
       }
       if (this.#ports !== null) await thread.call({ type: 'listen', ports: this.#ports });
     } catch (error) {

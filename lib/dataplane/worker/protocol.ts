@@ -3,7 +3,7 @@
 // bytes; descriptions, stats and event payloads are plain data.
 
 import { dataplaneError, requestFailed, requestLogged, requestRefused } from '../events.ts';
-import type { DataPlaneStats, ListenAddresses } from '../handle.ts';
+import type { DataPlaneStats, ListenAddresses, SwapKind } from '../handle.ts';
 import type { CertificatePair } from '../listening/sni.ts';
 
 /** What a thread's DataPlane is made of: the DataPlaneOptions that can cross a thread boundary. */
@@ -29,9 +29,46 @@ export const FORWARDED_CHANNELS = [requestLogged, requestRefused, dataplaneError
  */
 export type ZoneBuffers = ReadonlyMap<string, SharedArrayBuffer>;
 
-/** Main thread → worker: a call, answered by a `reply` with the same id. */
+/**
+ * A model for a thread, serialised once (v8.serialize) and copied to each thread that needs it: the
+ * whole model, or the changes since the model the thread serves (model-delta.ts's ModelDelta).
+ */
+export interface ModelPayload {
+  kind: 'full' | 'delta';
+  bytes: Uint8Array;
+}
+
+/** A thread's answer to `prepare`: the model is compiled, not served yet; how long its event loop was held. */
+export interface PrepareReply {
+  kind: SwapKind;
+  hash: string;
+  /** deserialising the payload and rebuilding the model from a delta */
+  decodeMs: number;
+  compileMs: number;
+  /** the thread's CPU time over both (wall time on a busy machine also counts other threads' turns) */
+  cpuMs: number;
+}
+
+/** A thread's answer to `commit`: it serves the model. */
+export interface CommitReply {
+  kind: SwapKind;
+  hash: string;
+  commitMs: number;
+}
+
+/**
+ * Main thread → worker: a call, answered by a `reply` with the same id. A model is applied in two
+ * phases: `prepare` (decode and compile, keep serving the previous runtime), then `commit` once
+ * every thread prepared, or `discard` when one of them failed.
+ */
 export type ThreadCall =
-  | { type: 'apply'; id: number; model: Uint8Array; zones: ZoneBuffers }
+  | { type: 'prepare'; id: number; model: ModelPayload; zones: ZoneBuffers }
+  | { type: 'commit'; id: number; hash: string }
+  | { type: 'discard'; id: number; hash: string }
+  /** tests only (DataPlaneThreads.failNextPrepare): the thread's next prepare throws `message` */
+  | { type: 'fail-next-prepare'; id: number; message: string }
+  /** tests only (DataPlaneThreads.servingModels): the model the thread serves, or null */
+  | { type: 'serving-model'; id: number }
   | { type: 'listen'; id: number; ports: { http: number; https: number } | null }
   | { type: 'describe'; id: number }
   | { type: 'flush'; id: number }
@@ -41,7 +78,7 @@ export type ThreadCall =
 /** Worker → main thread. */
 export type ThreadMessage =
   | { type: 'reply'; id: number; result: unknown }
-  | { type: 'reply'; id: number; error: { message: string; stack: string } }
+  | { type: 'reply'; id: number; error: { message: string; stack: string; code?: string } }
   /** finished records (channel index, payload) and the thread's counters now */
   | { type: 'batch'; events: Array<[number, unknown]>; stats: DataPlaneStats };
 

@@ -3,13 +3,12 @@
 // of the main thread's pool (pool.ts). What it reports leaves through the forwarded channels in
 // batches (event-batch.ts).
 
-import { deserialize } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { Model } from '../../model/index.ts';
 import { ZoneMemory } from '../access/zone-memory.ts';
 import { DataPlane } from '../dataplane.ts';
 import { createEventBatch } from './event-batch.ts';
 import type { ThreadCall, ThreadDataPlaneOptions, ThreadMessage } from './protocol.ts';
+import { createThreadApply } from './thread-apply.ts';
 
 const port = parentPort;
 if (port === null) throw new Error('thread-main.ts runs as a data-plane worker thread');
@@ -20,12 +19,22 @@ const zoneMemory = new ZoneMemory();
 const dataPlane = new DataPlane({ ...options, reusePort: true, zoneMemory });
 const post = (message: ThreadMessage) => port.postMessage(message);
 const batch = createEventBatch({ post, stats: () => dataPlane.stats });
+const applying = createThreadApply(dataPlane, zoneMemory);
 
 async function answer(call: ThreadCall): Promise<unknown> {
   switch (call.type) {
-    case 'apply':
-      zoneMemory.adopt(call.zones);
-      return dataPlane.apply(deserialize(call.model) as Model);
+    case 'prepare':
+      return applying.prepare(call.model, call.zones);
+    case 'commit':
+      return applying.commit(call.hash);
+    case 'discard':
+      applying.discard(call.hash);
+      return null;
+    case 'fail-next-prepare':
+      applying.failNextPrepare(call.message);
+      return null;
+    case 'serving-model':
+      return dataPlane.current?.model ?? null;
     case 'listen':
       return dataPlane.listen(call.ports ?? undefined);
     case 'describe':
@@ -49,7 +58,9 @@ port.on('message', (call: ThreadCall) => {
     (result) => post({ type: 'reply', id: call.id, result }),
     (error: unknown) => {
       const { message, stack } = error instanceof Error ? error : new Error(String(error));
-      post({ type: 'reply', id: call.id, error: { message, stack: stack ?? '' } });
+      const code = error instanceof Error ? (error as Error & { code?: unknown }).code : undefined;
+      const reply = { message, stack: stack ?? '', ...(typeof code === 'string' ? { code } : {}) };
+      post({ type: 'reply', id: call.id, error: reply });
     },
   );
 });
