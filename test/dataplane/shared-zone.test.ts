@@ -262,6 +262,13 @@ t.test(
 
     const changed = limited({ 'limit-rps': '6', 'limit-connections': '2' });
     const next = owner.buffersFor(changed);
+    t.equal(owner.size, 4, 'nothing forgotten before the changed model is applied');
+    t.equal(
+      owner.buffersFor(model).get('default/site rps 5 25'),
+      posted.get('default/site rps 5 25'),
+      'an apply that failed leaves the served zones their buffers',
+    );
+    owner.retain(next.keys());
     t.equal(
       next.get('default/site conn 2'),
       posted.get('default/site conn 2'),

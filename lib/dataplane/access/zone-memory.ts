@@ -10,8 +10,10 @@
 // then lets it forget the others.
 //
 // Several threads: the main thread owns the one ZoneMemory that counts. For each model it calls
-// `buffersFor(model)`, which allocates the buffers of new keys, forgets the keys the model no longer
-// uses and returns key → buffer for every zone of the model, and posts that map with the model
+// `buffersFor(model)`, which allocates the buffers of new keys and returns key → buffer for every zone
+// of the model, and posts that map with the model; only once every thread has swapped to the model
+// does it `retain` the model's keys (an apply that fails leaves the serving zones' buffers held, so a
+// zone of the model still served keeps its counts)
 // (postMessage shares a SharedArrayBuffer, it does not copy it). Each worker gives its DataPlane a
 // ZoneMemory of its own (DataPlaneOptions.zoneMemory) and, before applying the model, `adopt`s the
 // posted map, so its compile builds every zone over the main thread's buffer: all threads count in
@@ -88,10 +90,12 @@ export class ZoneMemory {
     for (const key of this.#buffers.keys()) if (!kept.has(key)) this.#buffers.delete(key);
   }
 
-  /** The owner's side: the buffer of every zone `model` uses (see the file's header); post it with the model. */
+  /**
+   * The owner's side: the buffer of every zone `model` uses (see the file's header); post it with the
+   * model, and `retain` its keys once the model is applied.
+   */
   buffersFor(model: Model): Map<string, SharedArrayBuffer> {
     const keys = modelZoneKeys(model);
-    this.retain(keys);
     const buffers = new Map<string, SharedArrayBuffer>();
     for (const key of keys) buffers.set(key, this.bufferOf(key));
     return buffers;

@@ -262,6 +262,7 @@ export class DataPlaneThreads implements DataPlaneHandle {
       this.#model = { model, bytes: payloads.fullBytes, zones };
     });
     this.#lastApply = record;
+    this.#zones.retain(zones.keys());
     const first = results[0] as CommitReply;
     const differing = results.filter((result) => result.kind !== first.kind || result.hash !== first.hash);
     if (differing.length > 0) {
