@@ -8,7 +8,11 @@ import { type Started, waitFor } from './harness.ts';
 
 export interface Inspector {
   /** one DevTools protocol call; its `result` */
-  call(method: string, params?: Record<string, unknown>): Promise<Record<string, unknown>>;
+  call(
+    method: string,
+    params?: Record<string, unknown>,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
   /** an expression evaluated on the main thread, its value passed through JSON */
   evaluate<T>(expression: string): Promise<T>;
   /** two full GCs (HeapProfiler.collectGarbage) */
@@ -70,12 +74,12 @@ export async function openInspector(started: Started, timeoutMs = 20000): Promis
     if (message.method === 'HeapProfiler.addHeapSnapshotChunk') onChunk?.(message.params?.chunk ?? '');
     if (message.id !== undefined) waiting.get(message.id)?.(message);
   };
-  const call = (method: string, params: Record<string, unknown> = {}) =>
+  const call = (method: string, params: Record<string, unknown> = {}, callTimeoutMs = timeoutMs) =>
     new Promise<Record<string, unknown>>((resolve, reject) => {
       const id = ++next;
       const timer = setTimeout(
-        () => reject(new Error(`the inspector did not answer ${method} within ${timeoutMs} ms`)),
-        timeoutMs,
+        () => reject(new Error(`the inspector did not answer ${method} within ${callTimeoutMs} ms`)),
+        callTimeoutMs,
       );
       waiting.set(id, (reply) => {
         clearTimeout(timer);
@@ -100,7 +104,8 @@ export async function openInspector(started: Started, timeoutMs = 20000): Promis
     async heapSnapshot(file: string) {
       const out = createWriteStream(file);
       onChunk = (chunk) => out.write(chunk);
-      await call('HeapProfiler.takeHeapSnapshot', { reportProgress: false });
+      // a heap of a few hundred MiB takes minutes to walk and send on a busy machine
+      await call('HeapProfiler.takeHeapSnapshot', { reportProgress: false }, 600000);
       onChunk = null;
       await new Promise<void>((resolve) => out.end(resolve));
     },
