@@ -6,10 +6,12 @@
 //    larger counts (the cost of one more worker alone).
 // 2. load: one thread (`worker-processes: 1`), wrk -c64 in --stages stages of --stage-seconds; after
 //    each, the requests so far, RSS and the heap as the process sees it (process.memoryUsage and V8's
-//    heap spaces, through the inspector). RSS that levels off while requests keep adding up is the
-//    heap and the buffers settling; RSS that keeps rising with the requests is a leak.
-// 3. scale: --ingresses Ingresses (support/scale-manifests.ts), one thread; RSS at the first 200 and
-//    after two full GCs, the heap inside, and with --snapshot FILE a heap snapshot of that moment.
+//    heap spaces, through the inspector), and the heap after two full GCs half-way and at the end.
+//    What survives a full GC growing with the requests is a leak; RSS that rises with the young
+//    generation and the old space's garbage and falls back after a full GC is the heap settling.
+// 3. scale: --ingresses Ingresses (support/scale-manifests.ts), one thread; RSS at the first 200, 20 s
+//    later (the collection ingress-ts starts after its first build has handed the pages back by then)
+//    and after two forced full GCs, the heap inside, and with --snapshot FILE a heap snapshot then.
 // Run with `node bench/memory.ts [flags]` (see --help).
 
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -33,7 +35,7 @@ import {
   stopProcess,
   waitFor,
 } from './support/harness.ts';
-import { benchConfigMap, plainManifests, startIngressTs } from './support/ingress-ts.ts';
+import { benchConfigMap, parseLogLine, plainManifests, startIngressTs } from './support/ingress-ts.ts';
 import { type MemoryInside, memoryInside, openInspector } from './support/inspector.ts';
 import { startNginx, upstreamConf } from './support/nginx.ts';
 import { writeScaleManifests } from './support/scale-manifests.ts';
@@ -42,6 +44,8 @@ import { wrk, wrkCommands } from './support/wrk.ts';
 const HOST = 'memory.test';
 const CONNECTIONS = 64;
 const SETTLE_MS = 3000;
+/** at scale: long enough for the collection started after the first build and its memory reducer */
+const SCALE_SETTLE_MS = 20000;
 
 interface Options {
   threads: number[];
@@ -119,12 +123,13 @@ async function start(
   manifestsDir: string,
   readyHost: string,
   readyTimeoutMs = 30000,
+  logLevel = 'warn',
 ): Promise<Started> {
   const ports = { http: await freePort(), https: await freePort(), healthz: await freePort() };
   const { started, command } = await startIngressTs({
     manifestsDir,
     ports,
-    logLevel: 'warn',
+    logLevel,
     nodeFlags: ['--inspect-port=127.0.0.1:0'],
     args: ['--configmap', 'bench/ingress-ts'],
     readyHost,
@@ -227,6 +232,11 @@ async function loadPart(context: Context, options: Options): Promise<string> {
     requests += result.requests;
     lines.push(row(`after stage ${stage}`, requests, await memoryInside(inspector)));
     log(`load stage ${stage}: ${int(requests)} requests, RSS ${mib(rssKiB(started.pid))} MiB`);
+    if (stage === Math.ceil(options.stages / 2)) {
+      // what survives a full GC after half the requests and after all of them: a leak grows between the two
+      await inspector.collectGarbage();
+      lines.push(row(`after stage ${stage}, 2 full GCs`, requests, await memoryInside(inspector)));
+    }
   }
   await inspector.collectGarbage();
   await sleep(1000);
@@ -244,9 +254,14 @@ async function scalePart(context: Context, options: Options): Promise<string> {
   const manifests = writeScaleManifests(dir, options.ingresses, context.upstreamPort, 'json');
   writeFileSync(join(dir, 'configmap.yaml'), benchConfigMap({ 'worker-processes': '1' }));
   log(`scale: ${int(manifests.ingresses)} Ingresses written, starting`);
-  const started = await start(context, dir, manifests.host, 180000);
+  const spawned = performance.now();
+  const started = await start(context, dir, manifests.host, 180000, 'info');
+  const firstTrafficMs = performance.now() - spawned;
   const ready = rssKiB(started.pid);
-  await sleep(SETTLE_MS);
+  await sleep(SCALE_SETTLE_MS);
+  const collected = started.output
+    .map(parseLogLine)
+    .some((line) => line?.msg === 'heap collection started after the first build');
   const { rss, rssAfterGc, inside, inspector } = await settled(started);
   if (options.snapshot !== null) {
     await inspector.heapSnapshot(options.snapshot);
@@ -255,9 +270,9 @@ async function scalePart(context: Context, options: Options): Promise<string> {
   inspector.close();
   await stopProcess(started, 'SIGINT', 10000);
   return [
-    '| Ingresses | RSS MiB at the first 200 | RSS MiB 3 s later | RSS MiB after 2 full GCs | heapUsed MiB | external MiB | arrayBuffers MiB |',
-    '|--:|--:|--:|--:|--:|--:|--:|',
-    `| ${int(manifests.ingresses)} | ${mib(ready)} | ${mib(rss)} | ${mib(rssAfterGc)} | ${mib(inside.heapUsed, 'B')} | ${mib(inside.external, 'B')} | ${mib(inside.arrayBuffers, 'B')} |`,
+    '| Ingresses | first 200 after ms | collection started after the first build | RSS MiB at the first 200 | RSS MiB 20 s later | RSS MiB after 2 full GCs | heapUsed MiB | external MiB | arrayBuffers MiB |',
+    '|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    `| ${int(manifests.ingresses)} | ${int(firstTrafficMs)} | ${collected ? 'yes' : 'no'} | ${mib(ready)} | ${mib(rss)} | ${mib(rssAfterGc)} | ${mib(inside.heapUsed, 'B')} | ${mib(inside.external, 'B')} | ${mib(inside.arrayBuffers, 'B')} |`,
   ].join('\n');
 }
 
