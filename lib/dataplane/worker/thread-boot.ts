@@ -3,8 +3,8 @@
 // ~16 MiB of RSS per thread, more than the data plane's own code. The main thread has it loaded
 // already, so it strips the thread's modules once (the entry's import graph inside lib/), shares the
 // JavaScript in one SharedArrayBuffer, and each thread starts from a small JavaScript entry whose
-// load hook hands Node that JavaScript. A module missing from the set (or any failure here) is loaded
-// by Node as usual: it costs the memory, never correctness.
+// load hook hands Node that JavaScript. A module missing from the set (one that could not be read or
+// stripped here) is loaded by Node as usual: it costs the memory, never correctness.
 
 import { readFileSync } from 'node:fs';
 import { stripTypeScriptTypes } from 'node:module';
@@ -18,7 +18,7 @@ export interface ThreadSources {
 }
 
 // A relative .ts specifier of a static import or export, or of a dynamic import(); a match inside a
-// comment or string only adds a module nobody loads
+// comment or string only adds a module nobody loads (or, if there is no such file, nothing)
 const RELATIVE_IMPORT = /(?:\bfrom|\bimport)\s*\(?\s*['"](\.{1,2}\/[^'"\n]+\.ts)['"]/g;
 
 /** The call of Node's stripper, without its one-time ExperimentalWarning (the loader's own output). */
@@ -39,25 +39,33 @@ function strip(source: string): string {
 /** lib/: what a thread loads of this repository (its packages are JavaScript already) */
 const LIB = new URL('../../', import.meta.url);
 
-/** The .ts modules under `root` that `entry` imports, directly or not, stripped; null when Node cannot. */
-export function stripThreadModules(entry: URL, root: URL = LIB): ThreadSources | null {
-  const chunks: Buffer[] = [];
-  const index = new Map<string, readonly [number, number]>();
-  let offset = 0;
-  const pending = [entry.href];
+/** The JavaScript of the module at `url`, or null when it cannot be read or stripped (Node then loads it). */
+function stripped(url: string): Buffer | null {
   try {
-    for (let url = pending.pop(); url !== undefined; url = pending.pop()) {
-      if (index.has(url) || !url.startsWith(root.href)) continue;
-      const code = Buffer.from(strip(readFileSync(new URL(url), 'utf8')));
-      chunks.push(code);
-      index.set(url, [offset, offset + code.length]);
-      offset += code.length;
-      for (const [, specifier] of code.toString('utf8').matchAll(RELATIVE_IMPORT)) {
-        pending.push(new URL(specifier as string, url).href);
-      }
-    }
+    return Buffer.from(strip(readFileSync(new URL(url), 'utf8')));
   } catch {
     return null;
+  }
+}
+
+/** The .ts modules under `root` that `entry` imports, directly or not, stripped (those Node can strip). */
+export function stripThreadModules(entry: URL, root: URL = LIB): ThreadSources {
+  const chunks: Buffer[] = [];
+  const index = new Map<string, readonly [number, number]>();
+  const seen = new Set<string>();
+  let offset = 0;
+  const pending = [entry.href];
+  for (let url = pending.pop(); url !== undefined; url = pending.pop()) {
+    if (seen.has(url) || !url.startsWith(root.href)) continue;
+    seen.add(url);
+    const code = stripped(url);
+    if (code === null) continue;
+    chunks.push(code);
+    index.set(url, [offset, offset + code.length]);
+    offset += code.length;
+    for (const [, specifier] of code.toString('utf8').matchAll(RELATIVE_IMPORT)) {
+      pending.push(new URL(specifier as string, url).href);
+    }
   }
   const buffer = new SharedArrayBuffer(offset);
   Buffer.from(buffer).set(Buffer.concat(chunks));
@@ -90,8 +98,8 @@ import(${JSON.stringify(entry.href)});
 export function startThread(entry: URL, options: WorkerOptions = {}, root: URL = LIB): Worker {
   const key = `ingress-ts:thread-modules:${entry.href}:${root.href}`;
   if (getEnvironmentData(key) === undefined) {
-    // every Worker created from now on gets it, the SharedArrayBuffer shared, not copied; false: none
-    setEnvironmentData(key, stripThreadModules(entry, root) ?? false);
+    // every Worker created from now on gets it, the SharedArrayBuffer shared, not copied
+    setEnvironmentData(key, stripThreadModules(entry, root));
   }
   return new Worker(boot(entry, key), { ...options, eval: true });
 }

@@ -2,6 +2,10 @@
 // thread strips the entry's modules once and the thread's load hook serves them. Checked on a probe
 // entry that loads the whole data plane, and on the real entry: the stripped set holds every module
 // of lib/ a thread loads, and that is the data plane alone (no model builder, no certificate generator).
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import t from 'tap';
 import { generateDefaultCertificate } from '../../../lib/dataplane/listening/sni.ts';
@@ -33,7 +37,6 @@ t.test('a thread started with its modules stripped does not load the stripper', 
 
 t.test('the stripped set of the thread entry holds every module of lib/ a thread loads', async (t) => {
   const sources = stripThreadModules(THREAD_ENTRY);
-  if (sources === null) throw new Error('Node could not strip the thread modules');
   // the modules the real entry loads, as Node resolves them, recorded in a thread of its own
   const tracer = new Worker(
     `const { registerHooks } = require('node:module');
@@ -73,4 +76,17 @@ t.test('the stripped set of the thread entry holds every module of lib/ a thread
   );
   t.match(text, /parentPort/, 'the entry itself, as JavaScript');
   t.notMatch(text, /import type/, 'its types stripped');
+});
+
+t.test('a module that cannot be read is left to Node, the others are still stripped', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'thread-boot-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(
+    join(dir, 'entry.ts'),
+    "import { x } from './here.ts';\n// from './gone.ts'\nexport const y: number = x;\n",
+  );
+  await writeFile(join(dir, 'here.ts'), 'export const x: number = 1;\n');
+  const root = pathToFileURL(`${dir}/`);
+  const { index } = stripThreadModules(new URL('entry.ts', root), root);
+  t.strictSame([...index.keys()].sort(), [new URL('entry.ts', root).href, new URL('here.ts', root).href]);
 });
