@@ -33,6 +33,7 @@ import {
 } from './model/index.ts';
 import type { Reporting } from './source/kube/reporting.ts';
 import { createManifestSource } from './source/manifests/source.ts';
+import { startStartupCollection } from './startup-gc.ts';
 import { createScheduler, type Scheduler } from './store/scheduler.ts';
 
 export interface Controller {
@@ -350,6 +351,10 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   onSourceChange = () => scheduler.trigger();
   scheduler.trigger();
   await scheduler.idle();
+  const heapBytes = startStartupCollection();
+  if (heapBytes !== null) {
+    log.info({ heapMiB: Math.round(heapBytes / 2 ** 20) }, 'heap collection started after the first build');
+  }
   reporting?.start();
   const addresses = await handle.listen();
   const { healthz, address } = await serveHealthz(config, handle, metrics, source, applier);

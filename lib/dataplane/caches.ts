@@ -3,7 +3,8 @@
 // client-certificate leaves that verified in a full handshake, and the memory of the rate-limit zones
 // (which threads can share: access/zone-memory.ts). Nothing here is module state.
 
-import { type Model, PathRegexCache } from '../model/index.ts';
+import type { Model } from '../model/index.ts';
+import { PathRegexCache } from '../model/path-regex.ts';
 import { BcryptResults } from './access/basic-auth.ts';
 import { VerifiedLeaves } from './access/client-cert.ts';
 import { ZoneMemory } from './access/zone-memory.ts';

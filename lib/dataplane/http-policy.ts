@@ -4,7 +4,7 @@
 // the result: a CIDR check is one native BlockList lookup, header tables are plain lookups.
 
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
-import { DEFAULT_GLOBAL_CONFIG, type GlobalConfig } from '../model/index.ts';
+import { DEFAULT_GLOBAL_CONFIG, type GlobalConfig } from '../model/configmap/global-config.ts';
 
 /** What ingress-ts calls itself in `Server` when server-tokens is on (NGINX would say nginx/<version>). */
 export const SERVER_TOKEN = 'ingress-ts';

@@ -66,6 +66,17 @@ export function dependencyRules(kubeNames: ReadonlySet<string>): Rule[] {
           ['prom-client', 'pino', '@kubernetes/client-node'].includes(target.name)),
     },
     {
+      name: 'a data-plane thread loads the data plane alone',
+      why:
+        'lib/dataplane/ takes only types from lib/model/index.ts and lib/model/annotations/index.ts (they load the whole ' +
+        'model builder) and its values from the model file that holds them, and loads selfsigned only when it ' +
+        'generates a certificate (the main thread does): a worker thread then carries neither (thread-boot.test.ts)',
+      applies: under('lib/dataplane/'),
+      breaks: (target, ref) =>
+        (inLib(target, 'lib/model/index.ts', 'lib/model/annotations/index.ts') && !ref.typeOnly) ||
+        (target.kind === 'package' && target.name === 'selfsigned' && ref.kind !== 'dynamic'),
+    },
+    {
       name: 'the data plane never sees a Kubernetes object',
       why: 'lib/dataplane/ reads the routing model, not the Kubernetes object types of lib/model/k8s.ts',
       applies: under('lib/dataplane/'),

@@ -13,7 +13,8 @@ import type {
   Upstream,
   UpstreamSettings,
 } from '../../model/index.ts';
-import { redactConfig, upstreamSettings } from '../../model/index.ts';
+import { redactConfig } from '../../model/redact.ts';
+import { upstreamSettings } from '../../model/upstream-settings.ts';
 import type { Runtime } from '../routing/runtime.ts';
 import { peerKey } from '../upstream/balancer.ts';
 import { bundleInfo, type CertificateInfoCache } from './certificates.ts';

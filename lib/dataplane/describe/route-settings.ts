@@ -3,15 +3,8 @@
 // backend TLS, mirror and canary. URLs lose their userinfo and query values (model/redact.ts).
 
 import type { ProxySslAnnotations } from '../../model/annotations/proxy-ssl.ts';
-import {
-  type Canary,
-  type LocationAnnotations,
-  REDACTED,
-  redactOptionalUrl,
-  redactText,
-  redactUrl,
-  type UpstreamSettings,
-} from '../../model/index.ts';
+import type { Canary, LocationAnnotations, UpstreamSettings } from '../../model/index.ts';
+import { REDACTED, redactOptionalUrl, redactText, redactUrl } from '../../model/redact.ts';
 import { bundleInfo, parseCertificate } from './certificates.ts';
 import type {
   AuthDescription,

@@ -11,8 +11,8 @@ import { createHash, X509Certificate } from 'node:crypto';
 import type https from 'node:https';
 import type { SecureContext, SecureVersion, Server as TlsServer } from 'node:tls';
 import { createSecureContext } from 'node:tls';
-import { generate } from 'selfsigned';
-import { type Certificate, DEFAULT_GLOBAL_CONFIG, type Model } from '../../model/index.ts';
+import { DEFAULT_GLOBAL_CONFIG } from '../../model/configmap/global-config.ts';
+import type { Certificate, Model } from '../../model/index.ts';
 import { requestClientCertificate } from '../access/client-cert.ts';
 
 export interface CertificatePair {
@@ -363,6 +363,9 @@ export function compileSniStore(
 export async function generateDefaultCertificate(): Promise<CertificatePair> {
   const notBeforeDate = new Date();
   const notAfterDate = new Date(notBeforeDate.getTime() + 365 * 24 * 3600 * 1000);
+  // loaded here, not with this file: a data-plane thread gets the certificate from the main thread,
+  // and the X.509 library (~200 modules, ~11 MiB per thread) would sit unused in every one
+  const { generate } = await import('selfsigned');
   const pems = await generate(
     [
       { name: 'organizationName', value: 'Acme Co' },

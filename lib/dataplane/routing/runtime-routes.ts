@@ -4,18 +4,18 @@
 // route needs is computed here once, and shared between routes whose annotation values are the same
 // objects (the model shares the parsed values of one Ingress).
 
-import { customDefaultBackendName } from '../../model/annotations/index.ts';
+import { customDefaultBackendName } from '../../model/annotations/custom-errors.ts';
 import type { MirrorAnnotations } from '../../model/annotations/mirror.ts';
 import type { ProxySslAnnotations } from '../../model/annotations/proxy-ssl.ts';
-import {
-  type DefaultRoute,
-  type LocationAnnotations,
-  type Model,
-  type Route,
-  type Server,
-  type UpstreamSettings,
-  upstreamSettings,
+import type {
+  DefaultRoute,
+  LocationAnnotations,
+  Model,
+  Route,
+  Server,
+  UpstreamSettings,
 } from '../../model/index.ts';
+import { upstreamSettings } from '../../model/upstream-settings.ts';
 import { AccessCompiler } from '../access/access.ts';
 import { compileRouteAuth } from '../access/auth.ts';
 import type { Zone } from '../access/rate-limit.ts';

@@ -11,7 +11,7 @@
 // shared: each thread keeps its own.
 
 import { serialize } from 'node:v8';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { ErrorCode } from '../../errors.ts';
 import type { Model } from '../../model/index.ts';
 import { ZoneMemory } from '../access/zone-memory.ts';
@@ -30,6 +30,7 @@ import {
   type ThreadMessage,
   type ZoneBuffers,
 } from './protocol.ts';
+import { startThread } from './thread-boot.ts';
 
 export interface DataPlaneThreadsOptions extends ThreadDataPlaneOptions {
   /** how many threads (at least 2 to be worth it; 1 works) */
@@ -67,7 +68,7 @@ class Thread {
   readonly #calls = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
 
   constructor(options: ThreadDataPlaneOptions) {
-    this.worker = new Worker(THREAD_ENTRY, { workerData: options });
+    this.worker = startThread(THREAD_ENTRY, { workerData: options });
   }
 
   call<T>(message: Call): Promise<T> {
