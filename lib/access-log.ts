@@ -15,6 +15,10 @@
 // standard output here; any other path is a file (opened again when the key changes).
 // `disable-access-log`, `enable-access-log` and `enable-access-log-for-default-backend` are
 // already folded into `record.accessLog` by the runtime; `skip-access-log-urls` is applied here.
+//
+// With data-plane worker threads, each thread encodes its own lines with the same encoder and
+// settings (dataplane/worker/thread-records.ts) and this writer only puts their batches of whole
+// lines, one after the other, on the one destination (`writeLines`).
 
 import { type DestinationStream, pino } from 'pino';
 import {
@@ -23,7 +27,7 @@ import {
   maxLineBytes,
   secondsText as seconds,
   jsonString as str,
-} from './access-log-encoder.ts';
+} from './dataplane/access-log-encoder.ts';
 import type { RequestRecord } from './dataplane/request-record.ts';
 import type { Logger } from './log.ts';
 
@@ -49,6 +53,11 @@ export interface AccessLogSettings {
 export interface AccessLog {
   /** Writes the line of one finished request (unless its route or the settings say not to). */
   write(record: RequestRecord): void;
+  /**
+   * Writes lines a data-plane thread encoded (whole lines, each ending in a newline), as they are
+   * and in one piece: the thread already applied the settings of the model it served them with.
+   */
+  writeLines(lines: Uint8Array): void;
   /** Applies the ConfigMap's settings of a new model. */
   configure(settings: AccessLogSettings): void;
   /** the destination now in use: 'stdout' or a file path */
@@ -220,6 +229,11 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
       batch[used++] = NEWLINE;
       if (used >= BATCH_BYTES) flush();
       else if (timer === null) timer = setTimeout(flush, FLUSH_DELAY_MS);
+    },
+    writeLines(lines) {
+      // after the lines of this thread's batch, if any: one stream, each piece whole
+      flush();
+      target.write(Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength));
     },
     configure(settings) {
       disabled = settings.disabled;

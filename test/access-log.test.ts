@@ -10,7 +10,7 @@ import {
   isoBytes,
   maxLineBytes,
   secondsText as seconds,
-} from '../lib/access-log-encoder.ts';
+} from '../lib/dataplane/access-log-encoder.ts';
 import { createLogger } from '../lib/log.ts';
 import { record } from './support/request-record.ts';
 

@@ -1,8 +1,8 @@
 // N data-plane worker threads behind one DataPlaneHandle. Each thread runs its own DataPlane
 // (thread-main.ts): its own listeners on the same ports (SO_REUSEPORT), runtime, SNI store and pools.
 // A model is serialised once and posted to every thread; apply resolves when all of them serve it.
-// Their records arrive in batches and are published again here on the same channels, so whatever
-// subscribes on the main thread (metrics, access log, error log) works as with one thread. A thread
+// Their measures and errors arrive in batches and are published again here on the same channels,
+// and their access log lines, encoded in the threads, on `accessLogLines`. A thread
 // that stops unexpectedly is replaced with the current model while the others keep serving.
 // Per-thread state (rate-limit counters, round-robin positions, EWMA scores, auth caches) is not
 // shared: each thread keeps its own.
@@ -13,7 +13,7 @@ import type { ErrorCode } from '../../errors.ts';
 import type { Model } from '../../model/index.ts';
 import { ZoneMemory } from '../access/zone-memory.ts';
 import type { RuntimeDescription, ThreadDescription } from '../describe/types.ts';
-import { dataplaneError, runtimeSwapped } from '../events.ts';
+import { accessLogLines, dataplaneError, runtimeSwapped } from '../events.ts';
 import type { DataPlaneHandle, DataPlaneStats, ListenAddresses, SwapResult } from '../handle.ts';
 import {
   FORWARDED_CHANNELS,
@@ -263,6 +263,7 @@ export class DataPlaneThreads implements DataPlaneHandle {
       const channel = FORWARDED_CHANNELS[channelIndex];
       if (channel?.hasSubscribers) channel.publish(payload);
     }
+    if (accessLogLines.hasSubscribers) for (const lines of batch.lines) accessLogLines.publish(lines);
   }
 
   #exited(index: number, thread: Thread, code: number): void {
