@@ -4,7 +4,10 @@
 // process, per request. The main thread serves no request: what it spends per request is what the
 // threads hand it (records, lines) and what it does with them. Not pinned (the cores are shared);
 // compare runs of the same machine with each other, as ratios.
+// The main thread's CPU while idle (timers, the threads' empty batches) is measured first, over the
+// same time, and reported apart: "net" is per request above that.
 // Usage: node bench/log-cpu.ts [--threads 2] [--rounds 3] [--seconds 5] [--connections 32]
+//          [--no-metrics] [--no-access-log]
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -19,6 +22,7 @@ import {
   log,
   makeTempDir,
   median,
+  sleep,
   stopProcess,
 } from './support/harness.ts';
 import { plainManifests, startIngressTs } from './support/ingress-ts.ts';
@@ -26,12 +30,10 @@ import { parseWrk } from './support/wrk.ts';
 
 const HOST = 'bench.test';
 
-/** utime + stime of one thread of `pid`, in clock ticks (10 ms). */
-function threadTicks(pid: number, tid: number): number {
+/** CPU time of one thread of `pid` so far, in µs (schedstat: nanoseconds on a CPU). */
+function threadCpuUs(pid: number, tid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
+    return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1000;
   } catch {
     return 0;
   }
@@ -78,6 +80,8 @@ async function main() {
       rounds: { type: 'string', default: '3' },
       seconds: { type: 'string', default: '5' },
       connections: { type: 'string', default: '32' },
+      'no-metrics': { type: 'boolean', default: false },
+      'no-access-log': { type: 'boolean', default: false },
     },
   });
   const threads = Number(values.threads);
@@ -95,7 +99,11 @@ async function main() {
     plainManifests({
       host: HOST,
       upstreamPort,
-      configMap: { 'worker-processes': String(threads), 'access-log-path': accessLog },
+      configMap: {
+        'worker-processes': String(threads),
+        'access-log-path': accessLog,
+        ...(values['no-access-log'] ? { 'disable-access-log': 'true' } : {}),
+      },
     }),
   );
   const ports = { http: await freePort(), https: await freePort(), healthz: await freePort() };
@@ -103,7 +111,7 @@ async function main() {
     manifestsDir: dir,
     ports,
     logLevel: 'warn',
-    args: ['--configmap', 'bench/ingress-ts'],
+    args: ['--configmap', 'bench/ingress-ts', ...(values['no-metrics'] ? ['--enable-metrics=false'] : [])],
     readyHost: HOST,
     cores: `0-${availableParallelism() - 1}`,
   });
@@ -112,21 +120,30 @@ async function main() {
   log(`ingress-ts pid ${pid}, ${threads} thread(s); warming up`);
   await runWrk(ports.http, connections, 2);
 
+  const idleStart = threadCpuUs(pid, pid);
+  await sleep(seconds * 1000);
+  const idleUs = threadCpuUs(pid, pid) - idleStart;
+  log(`idle: main thread ${fixed(idleUs / 1000, 1)} ms of CPU over ${seconds} s`);
+
   const mainUs: number[] = [];
+  const netUs: number[] = [];
   const processUs: number[] = [];
   for (let round = 0; round < rounds; round++) {
-    const mainBefore = threadTicks(pid, pid);
+    const mainBefore = threadCpuUs(pid, pid);
     const processBefore = readProcessTicks(pid);
     const out = await runWrk(ports.http, connections, seconds);
-    // the last batches (50 ms in the threads, 100 ms in the writer) land within the scrape's time
-    await fetch(`http://127.0.0.1:${ports.healthz}/metrics`).then((response) => response.text());
-    const mainAfter = threadTicks(pid, pid);
+    // the last batches (50 ms in the threads, 100 ms in the writer) are in before the reading
+    if (!values['no-metrics']) await fetch(`http://127.0.0.1:${ports.healthz}/metrics`).then((r) => r.text());
+    await sleep(200);
+    const mainAfter = threadCpuUs(pid, pid);
     const processAfter = readProcessTicks(pid);
     const { requests, rps } = parseWrk(out);
-    mainUs.push(((mainAfter - mainBefore) * 10000) / requests);
+    const main = mainAfter - mainBefore;
+    mainUs.push(main / requests);
+    netUs.push((main - idleUs * ((seconds * 1000 + 200) / (seconds * 1000))) / requests);
     processUs.push(((processAfter - processBefore) * 10000) / requests);
     log(
-      `round ${round + 1}: ${int(requests)} requests (${int(rps)} req/s); main thread ${fixed(mainUs.at(-1) as number, 2)} µs/req, process ${fixed(processUs.at(-1) as number, 1)} µs/req`,
+      `round ${round + 1}: ${int(requests)} requests (${int(rps)} req/s); main thread ${fixed(mainUs.at(-1) as number, 2)} µs/req (net of idle ${fixed(netUs.at(-1) as number, 2)}), process ${fixed(processUs.at(-1) as number, 1)} µs/req`,
     );
   }
   await stopProcess(started);
@@ -135,7 +152,7 @@ async function main() {
     .split('\n')
     .filter((line) => line !== '').length;
   process.stdout.write(
-    `threads ${threads}, ${rounds} rounds of ${seconds} s, -c${connections}: main thread ${fixed(median(mainUs), 2)} µs/req (median; ${mainUs.map((v) => fixed(v, 2)).join(', ')}), process ${fixed(median(processUs), 1)} µs/req; ${int(lines)} access log lines\n`,
+    `threads ${threads}${values['no-metrics'] ? ', no metrics' : ''}${values['no-access-log'] ? ', no access log' : ''}, ${rounds} rounds of ${seconds} s, -c${connections}: main thread ${fixed(median(mainUs), 2)} µs/req (median; ${mainUs.map((v) => fixed(v, 2)).join(', ')}), net of idle ${fixed(median(netUs), 2)} µs/req (${netUs.map((v) => fixed(v, 2)).join(', ')}); process ${fixed(median(processUs), 1)} µs/req; ${int(lines)} access log lines\n`,
   );
 }
 
