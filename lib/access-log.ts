@@ -17,8 +17,8 @@
 // already folded into `record.accessLog` by the runtime; `skip-access-log-urls` is applied here.
 //
 // With data-plane worker threads, each thread encodes its own lines with the same encoder and
-// settings (dataplane/worker/thread-records.ts) and this writer only puts their batches of whole
-// lines, one after the other, on the one destination (`writeLines`).
+// settings (dataplane/worker/thread-records.ts) and this writer only copies their buffers of whole
+// lines, one after the other, into its batch (`writeLines`): the one destination gets whole lines.
 
 import { type DestinationStream, pino } from 'pino';
 import {
@@ -54,8 +54,8 @@ export interface AccessLog {
   /** Writes the line of one finished request (unless its route or the settings say not to). */
   write(record: RequestRecord): void;
   /**
-   * Writes lines a data-plane thread encoded (whole lines, each ending in a newline), as they are
-   * and in one piece: the thread already applied the settings of the model it served them with.
+   * Writes lines a data-plane thread encoded (whole lines, each ending in a newline) after those
+   * already waiting, never split: the thread already applied the settings of its model to them.
    */
   writeLines(lines: Uint8Array): void;
   /** Applies the ConfigMap's settings of a new model. */
@@ -231,9 +231,18 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
       else if (timer === null) timer = setTimeout(flush, FLUSH_DELAY_MS);
     },
     writeLines(lines) {
-      // after the lines of this thread's batch, if any: one stream, each piece whole
-      flush();
-      target.write(Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength));
+      // copied into the batch, as lines encoded here are: the threads' batches (one per thread
+      // every 50 ms) then make one write per batch here, not one each
+      if (used + lines.byteLength > BATCH_CAPACITY || lines.byteLength > BATCH_BYTES) flush();
+      if (lines.byteLength > BATCH_BYTES) {
+        // a whole batch already: written as it is, after what waited
+        target.write(Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength));
+        return;
+      }
+      batch.set(lines, used);
+      used += lines.byteLength;
+      if (used >= BATCH_BYTES) flush();
+      else if (timer === null) timer = setTimeout(flush, FLUSH_DELAY_MS);
     },
     configure(settings) {
       disabled = settings.disabled;
