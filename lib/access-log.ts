@@ -161,17 +161,19 @@ function textSink(stream: DestinationStream): Sink {
   return { write: (bytes) => stream.write(bytes.toString('utf8')), flushSync() {} };
 }
 
+/** Standard output: SonicBoom destinations of ours take bytes; the pretty transport and a stream the
+ * caller passes take text. */
+function stdoutSink(options: AccessLogOptions): Sink {
+  if (options.stdout !== undefined) return textSink(options.stdout);
+  if (options.pretty === true)
+    return textSink(
+      pino.transport({ target: 'pino-pretty', options: { destination: 1 } }) as DestinationStream,
+    );
+  return byteSink(sonicBoom(1));
+}
+
 export function createAccessLog(options: AccessLogOptions): AccessLog {
-  // SonicBoom destinations of ours take bytes; the pretty transport and a stream the caller passes
-  // take text
-  const stdout: Sink =
-    options.stdout !== undefined
-      ? textSink(options.stdout)
-      : options.pretty === true
-        ? textSink(
-            pino.transport({ target: 'pino-pretty', options: { destination: 1 } }) as DestinationStream,
-          )
-        : byteSink(sonicBoom(1));
+  const stdout = stdoutSink(options);
 
   let target: Sink = stdout;
   let file: FileDestination | null = null;
