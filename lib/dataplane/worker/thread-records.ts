@@ -17,8 +17,6 @@ import type { RequestRecord } from '../request-record.ts';
 export const LINES_BATCH_BYTES = 128 * 1024;
 /** ...in a buffer with room for a long line beyond that (a longer line gets a buffer of its own). */
 const LINES_CAPACITY = LINES_BATCH_BYTES + 64 * 1024;
-/** Fewer bytes than this are copied out when taken, and the buffer is kept for the next lines. */
-const COPY_BELOW = 16 * 1024;
 const NEWLINE = 0x0a;
 
 /** The access-log settings of a model that decide, in the thread, whether a request gets a line. */
@@ -90,15 +88,16 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
       skip = new Set(settings.skipUrls);
     },
     takeLines() {
-      // the buffers taken leave the thread (transferred, not copied): new lines go to a new buffer,
-      // unless the few lines of a quiet moment are copied out of this one
-      if (used > 0 && used < COPY_BELOW) {
+      // The lines of a batch are copied out into memory of their size, which is moved to the main
+      // thread; this buffer stays for the next lines. Moving the whole buffer instead (192 KiB per
+      // thread every 50 ms, freed by the main thread's collector) made the main thread collect
+      // garbage several times as much (a profile under load: 510 ms against 88 ms in 12 s).
+      // Full buffers are moved as they are (they are full).
+      if (used > 0) {
         const lines = Buffer.allocUnsafeSlow(used);
         buffer.copy(lines, 0, 0, used);
         ready.push(lines);
         used = 0;
-      } else if (used > 0) {
-        seal(LINES_CAPACITY);
       }
       const taken = ready;
       ready = [];
