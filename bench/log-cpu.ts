@@ -7,10 +7,11 @@
 // The main thread's CPU while idle (timers, the threads' empty batches) is measured first, over the
 // same time, and reported apart: "net" is per request above that.
 // Usage: node bench/log-cpu.ts [--threads 2] [--rounds 3] [--seconds 5] [--connections 32]
-//          [--no-metrics] [--no-access-log]
+//          [--no-metrics] [--no-access-log] [--label NAME] [--no-write]
+// Each run appends its summary line to bench/results/log-cpu-YYYY-MM-DD.md (not with --no-write).
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
@@ -22,6 +23,7 @@ import {
   log,
   makeTempDir,
   median,
+  REPO,
   sleep,
   stopProcess,
 } from './support/harness.ts';
@@ -82,6 +84,9 @@ async function main() {
       connections: { type: 'string', default: '32' },
       'no-metrics': { type: 'boolean', default: false },
       'no-access-log': { type: 'boolean', default: false },
+      /** a name for the run in the results file (e.g. before / after) */
+      label: { type: 'string', default: '' },
+      'no-write': { type: 'boolean', default: false },
     },
   });
   const threads = Number(values.threads);
@@ -151,9 +156,12 @@ async function main() {
   const lines = readFileSync(accessLog, 'utf8')
     .split('\n')
     .filter((line) => line !== '').length;
-  process.stdout.write(
-    `threads ${threads}${values['no-metrics'] ? ', no metrics' : ''}${values['no-access-log'] ? ', no access log' : ''}, ${rounds} rounds of ${seconds} s, -c${connections}: main thread ${fixed(median(mainUs), 2)} µs/req (median; ${mainUs.map((v) => fixed(v, 2)).join(', ')}), net of idle ${fixed(median(netUs), 2)} µs/req (${netUs.map((v) => fixed(v, 2)).join(', ')}); process ${fixed(median(processUs), 1)} µs/req; ${int(lines)} access log lines\n`,
-  );
+  const summary = `${values.label === '' ? '' : `${values.label}: `}threads ${threads}${values['no-metrics'] ? ', no metrics' : ''}${values['no-access-log'] ? ', no access log' : ''}, ${rounds} rounds of ${seconds} s, -c${connections}: main thread ${fixed(median(mainUs), 2)} µs/req (median; ${mainUs.map((v) => fixed(v, 2)).join(', ')}), net of idle ${fixed(median(netUs), 2)} µs/req (${netUs.map((v) => fixed(v, 2)).join(', ')}); process ${fixed(median(processUs), 1)} µs/req; ${int(lines)} access log lines (load average ${loadavg()[0]?.toFixed(1)})\n`;
+  process.stdout.write(summary);
+  if (!values['no-write']) {
+    const file = join(REPO, 'bench/results', `log-cpu-${new Date().toISOString().slice(0, 10)}.md`);
+    appendFileSync(file, `- ${summary}`);
+  }
 }
 
 function readProcessTicks(pid: number): number {
