@@ -15,6 +15,10 @@
 // standard output here; any other path is a file (opened again when the key changes).
 // `disable-access-log`, `enable-access-log` and `enable-access-log-for-default-backend` are
 // already folded into `record.accessLog` by the runtime; `skip-access-log-urls` is applied here.
+//
+// With data-plane worker threads, each thread encodes its own lines with the same encoder and
+// settings (dataplane/worker/thread-records.ts) and this writer only copies their buffers of whole
+// lines, one after the other, into its batch (`writeLines`): the one destination gets whole lines.
 
 import { type DestinationStream, pino } from 'pino';
 import {
@@ -23,7 +27,7 @@ import {
   maxLineBytes,
   secondsText as seconds,
   jsonString as str,
-} from './access-log-encoder.ts';
+} from './dataplane/access-log-encoder.ts';
 import type { RequestRecord } from './dataplane/request-record.ts';
 import type { Logger } from './log.ts';
 
@@ -49,6 +53,11 @@ export interface AccessLogSettings {
 export interface AccessLog {
   /** Writes the line of one finished request (unless its route or the settings say not to). */
   write(record: RequestRecord): void;
+  /**
+   * Writes lines a data-plane thread encoded (whole lines, each ending in a newline) after those
+   * already waiting, never split: the thread already applied the settings of its model to them.
+   */
+  writeLines(lines: Uint8Array): void;
   /** Applies the ConfigMap's settings of a new model. */
   configure(settings: AccessLogSettings): void;
   /** the destination now in use: 'stdout' or a file path */
@@ -152,17 +161,19 @@ function textSink(stream: DestinationStream): Sink {
   return { write: (bytes) => stream.write(bytes.toString('utf8')), flushSync() {} };
 }
 
+/** Standard output: SonicBoom destinations of ours take bytes; the pretty transport and a stream the
+ * caller passes take text. */
+function stdoutSink(options: AccessLogOptions): Sink {
+  if (options.stdout !== undefined) return textSink(options.stdout);
+  if (options.pretty === true)
+    return textSink(
+      pino.transport({ target: 'pino-pretty', options: { destination: 1 } }) as DestinationStream,
+    );
+  return byteSink(sonicBoom(1));
+}
+
 export function createAccessLog(options: AccessLogOptions): AccessLog {
-  // SonicBoom destinations of ours take bytes; the pretty transport and a stream the caller passes
-  // take text
-  const stdout: Sink =
-    options.stdout !== undefined
-      ? textSink(options.stdout)
-      : options.pretty === true
-        ? textSink(
-            pino.transport({ target: 'pino-pretty', options: { destination: 1 } }) as DestinationStream,
-          )
-        : byteSink(sonicBoom(1));
+  const stdout = stdoutSink(options);
 
   let target: Sink = stdout;
   let file: FileDestination | null = null;
@@ -218,6 +229,20 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
       }
       used = encodeAccessLogLine(batch, used, record, Date.now(), iso);
       batch[used++] = NEWLINE;
+      if (used >= BATCH_BYTES) flush();
+      else if (timer === null) timer = setTimeout(flush, FLUSH_DELAY_MS);
+    },
+    writeLines(lines) {
+      // copied into the batch, as lines encoded here are: the threads' batches (one per thread
+      // every 50 ms) then make one write per batch here, not one each
+      if (used + lines.byteLength > BATCH_CAPACITY || lines.byteLength > BATCH_BYTES) flush();
+      if (lines.byteLength > BATCH_BYTES) {
+        // a whole batch already: written as it is, after what waited
+        target.write(Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength));
+        return;
+      }
+      batch.set(lines, used);
+      used += lines.byteLength;
       if (used >= BATCH_BYTES) flush();
       else if (timer === null) timer = setTimeout(flush, FLUSH_DELAY_MS);
     },

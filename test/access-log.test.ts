@@ -10,7 +10,7 @@ import {
   isoBytes,
   maxLineBytes,
   secondsText as seconds,
-} from '../lib/access-log-encoder.ts';
+} from '../lib/dataplane/access-log-encoder.ts';
 import { createLogger } from '../lib/log.ts';
 import { record } from './support/request-record.ts';
 
@@ -299,5 +299,37 @@ t.test('what is not logged: disabled, skipped URLs, routes without a log', async
   t.strictSame(
     out.lines().map((l) => (JSON.parse(l) as { request_uri: string }).request_uri),
     ['/kept'],
+  );
+});
+
+t.test("a data-plane thread's lines join the batch whole, in the order they come", async (t) => {
+  const out = sink();
+  const log = createAccessLog({ log: createLogger('silent'), stdout: out.stream });
+  log.configure(SETTINGS);
+  const encoded = (...uris: string[]) =>
+    new Uint8Array(Buffer.from(uris.map((uri) => `${accessLogLine(record({ uri }), 'T')}\n`).join('')));
+  log.write(record({ uri: '/here' }));
+  log.writeLines(encoded('/thread-1/a', '/thread-1/b'));
+  log.writeLines(encoded('/thread-2/a'));
+  t.equal(out.writes.length, 0, 'they wait with the batch');
+  // a buffer longer than a batch: what waits first, then the buffer as it is
+  const long = encoded(...Array.from({ length: Math.ceil(BATCH_BYTES / 400) }, (_, i) => `/long/${i}`));
+  t.ok(long.byteLength > BATCH_BYTES);
+  log.writeLines(long);
+  t.equal(out.writes.length, 2);
+  log.writeLines(encoded('/thread-1/c'));
+  await log.close();
+  t.equal(out.writes.length, 3);
+  for (const write of out.writes) t.ok(write.endsWith('\n'), 'every write ends with a whole line');
+  t.strictSame(
+    out.lines().map((l) => (JSON.parse(l) as { request_uri: string }).request_uri),
+    [
+      '/here',
+      '/thread-1/a',
+      '/thread-1/b',
+      '/thread-2/a',
+      ...Array.from({ length: Math.ceil(BATCH_BYTES / 400) }, (_, i) => `/long/${i}`),
+      '/thread-1/c',
+    ],
   );
 });

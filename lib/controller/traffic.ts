@@ -5,12 +5,15 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { AccessLog, AccessLogSettings } from '../access-log.ts';
 import {
+  accessLogLines,
   dataplaneError,
   type RequestFailure,
   requestFailed,
   requestLogged,
+  requestMeasured,
   requestRefused,
 } from '../dataplane/events.ts';
+import type { MeasuredRequest } from '../dataplane/request-measure.ts';
 import type { RequestRecord } from '../dataplane/request-record.ts';
 import type { Logger } from '../log.ts';
 import type { ControllerMetrics } from '../metrics/controller.ts';
@@ -73,6 +76,12 @@ export function observeTraffic(
   };
   /** requests refused before routing: an access log line, no metrics (as NGINX) */
   const onRefused = (message: unknown) => accessLog.write(message as RequestRecord);
+  // with data-plane threads, requests arrive as measures (metrics) and lines (the access log): the
+  // threads encode the lines, with the settings of the model they serve
+  const onMeasured = (message: unknown) => metrics?.observe(message as MeasuredRequest);
+  const onLines = (message: unknown) => accessLog.writeLines(message as Uint8Array);
+  if (metrics !== null) subscribe(requestMeasured.name, onMeasured);
+  subscribe(accessLogLines.name, onLines);
   let subscribed = false;
   let refusalsSubscribed = false;
   /** Records are built only while somebody reads them. */
@@ -97,6 +106,8 @@ export function observeTraffic(
     },
     async close() {
       subscribeRequests(false, false);
+      if (metrics !== null) unsubscribe(requestMeasured.name, onMeasured);
+      unsubscribe(accessLogLines.name, onLines);
       await accessLog.close();
       unsubscribe(requestFailed.name, onRequestFailed);
     },

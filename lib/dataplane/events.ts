@@ -20,6 +20,18 @@ export const requestLogged = channel('ingress-ts:dataplane:request');
  */
 export const requestRefused = channel('ingress-ts:dataplane:refused');
 /**
+ * A request (or WebSocket session) served by a data-plane worker thread is over: one
+ * `MeasuredRequest` (request-measure.ts), published on the main thread in place of `requestLogged`,
+ * whose full record stayed in the thread that wrote its access log line. For the request metrics.
+ */
+export const requestMeasured = channel('ingress-ts:dataplane:measured');
+/**
+ * Access log lines a data-plane worker thread encoded: one `Uint8Array` of whole UTF-8 lines, each
+ * ending in a newline, in the order that thread finished its requests. Published on the main thread,
+ * which writes each as it is to the one access log.
+ */
+export const accessLogLines = channel('ingress-ts:dataplane:access-log-lines');
+/**
  * An unexpected exception while serving a request or a connection, contained to it (the data plane's
  * error boundary): `{ where, requestId, message, stack }`, published once the client was answered 500
  * or its connection closed. `where` is one of `RequestFailure['where']`.

@@ -9,7 +9,7 @@
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { DataPlaneStats } from '../dataplane/dataplane.ts';
-import type { RequestRecord } from '../dataplane/request-record.ts';
+import type { MeasuredRequest } from '../dataplane/request-measure.ts';
 import type { Diagnostic, Model } from '../model/index.ts';
 import { createModelMetrics } from './model-metrics.ts';
 import { registerConnectionMetrics, registerProcessMetrics } from './process.ts';
@@ -55,8 +55,8 @@ export interface ControllerMetrics {
   applied(model: AppliedModel): void;
   /** a build or swap threw: the previous configuration keeps serving */
   failed(): void;
-  /** one finished request (subscribe this to the data plane's `requestLogged` channel) */
-  observe(record: RequestRecord): void;
+  /** one finished request (the data plane's `requestLogged` or, from threads, `requestMeasured` channel) */
+  observe(record: MeasuredRequest): void;
   /** an unexpected exception contained to one request or connection (the `requestFailed` channel) */
   requestFailed(where: string): void;
   /** leader election: only the leader exports ssl_expire_time_seconds (standalone is always leader);

@@ -9,7 +9,7 @@
 // interface: name, help, type, get(), reset()).
 
 import type { Registry } from 'prom-client';
-import type { RequestRecord } from '../dataplane/request-record.ts';
+import type { MeasuredRequest } from '../dataplane/request-measure.ts';
 import type { Model } from '../model/index.ts';
 import { routedIngresses } from './model-metrics.ts';
 
@@ -94,8 +94,8 @@ const STATUS_LABELS = Array.from({ length: 600 }, (_, code) => String(code));
 const STATUS_CLASS_LABELS = Array.from({ length: 6 }, (_, c) => `${c}xx`);
 
 export interface RequestMetrics {
-  /** Adds one finished request (the `requestLogged` channel's message). */
-  observe(record: RequestRecord): void;
+  /** Adds one finished request (a `requestLogged` record, or the `requestMeasured` part of one). */
+  observe(record: MeasuredRequest): void;
   /** A new model is live: which hosts count as defined, and which Ingresses still exist. */
   setModel(model: Model): void;
   /** label sets held now */
@@ -279,7 +279,7 @@ function registerRecordedMetrics(
 
 /** A new, empty series for the labels of `record` (with `host` when per-host metrics are on). */
 function newSeries(
-  record: RequestRecord,
+  record: MeasuredRequest,
   status: string,
   perHost: boolean,
   specs: readonly HistogramSpec[],

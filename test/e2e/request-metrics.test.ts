@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import t, { type Test } from 'tap';
-import { requestLogged } from '../../lib/dataplane/events.ts';
-import type { RequestRecord } from '../../lib/dataplane/request-record.ts';
+import { requestLogged, requestMeasured } from '../../lib/dataplane/events.ts';
+import type { MeasuredRequest } from '../../lib/dataplane/request-measure.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { get, testConfig } from '../support/http.ts';
@@ -113,18 +113,23 @@ async function startBackend(): Promise<Backend> {
   };
 }
 
-/** Resolves with the next `n` request records the data plane publishes. */
-function nextRecords(n: number): Promise<RequestRecord[]> {
+/**
+ * Resolves with the next `n` requests the data plane publishes: their records, or with data-plane
+ * threads their measures (the records stay in the threads, which write the access log lines).
+ */
+function nextRecords(n: number): Promise<MeasuredRequest[]> {
   return new Promise((resolve) => {
-    const seen: RequestRecord[] = [];
+    const seen: MeasuredRequest[] = [];
     const on = (message: unknown) => {
-      seen.push(message as RequestRecord);
+      seen.push(message as MeasuredRequest);
       if (seen.length === n) {
         unsubscribe(requestLogged.name, on);
+        unsubscribe(requestMeasured.name, on);
         resolve(seen);
       }
     };
     subscribe(requestLogged.name, on);
+    subscribe(requestMeasured.name, on);
   });
 }
 

@@ -1,5 +1,5 @@
 // A standalone controller with `worker-processes: 2`: two data-plane threads serve, /metrics and the
-// access log count every request exactly once (records forwarded from the threads), /debug/model
+// access log count every request exactly once (measures and lines the threads send), /debug/model
 // lists the threads and the model each serves, a changed worker-processes is logged as needing a
 // restart, and the graceful stop drains the requests in flight in both threads. Without the key the
 // data plane stays on the main thread.

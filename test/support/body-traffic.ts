@@ -7,8 +7,13 @@ import { connect as http2Connect } from 'node:http2';
 import { request as httpsRequest } from 'node:https';
 import { type AddressInfo, connect } from 'node:net';
 import type { Test } from 'tap';
-import { type RequestFailure, requestFailed, requestLogged } from '../../lib/dataplane/events.ts';
-import type { RequestRecord } from '../../lib/dataplane/request-record.ts';
+import {
+  type RequestFailure,
+  requestFailed,
+  requestLogged,
+  requestMeasured,
+} from '../../lib/dataplane/events.ts';
+import type { MeasuredRequest } from '../../lib/dataplane/request-measure.ts';
 
 /**
  * Answers 200 once the body is read whole: `got <n>` (n: bytes read), or `/size/<n>`: n bytes of
@@ -215,12 +220,19 @@ export function watchFailures(t: Test): { contained: RequestFailure[]; uncaught:
   };
 }
 
-/** Every request record published from now on (`stop()` to unsubscribe). */
-export function collectRecords(t: Test): RequestRecord[] {
-  const records: RequestRecord[] = [];
-  const on = (message: unknown) => records.push(message as RequestRecord);
+/**
+ * Every request published from now on: its record, or with data-plane threads its measures (the
+ * record stays in the thread that wrote its access log line).
+ */
+export function collectRecords(t: Test): MeasuredRequest[] {
+  const records: MeasuredRequest[] = [];
+  const on = (message: unknown) => records.push(message as MeasuredRequest);
   subscribe(requestLogged.name, on);
-  t.teardown(() => unsubscribe(requestLogged.name, on));
+  subscribe(requestMeasured.name, on);
+  t.teardown(() => {
+    unsubscribe(requestLogged.name, on);
+    unsubscribe(requestMeasured.name, on);
+  });
   return records;
 }
 

@@ -1,10 +1,10 @@
-// A data-plane thread's side of the forwarded channels: the records published in this thread are
-// collected and posted to the main thread as one array, at most every `intervalMs` or once
-// `maxRecords` are waiting, whichever comes first, together with the thread's counters. Never a
-// message per request. The counters are posted on the same tick whenever they changed, so the
-// main thread's sums follow connections that carry no request.
-// The access log is still encoded on the main thread from the forwarded records; encoding it here
-// and posting whole lines would move that work onto the serving threads' cores.
+// A data-plane thread's side of the forwarded channels: the messages published in this thread (the
+// measures of finished requests, errors) are collected and posted to the main thread as one array,
+// at most every `intervalMs` or once `maxRecords` are waiting, whichever comes first, together with
+// the thread's counters and the access log lines encoded since the last batch (thread-records.ts;
+// their buffers are transferred, not copied). Never a message per request. The counters are posted
+// on the same tick whenever they changed, so the main thread's sums follow connections that carry
+// no request.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { dataplaneError } from '../events.ts';
@@ -12,7 +12,10 @@ import { copyStats, type DataPlaneStats } from '../handle.ts';
 import { FORWARDED_CHANNELS, type ThreadMessage } from './protocol.ts';
 
 export interface EventBatchOptions {
-  post: (message: ThreadMessage) => void;
+  /** posts a message, moving the ArrayBuffers of `transfer` to the receiver */
+  post: (message: ThreadMessage, transfer?: ArrayBuffer[]) => void;
+  /** the access log lines encoded since the last call (whole lines), to leave with the batch */
+  lines?: () => Uint8Array[];
   /** the thread's live counters */
   stats: () => Readonly<DataPlaneStats>;
   intervalMs?: number;
@@ -42,17 +45,21 @@ export function createEventBatch(options: EventBatchOptions): EventBatch {
   let events: Array<[number, unknown]> = [];
   let posted = copyStats(stats());
 
+  const takeLines = options.lines ?? (() => []);
   const flush = () => {
     const now = copyStats(stats());
-    if (events.length === 0 && sameStats(now, posted)) return;
+    const lines = takeLines();
+    if (events.length === 0 && lines.length === 0 && sameStats(now, posted)) return;
     const batch = events;
     events = [];
     posted = now;
+    const transfer = lines.map((chunk) => chunk.buffer as ArrayBuffer);
     try {
-      post({ type: 'batch', events: batch, stats: now });
+      post({ type: 'batch', events: batch, stats: now, lines }, transfer);
     } catch {
       // a payload that cannot be cloned: send the others, and say which channel carried it
-      post({ type: 'batch', events: batch.filter(cloneable).concat(unclonable(batch)), stats: now });
+      const sendable = batch.filter(cloneable).concat(unclonable(batch));
+      post({ type: 'batch', events: sendable, stats: now, lines }, transfer);
     }
   };
   const handlers = FORWARDED_CHANNELS.map((channel, index) => {

@@ -4,11 +4,11 @@
 // serving the previous model, and only once all have prepared are they told to serve it. A thread is
 // sent the changes since the model it serves (model-delta.ts), or the whole model when it serves
 // another one (a new thread); apply resolves when all of them serve it.
-// Their records arrive in batches and are published again here on the same channels, so whatever
-// subscribes on the main thread (metrics, access log, error log) works as with one thread. A thread
+// Their measures and errors arrive in batches and are published again here on the same channels,
+// and their access log lines, encoded in the threads, on `accessLogLines`. A thread
 // that stops unexpectedly is replaced with the current model while the others keep serving.
-// Per-thread state (rate-limit counters, round-robin positions, EWMA scores, auth caches) is not
-// shared: each thread keeps its own.
+// Per-thread state (round-robin positions, EWMA scores, auth caches) is not shared; the rate-limit
+// zones are (zone-memory.ts).
 
 import { serialize } from 'node:v8';
 import type { Worker } from 'node:worker_threads';
@@ -16,7 +16,7 @@ import type { ErrorCode } from '../../errors.ts';
 import type { Model } from '../../model/index.ts';
 import { ZoneMemory } from '../access/zone-memory.ts';
 import type { RuntimeDescription, ThreadDescription } from '../describe/types.ts';
-import { dataplaneError, runtimeSwapped } from '../events.ts';
+import { accessLogLines, dataplaneError, runtimeSwapped } from '../events.ts';
 import type { DataPlaneHandle, DataPlaneStats, ListenAddresses, SwapResult } from '../handle.ts';
 import { applyInTwoPhases, type PhaseSlots } from './apply-phases.ts';
 import { type ApplyRecord, ModelPayloads } from './model-payloads.ts';
@@ -300,6 +300,7 @@ export class DataPlaneThreads implements DataPlaneHandle {
       const channel = FORWARDED_CHANNELS[channelIndex];
       if (channel?.hasSubscribers) channel.publish(payload);
     }
+    if (accessLogLines.hasSubscribers) for (const lines of batch.lines) accessLogLines.publish(lines);
   }
 
   #exited(index: number, thread: Thread, code: number): void {

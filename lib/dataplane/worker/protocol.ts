@@ -2,7 +2,7 @@
 // structuredClone: the model travels serialised once (v8.serialize) and copied to each thread as
 // bytes; descriptions, stats and event payloads are plain data.
 
-import { dataplaneError, requestFailed, requestLogged, requestRefused } from '../events.ts';
+import { dataplaneError, requestFailed, requestMeasured } from '../events.ts';
 import type { DataPlaneStats, ListenAddresses, SwapKind } from '../handle.ts';
 import type { CertificatePair } from '../listening/sni.ts';
 
@@ -13,15 +13,18 @@ export interface ThreadDataPlaneOptions {
   bindAddress: string;
   generatedDefaultCertificate: CertificatePair;
   sslPassthrough?: boolean;
+  /** how often a thread posts what it collected (records' measures, log lines, counters) [50 ms] */
+  batchIntervalMs?: number;
 }
 
 /**
  * The channels a thread forwards to the main thread, by index, in batches; the main thread publishes
- * each record again on the same channel, so its subscribers (metrics, access log, error log) do not
- * know which thread served. `runtimeSwapped` is not among them: the pool publishes one swap per
- * applied model, once every thread serves it.
+ * each message again on the same channel, so its subscribers (metrics, error log) do not know which
+ * thread served. Request records stay in their thread, which writes their access log lines
+ * (thread-records.ts) and publishes their measures on `requestMeasured`. `runtimeSwapped` is not
+ * among them: the pool publishes one swap per applied model, once every thread serves it.
  */
-export const FORWARDED_CHANNELS = [requestLogged, requestRefused, dataplaneError, requestFailed] as const;
+export const FORWARDED_CHANNELS = [requestMeasured, dataplaneError, requestFailed] as const;
 
 /**
  * The rate-limit zones of a model, key → buffer: postMessage shares a SharedArrayBuffer (every thread
@@ -79,7 +82,8 @@ export type ThreadCall =
 export type ThreadMessage =
   | { type: 'reply'; id: number; result: unknown }
   | { type: 'reply'; id: number; error: { message: string; stack: string; code?: string } }
-  /** finished records (channel index, payload) and the thread's counters now */
-  | { type: 'batch'; events: Array<[number, unknown]>; stats: DataPlaneStats };
+  /** forwarded messages (channel index, payload), the thread's counters now, and the access log
+   * lines encoded since its last batch (buffers of whole lines, in order) */
+  | { type: 'batch'; events: Array<[number, unknown]>; stats: DataPlaneStats; lines: Uint8Array[] };
 
 export type ListenReply = ListenAddresses;

@@ -1,7 +1,7 @@
 // The entry of a data-plane worker thread: one DataPlane with its own listeners (sharing the ports
 // with the other threads through SO_REUSEPORT), runtime, SNI store and pools, driven by the calls
 // of the main thread's pool (pool.ts). What it reports leaves through the forwarded channels in
-// batches (event-batch.ts).
+// batches (event-batch.ts), with the access log lines it encodes itself (thread-records.ts).
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { ZoneMemory } from '../access/zone-memory.ts';
@@ -9,6 +9,7 @@ import { DataPlane } from '../dataplane.ts';
 import { createEventBatch } from './event-batch.ts';
 import type { ThreadCall, ThreadDataPlaneOptions, ThreadMessage } from './protocol.ts';
 import { createThreadApply } from './thread-apply.ts';
+import { createThreadRecords } from './thread-records.ts';
 
 const port = parentPort;
 if (port === null) throw new Error('thread-main.ts runs as a data-plane worker thread');
@@ -17,16 +18,28 @@ const options = workerData as ThreadDataPlaneOptions;
 // the zones' buffers come from the main thread with each model: every thread counts in the same ones
 const zoneMemory = new ZoneMemory();
 const dataPlane = new DataPlane({ ...options, reusePort: true, zoneMemory });
-const post = (message: ThreadMessage) => port.postMessage(message);
-const batch = createEventBatch({ post, stats: () => dataPlane.stats });
+const post = (message: ThreadMessage, transfer?: ArrayBuffer[]) => port.postMessage(message, transfer);
+// a full buffer of access log lines leaves at once, with what else waits
+const records = createThreadRecords({ full: () => batch.flush() });
+const batch = createEventBatch({
+  post,
+  stats: () => dataPlane.stats,
+  lines: records.takeLines,
+  intervalMs: options.batchIntervalMs,
+});
 const applying = createThreadApply(dataPlane, zoneMemory);
 
 async function answer(call: ThreadCall): Promise<unknown> {
   switch (call.type) {
     case 'prepare':
       return applying.prepare(call.model, call.zones);
-    case 'commit':
-      return applying.commit(call.hash);
+    case 'commit': {
+      const committed = applying.commit(call.hash);
+      // the log settings follow the model served, as the controller's writer follows it with one thread
+      const served = dataPlane.current?.model;
+      if (served !== undefined) records.configure(served.config.accessLog);
+      return committed;
+    }
     case 'discard':
       applying.discard(call.hash);
       return null;

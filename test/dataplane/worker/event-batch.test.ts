@@ -3,7 +3,7 @@
 // cannot be cloned is replaced by a data-plane error instead of losing the batch.
 import { MessageChannel } from 'node:worker_threads';
 import t from 'tap';
-import { dataplaneError, requestLogged } from '../../../lib/dataplane/events.ts';
+import { dataplaneError, requestMeasured } from '../../../lib/dataplane/events.ts';
 import type { DataPlaneStats } from '../../../lib/dataplane/handle.ts';
 import { createEventBatch } from '../../../lib/dataplane/worker/event-batch.ts';
 import { FORWARDED_CHANNELS, type ThreadMessage } from '../../../lib/dataplane/worker/protocol.ts';
@@ -29,7 +29,7 @@ const { port1 } = new MessageChannel();
 port1.on('message', () => {});
 t.teardown(() => port1.close());
 
-const REQUEST = FORWARDED_CHANNELS.indexOf(requestLogged);
+const REQUEST = FORWARDED_CHANNELS.indexOf(requestMeasured);
 const ERROR = FORWARDED_CHANNELS.indexOf(dataplaneError);
 
 t.test('600 records: two full batches at once, the rest on the next tick', async (t) => {
@@ -39,7 +39,7 @@ t.test('600 records: two full batches at once, the rest on the next tick', async
   t.teardown(() => batch.stop());
   for (let i = 0; i < 600; i++) {
     stats.requests++;
-    requestLogged.publish({ i });
+    requestMeasured.publish({ i });
   }
   t.equal(posted.length, 2, 'a message per 256 records, not per record');
   t.strictSame(
@@ -67,7 +67,12 @@ t.test('counters alone are posted when they change, and not when they do not', a
   stats.accepted = 1;
   stats.active = 1;
   const first = await nextBatch();
-  t.strictSame(first, { type: 'batch', events: [], stats: { accepted: 1, active: 1, requests: 0 } });
+  t.strictSame(first, {
+    type: 'batch',
+    events: [],
+    stats: { accepted: 1, active: 1, requests: 0 },
+    lines: [],
+  });
   batch.flush();
   t.equal(posted.length, 1, 'nothing new: nothing posted');
   stats.active = 0;
@@ -86,11 +91,11 @@ t.test('a record that cannot be cloned does not lose the batch', async (t) => {
     stats: () => stats,
     intervalMs: 60_000,
   });
-  requestLogged.publish({ i: 1 });
-  requestLogged.publish({ i: 2, callback: () => {} });
+  requestMeasured.publish({ i: 1 });
+  requestMeasured.publish({ i: 2, callback: () => {} });
   batch.stop();
   t.equal(posted.length, 1);
   t.strictSame(posted[0]?.events[0], [REQUEST, { i: 1 }]);
   t.equal(posted[0]?.events[1]?.[0], ERROR, 'a data-plane error instead');
-  t.match(posted[0]?.events[1]?.[1], { message: /could not forward a ingress-ts:dataplane:request record/ });
+  t.match(posted[0]?.events[1]?.[1], { message: /could not forward a ingress-ts:dataplane:measured record/ });
 });

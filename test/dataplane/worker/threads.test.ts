@@ -1,11 +1,11 @@
 // Two data-plane worker threads behind one handle (DataPlaneThreads): both listen on the same ports
 // and both serve, a swap is acknowledged by both before apply resolves, the counters and the
-// forwarded request records are exact sums, a stopped thread is replaced with the current model,
+// forwarded request measures are exact sums, a stopped thread is replaced with the current model,
 // and close drains the requests in flight in every thread.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer, type Server } from 'node:http';
 import t, { type Test } from 'tap';
-import { requestLogged } from '../../../lib/dataplane/events.ts';
+import { requestMeasured } from '../../../lib/dataplane/events.ts';
 import { generateDefaultCertificate } from '../../../lib/dataplane/listening/sni.ts';
 import { DataPlaneThreads } from '../../../lib/dataplane/worker/pool.ts';
 import type { Model } from '../../../lib/model/index.ts';
@@ -62,8 +62,8 @@ t.test('both threads serve, and the counters and records are exact sums', async 
   const { pool, port } = await threads(t, echoBackend('web'));
   const records: unknown[] = [];
   const onRecord = (record: unknown) => records.push(record);
-  subscribe(requestLogged.name, onRecord);
-  t.teardown(() => unsubscribe(requestLogged.name, onRecord));
+  subscribe(requestMeasured.name, onRecord);
+  t.teardown(() => unsubscribe(requestMeasured.name, onRecord));
 
   const statuses = await requests(port, 'one.test', 40);
   t.strictSame(statuses, Array(40).fill(200), 'every request answered by the backend');
@@ -71,7 +71,7 @@ t.test('both threads serve, and the counters and records are exact sums', async 
   t.equal(stats.requests, 40, 'requests: the sum over the threads');
   t.equal(stats.accepted, 40, 'connections: the sum over the threads');
   t.equal(stats.threads, 2);
-  t.equal(records.length, 40, 'one record per request, forwarded to this thread');
+  t.equal(records.length, 40, 'one measure per request, forwarded to this thread');
   const counts = await perThread(pool);
   t.equal(counts.length, 2, 'two threads described');
   t.ok(

@@ -9,7 +9,7 @@
 // strings the client controls are escaped as JSON only when they need it, and numbers are written
 // digit by digit; nothing is allocated for a line but the time's prefix, once a second.
 
-import type { RequestRecord } from './dataplane/request-record.ts';
+import type { RequestRecord } from './request-record.ts';
 
 /** Characters a JSON string cannot hold as they are: quote, backslash, controls, surrogates. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what must be escaped

@@ -1,0 +1,171 @@
+// A data-plane thread's records: each finished request becomes its access log line, encoded in the
+// thread with the bytes of the one-thread writer, and its measures for the metrics; the lines are
+// taken in order as buffers of whole lines; the model's settings decide which requests get a line.
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import t, { type Test } from 'tap';
+import { accessLogLine } from '../../../lib/access-log.ts';
+import { requestLogged, requestMeasured, requestRefused } from '../../../lib/dataplane/events.ts';
+import type { MeasuredRequest } from '../../../lib/dataplane/request-measure.ts';
+import type { RequestRecord } from '../../../lib/dataplane/request-record.ts';
+import {
+  createThreadRecords,
+  LINES_BATCH_BYTES,
+  type ThreadRecords,
+} from '../../../lib/dataplane/worker/thread-records.ts';
+import { record } from '../../support/request-record.ts';
+
+const LOGGING = { disabled: false, skipUrls: [] };
+
+function setUp(t: Test) {
+  let fulls = 0;
+  const records = createThreadRecords({ full: () => fulls++ });
+  t.teardown(() => records.stop());
+  const measures: MeasuredRequest[] = [];
+  const onMeasured = (message: unknown) => measures.push(message as MeasuredRequest);
+  subscribe(requestMeasured.name, onMeasured);
+  t.teardown(() => unsubscribe(requestMeasured.name, onMeasured));
+  return { records, measures, fulls: () => fulls };
+}
+
+/** Every line taken so far, as text, with the buffers' boundaries checked: whole lines only. */
+function takeText(t: Test, records: ThreadRecords): string[] {
+  const chunks = records.takeLines().map((chunk) => Buffer.from(chunk).toString('utf8'));
+  for (const chunk of chunks) t.ok(chunk.endsWith('\n'), 'a buffer ends with a whole line');
+  return chunks.join('').split('\n').slice(0, -1);
+}
+
+/** The line with its time replaced, for comparing with accessLogLine. */
+const withoutTime = (line: string) => line.replace(/"time":"[^"]*"/, '"time":"T"');
+
+t.test('a line per finished request, the bytes of the one-thread writer, timed when it ends', async (t) => {
+  const { records } = setUp(t);
+  records.configure(LOGGING);
+  const finished = [
+    record({ uri: '/a?q="quoted"', userAgent: 'ua\u0001\u00e9\u{1f600}' }),
+    record({
+      uri: '/b',
+      previousAddrs: '10.0.0.2:8080, ',
+      previousStatuses: '502, ',
+      previousTimes: '0.001, ',
+    }),
+    record({ uri: '/c', upstreamAddr: '', upstreamStatus: 0, responseTime: -1, upstreamResponseLength: -1 }),
+  ];
+  const before = Date.now();
+  for (const r of finished) requestLogged.publish(r);
+  const after = Date.now();
+  const lines = takeText(t, records);
+  t.equal(lines.length, 3);
+  lines.forEach((line, i) => {
+    const r = finished[i] as RequestRecord;
+    t.equal(withoutTime(line), withoutTime(accessLogLine(r, 'T')), `line ${i}: the same bytes`);
+    const time = Date.parse(String(JSON.parse(line).time));
+    t.ok(time >= before && time <= after, `line ${i}: timed as it was encoded`);
+  });
+  t.strictSame(records.takeLines(), [], 'taken once');
+});
+
+t.test('what crosses per request: the measures, without the strings only the line quotes', async (t) => {
+  const { records, measures } = setUp(t);
+  records.configure(LOGGING);
+  const r = record({ uri: '/long/uri', userAgent: 'agent', referer: 'ref', requestId: 'id-1' });
+  requestLogged.publish(r);
+  t.equal(measures.length, 1);
+  t.strictSame(measures[0], {
+    host: r.host,
+    status: r.status,
+    method: r.method,
+    path: r.path,
+    namespace: r.namespace,
+    ingress: r.ingress,
+    service: r.service,
+    canary: r.canary,
+    requestTime: r.requestTime,
+    responseTime: r.responseTime,
+    headerTime: r.headerTime,
+    connectTime: r.connectTime,
+    requestLength: r.requestLength,
+    bytesSent: r.bytesSent,
+    upstreamStatus: r.upstreamStatus,
+    upstreamResponseLength: r.upstreamResponseLength,
+  });
+  // a refusal is logged and not measured (NGINX's metrics never see it)
+  requestRefused.publish(record({ uri: '/refused', status: 400 }));
+  t.equal(measures.length, 1, 'no measures for a refusal');
+  t.strictSame(
+    takeText(t, records).map((line) => JSON.parse(line).request_uri),
+    ['/long/uri', '/refused'],
+  );
+});
+
+t.test("the model's settings decide which requests get a line; measures go on regardless", async (t) => {
+  const { records, measures } = setUp(t);
+  const publishAll = () => {
+    requestLogged.publish(record({ uri: '/healthz' }));
+    requestLogged.publish(record({ uri: '/app' }));
+    requestLogged.publish(record({ uri: '/quiet', accessLog: false }));
+    requestRefused.publish(record({ uri: '/refused', status: 400 }));
+  };
+  const uris = () => takeText(t, records).map((line) => JSON.parse(line).request_uri);
+  publishAll();
+  t.strictSame(uris(), [], 'no model yet: no line');
+  records.configure(LOGGING);
+  publishAll();
+  t.strictSame(uris(), ['/healthz', '/app', '/refused'], 'enable-access-log: false has no line');
+  records.configure({ disabled: false, skipUrls: ['/healthz', '/refused'] });
+  publishAll();
+  t.strictSame(uris(), ['/app'], 'skip-access-log-urls');
+  records.configure({ disabled: true, skipUrls: [] });
+  publishAll();
+  t.strictSame(uris(), [], 'disable-access-log');
+  t.equal(measures.length, 4 * 3, 'every routed request measured, logged or not');
+});
+
+t.test('a full buffer asks for the batch to leave; lines keep their order across buffers', async (t) => {
+  const { records, fulls } = setUp(t);
+  records.configure(LOGGING);
+  const lineBytes =
+    Buffer.byteLength(accessLogLine(record({ uri: '/0000' }), '2026-11-26T10:00:00.000Z')) + 1;
+  const n = Math.ceil((2 * LINES_BATCH_BYTES) / lineBytes) + 10;
+  for (let i = 0; i < n; i++) requestLogged.publish(record({ uri: `/${String(i).padStart(4, '0')}` }));
+  t.equal(fulls(), 2, 'once per full buffer');
+  const chunks = records.takeLines();
+  t.equal(chunks.length, 3, 'two full buffers and the rest');
+  t.ok(
+    chunks.every((chunk, i) => i === chunks.length - 1 || chunk.byteLength >= LINES_BATCH_BYTES),
+    'full buffers are sent whole',
+  );
+  const buffers = new Set(chunks.map((chunk) => chunk.buffer));
+  t.equal(buffers.size, chunks.length, 'each in memory of its own (each can be transferred)');
+  const uris = Buffer.concat(chunks)
+    .toString('utf8')
+    .split('\n')
+    .slice(0, -1)
+    .map((line) => JSON.parse(line).request_uri);
+  t.strictSame(
+    uris,
+    Array.from({ length: n }, (_, i) => `/${String(i).padStart(4, '0')}`),
+    'every line once, in order',
+  );
+});
+
+t.test('a line longer than a buffer gets a buffer of its own, after the lines before it', async (t) => {
+  const { records, fulls } = setUp(t);
+  records.configure(LOGGING);
+  requestLogged.publish(record({ uri: '/before' }));
+  const huge = `/${'x'.repeat(40_000)}`;
+  requestLogged.publish(record({ uri: huge }));
+  requestLogged.publish(record({ uri: '/after' }));
+  t.ok(fulls() >= 1, 'the batch was asked to leave');
+  t.strictSame(
+    takeText(t, records).map((line) => JSON.parse(line).request_uri),
+    ['/before', huge, '/after'],
+  );
+});
+
+t.test('stop: no more records read', async (t) => {
+  const { records } = setUp(t);
+  records.configure(LOGGING);
+  records.stop();
+  requestLogged.publish(record());
+  t.strictSame(records.takeLines(), []);
+});
