@@ -7,10 +7,12 @@
 // Per-thread state (rate-limit counters, round-robin positions, EWMA scores, auth caches) is not
 // shared: each thread keeps its own.
 
+import { randomBytes } from 'node:crypto';
 import { serialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { ErrorCode } from '../../errors.ts';
 import type { Model } from '../../model/index.ts';
+import { allocateZoneBuffer } from '../access/shared-zone.ts';
 import { ZoneMemory } from '../access/zone-memory.ts';
 import type { RuntimeDescription, ThreadDescription } from '../describe/types.ts';
 import { dataplaneError, runtimeSwapped } from '../events.ts';
@@ -110,7 +112,14 @@ export class DataPlaneThreads implements DataPlaneHandle {
 
   constructor(options: DataPlaneThreadsOptions) {
     const { threads, ...threadOptions } = options;
-    this.#options = threadOptions;
+    // one set of session-ticket keys for every thread, replacements included: a client resumes its
+    // TLS session on whichever thread the kernel hands its next connection to, and that thread finds
+    // the client certificate's leaf verified in the shared set
+    this.#options = {
+      ...threadOptions,
+      ticketKeys: threadOptions.ticketKeys ?? randomBytes(48),
+      verifiedLeaves: threadOptions.verifiedLeaves ?? allocateZoneBuffer(),
+    };
     for (let index = 0; index < Math.max(1, threads); index++) {
       this.#quickExits.push(0);
       this.#slots.push(this.#spawn(index));

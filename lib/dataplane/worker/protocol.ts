@@ -13,6 +13,10 @@ export interface ThreadDataPlaneOptions {
   bindAddress: string;
   generatedDefaultCertificate: CertificatePair;
   sslPassthrough?: boolean;
+  /** the TLS session-ticket keys every thread encrypts and decrypts tickets with (48 bytes) */
+  ticketKeys?: Uint8Array;
+  /** the client-certificate leaves verified in full handshakes, one set for every thread */
+  verifiedLeaves?: SharedArrayBuffer;
 }
 
 /**
