@@ -1,14 +1,24 @@
 // The command line: --help, --version, refusing bad flags, and a real start and graceful stop.
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
+import type { Test } from 'tap';
 import t from 'tap';
 import { LOOPBACK_PORT_0 } from './support/http.ts';
+import { TEST_THREAD_COUNT, testThreadsFlags, withTestThreads } from './support/threads.ts';
 
 const run = promisify(execFile);
 const bin = new URL('../bin/ingress-ts.ts', import.meta.url).pathname;
-const manifests = new URL('../examples/manifests', import.meta.url).pathname;
+const examples = new URL('../examples/manifests', import.meta.url).pathname;
+
+/** A copy of the example manifests, to which the suite's worker-processes can be added. */
+function exampleManifests(t: Test): string {
+  const dir = t.testdir({});
+  cpSync(examples, dir, { recursive: true });
+  return dir;
+}
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string;
 };
@@ -36,7 +46,7 @@ t.test('--help lists the flags with their defaults', async (t) => {
 t.test('an unknown flag or a bad value exits 2 with a message', async (t) => {
   const unknown = await run(process.execPath, [bin, '--no-such-flag']).catch((e: unknown) => e);
   t.match(unknown, { code: 2, stderr: /Unknown option '--no-such-flag'/ });
-  const badPort = await run(process.execPath, [bin, '--manifests', manifests, '--http-port', 'x']).catch(
+  const badPort = await run(process.execPath, [bin, '--manifests', examples, '--http-port', 'x']).catch(
     (e: unknown) => e,
   );
   t.match(badPort, { code: 2, stderr: /--http-port must be a port number/ });
@@ -50,7 +60,9 @@ t.test('no --manifests and no way to reach a cluster: exits 1 saying what to pas
 });
 
 t.test('starts on the example manifests, logs JSON, and exits 0 on SIGTERM', async (t) => {
-  const child = spawn(process.execPath, [bin, '--manifests', manifests, ...LOOPBACK_PORT_0], {
+  const manifests = exampleManifests(t);
+  const threads = testThreadsFlags(manifests, []);
+  const child = spawn(process.execPath, [bin, '--manifests', manifests, ...LOOPBACK_PORT_0, ...threads], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -67,6 +79,7 @@ t.test('starts on the example manifests, logs JSON, and exits 0 on SIGTERM', asy
   t.type(line.http, 'number');
   t.type(line.https, 'number');
   t.match(output, /"msg":"configuration applied"/);
+  t.match(output, new RegExp(`"threads":${TEST_THREAD_COUNT}[,}]`), 'the thread count is logged');
   child.kill('SIGTERM');
   const [code] = await once(child, 'exit');
   t.equal(code, 0);
@@ -94,6 +107,17 @@ t.test("starts with ingress-nginx's args: one warning names the flags with no ef
   ];
   // standalone: the flags that need a cluster stay out
   const args = ingressNginxArgs.filter((arg) => !arg.startsWith('--publish-service'));
+  // the --configmap it names, holding only the suite's worker-processes
+  const manifests = exampleManifests(t);
+  writeFileSync(
+    join(manifests, 'zz-controller.yaml'),
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'ingress-nginx-controller', namespace: 'ingress-nginx' },
+      data: withTestThreads({}),
+    }),
+  );
   const child = spawn(process.execPath, [bin, ...args, '--manifests', manifests, ...LOOPBACK_PORT_0], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,12 +1,13 @@
 // What a data plane remembers across the runtimes it compiles, owned by the DataPlane instance (a
 // data-plane worker thread would own its own): compiled regex-mode paths, bcrypt outcomes, the
 // client-certificate leaves that verified in a full handshake, and the memory of the rate-limit zones
-// (which threads can share: access/zone-memory.ts). Nothing here is module state.
+// (the zones and the leaves can be shared by threads: access/zone-memory.ts, access/verified-leaves.ts).
+// Nothing here is module state.
 
 import type { Model } from '../model/index.ts';
 import { PathRegexCache } from '../model/path-regex.ts';
 import { BcryptResults } from './access/basic-auth.ts';
-import { VerifiedLeaves } from './access/client-cert.ts';
+import { VerifiedLeaves } from './access/verified-leaves.ts';
 import { ZoneMemory } from './access/zone-memory.ts';
 import type { Runtime } from './routing/runtime.ts';
 
@@ -25,13 +26,18 @@ export interface RuntimeCaches {
 
 /**
  * Fresh caches; `sharedPathRegexes` is a cache another owner rotates (see ownsPathRegexes), `zones`
- * the zone memory to compile rate limits over (default: a new one, this data plane's alone).
+ * the zone memory to compile rate limits over, `verifiedLeaves` the buffer of a leaf set other threads
+ * share (default for both: a new one, this data plane's alone).
  */
-export function createRuntimeCaches(sharedPathRegexes?: PathRegexCache, zones?: ZoneMemory): RuntimeCaches {
+export function createRuntimeCaches(
+  sharedPathRegexes?: PathRegexCache,
+  zones?: ZoneMemory,
+  verifiedLeaves?: SharedArrayBuffer,
+): RuntimeCaches {
   return {
     pathRegexes: sharedPathRegexes ?? new PathRegexCache(),
     bcrypt: new BcryptResults(),
-    verifiedLeaves: new VerifiedLeaves(),
+    verifiedLeaves: new VerifiedLeaves(verifiedLeaves),
     zones: zones ?? new ZoneMemory(),
     ownsPathRegexes: sharedPathRegexes === undefined,
   };

@@ -31,7 +31,7 @@ import {
   overConnectionCap,
 } from './listening/client-limits.ts';
 import { applyConnectionSettings, type Http1Timeouts } from './listening/connection-settings.ts';
-import { createHttpsListener, type HttpsListener } from './listening/https-listener.ts';
+import { createHttpsListener, type HttpsListener, IDLE_SESSION_MS } from './listening/https-listener.ts';
 import { createPassthroughFront, type PassthroughFront } from './listening/passthrough.ts';
 import { applyDefaultCertificate, type CertificatePair, initialSniStore } from './listening/sni.ts';
 import { publishFailure } from './pipeline/failures.ts';
@@ -61,6 +61,16 @@ export interface DataPlaneOptions {
    * buffers into it before each apply (access/zone-memory.ts). Default: this data plane's own.
    */
   zoneMemory?: ZoneMemory;
+  /**
+   * the HTTPS listener's TLS session-ticket keys (48 bytes). Data-plane threads share one set, so a
+   * session issued by one thread resumes on another. Default: keys of this data plane's own.
+   */
+  ticketKeys?: Uint8Array;
+  /**
+   * the memory of the client-certificate leaves verified in full handshakes, shared by data-plane
+   * threads along with the ticket keys (access/verified-leaves.ts). Default: this data plane's own.
+   */
+  verifiedLeaves?: SharedArrayBuffer;
   /** listen with SO_REUSEPORT: several data-plane threads share the ports, the kernel spreads connections */
   reusePort?: boolean;
 }
@@ -108,7 +118,7 @@ export class DataPlane implements DataPlaneHandle {
 
   constructor(options: DataPlaneOptions) {
     this.#options = options;
-    this.#caches = createRuntimeCaches(options.pathRegexes, options.zoneMemory);
+    this.#caches = createRuntimeCaches(options.pathRegexes, options.zoneMemory, options.verifiedLeaves);
     const env = options.balancerEnv ?? defaultBalancerEnv;
     const requests = new RequestPipeline({
       runtime: () => this.#runtime,
@@ -138,6 +148,8 @@ export class DataPlane implements DataPlaneHandle {
     this.#httpsListener = createHttpsListener(
       () => this.#runtime?.sni ?? initialSni,
       (req, res) => requests.handle(req, res, requests.https),
+      IDLE_SESSION_MS,
+      options.ticketKeys,
     );
     this.#https = this.#httpsListener.server;
     if (options.sslPassthrough === true) {

@@ -312,6 +312,17 @@ export function finishRecord(
   to.publish(record);
 }
 
+/**
+ * Whether any of the response reached the connection. Node marks a head sent once `writeHead` ran,
+ * also when the client's connection broke before it could be written (a close the event loop had
+ * not seen yet): the client got nothing, which is the 499 of a client that left first. An HTTP/2
+ * head is refused on a closed stream, so only HTTP/1.x can get here with nothing written.
+ */
+export function responseWentOut(record: RequestRecord, source: Duplex): boolean {
+  if (record.protocol === 'HTTP/2.0' && 'sentHeaders' in source) return true;
+  return record.bytesSent + socketBytes(source) > 0;
+}
+
 /** `finishRecord` when `emitter` closes, with the status `status()` says then. */
 export function finishOnClose(
   record: RequestRecord,

@@ -30,7 +30,9 @@ const configMap = (data: Record<string, string>) =>
 async function controllerOver(t: Test, manifests: string[], ...flags: string[]) {
   const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-access-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  await writeFile(join(dir, 'all.yaml'), manifests.join(''));
+  // the ConfigMap --configmap names, with the suite's worker-processes, when the test has none
+  const named = manifests.some((text) => text.includes('kind: ConfigMap'));
+  await writeFile(join(dir, 'all.yaml'), (named ? manifests : [...manifests, configMap({})]).join(''));
   const controller = await start(
     testConfig(dir, '--configmap', 'e2e/ingress-ts', ...flags),
     createLogger('silent'),

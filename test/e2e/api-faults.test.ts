@@ -11,6 +11,7 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
 import { get, LOOPBACK_PORT_0, listen } from '../support/http.ts';
+import { TEST_THREAD_COUNT, testThreadsKube } from '../support/threads.ts';
 
 /** Fault rounds, two seconds apart. */
 const ROUNDS = 6;
@@ -69,8 +70,11 @@ t.test(`API server faults for ${(ROUNDS * ROUND_MS) / 1000} s under a request lo
     web.close();
     moved.close();
   });
+  const flags = [...LOOPBACK_PORT_0, '--disable-leader-election'];
+  const threads = testThreadsKube(flags);
   const api = await startFakeApiServer({
     objects: [
+      ...threads.objects,
       {
         apiVersion: 'networking.k8s.io/v1',
         kind: 'IngressClass',
@@ -85,9 +89,10 @@ t.test(`API server faults for ${(ROUNDS * ROUND_MS) / 1000} s under a request lo
   });
   t.teardown(() => api.close());
   const kubeconfig = await api.writeKubeconfig();
-  const parsed = parseFlags(['--kubeconfig', kubeconfig, ...LOOPBACK_PORT_0, '--disable-leader-election']);
+  const parsed = parseFlags(['--kubeconfig', kubeconfig, ...flags, ...threads.flags]);
   if (parsed.kind !== 'run') throw new Error('expected run');
   const controller = await start(parsed.config, createLogger('silent'));
+  t.equal(controller.threads, TEST_THREAD_COUNT, "the suite's data-plane threads");
   t.teardown(() => controller.stop(0));
   const port = controller.http.port;
   t.equal((await get(port, 'site.test', '/')).status, 200, 'served before the faults');

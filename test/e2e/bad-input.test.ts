@@ -12,6 +12,7 @@ import { start } from '../../lib/main.ts';
 import { GOOD_HOST, goodObjects, loadCorpus } from '../bad-input/corpus.ts';
 import { echoBackend, seenBy } from '../support/echo.ts';
 import { get, listen, testConfig } from '../support/http.ts';
+import { TEST_THREAD_COUNT, withTestThreads } from '../support/threads.ts';
 
 t.setTimeout(120_000);
 
@@ -22,7 +23,15 @@ t.test('the bad-input corpus through a standalone controller', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-bad-input-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const corpus = loadCorpus();
-  for (const c of corpus) await writeFile(join(dir, `${c.name}.yaml`), c.yaml);
+  // the global ConfigMap: the hostile one (its data is a map, where the suite's worker-processes,
+  // read at start, can join the hostile values)
+  const configMap = 'corpus/hostile-config';
+  for (const c of corpus) {
+    const hostile = c.options.configMap === configMap && c.objects.length === 1;
+    const object = c.objects[0] as { data: Record<string, string> };
+    const yaml = hostile ? stringify({ ...object, data: withTestThreads(object.data) }) : c.yaml;
+    await writeFile(join(dir, `${c.name}.yaml`), yaml);
+  }
   await writeFile(
     join(dir, '00-good.yaml'),
     goodObjects(backendPort)
@@ -30,11 +39,11 @@ t.test('the bad-input corpus through a standalone controller', async (t) => {
       .join('---\n'),
   );
 
-  const configMap = corpus.find((c) => c.options.configMap)?.options.configMap ?? '';
   const controller = await start(testConfig(dir, '--configmap', configMap), createLogger('silent'), {
     accessLogStdout: { write() {} },
   });
   t.teardown(() => controller.stop(0));
+  t.equal(controller.threads, TEST_THREAD_COUNT, "the suite's data-plane threads");
   const port = controller.http.port;
 
   const good = await get(port, GOOD_HOST, '/hello');

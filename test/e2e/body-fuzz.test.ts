@@ -172,6 +172,8 @@ t.test('request bodies through every body-related setting', async (t) => {
     path: fc.constantFrom('/', '/upload', '/status/502', '/size/3000'),
   });
   let seed = 20_261_126;
+  // requests that got an answer: each has a record (an aborted one may have one too)
+  let answered = 0;
   for (const [n, data] of configMaps.entries()) {
     if (n > 0) {
       const swapped = nextSwap();
@@ -196,6 +198,7 @@ t.test('request bodies through every body-related setting', async (t) => {
         );
         const where = `ConfigMap ${n}, ${protocol}, ${framing}`;
         for (const { c, outcome } of outcomes) {
+          if (outcome.status > 0) answered++;
           const label = `${where}: ${c.method} ${c.host}${c.path} ${c.size} B → ${outcome.status} ${outcome.error ?? ''}`;
           if (outcome.status === -1) t.fail(`a hang: ${label}`);
           else if (framing !== 'aborted' && (outcome.status === 0 || outcome.status === 500)) {
@@ -204,13 +207,17 @@ t.test('request bodies through every body-related setting', async (t) => {
           }
         }
         t.equal((await get(ports.http, 'defaults.test', '/')).status, 200, `${where}: still serving`);
+        answered++;
         failures.check();
         t.same(failures.contained, [], `${where}: nothing needed the boundary`);
       }
     }
   }
   // each record counts its own request's bytes, cut ones included (never the connection's, never < 0)
-  t.ok(await until(() => records.length >= 300), `records: ${records.length}`);
+  // (aborted requests: a record or none, depending on how far the request got, so no fixed count)
+  t.ok(await until(() => records.length >= answered), `records: ${records.length} for ${answered} answered`);
+  // with data-plane threads, what they hold has arrived too
+  await controller.handle.flushed?.();
   t.same(
     records
       .filter((r) => r.bytesSent < 0 || (r.status < 499 && r.bytesSent === 0))

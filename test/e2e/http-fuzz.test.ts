@@ -357,7 +357,7 @@ t.test(
   {
     skip:
       THREAD_MODE &&
-      'the expected backend is read from the runtime compiled on the main thread (none with threads)',
+      'the expected backend is read from the runtime compiled on the main thread, and a backend arrival is matched to its request by order, which threads reorder',
   },
   async (t) => {
     /** what each backend received: [backend, request target] */

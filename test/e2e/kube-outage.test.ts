@@ -12,6 +12,7 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
 import { get, LOOPBACK_PORT_0, listen } from '../support/http.ts';
+import { TEST_THREAD_COUNT, testThreadsKube } from '../support/threads.ts';
 
 const OUTAGE_MS = Number(process.env.INGRESS_TS_API_OUTAGE_MS ?? 60_000);
 t.setTimeout(OUTAGE_MS + 120_000); // tap's 30 s default is shorter than the outage
@@ -66,12 +67,15 @@ t.test(`API server faults, then gone for ${OUTAGE_MS / 1000} s, under a request 
   const backend = echoServer('web');
   const port = await listen(backend);
   t.teardown(() => new Promise((resolve) => backend.close(resolve)));
-  const api = await startFakeApiServer({ objects: objects(port) });
+  const flags = [...LOOPBACK_PORT_0, '--disable-leader-election'];
+  const threads = testThreadsKube(flags);
+  const api = await startFakeApiServer({ objects: [...objects(port), ...threads.objects] });
   t.teardown(() => api.close());
   const kubeconfig = await api.writeKubeconfig();
-  const parsed = parseFlags(['--kubeconfig', kubeconfig, ...LOOPBACK_PORT_0, '--disable-leader-election']);
+  const parsed = parseFlags(['--kubeconfig', kubeconfig, ...flags, ...threads.flags]);
   if (parsed.kind !== 'run') throw new Error('expected run');
   const controller = await start(parsed.config, createLogger('silent'));
+  t.equal(controller.threads, TEST_THREAD_COUNT, "the suite's data-plane threads");
   t.teardown(() => controller.stop(0));
 
   // the request loop: sequential requests, paced (a few hundred per second, so that the other test

@@ -14,6 +14,10 @@ import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.t
 import { get, LOOPBACK_PORT_0, listen, type Reply } from '../support/http.ts';
 import { parseExposition, sampleValue } from '../support/prometheus.ts';
 import { nextSwap } from '../support/swaps.ts';
+import { TEST_THREAD_COUNT, testThreadsKube } from '../support/threads.ts';
+
+/** the suite's worker-processes (INGRESS_TS_TEST_THREADS): no test here names a --configmap */
+const threads = testThreadsKube([]);
 
 t.setTimeout(120_000); // two controller processes start and elect a leader: slow on a loaded machine
 
@@ -94,6 +98,7 @@ t.test('Kubernetes mode end to end, in process', async (t) => {
   }
   const api = await startFakeApiServer({
     objects: [
+      ...threads.objects,
       ingressClass,
       service('web'),
       slice('web', [backends.web as number]),
@@ -105,9 +110,17 @@ t.test('Kubernetes mode end to end, in process', async (t) => {
   });
   t.teardown(() => api.close());
   const kubeconfig = await api.writeKubeconfig();
-  const parsed = parseFlags(['--kubeconfig', kubeconfig, ...LOOPBACK_PORT_0, '--log-level', 'silent']);
+  const parsed = parseFlags([
+    '--kubeconfig',
+    kubeconfig,
+    ...LOOPBACK_PORT_0,
+    '--log-level',
+    'silent',
+    ...threads.flags,
+  ]);
   if (parsed.kind !== 'run') throw new Error('expected run');
   const controller = await start(parsed.config, createLogger('silent'));
+  t.equal(controller.threads, TEST_THREAD_COUNT, "the suite's data-plane threads");
   t.teardown(() => controller.stop(0));
   const port = controller.http.port;
 
@@ -215,6 +228,7 @@ t.test('a burst of 100 Ingresses is a handful of builds; classes and --watch-nam
   delete (classless.spec as { ingressClassName?: string }).ingressClassName;
   const api = await startFakeApiServer({
     objects: [
+      ...threads.objects,
       ingressClass,
       service('burst'),
       slice('burst', [backend]),
@@ -227,7 +241,14 @@ t.test('a burst of 100 Ingresses is a handful of builds; classes and --watch-nam
   });
   t.teardown(() => api.close());
   const kubeconfig = await api.writeKubeconfig();
-  const parsed = parseFlags(['--kubeconfig', kubeconfig, '--watch-namespace', 'e2e', ...LOOPBACK_PORT_0]);
+  const parsed = parseFlags([
+    '--kubeconfig',
+    kubeconfig,
+    '--watch-namespace',
+    'e2e',
+    ...LOOPBACK_PORT_0,
+    ...threads.flags,
+  ]);
   if (parsed.kind !== 'run') throw new Error('expected run');
   const controller = await start(parsed.config, createLogger('silent'));
   t.teardown(() => controller.stop(0));
@@ -277,6 +298,7 @@ for (const [scope, flags] of [
       });
       const api = await startFakeApiServer({
         objects: [
+          ...threads.objects,
           ingressClass,
           namespace('e2e', { team: 'web' }),
           namespace('ingress', {}),
@@ -294,6 +316,7 @@ for (const [scope, flags] of [
         '--disable-leader-election',
         ...flags,
         ...LOOPBACK_PORT_0,
+        ...threads.flags,
       ]);
       if (parsed.kind !== 'run') throw new Error('expected run');
       const controller = await start(parsed.config, createLogger('silent'));
@@ -331,6 +354,7 @@ t.test('the CLI process: --kubeconfig, serving, SIGTERM exits 0', async (t) => {
   t.teardown(() => new Promise((resolve) => server.close(resolve)));
   const api = await startFakeApiServer({
     objects: [
+      ...threads.objects,
       ingressClass,
       service('cli'),
       slice('cli', [backend]),
@@ -340,9 +364,13 @@ t.test('the CLI process: --kubeconfig, serving, SIGTERM exits 0', async (t) => {
   t.teardown(() => api.close());
   const kubeconfig = await api.writeKubeconfig();
   const bin = new URL('../../bin/ingress-ts.ts', import.meta.url).pathname;
-  const child = spawn(process.execPath, [bin, '--kubeconfig', kubeconfig, ...LOOPBACK_PORT_0], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [bin, '--kubeconfig', kubeconfig, ...LOOPBACK_PORT_0, ...threads.flags],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   t.teardown(() => child.kill('SIGKILL'));
   let output = '';
   const serving = await new Promise<{ http: number }>((resolve, reject) => {
@@ -354,6 +382,7 @@ t.test('the CLI process: --kubeconfig, serving, SIGTERM exits 0', async (t) => {
     child.once('exit', (code) => reject(new Error(`exited ${code}: ${output}`)));
   });
   t.match(output, /"msg":"cluster objects listed"/);
+  t.match(output, new RegExp(`"threads":${TEST_THREAD_COUNT}[,}]`), "the suite's data-plane threads");
   t.equal(backendOf(await get(serving.http, 'cli.test', '/')), 'cli');
   child.kill('SIGTERM');
   const [code] = await once(child, 'exit');
@@ -363,10 +392,14 @@ t.test('the CLI process: --kubeconfig, serving, SIGTERM exits 0', async (t) => {
 /** A controller process, its JSON log lines, and a way to await one. */
 function controllerProcess(kubeconfig: string, podName: string, extra: string[]) {
   const bin = new URL('../../bin/ingress-ts.ts', import.meta.url).pathname;
-  const child = spawn(process.execPath, [bin, '--kubeconfig', kubeconfig, ...LOOPBACK_PORT_0, ...extra], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, POD_NAME: podName, POD_NAMESPACE: 'ingress' },
-  });
+  const child = spawn(
+    process.execPath,
+    [bin, '--kubeconfig', kubeconfig, ...LOOPBACK_PORT_0, ...extra, ...threads.flags],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, POD_NAME: podName, POD_NAMESPACE: 'ingress' },
+    },
+  );
   const lines: Array<Record<string, unknown>> = [];
   let waiters: Array<{ match: (line: Record<string, unknown>) => boolean; resolve: () => void }> = [];
   let buffered = '';
@@ -399,7 +432,13 @@ function controllerProcess(kubeconfig: string, podName: string, extra: string[])
 
 t.test('two controller processes: one leader writes status; kill it, the other takes over', async (t) => {
   const api = await startFakeApiServer({
-    objects: [ingressClass, service('web'), slice('web', [1]), ingress('site', 'site.test', [['/', 'web']])],
+    objects: [
+      ...threads.objects,
+      ingressClass,
+      service('web'),
+      slice('web', [1]),
+      ingress('site', 'site.test', [['/', 'web']]),
+    ],
   });
   t.teardown(() => api.close());
   const kubeconfig = await api.writeKubeconfig();

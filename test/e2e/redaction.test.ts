@@ -14,6 +14,7 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
 import { get, LOOPBACK_PORT_0 } from '../support/http.ts';
+import { TEST_THREAD_COUNT, withTestThreads } from '../support/threads.ts';
 
 t.setTimeout(60_000);
 
@@ -94,15 +95,18 @@ const OBJECTS: KubeObject[] = [
     ports: [{ name: 'http', port: 1, protocol: 'TCP' }],
     endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
   },
-  configMap('ingress-ts', {
-    'global-auth-url': `https://admin:${SECRET.globalUserinfo}@global-auth.test/check?key=${SECRET.globalQuery}`,
-    'global-auth-signin': `ftp://u:${SECRET.globalSigninRejected}@login.test/`,
-    'proxy-set-headers': 'e2e/upstream-headers',
-    'add-headers': 'e2e/response-headers',
-    'proxy-redirect-from': `http://u:${SECRET.proxyRedirect}@backend.test/`,
-    'proxy-redirect-to': '/',
-    'global-allowed-response-headers': 'X-Custom-Key',
-  }),
+  configMap(
+    'ingress-ts',
+    withTestThreads({
+      'global-auth-url': `https://admin:${SECRET.globalUserinfo}@global-auth.test/check?key=${SECRET.globalQuery}`,
+      'global-auth-signin': `ftp://u:${SECRET.globalSigninRejected}@login.test/`,
+      'proxy-set-headers': 'e2e/upstream-headers',
+      'add-headers': 'e2e/response-headers',
+      'proxy-redirect-from': `http://u:${SECRET.proxyRedirect}@backend.test/`,
+      'proxy-redirect-to': '/',
+      'global-allowed-response-headers': 'X-Custom-Key',
+    }),
+  ),
   configMap('upstream-headers', { 'X-Api-Key': SECRET.proxySetHeader }),
   configMap('response-headers', { 'X-Response-Key': SECRET.addHeader }),
   configMap('auth-headers', { 'X-Auth-Key': SECRET.authProxyHeader }),
@@ -161,6 +165,7 @@ t.test('no output carries a planted credential', async (t) => {
     },
   });
   const controller = await start(parsed.config, createLogger('debug', sink), { accessLogStdout: sink });
+  t.equal(controller.threads, TEST_THREAD_COUNT, "the suite's data-plane threads");
   t.teardown(() => controller.stop(0));
 
   // Events: the leader posts one per diagnostic; wait for the last Ingress's

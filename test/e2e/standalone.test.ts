@@ -17,6 +17,10 @@ import { pem } from '../model/helpers.ts';
 import { get, type Reply, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, tlsSecret } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
+import { TEST_THREAD_COUNT, TEST_THREADS } from '../support/threads.ts';
+
+/** the suite's worker-processes as a line of a ConfigMap's data block */
+const THREADS_DATA = `  worker-processes: "${TEST_THREADS}"\n`;
 
 const backendOf = (reply: Reply): string => (JSON.parse(reply.body) as { backend: string }).backend;
 
@@ -115,6 +119,11 @@ t.test('standalone mode end to end', async (t) => {
     ].join(''),
   );
 
+  // the suite's worker-processes is read at start, from the ConfigMap: it exists then
+  const configMapFile = join(dir, 'configmap.yaml');
+  const configMapYaml = (data: string) =>
+    `apiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: e2e }\ndata:\n${THREADS_DATA}${data}`;
+  await writeFile(configMapFile, configMapYaml(''));
   const config = testConfig(dir, '--log-level', 'silent', '--configmap', 'e2e/ingress-ts');
   // log lines as parsed objects, so tests can await what the controller reports
   const logLines: Array<Record<string, unknown>> = [];
@@ -139,6 +148,7 @@ t.test('standalone mode end to end', async (t) => {
     }
   };
   const controller: Controller = await start(config, createLogger('info', sink));
+  t.equal(controller.threads, TEST_THREAD_COUNT, "the suite's data-plane threads");
   const http = controller.http.port;
   const https = controller.https.port;
   t.teardown(async () => {
@@ -369,17 +379,9 @@ t.test('standalone mode end to end', async (t) => {
   );
 
   t.test('the global ConfigMap applies when it appears and changes', async (t) => {
-    t.ok(
-      logLines.some((line) => line.code === 'CONFIGMAP_NOT_FOUND'),
-      'a missing --configmap is reported at start',
-    );
-    const file = join(dir, 'configmap.yaml');
     const write = async (data: string) => {
       const swapped = nextSwap(1000);
-      await writeFile(
-        file,
-        `apiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: e2e }\ndata:\n${data}`,
-      );
+      await writeFile(configMapFile, configMapYaml(data));
       await swapped;
     };
     await write('  ssl-redirect: "false"\n');
@@ -394,6 +396,9 @@ t.test('standalone mode end to end', async (t) => {
       308,
       'force-ssl-redirect applies to hosts without TLS',
     );
-    await rm(file);
+    const mark = logLines.length;
+    await rm(configMapFile);
+    await logged((line) => line.code === 'CONFIGMAP_NOT_FOUND' && logLines.indexOf(line) >= mark);
+    t.pass('a --configmap that goes missing is reported');
   });
 });

@@ -1,8 +1,8 @@
 // A standalone controller with `worker-processes: 2`: two data-plane threads serve, /metrics and the
 // access log count every request exactly once (measures and lines the threads send), /debug/model
 // lists the threads and the model each serves, a changed worker-processes is logged as needing a
-// restart, and the graceful stop drains the requests in flight in both threads. Without the key the
-// data plane stays on the main thread.
+// restart, and the graceful stop drains the requests in flight in both threads. Without the key,
+// `auto`: a thread per CPU; with `1` the data plane stays on the main thread.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import t, { type Test } from 'tap';
 import { DataPlaneThreads } from '../../lib/dataplane/worker/pool.ts';
+import { resolveWorkerCount } from '../../lib/dataplane/worker/worker-count.ts';
 import { createLogger } from '../../lib/log.ts';
 import { type Controller, start } from '../../lib/main.ts';
 import { send } from '../support/echo.ts';
@@ -178,8 +179,17 @@ t.test('the graceful stop drains the requests in flight in both threads', async 
   await stopped;
 });
 
-t.test('without worker-processes the data plane stays on the main thread', async (t) => {
-  const { controller } = await setUp(t, '{}');
+t.test(
+  'without worker-processes: auto, a thread per CPU (of the cgroup quota, else the machine)',
+  async (t) => {
+    const { controller } = await setUp(t, '{}');
+    t.equal(controller.threads, resolveWorkerCount('auto'));
+    t.equal((await send(controller.http.port, 'site.test', '/')).status, 200);
+  },
+);
+
+t.test('worker-processes 1: the data plane stays on the main thread', async (t) => {
+  const { controller } = await setUp(t, '{ worker-processes: "1" }');
   t.equal(controller.threads, 1);
   t.equal(controller.handle, controller.dataPlane, 'the DataPlane itself is the handle');
   t.equal((await send(controller.http.port, 'site.test', '/')).status, 200);

@@ -172,10 +172,10 @@ runCases(t, [
     check: (t, { model }) => t.equal(model.config.workerShutdownTimeoutMs, 240_000),
   },
   {
-    name: 'worker-processes: one thread until the default becomes auto',
+    name: 'worker-processes: auto by default, as in ingress-nginx',
     ingresses: [],
     check: (t, { model, diagnostics }) => {
-      t.equal(model.config.workerProcesses, 1);
+      t.equal(model.config.workerProcesses, 'auto');
       t.strictSame(diagnostics, [], 'a key of ingress-ts, not NGINX tuning');
     },
   },
@@ -204,7 +204,7 @@ runCases(t, [
       options: OPTIONS,
       diagnostics: ['CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts'],
       messages: ['expected "auto" or an integer from 1 to 1024'],
-      check: (t, { model }) => t.equal(model.config.workerProcesses, 1),
+      check: (t, { model }) => t.equal(model.config.workerProcesses, 'auto'),
     }),
   ),
   {

@@ -9,6 +9,7 @@ import t from 'tap';
 import { loadKubeConfig } from '../../lib/source/kube/kubeconfig.ts';
 import { startFakeApiServer } from '../support/fake-apiserver.ts';
 import { LOOPBACK_PORT_0 } from '../support/http.ts';
+import { testThreadsKube } from '../support/threads.ts';
 
 const bin = new URL('../../bin/ingress-ts.ts', import.meta.url).pathname;
 
@@ -76,12 +77,13 @@ t.test('--certificate-authority is the CA the server is verified with', async (t
 });
 
 t.test('ingress-ts --apiserver-host URL lists the cluster there', async (t) => {
-  const fake = await startFakeApiServer();
+  const threads = testThreadsKube([]);
+  const fake = await startFakeApiServer({ objects: threads.objects });
   t.teardown(() => fake.close());
   const home = t.testdir({}); // no ~/.kube/config: only the flag says where the API is
   const child = spawn(
     process.execPath,
-    [bin, '--apiserver-host', fake.url, '--disable-leader-election', ...LOOPBACK_PORT_0],
+    [bin, '--apiserver-host', fake.url, '--disable-leader-election', ...LOOPBACK_PORT_0, ...threads.flags],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {

@@ -34,10 +34,10 @@ import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { LRUCache } from 'lru-cache';
 import { RE2JS } from 're2js';
 import type { ClientAuth } from '../../model/index.ts';
 import { dataplaneError } from '../events.ts';
+import { VerifiedLeaves } from './verified-leaves.ts';
 
 /** What the connection's handshake asked for: set by the SNI callback on the TLS socket. */
 export interface ConnectionClientAuth {
@@ -265,26 +265,6 @@ function chainLength(leaf: X509Certificate, cas: readonly X509Certificate[]): nu
   return length;
 }
 
-/**
- * Leaves that verified in a full handshake, by `<CA sha256>|<max chain>|<sha256 fingerprint>`: a
- * resumed session carries the leaf only, so its intermediates cannot be checked again. One per data
- * plane, kept across its runtimes: a session resumed after a swap still finds its leaf.
- */
-export class VerifiedLeaves {
-  readonly #leaves = new LRUCache<string, true>({ max: 10_000 });
-
-  has(key: string): boolean {
-    return this.#leaves.has(key);
-  }
-
-  add(key: string): void {
-    this.#leaves.set(key, true);
-  }
-
-  get size(): number {
-    return this.#leaves.size;
-  }
-}
 const leafKey = (auth: CompiledClientAuth, x509: X509Certificate): string =>
   `${auth.caSha256}|${auth.maxChain}|${x509.fingerprint256}`;
 

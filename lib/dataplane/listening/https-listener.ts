@@ -54,6 +54,7 @@ export function createHttpsListener(
   getStore: () => SniStore,
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   idleSessionMs = IDLE_SESSION_MS,
+  ticketKeys?: Uint8Array,
 ): HttpsListener {
   const sockets = new Set<Socket>();
   const sessions = new Set<ServerHttp2Session>();
@@ -66,6 +67,7 @@ export function createHttpsListener(
       {
         ...tlsOptions,
         ...http1Options,
+        ...(ticketKeys === undefined ? {} : { ticketKeys: Buffer.from(ticketKeys) }),
         allowHTTP1: true,
         settings: { maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS },
         ALPNCallback: ({ protocols }) => selectAlpn(protocols, listener.http2),

@@ -23,6 +23,7 @@ import {
   finishOnClose,
   finishRecord,
   type RequestRecord,
+  responseWentOut,
   socketBytes,
   unparsedRecord,
 } from '../request-record.ts';
@@ -258,7 +259,8 @@ export class RequestPipeline {
     this.#inFlight.delete(res);
     if (recording != null) {
       // the source kept from the start: `res.req.socket` is null once the connection was detached
-      finishRecord(recording.record, recording.source, res.headersSent ? res.statusCode : 499);
+      const { record, source } = recording;
+      finishRecord(record, source, res.headersSent && responseWentOut(record, source) ? res.statusCode : 499);
     }
     nextPipelined(res, this.#servePipelined, this.#dropPipelined);
     if (!this.#draining) return;

@@ -10,10 +10,12 @@
 // Per-thread state (round-robin positions, EWMA scores, auth caches) is not shared; the rate-limit
 // zones are (zone-memory.ts).
 
+import { randomBytes } from 'node:crypto';
 import { serialize } from 'node:v8';
 import type { Worker } from 'node:worker_threads';
 import type { ErrorCode } from '../../errors.ts';
 import type { Model } from '../../model/index.ts';
+import { allocateZoneBuffer } from '../access/shared-zone.ts';
 import { ZoneMemory } from '../access/zone-memory.ts';
 import type { RuntimeDescription, ThreadDescription } from '../describe/types.ts';
 import { accessLogLines, dataplaneError, runtimeSwapped } from '../events.ts';
@@ -136,7 +138,14 @@ export class DataPlaneThreads implements DataPlaneHandle {
       replaced: (error) => error instanceof ThreadExitedError && !this.#closing,
     };
     const { threads, fullModels, ...threadOptions } = options;
-    this.#options = threadOptions;
+    // one set of session-ticket keys for every thread, replacements included: a client resumes its
+    // TLS session on whichever thread the kernel hands its next connection to, and that thread finds
+    // the client certificate's leaf verified in the shared set
+    this.#options = {
+      ...threadOptions,
+      ticketKeys: threadOptions.ticketKeys ?? randomBytes(48),
+      verifiedLeaves: threadOptions.verifiedLeaves ?? allocateZoneBuffer(),
+    };
     this.#deltas = fullModels !== true;
     for (let index = 0; index < Math.max(1, threads); index++) {
       this.#quickExits.push(0);

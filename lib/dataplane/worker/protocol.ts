@@ -15,6 +15,10 @@ export interface ThreadDataPlaneOptions {
   sslPassthrough?: boolean;
   /** how often a thread posts what it collected (records' measures, log lines, counters) [50 ms] */
   batchIntervalMs?: number;
+  /** the TLS session-ticket keys every thread encrypts and decrypts tickets with (48 bytes) */
+  ticketKeys?: Uint8Array;
+  /** the client-certificate leaves verified in full handshakes, one set for every thread */
+  verifiedLeaves?: SharedArrayBuffer;
 }
 
 /**

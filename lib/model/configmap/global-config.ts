@@ -247,9 +247,8 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
     limitRateAfter: 0,
   },
   workerShutdownTimeoutMs: 240_000,
-  // ingress-nginx's default is `auto`; ingress-ts keeps one thread until every test passes with
-  // several, then the default becomes `auto`
-  workerProcesses: 1 as WorkerProcesses,
+  // ingress-nginx's default: one worker per CPU of the container's quota, else of the machine
+  workerProcesses: 'auto' as WorkerProcesses,
   useHttp2: true,
   ssl: {
     minVersion: 'TLSv1.2' as TlsVersion,
