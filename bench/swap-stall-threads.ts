@@ -164,11 +164,11 @@ function report(
   const text = `# Swap stall with ${threads} data-plane threads: one-Ingress changes with ${size.toLocaleString('en')} Ingresses loaded (${full ? 'whole model' : 'deltas'})
 
 - date: ${date.replace(/\.\d+Z$/, 'Z')}
-- machine: ${cpus()[0]?.model ?? 'unknown CPU'} × ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, **shared with other engineers' builds and tests while this ran**: latencies are stretched by their work; the in-worker block times are the signal
+- machine: ${cpus()[0]?.model ?? 'unknown CPU'} × ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; the main thread's build, ${threads} worker threads and the load's thread share these cores, so wall times (blocks, latencies) include waiting for a core; the in-worker CPU times are what a change costs a thread
 - node ${process.version}; \`node --expose-gc bench/swap-stall-threads.ts ${size} ${rounds} --threads ${threads}${full ? ' --full' : ''}\`; run time ${f(run.minutes)} min
 - load average at the end: ${loadavg()
     .map((l) => l.toFixed(1))
-    .join(' ')} (2 cores: above 2, every figure is stretched)
+    .join(' ')} (above the core count, other work stretched every wall time)
 - protocol: ${protocol}; a change is prepared in every thread, then committed (two phases)
 - first model: build ${f(run.initialBuildMs, 0)} ms, apply ${f(run.initialApplyMs, 0)} ms (whole model to every thread); RSS at ready ${f(run.rssReady.rss)} MiB (main heap ${f(run.rssReady.heap)} MiB), after the stream ${f(run.rssAfter.rss)} MiB (main heap ${f(run.rssAfter.heap)} MiB), each after two forced GCs in the main thread
 - load: a thread of its own, 4 keep-alive connections to the built-in 404, back to back; window: the requests started from 100 ms before the apply to 100 ms after it

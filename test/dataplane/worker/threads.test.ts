@@ -14,6 +14,9 @@ import { echoBackend, send } from '../../support/echo.ts';
 import { listen } from '../../support/http.ts';
 import { untilRefused } from '../../support/listening.ts';
 
+// each case starts two worker threads: ~20 s for the file on a loaded 2-core machine, near tap's 30 s
+t.setTimeout(120_000);
+
 const generatedDefaultCertificate = await generateDefaultCertificate();
 
 function model(backendPort: number, hosts: string[], nginx: Record<string, string> = {}): Model {
