@@ -19,7 +19,7 @@ import type { Certificate, ContentHashes, Model, Server, Upstream } from '../../
  * The keys of a part in their new order, as runs of the previous keys ([start, length]: that many
  * keys from position `start` of the previous order) and keys of their own (added ones). A change
  * moves a few keys at most, so this is a handful of entries where the keys themselves are 10,000
- * names: upstreams are in order of first use, which a changed backend reshuffles.
+ * names. Every part of a built model is sorted by name, so keys move only when one is added or removed.
  */
 export type KeyOrder = Array<string | [number, number]>;
 
