@@ -34,6 +34,8 @@ export function upstreamName(ref: ServiceBackendRef): string {
   return `${ref.namespace}-${ref.service}-${ref.port}`;
 }
 
+const compareNames = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 function compareEndpoints(a: Endpoint, b: Endpoint): number {
   if (a.address !== b.address) return a.address < b.address ? -1 : 1;
   return a.port - b.port;
@@ -87,7 +89,7 @@ export class UpstreamResolver {
   readonly #slices = new ByNamespace<EndpointSlice[]>();
   /** namespace → service → its resolved upstreams (a Service is named with one or two ports) */
   readonly #byService = new ByNamespace<ResolvedUpstream[]>();
-  /** every resolved upstream in first-use order (deterministic: the build walks Ingresses in order) */
+  /** every resolved upstream in resolve order (deterministic: the build walks Ingresses in order) */
   readonly #resolved: ResolvedUpstream[] = [];
   /** `namespace/name` of the Services resolved, in first-use order */
   readonly #referencedServices: string[] = [];
@@ -145,10 +147,16 @@ export class UpstreamResolver {
     return resolved;
   }
 
-  /** Every upstream resolved, keyed by name, in first-use order. */
+  /**
+   * Every upstream resolved, keyed by name, keys sorted (as ingress-nginx sorts its backends). Not in
+   * first-use order: pointing one path at another Service would reshuffle that order, and a
+   * data-plane thread would rebuild the whole record for it (tens of thousands of keys).
+   */
   upstreams(): Record<string, Upstream> {
+    // stable: of two upstreams with one name the later resolved wins, as it always has
+    const sorted = this.#resolved.toSorted((a, b) => compareNames(a.upstream.name, b.upstream.name));
     const out: Record<string, Upstream> = {};
-    for (const { upstream } of this.#resolved) out[upstream.name] = upstream;
+    for (const { upstream } of sorted) out[upstream.name] = upstream;
     return out;
   }
 

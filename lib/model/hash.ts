@@ -113,7 +113,7 @@ export function modelFingerprints(body: ModelBody): {
   const servers = body.servers.map((server) => print.server(server));
   print.line('catch-all');
   const catchAll = print.server(body.catchAll);
-  // by name: the record's order is that of first use, which a change elsewhere can shuffle
+  // by name: a built model's record already is (then this sort is one pass), one made by hand may not be
   const upstreams = Object.values(body.upstreams).sort((a, b) =>
     a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
   );

@@ -240,6 +240,16 @@ runCases(t, [
     check: (t, { model }) => t.strictSame(Object.keys(model.upstreams), ['default-web-80']),
   },
   {
+    // ingress-nginx sorts its backends by name too; first-use order would shift when one path moves
+    name: 'backends: upstreams are keyed in name order, not in the order paths first use them',
+    ingresses: [
+      ingress('a', { created: 1, rules: [rule('a.com', path('/', 'zeta:80'), path('/b', 'alpha:80'))] }),
+      ingress('b', { created: 2, rules: [rule('b.com', path('/', 'mid:80'))] }),
+    ],
+    check: (t, { model }) =>
+      t.strictSame(Object.keys(model.upstreams), ['default-alpha-80', 'default-mid-80', 'default-zeta-80']),
+  },
+  {
     name: 'backends: the same Service by number and by name gives two upstreams',
     ingresses: [ingress('a', { rules: [rule('a.com', path('/n', 'web:80'), path('/s', 'web:http'))] })],
     services: [service('web', [{ port: 80, name: 'http' }])],

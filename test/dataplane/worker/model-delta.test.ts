@@ -239,6 +239,52 @@ t.test('an unchanged model is an empty delta; an endpoints move carries that ups
   t.equal(rebuilt.servers[0], a.servers[0], 'unchanged servers are the very objects the thread held');
 });
 
+t.test('a path pointed at another Service in use: no upstream moves, the record is shared', async (t) => {
+  const spec = (paths: IngressSpec['paths'], created: number): IngressSpec => ({
+    namespace: 'default',
+    created,
+    annotations: {},
+    canary: false,
+    tls: false,
+    paths,
+  });
+  const cluster: Cluster = {
+    ingresses: [
+      spec(
+        [
+          { host: 'a.com', path: '/', svc: 's3' },
+          { host: 'a.com', path: '/x', svc: 's1' },
+        ],
+        1,
+      ),
+      spec([{ host: 'b.com', path: '/', svc: 's2' }], 2),
+      spec([{ host: 'c.com', path: '/', svc: 's3' }], 3),
+    ],
+    endpoints: { s1: ['10.0.0.1'], s2: ['10.0.0.2'], s3: ['10.0.0.3'], s4: [] },
+    certificate: 'a-example',
+    config: null,
+  };
+  const a = modelOf(cluster);
+  // a.com/ now goes to s2: in first-use order s3 would move behind s1 and s2
+  const first = cluster.ingresses[0] as IngressSpec;
+  const moved = spec([{ host: 'a.com', path: '/', svc: 's2' }, ...first.paths.slice(1)], 1);
+  const b = modelOf({ ...cluster, ingresses: [moved, ...cluster.ingresses.slice(1)] });
+  const delta = diffModel(a, b);
+  if (delta === null) {
+    t.fail('no delta');
+    return;
+  }
+  t.strictSame(
+    delta.servers.changed.map(([hostname]) => hostname),
+    ['a.com'],
+  );
+  t.strictSame([delta.upstreams.changed, delta.upstreams.removed], [[], []]);
+  t.equal(delta.upstreams.order, null, 'the same upstream names in the same order');
+  const rebuilt = patchModel(a, delta);
+  t.equal(rebuilt.upstreams, a.upstreams, 'the thread keeps the record it held, no rebuild');
+  sameModel(t, rebuilt, b, 'rebuilt');
+});
+
 t.test('a delta for another model is refused', async (t) => {
   const a = modelOf({ ingresses: [], endpoints: {}, certificate: 'a-example', config: null });
   const b = modelOf({
