@@ -261,7 +261,7 @@ async function scalePart(context: Context, options: Options): Promise<string> {
   await sleep(SCALE_SETTLE_MS);
   const collected = started.output
     .map(parseLogLine)
-    .some((line) => line?.msg === 'heap collection started after the first build');
+    .some((line) => line?.msg === 'heap collected after the first build');
   const { rss, rssAfterGc, inside, inspector } = await settled(started);
   if (options.snapshot !== null) {
     await inspector.heapSnapshot(options.snapshot);

@@ -1,7 +1,5 @@
-// The full collection started after the first build: only on a large heap, it frees what is garbage
-// without blocking (it returns before the collection ends), and leaves no gc() behind on the global
-// or in contexts made later.
-import { constants, PerformanceObserver } from 'node:perf_hooks';
+// The full collection after the first build: only on a large heap, it frees what is garbage, and
+// leaves no gc() behind on the global or in contexts made later.
 import { getHeapStatistics } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import t from 'tap';
@@ -14,39 +12,16 @@ function makeGarbage(): number {
   return garbage.length;
 }
 
-/** Resolves on the next major collection's end. */
-function nextMajorGc(): Promise<void> {
-  return new Promise((resolve) => {
-    const observer = new PerformanceObserver((list) => {
-      const major = list
-        .getEntries()
-        .some(
-          (entry) =>
-            (entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR,
-        );
-      if (!major) return;
-      observer.disconnect();
-      resolve();
-    });
-    observer.observe({ entryTypes: ['gc'] });
-  });
-}
-
 t.test('a small heap is left alone', async (t) => {
   t.ok(getHeapStatistics().total_heap_size < STARTUP_GC_MIN_HEAP_BYTES, 'this test heap is small');
   t.equal(startStartupCollection(), null);
 });
 
-t.test('on a heap over the threshold a collection starts, without exposing gc()', async (t) => {
+t.test('on a heap over the threshold a collection runs, without exposing gc()', async (t) => {
   const hadGc = typeof (globalThis as { gc?: unknown }).gc === 'function';
   t.equal(makeGarbage(), 600_000);
   const usedBefore = getHeapStatistics().used_heap_size;
-  const collected = nextMajorGc();
-  // the collection advances in tasks of the event loop, as in a running controller: keep it alive
-  const alive = setInterval(() => {}, 60_000);
-  t.type(startStartupCollection(0), 'number', 'started');
-  await collected;
-  clearInterval(alive);
+  t.type(startStartupCollection(0), 'number', 'collected');
   const usedAfter = getHeapStatistics().used_heap_size;
   t.ok(
     usedAfter < usedBefore - 20 * 2 ** 20,
