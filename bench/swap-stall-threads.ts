@@ -1,7 +1,8 @@
 // Swap stall with data-plane threads: what one small change costs the threads that serve traffic,
 // with N Ingresses loaded. Run with `node --expose-gc bench/swap-stall-threads.ts [N] [rounds]`
 // (default 10000 2); `--threads T` (default 2), `--full` to post the whole model on every change
-// (the protocol before deltas), `--no-write` for stdout only.
+// (the protocol before deltas), `--idle S` to idle S seconds after the stream and read the workers'
+// heaps again (what V8's own collections return), `--no-write` for stdout only.
 //
 // A DataPlaneThreads with T threads on loopback, loaded with model-build.ts's cluster of N Ingresses,
 // and the stream of one-Ingress changes of swap-stall.ts (support/stall-changes.ts). A load thread
@@ -37,9 +38,17 @@ const args = process.argv.slice(2);
 const write = !args.includes('--no-write');
 const full = args.includes('--full');
 const threadsAt = args.indexOf('--threads');
+const idleAt = args.indexOf('--idle');
+/** seconds the process idles after the stream before the last heap reading (V8's own collections) */
+const idleSeconds = idleAt >= 0 ? Number(args[idleAt + 1]) : 0;
 const threads = threadsAt >= 0 ? Number(args[threadsAt + 1]) : 2;
 const [size = 10000, rounds = 2] = args
-  .filter((arg, index) => !arg.startsWith('--') && (threadsAt < 0 || index !== threadsAt + 1))
+  .filter(
+    (arg, index) =>
+      !arg.startsWith('--') &&
+      (threadsAt < 0 || index !== threadsAt + 1) &&
+      (idleAt < 0 || index !== idleAt + 1),
+  )
   .map(Number);
 
 interface ChangeResult {
@@ -160,6 +169,11 @@ async function main(): Promise<void> {
   await new Promise((resolve) => load.once('exit', resolve));
   const rssAfter = await memoryMiB();
   const heapsAfter = await workerHeaps(pool.workers);
+  let idle: { heaps: WorkerHeap[]; rss: number } | null = null;
+  if (idleSeconds > 0) {
+    await sleep(idleSeconds * 1000);
+    idle = { heaps: await workerHeaps(pool.workers), rss: (await memoryMiB()).rss };
+  }
   const mainAfter = process.memoryUsage().heapTotal / 2 ** 20;
   const collectedAfter = await collectWorkers(pool.workers);
   await pool.close(0);
@@ -170,6 +184,7 @@ async function main(): Promise<void> {
       rssReady: { ...rssReady, committed: mainReady },
       rssAfter: { ...rssAfter, committed: mainAfter },
       heaps: { ready: heapsReady, after: heapsAfter, collected: collectedAfter },
+      idle,
       minutes: (Date.now() - started) / 60000,
     }),
   );
@@ -183,6 +198,7 @@ function report(
     rssReady: { rss: number; heap: number; committed: number };
     rssAfter: { rss: number; heap: number; committed: number };
     heaps: { ready: WorkerHeap[]; after: WorkerHeap[]; collected: WorkerHeap[] };
+    idle: { heaps: WorkerHeap[]; rss: number } | null;
     minutes: number;
   },
 ): string {
@@ -220,7 +236,7 @@ function report(
     .join(' ')} (above the core count, other work stretched every wall time)
 - protocol: ${protocol}; a change is prepared in every thread, then committed (two phases)
 - first model: build ${f(run.initialBuildMs, 0)} ms, apply ${f(run.initialApplyMs, 0)} ms (whole model to every thread); RSS at ready ${f(run.rssReady.rss)} MiB (main heap ${f(run.rssReady.heap)} MiB used, ${f(run.rssReady.committed)} committed), after the stream ${f(run.rssAfter.rss)} MiB (main heap ${f(run.rssAfter.heap)} MiB used, ${f(run.rssAfter.committed)} committed), each after two forced GCs in the main thread (they do not reach the workers)
-- each worker's V8 heap, MiB used / committed (+ off-heap buffers), thread 1 / thread 2 / …: at ready ${heapList(run.heaps.ready)}; after the stream ${heapList(run.heaps.after)}; then after a full collection forced in each worker (a heap snapshot starts one) ${heapList(run.heaps.collected)}: what stays alive
+- each worker's V8 heap, MiB used / committed (+ off-heap buffers), thread 1 / thread 2 / …: at ready ${heapList(run.heaps.ready)}; after the stream ${heapList(run.heaps.after)}${run.idle === null ? '' : `; after ${idleSeconds} s idle ${heapList(run.idle.heaps)} (RSS ${f(run.idle.rss)} MiB)`}; then after a full collection forced in each worker (a heap snapshot starts one) ${heapList(run.heaps.collected)}: what stays alive
 - load: a thread of its own, 4 keep-alive connections to the built-in 404, back to back; window: the requests started from 100 ms before the apply to 100 ms after it
 - **longest event-loop block of any worker over the stream: ${f(worstBlock)} ms wall; the most CPU a worker's prepare took: ${f(worstCpu)} ms** (process.threadCpuUsage inside the worker: what the change cost that thread, whatever else the machine ran)
 
