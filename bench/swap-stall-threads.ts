@@ -230,7 +230,7 @@ function report(
 
 - date: ${date.replace(/\.\d+Z$/, 'Z')}
 - machine: ${cpus()[0]?.model ?? 'unknown CPU'} × ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; the main thread's build, ${threads} worker threads and the load's thread share these cores, so wall times (blocks, latencies) include waiting for a core; the in-worker CPU times are what a change costs a thread
-- node ${process.version}; \`node --expose-gc bench/swap-stall-threads.ts ${size} ${rounds} --threads ${threads}${full ? ' --full' : ''}\`; run time ${f(run.minutes)} min
+- node ${process.version}; \`node --expose-gc bench/swap-stall-threads.ts ${size} ${rounds} --threads ${threads}${full ? ' --full' : ''}${idleSeconds > 0 ? ` --idle ${idleSeconds}` : ''}\`; run time ${f(run.minutes)} min
 - load average at the end: ${loadavg()
     .map((l) => l.toFixed(1))
     .join(' ')} (above the core count, other work stretched every wall time)
