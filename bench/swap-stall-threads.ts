@@ -1,7 +1,8 @@
 // Swap stall with data-plane threads: what one small change costs the threads that serve traffic,
 // with N Ingresses loaded. Run with `node --expose-gc bench/swap-stall-threads.ts [N] [rounds]`
 // (default 10000 2); `--threads T` (default 2), `--full` to post the whole model on every change
-// (the protocol before deltas), `--no-write` for stdout only.
+// (the protocol before deltas), `--idle S` to idle S seconds after the stream and read the workers'
+// heaps again (what V8's own collections return), `--no-write` for stdout only.
 //
 // A DataPlaneThreads with T threads on loopback, loaded with model-build.ts's cluster of N Ingresses,
 // and the stream of one-Ingress changes of swap-stall.ts (support/stall-changes.ts). A load thread
@@ -16,7 +17,8 @@
 //   round trip of the all-or-nothing apply);
 // - the p99 and max latency of the requests started from 100 ms before the apply to 100 ms after it.
 // RSS (the whole process: main thread and every worker) is read after two forced GCs at ready and
-// after the stream.
+// after the stream, and each worker's V8 heap (read from the main thread) beside it; after the
+// stream, once more after a full collection forced in each worker: what the workers keep alive.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -36,9 +38,17 @@ const args = process.argv.slice(2);
 const write = !args.includes('--no-write');
 const full = args.includes('--full');
 const threadsAt = args.indexOf('--threads');
+const idleAt = args.indexOf('--idle');
+/** seconds the process idles after the stream before the last heap reading (V8's own collections) */
+const idleSeconds = idleAt >= 0 ? Number(args[idleAt + 1]) : 0;
 const threads = threadsAt >= 0 ? Number(args[threadsAt + 1]) : 2;
 const [size = 10000, rounds = 2] = args
-  .filter((arg, index) => !arg.startsWith('--') && (threadsAt < 0 || index !== threadsAt + 1))
+  .filter(
+    (arg, index) =>
+      !arg.startsWith('--') &&
+      (threadsAt < 0 || index !== threadsAt + 1) &&
+      (idleAt < 0 || index !== idleAt + 1),
+  )
   .map(Number);
 
 interface ChangeResult {
@@ -49,6 +59,45 @@ interface ChangeResult {
   applyMs: number;
   record: ApplyRecord;
   window: WindowStats;
+}
+
+/** One worker's V8 heap, MiB: in use, committed (what it holds of the RSS), and off-heap buffers. */
+interface WorkerHeap {
+  used: number;
+  committed: number;
+  external: number;
+}
+
+const heapOf = (stats: {
+  used_heap_size: number;
+  total_heap_size: number;
+  external_memory: number;
+}): WorkerHeap => ({
+  used: stats.used_heap_size / 2 ** 20,
+  committed: stats.total_heap_size / 2 ** 20,
+  external: stats.external_memory / 2 ** 20,
+});
+
+/** Each worker's heap as it is (no collection forced), and the whole process's RSS. */
+async function workerHeaps(workers: readonly Worker[]): Promise<WorkerHeap[]> {
+  return Promise.all(workers.map(async (worker) => heapOf(await worker.getHeapStatistics())));
+}
+
+/**
+ * Forces a full collection in each worker and reads its heap after it. The main thread's gc() does
+ * not reach a worker's isolate; a heap snapshot starts with a full collection in that isolate, so one
+ * is taken and thrown away, a worker at a time. Building the snapshot itself mallocs hundreds of MiB
+ * that the allocator keeps, so RSS read after this says nothing: read it before.
+ */
+async function collectWorkers(workers: readonly Worker[]): Promise<WorkerHeap[]> {
+  const collected: WorkerHeap[] = [];
+  for (const worker of workers) {
+    for await (const _chunk of await worker.getHeapSnapshot()) {
+      // read to the end and dropped: only the collection it starts is wanted
+    }
+    collected.push(heapOf(await worker.getHeapStatistics()));
+  }
+  return collected;
 }
 
 /** The longest single task a change ran in each worker: its prepare, or its commit. */
@@ -75,6 +124,8 @@ async function main(): Promise<void> {
   const initialApplyMs = performance.now() - applyStart;
   const { http } = await pool.listen();
   const rssReady = await memoryMiB();
+  const heapsReady = await workerHeaps(pool.workers);
+  const mainReady = process.memoryUsage().heapTotal / 2 ** 20;
 
   const load = new Worker(new URL('./support/stall-load.ts', import.meta.url), {
     workerData: { port: http.port, host: 'unknown.example.test', connections: 4 } satisfies LoadOptions,
@@ -117,13 +168,23 @@ async function main(): Promise<void> {
   load.postMessage({ type: 'stop' } satisfies LoadMessage);
   await new Promise((resolve) => load.once('exit', resolve));
   const rssAfter = await memoryMiB();
+  const heapsAfter = await workerHeaps(pool.workers);
+  let idle: { heaps: WorkerHeap[]; rss: number } | null = null;
+  if (idleSeconds > 0) {
+    await sleep(idleSeconds * 1000);
+    idle = { heaps: await workerHeaps(pool.workers), rss: (await memoryMiB()).rss };
+  }
+  const mainAfter = process.memoryUsage().heapTotal / 2 ** 20;
+  const collectedAfter = await collectWorkers(pool.workers);
   await pool.close(0);
   process.stdout.write(
     report(results, {
       initialBuildMs,
       initialApplyMs,
-      rssReady,
-      rssAfter,
+      rssReady: { ...rssReady, committed: mainReady },
+      rssAfter: { ...rssAfter, committed: mainAfter },
+      heaps: { ready: heapsReady, after: heapsAfter, collected: collectedAfter },
+      idle,
       minutes: (Date.now() - started) / 60000,
     }),
   );
@@ -134,12 +195,16 @@ function report(
   run: {
     initialBuildMs: number;
     initialApplyMs: number;
-    rssReady: { rss: number; heap: number };
-    rssAfter: { rss: number; heap: number };
+    rssReady: { rss: number; heap: number; committed: number };
+    rssAfter: { rss: number; heap: number; committed: number };
+    heaps: { ready: WorkerHeap[]; after: WorkerHeap[]; collected: WorkerHeap[] };
+    idle: { heaps: WorkerHeap[]; rss: number } | null;
     minutes: number;
   },
 ): string {
   const f = (value: number, digits = 1): string => value.toFixed(digits);
+  const heapList = (heaps: readonly WorkerHeap[]): string =>
+    heaps.map((h) => `${f(h.used)} / ${f(h.committed)} (+${f(h.external)})`).join(', ');
   const kib = (bytes: number): string => (bytes / 1024).toFixed(bytes < 10240 ? 1 : 0);
   const perThread = (values: readonly number[]): string => values.map((v) => f(v)).join(' / ');
   const rows = results.map(({ record, window, ...r }) => {
@@ -165,12 +230,13 @@ function report(
 
 - date: ${date.replace(/\.\d+Z$/, 'Z')}
 - machine: ${cpus()[0]?.model ?? 'unknown CPU'} × ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; the main thread's build, ${threads} worker threads and the load's thread share these cores, so wall times (blocks, latencies) include waiting for a core; the in-worker CPU times are what a change costs a thread
-- node ${process.version}; \`node --expose-gc bench/swap-stall-threads.ts ${size} ${rounds} --threads ${threads}${full ? ' --full' : ''}\`; run time ${f(run.minutes)} min
+- node ${process.version}; \`node --expose-gc bench/swap-stall-threads.ts ${size} ${rounds} --threads ${threads}${full ? ' --full' : ''}${idleSeconds > 0 ? ` --idle ${idleSeconds}` : ''}\`; run time ${f(run.minutes)} min
 - load average at the end: ${loadavg()
     .map((l) => l.toFixed(1))
     .join(' ')} (above the core count, other work stretched every wall time)
 - protocol: ${protocol}; a change is prepared in every thread, then committed (two phases)
-- first model: build ${f(run.initialBuildMs, 0)} ms, apply ${f(run.initialApplyMs, 0)} ms (whole model to every thread); RSS at ready ${f(run.rssReady.rss)} MiB (main heap ${f(run.rssReady.heap)} MiB), after the stream ${f(run.rssAfter.rss)} MiB (main heap ${f(run.rssAfter.heap)} MiB), each after two forced GCs in the main thread
+- first model: build ${f(run.initialBuildMs, 0)} ms, apply ${f(run.initialApplyMs, 0)} ms (whole model to every thread); RSS at ready ${f(run.rssReady.rss)} MiB (main heap ${f(run.rssReady.heap)} MiB used, ${f(run.rssReady.committed)} committed), after the stream ${f(run.rssAfter.rss)} MiB (main heap ${f(run.rssAfter.heap)} MiB used, ${f(run.rssAfter.committed)} committed), each after two forced GCs in the main thread (they do not reach the workers)
+- each worker's V8 heap, MiB used / committed (+ off-heap buffers), thread 1 / thread 2 / …: at ready ${heapList(run.heaps.ready)}; after the stream ${heapList(run.heaps.after)}${run.idle === null ? '' : `; after ${idleSeconds} s idle ${heapList(run.idle.heaps)} (RSS ${f(run.idle.rss)} MiB)`}; then after a full collection forced in each worker (a heap snapshot starts one) ${heapList(run.heaps.collected)}: what stays alive
 - load: a thread of its own, 4 keep-alive connections to the built-in 404, back to back; window: the requests started from 100 ms before the apply to 100 ms after it
 - **longest event-loop block of any worker over the stream: ${f(worstBlock)} ms wall; the most CPU a worker's prepare took: ${f(worstCpu)} ms** (process.threadCpuUsage inside the worker: what the change cost that thread, whatever else the machine ran)
 
