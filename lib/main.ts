@@ -148,7 +148,11 @@ function createDataPlane(
     generatedDefaultCertificate,
     sslPassthrough: config.model.enableSslPassthrough,
   };
-  if (threads > 1) return { handle: new DataPlaneThreads({ ...options, threads }), dataPlane: null };
+  if (threads > 1) {
+    // without metrics nobody reads the measures: the threads do not send them
+    const handle = new DataPlaneThreads({ ...options, threads, measures: config.enableMetrics });
+    return { handle, dataPlane: null };
+  }
   const dataPlane = new DataPlane({ ...options, pathRegexes: buildCaches.pathRegexes });
   return { handle: dataPlane, dataPlane };
 }

@@ -13,6 +13,8 @@ export interface ThreadDataPlaneOptions {
   bindAddress: string;
   generatedDefaultCertificate: CertificatePair;
   sslPassthrough?: boolean;
+  /** whether the main thread reads request measures (metrics on): without, none is sent [true] */
+  measures?: boolean;
   /** how often a thread posts what it collected (records' measures, log lines, counters) [50 ms] */
   batchIntervalMs?: number;
   /** the TLS session-ticket keys every thread encrypts and decrypts tickets with (48 bytes) */

@@ -20,7 +20,7 @@ const zoneMemory = new ZoneMemory();
 const dataPlane = new DataPlane({ ...options, reusePort: true, zoneMemory });
 const post = (message: ThreadMessage, transfer?: ArrayBuffer[]) => port.postMessage(message, transfer);
 // a full buffer of access log lines leaves at once, with what else waits
-const records = createThreadRecords({ full: () => batch.flush() });
+const records = createThreadRecords({ full: () => batch.flush(), measures: options.measures });
 const batch = createEventBatch({
   post,
   stats: () => dataPlane.stats,

@@ -37,9 +37,12 @@ export interface ThreadRecords {
 export interface ThreadRecordsOptions {
   /** called when a buffer of lines is full: the batch should leave now */
   full: () => void;
+  /** whether the main thread reads request measures (its metrics are on) [true] */
+  measures?: boolean;
 }
 
 export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecords {
+  const measures = options.measures !== false;
   // off until the first model says otherwise: no line before a model is served anyway
   let disabled = true;
   let skip: ReadonlySet<string> = new Set();
@@ -75,7 +78,7 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
   const onRequest = (message: unknown) => {
     const record = message as RequestRecord;
     writeLine(record);
-    if (requestMeasured.hasSubscribers) requestMeasured.publish(measureOf(record));
+    if (measures && requestMeasured.hasSubscribers) requestMeasured.publish(measureOf(record));
   };
   /** refused before routing: a line, and no measures (no metrics count them, as in NGINX) */
   const onRefused = (message: unknown) => writeLine(message as RequestRecord);

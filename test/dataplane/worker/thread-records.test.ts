@@ -16,9 +16,9 @@ import { record } from '../../support/request-record.ts';
 
 const LOGGING = { disabled: false, skipUrls: [] };
 
-function setUp(t: Test) {
+function setUp(t: Test, measured = true) {
   let fulls = 0;
-  const records = createThreadRecords({ full: () => fulls++ });
+  const records = createThreadRecords({ full: () => fulls++, measures: measured });
   t.teardown(() => records.stop());
   const measures: MeasuredRequest[] = [];
   const onMeasured = (message: unknown) => measures.push(message as MeasuredRequest);
@@ -62,6 +62,14 @@ t.test('a line per finished request, the bytes of the one-thread writer, timed w
     t.ok(time >= before && time <= after, `line ${i}: timed as it was encoded`);
   });
   t.strictSame(records.takeLines(), [], 'taken once');
+});
+
+t.test('with metrics off no measures are sent, the lines still are', async (t) => {
+  const { records, measures } = setUp(t, false);
+  records.configure(LOGGING);
+  requestLogged.publish(record({ uri: '/unmeasured' }));
+  t.equal(measures.length, 0, 'no measures');
+  t.equal(takeText(t, records).length, 1, 'the line');
 });
 
 t.test('what crosses per request: the measures, without the strings only the line quotes', async (t) => {
