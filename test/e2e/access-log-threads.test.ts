@@ -2,29 +2,20 @@
 // and the controller writes them to its one output, every write whole lines, one line per request;
 // a ConfigMap change of the log settings reaches both threads with the swap; the graceful stop
 // writes the lines of the requests it drained.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import t, { type Test } from 'tap';
-import { createLogger } from '../../lib/log.ts';
-import { type Controller, start } from '../../lib/main.ts';
+import type { Controller } from '../../lib/main.ts';
 import { send } from '../support/echo.ts';
-import { listen, testConfig } from '../support/http.ts';
 import { untilRefused } from '../support/listening.ts';
-import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { planeStats } from '../support/plane.ts';
 import { nextSwap } from '../support/swaps.ts';
+import { configMap, startSite } from '../support/threads-site.ts';
 
 // three controllers with two threads each; tap's 30 s default is tight on a shared machine
 t.setTimeout(90_000);
-
-const configMap = (data: string) => `apiVersion: v1
-kind: ConfigMap
-metadata: { name: config, namespace: e2e }
-data: ${data}
-`;
 
 type Line = Record<string, unknown>;
 
@@ -48,33 +39,8 @@ function accessSink() {
 }
 
 async function setUp(t: Test, config: string, handler?: (req: IncomingMessage, res: ServerResponse) => void) {
-  const backend = createServer(
-    handler ??
-      ((req, res) => {
-        req.resume();
-        res.end('hello');
-      }),
-  );
-  const backendPort = await listen(backend);
-  t.teardown(() => {
-    backend.closeAllConnections();
-    return new Promise<void>((resolve) => backend.close(() => resolve()));
-  });
-  const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-log-threads-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  await writeFile(join(dir, 'config.yaml'), configMap(config));
-  await writeFile(
-    join(dir, 'site.yaml'),
-    `${INGRESS_CLASS}${serviceYaml('web', [backendPort])}${ingressYaml({ name: 'site', host: 'site.test', service: 'web' })}`,
-  );
   const accessLog = accessSink();
-  const controller: Controller = await start(
-    testConfig(dir, '--configmap', 'e2e/config'),
-    createLogger('warn', new Writable({ write: (_chunk, _encoding, done) => done() })),
-    { accessLogStdout: accessLog.stream },
-  );
-  const running = { stopped: false };
-  t.teardown(() => (running.stopped ? undefined : controller.stop(0)));
+  const { controller, dir, running } = await startSite(t, config, { accessLog: accessLog.stream }, handler);
   return { controller, dir, accessLog, running };
 }
 

@@ -3,29 +3,20 @@
 // lists the threads and the model each serves, a changed worker-processes is logged as needing a
 // restart, and the graceful stop drains the requests in flight in both threads. Without the key,
 // `auto`: a thread per CPU; with `1` the data plane stays on the main thread.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { writeFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import t, { type Test } from 'tap';
 import { DataPlaneThreads } from '../../lib/dataplane/worker/pool.ts';
 import { resolveWorkerCount } from '../../lib/dataplane/worker/worker-count.ts';
-import { createLogger } from '../../lib/log.ts';
-import { type Controller, start } from '../../lib/main.ts';
 import { send } from '../support/echo.ts';
-import { get, listen, testConfig } from '../support/http.ts';
+import { get } from '../support/http.ts';
 import { untilRefused } from '../support/listening.ts';
-import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { parseExposition, samplesOf, sampleValue } from '../support/prometheus.ts';
 import { nextSwap } from '../support/swaps.ts';
-
-const configMap = (data: string) => `apiVersion: v1
-kind: ConfigMap
-metadata: { name: config, namespace: e2e }
-data: ${data}
-`;
+import { configMap, startSite } from '../support/threads-site.ts';
 
 type Line = Record<string, unknown>;
 
@@ -46,33 +37,14 @@ function lineSink() {
 }
 
 async function setUp(t: Test, config: string, handler?: (req: IncomingMessage, res: ServerResponse) => void) {
-  const backend = createServer(
-    handler ??
-      ((req, res) => {
-        req.resume();
-        res.end('hello');
-      }),
-  );
-  const backendPort = await listen(backend);
-  t.teardown(() => {
-    backend.closeAllConnections();
-    return new Promise<void>((resolve) => backend.close(() => resolve()));
-  });
-  const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-threads-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  await writeFile(join(dir, 'config.yaml'), configMap(config));
-  await writeFile(
-    join(dir, 'site.yaml'),
-    `${INGRESS_CLASS}${serviceYaml('web', [backendPort])}${ingressYaml({ name: 'site', host: 'site.test', service: 'web' })}`,
-  );
   const log = lineSink();
   const accessLog = lineSink();
-  const controller: Controller = await start(
-    testConfig(dir, '--configmap', 'e2e/config'),
-    createLogger('info', log.stream),
-    { accessLogStdout: accessLog.stream },
+  const { controller, dir } = await startSite(
+    t,
+    config,
+    { accessLog: accessLog.stream, log: log.stream },
+    handler,
   );
-  t.teardown(() => controller.stop(0));
   return { controller, dir, log, accessLog };
 }
 
