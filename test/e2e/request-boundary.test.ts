@@ -6,9 +6,10 @@
 // - HTTP/2 bytes_sent: each stream's own bytes, several streams at once on one session, observed in
 //   nginx_ingress_controller_bytes_sent for every response;
 // - an exception while serving (a fault put into the proxy by the test) is answered 500, or the
-//   connection cut once a response began, logged with the request id and counted; nothing escapes.
+//   connection cut once a response began (also from limit-rate's pacing timer), logged with the
+//   request id and counted; nothing escapes.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, ServerResponse } from 'node:http';
 import { connect as http2Connect } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -393,3 +394,53 @@ t.test(
     t.equal(sampleValue(await scrape(), 'ingress_ts_request_errors_total', { where: 'proxy' }), 2);
   },
 );
+
+t.test("an exception in limit-rate's pacing timer is contained", { skip: FAULTS_SKIP }, async (t) => {
+  const failures = watchFailures(t);
+  // limit-rate writes the body's rest from its own timer, outside every boundary of the request: the
+  // fault is put into the client's response writes after the first (the first goes out at once)
+  const write = ServerResponse.prototype.write;
+  const writes = new WeakMap<ServerResponse, number>();
+  ServerResponse.prototype.write = function (this: ServerResponse, ...args: unknown[]) {
+    if (this.req?.headers['x-fault'] !== undefined) {
+      const n = (writes.get(this) ?? 0) + 1;
+      writes.set(this, n);
+      if (n > 1) throw new Error('injected fault in a paced write');
+    }
+    return (write as (...a: unknown[]) => boolean).apply(this, args);
+  } as typeof write;
+  t.teardown(() => {
+    ServerResponse.prototype.write = write;
+  });
+  const { controller, logLines, scrape } = await setUp(
+    t,
+    ingressYaml({
+      name: 'paced',
+      host: 'paced.test',
+      service: 'web',
+      annotations: { 'limit-rate': '1', 'limit-rate-after': '0', 'proxy-buffering': 'on' },
+    }),
+  );
+  const ports = { http: controller.http.port, https: controller.https.port };
+  const reply = await sendBody({
+    ...ports,
+    protocol: 'http',
+    framing: 'empty',
+    method: 'GET',
+    host: 'paced.test',
+    path: '/size/4096',
+    headers: { 'x-fault': '1', 'x-request-id': 'paced-1' },
+  });
+  t.equal(reply.status, 0, 'a response under way: the connection is cut');
+  t.equal((await get(ports.http, 'plain.test', '/')).status, 200, 'still serving');
+  failures.check();
+  t.same(
+    failures.contained.map((f) => [f.where, f.requestId]),
+    [['proxy', 'paced-1']],
+  );
+  t.same(
+    logLines.filter((line) => line.level === 50).map((line) => line.req_id),
+    ['paced-1'],
+  );
+  t.equal(sampleValue(await scrape(), 'ingress_ts_request_errors_total', { where: 'proxy' }), 1);
+});
