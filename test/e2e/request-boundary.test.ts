@@ -9,7 +9,7 @@
 //   connection cut once a response began (also from limit-rate's pacing timer), logged with the
 //   request id and counted; nothing escapes.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { type IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, ServerResponse } from 'node:http';
 import { connect as http2Connect } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,7 +29,7 @@ import {
   until,
   watchFailures,
 } from '../support/body-traffic.ts';
-import { get, testConfig } from '../support/http.ts';
+import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { parseExposition, sampleValue } from '../support/prometheus.ts';
 import { THREAD_MODE } from '../support/threads.ts';
@@ -149,6 +149,69 @@ t.test(
     t.ok(await until(() => records.length >= 2), 'both have their record');
     failures.check();
     t.same(failures.contained, [], 'nothing needed the boundary');
+  },
+);
+
+t.test(
+  'HTTP/2: a streamed upload whose stream is reset never reaches the upstream as complete',
+  async (t) => {
+    // the upstream tells a whole body (its request ended) from a cut one (aborted, or closed first)
+    const outcomes: Array<{ complete: boolean; bytes: number }> = [];
+    let firstBytes: () => void = () => {};
+    const gotBytes = new Promise<void>((resolve) => {
+      firstBytes = resolve;
+    });
+    let settled: () => void = () => {};
+    const outcome = new Promise<void>((resolve) => {
+      settled = resolve;
+    });
+    const watcher = createServer((req, res) => {
+      let bytes = 0;
+      let done = false;
+      const finish = (complete: boolean) => {
+        if (done) return;
+        done = true;
+        outcomes.push({ complete, bytes });
+        settled();
+        if (complete) res.end('whole');
+      };
+      req.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        firstBytes();
+      });
+      req.on('end', () => finish(true));
+      req.on('error', () => finish(false));
+      req.on('close', () => finish(req.complete));
+    });
+    const watcherPort = await listen(watcher);
+    t.teardown(() => {
+      watcher.closeAllConnections();
+      watcher.close();
+    });
+    const { controller } = await setUp(
+      t,
+      serviceYaml('watch', [watcherPort]) +
+        ingressYaml({
+          name: 'watched',
+          host: 'watched.test',
+          service: 'watch',
+          annotations: { 'proxy-request-buffering': 'off' },
+        }),
+    );
+    const session = http2Connect(`https://127.0.0.1:${controller.https.port}`, {
+      servername: 'watched.test',
+      rejectUnauthorized: false,
+    });
+    t.teardown(() => session.destroy());
+    const stream = session.request({ ':method': 'POST', ':path': '/upload', ':authority': 'watched.test' });
+    stream.on('error', () => {});
+    stream.write(Buffer.alloc(1000, 'u'));
+    await gotBytes;
+    // a reset without END_STREAM: the client gave up half-way through its body
+    stream.destroy();
+    await outcome;
+    t.same(outcomes, [{ complete: false, bytes: 1000 }], 'the upstream saw the body cut, not ended');
+    t.equal((await get(controller.http.port, 'plain.test', '/')).status, 200, 'still serving');
   },
 );
 
