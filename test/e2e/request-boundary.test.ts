@@ -6,9 +6,10 @@
 // - HTTP/2 bytes_sent: each stream's own bytes, several streams at once on one session, observed in
 //   nginx_ingress_controller_bytes_sent for every response;
 // - an exception while serving (a fault put into the proxy by the test) is answered 500, or the
-//   connection cut once a response began, logged with the request id and counted; nothing escapes.
+//   connection cut once a response began (also from limit-rate's pacing timer), logged with the
+//   request id and counted; nothing escapes.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, ServerResponse } from 'node:http';
 import { connect as http2Connect } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,7 +29,7 @@ import {
   until,
   watchFailures,
 } from '../support/body-traffic.ts';
-import { get, testConfig } from '../support/http.ts';
+import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { parseExposition, sampleValue } from '../support/prometheus.ts';
 import { THREAD_MODE } from '../support/threads.ts';
@@ -148,6 +149,69 @@ t.test(
     t.ok(await until(() => records.length >= 2), 'both have their record');
     failures.check();
     t.same(failures.contained, [], 'nothing needed the boundary');
+  },
+);
+
+t.test(
+  'HTTP/2: a streamed upload whose stream is reset never reaches the upstream as complete',
+  async (t) => {
+    // the upstream tells a whole body (its request ended) from a cut one (aborted, or closed first)
+    const outcomes: Array<{ complete: boolean; bytes: number }> = [];
+    let firstBytes: () => void = () => {};
+    const gotBytes = new Promise<void>((resolve) => {
+      firstBytes = resolve;
+    });
+    let settled: () => void = () => {};
+    const outcome = new Promise<void>((resolve) => {
+      settled = resolve;
+    });
+    const watcher = createServer((req, res) => {
+      let bytes = 0;
+      let done = false;
+      const finish = (complete: boolean) => {
+        if (done) return;
+        done = true;
+        outcomes.push({ complete, bytes });
+        settled();
+        if (complete) res.end('whole');
+      };
+      req.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        firstBytes();
+      });
+      req.on('end', () => finish(true));
+      req.on('error', () => finish(false));
+      req.on('close', () => finish(req.complete));
+    });
+    const watcherPort = await listen(watcher);
+    t.teardown(() => {
+      watcher.closeAllConnections();
+      watcher.close();
+    });
+    const { controller } = await setUp(
+      t,
+      serviceYaml('watch', [watcherPort]) +
+        ingressYaml({
+          name: 'watched',
+          host: 'watched.test',
+          service: 'watch',
+          annotations: { 'proxy-request-buffering': 'off' },
+        }),
+    );
+    const session = http2Connect(`https://127.0.0.1:${controller.https.port}`, {
+      servername: 'watched.test',
+      rejectUnauthorized: false,
+    });
+    t.teardown(() => session.destroy());
+    const stream = session.request({ ':method': 'POST', ':path': '/upload', ':authority': 'watched.test' });
+    stream.on('error', () => {});
+    stream.write(Buffer.alloc(1000, 'u'));
+    await gotBytes;
+    // a reset without END_STREAM: the client gave up half-way through its body
+    stream.destroy();
+    await outcome;
+    t.same(outcomes, [{ complete: false, bytes: 1000 }], 'the upstream saw the body cut, not ended');
+    t.equal((await get(controller.http.port, 'plain.test', '/')).status, 200, 'still serving');
   },
 );
 
@@ -393,3 +457,53 @@ t.test(
     t.equal(sampleValue(await scrape(), 'ingress_ts_request_errors_total', { where: 'proxy' }), 2);
   },
 );
+
+t.test("an exception in limit-rate's pacing timer is contained", { skip: FAULTS_SKIP }, async (t) => {
+  const failures = watchFailures(t);
+  // limit-rate writes the body's rest from its own timer, outside every boundary of the request: the
+  // fault is put into the client's response writes after the first (the first goes out at once)
+  const write = ServerResponse.prototype.write;
+  const writes = new WeakMap<ServerResponse, number>();
+  ServerResponse.prototype.write = function (this: ServerResponse, ...args: unknown[]) {
+    if (this.req?.headers['x-fault'] !== undefined) {
+      const n = (writes.get(this) ?? 0) + 1;
+      writes.set(this, n);
+      if (n > 1) throw new Error('injected fault in a paced write');
+    }
+    return (write as (...a: unknown[]) => boolean).apply(this, args);
+  } as typeof write;
+  t.teardown(() => {
+    ServerResponse.prototype.write = write;
+  });
+  const { controller, logLines, scrape } = await setUp(
+    t,
+    ingressYaml({
+      name: 'paced',
+      host: 'paced.test',
+      service: 'web',
+      annotations: { 'limit-rate': '1', 'limit-rate-after': '0', 'proxy-buffering': 'on' },
+    }),
+  );
+  const ports = { http: controller.http.port, https: controller.https.port };
+  const reply = await sendBody({
+    ...ports,
+    protocol: 'http',
+    framing: 'empty',
+    method: 'GET',
+    host: 'paced.test',
+    path: '/size/4096',
+    headers: { 'x-fault': '1', 'x-request-id': 'paced-1' },
+  });
+  t.equal(reply.status, 0, 'a response under way: the connection is cut');
+  t.equal((await get(ports.http, 'plain.test', '/')).status, 200, 'still serving');
+  failures.check();
+  t.same(
+    failures.contained.map((f) => [f.where, f.requestId]),
+    [['proxy', 'paced-1']],
+  );
+  t.same(
+    logLines.filter((line) => line.level === 50).map((line) => line.req_id),
+    ['paced-1'],
+  );
+  t.equal(sampleValue(await scrape(), 'ingress_ts_request_errors_total', { where: 'proxy' }), 1);
+});

@@ -68,7 +68,7 @@ export type Decision = Placement &
     /** a CORS preflight from an allowed Origin: 204 with the route's CORS headers */
     | { kind: 'preflight' }
     /** `location`: permanent-/temporal-redirect's URL; null: the ssl-redirect to https */
-    | { kind: 'redirect'; code: number; location: string | null }
+    | { kind: 'redirect'; code: number; location: string }
     /** `canary`: the canary upstream when the canary serves this request ($proxy_alternative_upstream_name), else '';
      * `release`: frees the request's limit-connections slot when it ends, or null */
     | {

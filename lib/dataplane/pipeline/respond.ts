@@ -11,7 +11,7 @@ import { type RouteResponse, responsePolicy } from '../responses/route-headers.t
 import type { RoutedAction, Runtime } from '../routing/runtime.ts';
 import { setOwnResponseHeaders } from '../upstream/response-headers.ts';
 import type { UpstreamProxy } from '../upstream/upstream-proxy.ts';
-import { type Decision, httpsLocation } from './decide.ts';
+import type { Decision } from './decide.ts';
 
 const REDIRECT_REASONS: Record<number, string> = {
   300: 'Multiple Choices',
@@ -56,8 +56,7 @@ export function respond(
   else if (decision.kind === 'error') sendErrorPage(res, decision.status);
   else if (decision.kind === 'clientAuth') sendClientAuthRejection(req, res, decision.status);
   else if (decision.kind === 'redirect') {
-    const location = decision.location ?? httpsLocation(req, false, runtime?.http.useForwardedHeaders);
-    sendRedirect(req, res, decision.code, location);
+    sendRedirect(req, res, decision.code, decision.location);
   } else if (decision.kind === 'customError')
     proxy.customError(req, res, decision.errors, decision.code, decision.context, record);
   else {
@@ -94,7 +93,7 @@ export function respondUpgrade(
     const code = decision.code;
     if (record !== null) record.status = code;
     socket.end(
-      `HTTP/1.1 ${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}\r\nLocation: ${decision.location ?? httpsLocation(req)}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+      `HTTP/1.1 ${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}\r\nLocation: ${decision.location}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
     );
   } else {
     const routeResponse = routeResponseOf(decision);

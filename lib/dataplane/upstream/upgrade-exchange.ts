@@ -41,6 +41,8 @@ export class UpgradeExchange extends Exchange {
   }
 
   protected unexpected(error: unknown): void {
+    // the upstream request ends with it
+    this.clientGone();
     this.done = true;
     this.socket.destroy();
     this.proxy.containSocket(error);

@@ -117,6 +117,8 @@ export class WebExchange extends Exchange {
   }
 
   protected unexpected(error: unknown): void {
+    // what was under way ends with it: the pace, the send timer and the upstream request
+    this.clientGone();
     this.done = true;
     this.proxy.contain(error, this.req, this.res);
   }
@@ -233,7 +235,15 @@ export class WebExchange extends Exchange {
       write: (bytes) => this.res.write(bytes),
       resume: () => this.controller?.resume(),
       now: () => performance.now(),
-      setTimer: (callback, ms) => setTimeout(callback, ms),
+      // the pace's timer runs outside every boundary of the request: an exception there is contained
+      setTimer: (callback, ms) =>
+        setTimeout(() => {
+          try {
+            callback();
+          } catch (error) {
+            this.unexpected(error);
+          }
+        }, ms),
       clearTimer: (timer) => clearTimeout(timer as NodeJS.Timeout),
     });
     this.res.on('drain', () => pacer.drained());
