@@ -111,8 +111,12 @@ const URL_KEYS = new Set([
  * when it does not parse, spaces and all), any other value as free text.
  */
 export function redactValue(key: string, value: string): string {
+  if (SECRET_KEYS.has(key)) return REDACTED;
   return URL_KEYS.has(key) ? redactUrl(value) : redactText(value);
 }
+
+/** ConfigMap keys whose whole value is a secret. */
+const SECRET_KEYS = new Set(['ssl-session-ticket-key']);
 
 /** Header name/value pairs from a ConfigMap, values hidden. */
 export function redactHeaders(headers: ReadonlyArray<readonly [string, string]>): Array<[string, string]> {
@@ -121,9 +125,13 @@ export function redactHeaders(headers: ReadonlyArray<readonly [string, string]>)
 
 /** The ConfigMap's settings as /debug/model shows them: URLs and header values redacted. */
 export function redactConfig(config: GlobalConfig): GlobalConfig {
-  const { globalAuth, headers, proxy } = config;
+  const { globalAuth, headers, proxy, sslHandshake } = config;
   return {
     ...config,
+    sslHandshake: {
+      ...sslHandshake,
+      sessionTicketKey: sslHandshake.sessionTicketKey === '' ? '' : REDACTED,
+    },
     proxy: { ...proxy, redirectFrom: redactUrl(proxy.redirectFrom), redirectTo: redactUrl(proxy.redirectTo) },
     headers: {
       ...headers,
