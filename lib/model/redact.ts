@@ -10,6 +10,7 @@
 // - Header values from ConfigMaps (proxy-set-headers, add-headers, custom-headers) become `***`:
 //   API keys sent to backends live there.
 // - Free text (a diagnostic's message, a data-plane error) has each URL-looking word redacted.
+// - The value of ssl-session-ticket-key (whoever holds it decrypts every session ticket) is `***`.
 // Every function is idempotent: redacting twice is redacting once.
 
 import type { GlobalConfig } from './configmap/global-config.ts';
