@@ -34,6 +34,7 @@ import { applyConnectionSettings, type Http1Timeouts } from './listening/connect
 import { createHttpsListener, type HttpsListener, IDLE_SESSION_MS } from './listening/https-listener.ts';
 import { createPassthroughFront, type PassthroughFront } from './listening/passthrough.ts';
 import { applyDefaultCertificate, type CertificatePair, initialSniStore } from './listening/sni.ts';
+import { type SessionShare, TlsSessions } from './listening/tls-sessions.ts';
 import { publishFailure } from './pipeline/failures.ts';
 import { RequestPipeline } from './pipeline/requests.ts';
 import { compileRuntime, type Runtime } from './routing/runtime.ts';
@@ -67,6 +68,11 @@ export interface DataPlaneOptions {
    */
   ticketKeys?: Uint8Array;
   /**
+   * how data planes (a pool's threads) share the TLS sessions they cache (listening/tls-sessions.ts).
+   * Default: this data plane's cache is its own.
+   */
+  sessionShare?: SessionShare;
+  /**
    * the memory of the client-certificate leaves verified in full handshakes, shared by data-plane
    * threads along with the ticket keys (access/verified-leaves.ts). Default: this data plane's own.
    */
@@ -96,6 +102,8 @@ export class DataPlane implements DataPlaneHandle {
   readonly #http: Server;
   readonly #https: Http2SecureServer;
   readonly #httpsListener: HttpsListener;
+  /** the ticket keys and the session cache of the HTTPS listener, set at each swap */
+  readonly #sessions: TlsSessions;
   /** ssl-passthrough's front of the HTTPS listener, or null without --enable-ssl-passthrough */
   readonly #passthrough: PassthroughFront | null = null;
   #runtime: Runtime | null = null;
@@ -152,6 +160,8 @@ export class DataPlane implements DataPlaneHandle {
       options.ticketKeys,
     );
     this.#https = this.#httpsListener.server;
+    this.#sessions = new TlsSessions(this.#https, options.ticketKeys, options.sessionShare);
+    this.#sessions.apply(DEFAULT_GLOBAL_CONFIG.sslHandshake);
     if (options.sslPassthrough === true) {
       const front = createPassthroughFront({
         table: () => this.#runtime?.passthrough ?? null,
@@ -221,8 +231,10 @@ export class DataPlane implements DataPlaneHandle {
     if (kind === 'unchanged') return kind;
     const next = prepared.next ?? this.#compile(model, previous);
     this.#runtime = next;
-    // handshakes without SNI use the server's own credentials, not the SNICallback
+    // handshakes without SNI use the server's own credentials, not the SNICallback; the server's
+    // context also holds the handshake settings (server-tls.ts)
     applyDefaultCertificate(this.#https, next.sni);
+    this.#sessions.apply(model.config.sslHandshake);
     applyConnectionSettings(model.config, [this.#http, this.#https as unknown as Http1Timeouts], this.#proxy);
     applyHeaderSize(model.config, [this.#http as HeaderSizeLimited, this.#https as HeaderSizeLimited]);
     this.#maxConnections = model.config.maxWorkerConnections;
@@ -313,6 +325,7 @@ export class DataPlane implements DataPlaneHandle {
     await this.#proxy.close();
     await this.#authClient.close();
     await this.#serversClosed;
+    this.#sessions.close();
   }
 
   async #drainOnce(drainMs: number): Promise<void> {

@@ -20,6 +20,7 @@ import { attachCanaries } from './canaries.ts';
 import type { GlobalConfig } from './configmap/global-config.ts';
 import { parseGlobalConfig } from './configmap/index.ts';
 import type { ConfigMapLookup } from './configmap/key-parser.ts';
+import { resolveDhParam } from './configmap/tls-session-keys.ts';
 import { resolveCustomDefaultBackends, resolveDefaultBackendFlag } from './default-backends.ts';
 import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
 import { modelFingerprints } from './hash.ts';
@@ -115,7 +116,9 @@ export function readGlobalConfig(
       `--configmap ${options.configMap} does not exist; ingress-nginx defaults are used`,
     );
   }
-  return parseGlobalConfig(configMap, ref, diagnostics, lookups.configMap);
+  const config = parseGlobalConfig(configMap, ref, diagnostics, lookups.configMap);
+  resolveDhParam(config, lookups.secret, diagnostics, ref);
+  return config;
 }
 
 /**

@@ -143,7 +143,7 @@ export const DIAGNOSTIC_CODES = {
   ],
   CONFIG_KEY_NOT_APPLICABLE: [
     'info',
-    'The ConfigMap key tunes NGINX itself (workers, hash sizes, Lua dictionaries...); it means nothing here and is ignored.',
+    "The ConfigMap key tunes NGINX itself (workers, hash sizes, Lua dictionaries...) or asks for what Node's TLS cannot do (ssl-early-data; the message says why); it means nothing here and is ignored.",
   ],
   CONFIG_VALUE_INVALID: ['warning', 'A ConfigMap value fails its validator; the default is used.'],
   CANARY_NOT_ENABLED: [

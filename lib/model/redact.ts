@@ -10,6 +10,7 @@
 // - Header values from ConfigMaps (proxy-set-headers, add-headers, custom-headers) become `***`:
 //   API keys sent to backends live there.
 // - Free text (a diagnostic's message, a data-plane error) has each URL-looking word redacted.
+// - The value of ssl-session-ticket-key (whoever holds it decrypts every session ticket) is `***`.
 // Every function is idempotent: redacting twice is redacting once.
 
 import type { GlobalConfig } from './configmap/global-config.ts';
@@ -111,8 +112,12 @@ const URL_KEYS = new Set([
  * when it does not parse, spaces and all), any other value as free text.
  */
 export function redactValue(key: string, value: string): string {
+  if (SECRET_KEYS.has(key)) return REDACTED;
   return URL_KEYS.has(key) ? redactUrl(value) : redactText(value);
 }
+
+/** ConfigMap keys whose whole value is a secret. */
+const SECRET_KEYS = new Set(['ssl-session-ticket-key']);
 
 /** Header name/value pairs from a ConfigMap, values hidden. */
 export function redactHeaders(headers: ReadonlyArray<readonly [string, string]>): Array<[string, string]> {
@@ -121,9 +126,13 @@ export function redactHeaders(headers: ReadonlyArray<readonly [string, string]>)
 
 /** The ConfigMap's settings as /debug/model shows them: URLs and header values redacted. */
 export function redactConfig(config: GlobalConfig): GlobalConfig {
-  const { globalAuth, headers, proxy } = config;
+  const { globalAuth, headers, proxy, sslHandshake } = config;
   return {
     ...config,
+    sslHandshake: {
+      ...sslHandshake,
+      sessionTicketKey: sslHandshake.sessionTicketKey === '' ? '' : REDACTED,
+    },
     proxy: { ...proxy, redirectFrom: redactUrl(proxy.redirectFrom), redirectTo: redactUrl(proxy.redirectTo) },
     headers: {
       ...headers,

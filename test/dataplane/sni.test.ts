@@ -347,3 +347,34 @@ t.test('contextFor never throws and always answers', async (t) => {
   t.equal(store.contextFor('.'), store.defaultContext, 'a lone dot');
   t.equal(store.contextFor('.example.com'), store.defaultContext, 'empty first label');
 });
+
+t.test(
+  'ssl-reject-handshake: names of no server (or none) get the refusal context, the rest as before',
+  async (t) => {
+    const served = baseModel();
+    const off = compileSniStore(served, generated);
+    const model = {
+      ...served,
+      config: { ...served.config, sslHandshake: { ...served.config.sslHandshake, rejectHandshake: true } },
+    };
+    const on = compileSniStore(model, generated, off); // the same contexts, reused by content
+    const cases: Array<[string | undefined, 'same' | 'refused']> = [
+      ['a.example.com', 'same'],
+      ['WWW.A.example.com.', 'same'], // an alias, its case and trailing dot as a client may send them
+      ['alias.nowhere', 'same'], // an alias the certificate does not cover: the default certificate
+      ['deep.example.com', 'same'], // under the wildcard host
+      ['plain.test', 'same'], // a host without TLS: the default certificate
+      ['a.b.example.com', 'refused'], // a wildcard host covers one label
+      ['unknown.test', 'refused'],
+      ['', 'refused'],
+      [undefined, 'refused'],
+    ];
+    for (const [name, expected] of cases) {
+      const context = on.contextFor(name);
+      if (expected === 'same') t.equal(context, off.contextFor(name), `${name}: as without refusal`);
+      else t.not(context, off.contextFor(name), `${String(name)}: refused`);
+    }
+    t.equal(on.contextFor('unknown.test'), on.contextFor(undefined), 'one refusal context');
+    t.not(on.contextFor('unknown.test'), on.defaultContext);
+  },
+);

@@ -17,6 +17,7 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { withTestThreads } from '../support/threads.ts';
 
 const run = promisify(execFile);
 
@@ -276,7 +277,13 @@ t.test('auth-tls: client certificates per host, HTTP/1.1 and HTTP/2', async (t) 
       site('plain', {}),
     ].join(''),
   );
-  const controller = await start(testConfig(dir), createLogger('silent'), {
+  // the resumption cases below offer TLS 1.3 sessions, which resume by ticket only (ingress-nginx's
+  // default is no tickets: test/e2e/tls-sessions.test.ts)
+  await writeFile(
+    join(dir, 'config.yaml'),
+    `apiVersion: v1\nkind: ConfigMap\nmetadata: { name: config, namespace: e2e }\ndata: ${JSON.stringify(withTestThreads({ 'ssl-session-tickets': 'true' }))}\n`,
+  );
+  const controller = await start(testConfig(dir, '--configmap', 'e2e/config'), createLogger('silent'), {
     accessLogStdout: { write() {} },
   });
   t.teardown(() => controller.stop(0));

@@ -92,6 +92,8 @@ runCases(t, [
           maxVersion: 'TLSv1.3',
           ciphers: 'ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256',
         },
+        // the handshake keys: test/model/tls-session-keys.test.ts
+        sslHandshake: DEFAULT_GLOBAL_CONFIG.sslHandshake,
       }),
   },
   {

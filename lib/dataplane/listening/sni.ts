@@ -8,12 +8,13 @@
 // certificate have no entry of their own, exactly like ingress-nginx deleting their mapping (UID -1).
 
 import { createHash, X509Certificate } from 'node:crypto';
-import type https from 'node:https';
-import type { SecureContext, SecureVersion, Server as TlsServer } from 'node:tls';
+import type { SecureContext, SecureVersion } from 'node:tls';
 import { createSecureContext } from 'node:tls';
 import { DEFAULT_GLOBAL_CONFIG } from '../../model/configmap/global-config.ts';
 import type { Certificate, Model } from '../../model/index.ts';
-import { requestClientCertificate } from '../access/client-cert.ts';
+import { type HandshakeSettings, handshakeSettings } from './server-tls.ts';
+
+export { applyDefaultCertificate, httpsServerOptions } from './server-tls.ts';
 
 export interface CertificatePair {
   certPem: string;
@@ -30,6 +31,8 @@ export interface SniStore {
   readonly defaultSha256: string;
   /** ssl-protocols and ssl-ciphers, on every context of the store and on the server's own credentials */
   readonly settings: TlsSettings;
+  /** what only the server's own context decides: curves, DH, sessions, refusal (server-tls.ts) */
+  readonly handshake: HandshakeSettings;
   /**
    * auth-tls-*: for a servername whose host verifies client certificates, the host's context with its
    * CA bundle; undefined for every other name (no certificate is requested there)
@@ -63,8 +66,6 @@ export const DEFAULT_TLS_SETTINGS: Readonly<TlsSettings> = Object.freeze({
 
 const settingsKey = (settings: TlsSettings): string =>
   `${settings.minVersion}|${settings.maxVersion}|${settings.ciphers}`;
-
-const ALPN = ['http/1.1'];
 
 export const FAKE_CERTIFICATE_CN = 'Ingress-TS Fake Certificate';
 export const FAKE_CERTIFICATE_DNS = 'ingress.local';
@@ -301,6 +302,38 @@ function namedHostsOf(model: TlsModel): Set<string> {
   return named;
 }
 
+/**
+ * ssl-reject-handshake: whether a ClientHello name belongs to a server (its hostname, an alias, the
+ * from-to-www name; a wildcard host covers one label, as the router does), as NGINX refuses only the
+ * handshakes that land on the catch-all server. A host without a certificate of its own still gets
+ * the default one.
+ */
+function serverNameTest(model: TlsModel, named: Set<string>): (name: string) => boolean {
+  const names = new Set(named);
+  for (const server of model.servers) {
+    const from = server.annotations.fromToWww.from;
+    if (from !== null) names.add(from.toLowerCase());
+  }
+  return (name) => {
+    if (names.has(name)) return true;
+    const dot = name.indexOf('.');
+    return dot > 0 && names.has(`*${name.slice(dot)}`);
+  };
+}
+
+/** The context of a refused handshake: no certificate, so OpenSSL ends it with a handshake_failure alert. */
+const refusalContexts = new Map<string, SecureContext>();
+function refusalContext(settings: TlsSettings): SecureContext {
+  const key = settingsKey(settings);
+  let context = refusalContexts.get(key);
+  if (context === undefined) {
+    context = createSecureContext({ ...settings });
+    refusalContexts.clear();
+    refusalContexts.set(key, context);
+  }
+  return context;
+}
+
 /** A ClientHello servername as the lookups key it: lower-case, one trailing dot stripped. */
 function sniKey(servername: string): string {
   const name = servername.toLowerCase();
@@ -323,14 +356,18 @@ export function compileSniStore(
   const hosts = hostContexts(model, caches);
   const clientAuthHosts = clientAuthContexts(model, caches, chosen);
   const namedHosts = namedHostsOf(model);
+  const handshake = handshakeSettings(model.config.sslHandshake);
+  const refused = handshake.rejectHandshake ? refusalContext(settings) : null;
+  const isServerName = refused === null ? null : serverNameTest(model, namedHosts);
   const fallback = chosen.context;
   const store: SniStore = {
     defaultContext: fallback,
     defaultCertificate: chosen.pair,
     defaultSha256: chosen.sha256,
     settings,
+    handshake,
     contextFor(servername: string | undefined): SecureContext {
-      if (typeof servername !== 'string' || servername === '') return fallback;
+      if (typeof servername !== 'string' || servername === '') return refused ?? fallback;
       const name = sniKey(servername);
       const exact = hosts.get(name);
       if (exact !== undefined) return exact;
@@ -339,6 +376,7 @@ export function compileSniStore(
         const wildcard = hosts.get(`*${name.slice(dot)}`);
         if (wildcard !== undefined) return wildcard;
       }
+      if (refused !== null && isServerName?.(name) !== true) return refused;
       return fallback;
     },
     clientAuthFor(servername: string | undefined): ClientAuthContext | undefined {
@@ -386,71 +424,4 @@ export async function generateDefaultCertificate(): Promise<CertificatePair> {
     },
   );
   return { certPem: pems.cert, keyPem: pems.private };
-}
-
-/** The options of the server-wide (no SNI) credentials for a default certificate. */
-function defaultCredentials(pair: CertificatePair, settings: TlsSettings) {
-  return {
-    cert: pair.certPem,
-    key: pair.keyPem,
-    minVersion: settings.minVersion,
-    maxVersion: settings.maxVersion,
-    ciphers: settings.ciphers,
-  } as const;
-}
-
-/** The default certificate sha256 each server currently holds as its own credentials. */
-const serverDefaults = new WeakMap<TlsServer, string>();
-
-/**
- * https.createServer options: SNICallback reading getStore() on every handshake (so a swapped store
- * applies to the next handshake), default cert, TLS 1.2 and 1.3 only, ALPN http/1.1.
- *
- * A ClientHello without SNI never reaches the SNICallback: it gets the server's own credentials, which
- * are the default certificate of the store at creation. When a swap changes the default certificate,
- * call `applyDefaultCertificate(server, store)` so those handshakes follow.
- */
-export function httpsServerOptions(getStore: () => SniStore): https.ServerOptions {
-  const store = getStore();
-  return {
-    ...defaultCredentials(store.defaultCertificate, store.settings),
-    ALPNProtocols: [...ALPN],
-    SNICallback(
-      this: unknown,
-      servername: string,
-      callback: (error: Error | null, context?: SecureContext) => void,
-    ) {
-      let context: SecureContext;
-      try {
-        const store = getStore();
-        const clientAuth = store.clientAuthFor?.(servername);
-        if (clientAuth !== undefined) {
-          // `this` is the TLS socket of the handshake: only its client is asked for a certificate
-          requestClientCertificate(this, clientAuth.servername, clientAuth.caSha256);
-          callback(null, clientAuth.context);
-          return;
-        }
-        context = store.contextFor(servername);
-      } catch (error) {
-        callback(error instanceof Error ? error : new Error(String(error)));
-        return;
-      }
-      callback(null, context);
-    },
-  };
-}
-
-/**
- * Make handshakes without SNI on `server` (created with httpsServerOptions) use `store`'s default
- * certificate. Cheap when nothing changed; returns whether the server's credentials were replaced.
- * Connections already open keep their certificate.
- */
-export function applyDefaultCertificate(server: TlsServer, store: SniStore): boolean {
-  // the server's own context also decides the protocol versions and ciphers of every handshake
-  const key = `${store.defaultSha256}|${settingsKey(store.settings)}`;
-  const current = serverDefaults.get(server);
-  if (current === key) return false;
-  server.setSecureContext(defaultCredentials(store.defaultCertificate, store.settings));
-  serverDefaults.set(server, key);
-  return true;
 }

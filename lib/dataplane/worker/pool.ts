@@ -10,7 +10,7 @@
 // Per-thread state (round-robin positions, EWMA scores, auth caches) is not shared; the rate-limit
 // zones are (zone-memory.ts).
 
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { serialize } from 'node:v8';
 import type { Worker } from 'node:worker_threads';
 import type { ErrorCode } from '../../errors.ts';
@@ -140,10 +140,11 @@ export class DataPlaneThreads implements DataPlaneHandle {
     const { threads, fullModels, ...threadOptions } = options;
     // one set of session-ticket keys for every thread, replacements included: a client resumes its
     // TLS session on whichever thread the kernel hands its next connection to, and that thread finds
-    // the client certificate's leaf verified in the shared set
+    // the client certificate's leaf verified in the shared set; and one channel for the sessions they cache
     this.#options = {
       ...threadOptions,
       ticketKeys: threadOptions.ticketKeys ?? randomBytes(48),
+      sessionChannel: threadOptions.sessionChannel ?? `ingress-ts-tls-sessions-${randomUUID()}`,
       verifiedLeaves: threadOptions.verifiedLeaves ?? allocateZoneBuffer(),
     };
     this.#deltas = fullModels !== true;

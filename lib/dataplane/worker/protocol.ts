@@ -19,6 +19,8 @@ export interface ThreadDataPlaneOptions {
   batchIntervalMs?: number;
   /** the TLS session-ticket keys every thread encrypts and decrypts tickets with (48 bytes) */
   ticketKeys?: Uint8Array;
+  /** the BroadcastChannel over which the threads share the TLS sessions they cache */
+  sessionChannel?: string;
   /** the client-certificate leaves verified in full handshakes, one set for every thread */
   verifiedLeaves?: SharedArrayBuffer;
 }

@@ -8,6 +8,7 @@ import { ZoneMemory } from '../access/zone-memory.ts';
 import { DataPlane } from '../dataplane.ts';
 import { createEventBatch } from './event-batch.ts';
 import type { ThreadCall, ThreadDataPlaneOptions, ThreadMessage } from './protocol.ts';
+import { createSessionShare } from './session-share.ts';
 import { createThreadApply } from './thread-apply.ts';
 import { createThreadRecords } from './thread-records.ts';
 
@@ -17,7 +18,10 @@ if (port === null) throw new Error('thread-main.ts runs as a data-plane worker t
 const options = workerData as ThreadDataPlaneOptions;
 // the zones' buffers come from the main thread with each model: every thread counts in the same ones
 const zoneMemory = new ZoneMemory();
-const dataPlane = new DataPlane({ ...options, reusePort: true, zoneMemory });
+// the TLS sessions one thread caches reach the others (a client resumes on any thread)
+const sessionShare =
+  options.sessionChannel === undefined ? undefined : createSessionShare(options.sessionChannel);
+const dataPlane = new DataPlane({ ...options, reusePort: true, zoneMemory, sessionShare });
 const post = (message: ThreadMessage, transfer?: ArrayBuffer[]) => port.postMessage(message, transfer);
 // a full buffer of access log lines leaves at once, with what else waits
 const records = createThreadRecords({ full: () => batch.flush(), measures: options.measures });

@@ -4,6 +4,7 @@
 import { type CacheDuration, DEFAULT_CACHE_DURATION } from '../annotations/external-auth.ts';
 import type { ProxyAnnotations } from '../annotations/proxy.ts';
 import type { AnnotationRisk } from '../annotations/risk.ts';
+import { DEFAULT_SSL_HANDSHAKE, type SslHandshakeConfig } from './tls-session-keys.ts';
 
 /** Load-balancing algorithms ingress-nginx's validator accepts (load-balance annotation and key). */
 export const LOAD_BALANCE_NAMES = [
@@ -52,6 +53,8 @@ export interface GlobalConfig {
    * (OpenSSL cipher string; TLS 1.3 suites are not affected by it)
    */
   ssl: { minVersion: TlsVersion; maxVersion: TlsVersion; ciphers: string };
+  /** `ssl-session-*`, `ssl-ecdh-curve`, `ssl-dh-param`, `ssl-reject-handshake` (tls-session-keys.ts) */
+  sslHandshake: SslHandshakeConfig;
   // --- client address, request and response headers, connections, custom errors
   /** how the client address and X-Forwarded-* are derived, as ingress-nginx derives them */
   forwarding: ForwardingConfig;
@@ -255,4 +258,5 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
     maxVersion: 'TLSv1.3' as TlsVersion,
     ciphers: DEFAULT_SSL_CIPHERS,
   },
+  sslHandshake: DEFAULT_SSL_HANDSHAKE,
 });

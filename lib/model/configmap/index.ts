@@ -17,12 +17,14 @@ import { HEADER_KEYS } from './header-keys.ts';
 import type { ConfigMapLookup, KeyTable } from './key-parser.ts';
 import { isNginxInternalKey } from './nginx-internal-keys.ts';
 import { TLS_KEYS } from './tls-keys.ts';
+import { TLS_NOT_APPLICABLE_KEYS, TLS_SESSION_KEYS } from './tls-session-keys.ts';
 import { UPSTREAM_KEYS } from './upstream-keys.ts';
 
 /** The key tables, one per topic; no key is in two of them. */
 export const CONFIG_KEY_TOPICS: readonly KeyTable[] = [
   UPSTREAM_KEYS,
   TLS_KEYS,
+  TLS_SESSION_KEYS,
   ACCESS_LOG_KEYS,
   FORWARDING_KEYS,
   HEADER_KEYS,
@@ -51,7 +53,15 @@ export function parseGlobalConfig(
     const value = typeof raw === 'string' ? raw.trim() : String(raw);
     const parse = KEYS[key];
     if (parse === undefined) {
-      if (isNginxInternalKey(key)) {
+      const reason = TLS_NOT_APPLICABLE_KEYS[key];
+      if (reason !== undefined) {
+        diagnostics.report(
+          'ConfigMap',
+          ref,
+          'CONFIG_KEY_NOT_APPLICABLE',
+          `ConfigMap key ${key} has no effect: ${reason}`,
+        );
+      } else if (isNginxInternalKey(key)) {
         diagnostics.report(
           'ConfigMap',
           ref,

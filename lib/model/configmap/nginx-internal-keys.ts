@@ -11,8 +11,6 @@ const NGINX_INTERNAL_KEYS = new Set([
   'enable-aio-write',
   'enable-multi-accept',
   'ssl-buffer-size',
-  'ssl-ecdh-curve',
-  'ssl-dh-param',
   'use-geoip',
   'use-geoip2',
   'geoip2-autoreload-in-minutes',
