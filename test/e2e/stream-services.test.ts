@@ -374,3 +374,30 @@ t.test('UDP: proxy-stream-responses (1 by default) ends the session once answere
   t.equal(await client.ask(port, 'query'), 'echo:query');
   t.match((await answered)[0], { reason: 'responses' });
 });
+
+t.test(
+  'TCP: the graceful stop waits for open streams, as for requests, and accepts no new one',
+  async (t) => {
+    const a = await tcpBackend(t, 'a');
+    const [port] = (await freePorts(1)) as [number];
+    const { controller } = await site(
+      t,
+      serviceYaml('echo', [a.port]),
+      { [String(port)]: 'e2e/echo:9000' },
+      {},
+    );
+    const open = await tcpClient(t, port);
+    t.equal(await open.say('before'), 'a:before');
+    let stopped = false;
+    const stopping = controller.stop(0, 30_000).then(() => {
+      stopped = true;
+    });
+    const ended = closings((e) => e.port === port);
+    t.equal(await open.say('during'), 'a:during', 'the stream goes on while the controller stops');
+    t.equal(await refused(port), 'ECONNREFUSED', 'no new stream is accepted');
+    t.notOk(stopped, 'the stop waits for the stream');
+    open.socket.end();
+    await stopping;
+    t.equal((await ended)[0]?.reason, 'done', 'the stream ended on its own, then the stop completed');
+  },
+);
