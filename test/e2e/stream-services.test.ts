@@ -368,11 +368,27 @@ t.test('UDP: a session per client, reused, ended when idle for proxy-stream-time
 t.test('UDP: proxy-stream-responses (1 by default) ends the session once answered', async (t) => {
   const echo = await udpBackend(t);
   const [port] = (await freePorts(1)) as [number];
-  await site(t, serviceYaml('dns', [], [echo.port]), {}, { [String(port)]: 'e2e/dns:udp' });
+  const { controller } = await site(
+    t,
+    serviceYaml('dns', [], [echo.port]),
+    {},
+    { [String(port)]: 'e2e/dns:udp' },
+  );
   const client = await udpClient(t);
   const answered = closings((e) => e.protocol === 'UDP' && e.port === port);
   t.equal(await client.ask(port, 'query'), 'echo:query');
   t.match((await answered)[0], { reason: 'responses' });
+  const metrics = await fetch(`http://127.0.0.1:${controller.healthz.port}/metrics`).then((r) => r.text());
+  t.match(
+    metrics,
+    new RegExp(`ingress_ts_streams_total\\{[^}]*protocol="UDP",port="${port}",reason="responses"[^}]*\\} 1`),
+  );
+  t.match(
+    metrics,
+    new RegExp(
+      `ingress_ts_stream_bytes_total\\{[^}]*protocol="UDP",port="${port}",direction="out"[^}]*\\} 10`,
+    ),
+  );
 });
 
 t.test(
