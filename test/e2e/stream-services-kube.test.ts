@@ -14,6 +14,8 @@ import { LOOPBACK_PORT_0 } from '../support/http.ts';
 import { nextSwap } from '../support/swaps.ts';
 import { testThreadsKube } from '../support/threads.ts';
 
+t.setTimeout(120_000); // a controller and an API server start: slow on a loaded machine
+
 async function tcpBackend(t: Test, name: string): Promise<number> {
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
