@@ -417,3 +417,22 @@ t.test(
     t.equal((await ended)[0]?.reason, 'done', 'the stream ended on its own, then the stop completed');
   },
 );
+
+t.test('TCP: a stop whose drain time is over cuts the streams left', async (t) => {
+  const a = await tcpBackend(t, 'a');
+  const [port] = (await freePorts(1)) as [number];
+  const { controller } = await site(
+    t,
+    serviceYaml('echo', [a.port]),
+    { [String(port)]: 'e2e/echo:9000' },
+    {},
+  );
+  const open = await tcpClient(t, port);
+  t.equal(await open.say('before'), 'a:before');
+  const cut = closings((e) => e.port === port);
+  const closed = once(open.socket, 'close');
+  await controller.stop(0, 0);
+  t.equal((await cut)[0]?.reason, 'cut');
+  await closed;
+  t.pass('the client connection is closed');
+});

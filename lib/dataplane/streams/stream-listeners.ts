@@ -82,16 +82,16 @@ export class StreamListeners {
     await this.#work;
     for (const port of this.#udp.values()) port.close();
     this.#udp.clear();
-    const tcp = [...this.#tcp.values(), ...this.#retired];
+    // every TCP port is a retired one now: cut() reaches the streams they still have
+    for (const port of this.#tcp.values()) this.#retired.add(port);
     this.#tcp.clear();
-    await Promise.all(tcp.map((port) => port.close()));
+    await Promise.all([...this.#retired].map((port) => port.close()));
   }
 
   /** Cuts the TCP streams left. */
   cut(): void {
     for (const port of this.#retired) port.cut();
     for (const port of this.#tcp.values()) port.cut();
-    this.#retired.clear();
   }
 
   describe(): StreamPortDescription[] {
