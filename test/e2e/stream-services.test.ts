@@ -20,6 +20,8 @@ import { INGRESS_CLASS } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
 import { TEST_THREAD_COUNT, withTestThreads } from '../support/threads.ts';
 
+t.setTimeout(120_000); // seven controllers start one after the other: slow on a loaded machine
+
 /** A TCP server on 127.0.0.1: echoes each chunk with a `name:` prefix; records what each connection sent. */
 async function tcpBackend(t: Test, name: string): Promise<{ port: number; received: string[] }> {
   const received: string[] = [];
@@ -217,7 +219,7 @@ t.test('TCP: echo both ways, round-robin, the next endpoint on a refused connect
   const a = await tcpBackend(t, 'a');
   const b = await tcpBackend(t, 'b');
   const dead = await refusingPort();
-  const [port, lonely] = (await freePorts(2)) as [number, number];
+  const [port, flakyPort, lonely] = (await freePorts(3)) as [number, number, number];
   const { controller } = await site(
     t,
     serviceYaml('pair', [a.port, b.port]) +
@@ -225,7 +227,7 @@ t.test('TCP: echo both ways, round-robin, the next endpoint on a refused connect
       serviceYaml('dead', [dead]).replaceAll('pair', 'dead'),
     {
       [String(port)]: 'e2e/pair:9000',
-      [String(port + 1)]: 'e2e/flaky:tcp',
+      [String(flakyPort)]: 'e2e/flaky:tcp',
       [String(lonely)]: 'e2e/dead:9000',
     },
     {},
@@ -247,7 +249,7 @@ t.test('TCP: echo both ways, round-robin, the next endpoint on a refused connect
 
   // flaky: its endpoints are the refusing port and a; every connection reaches a
   for (let i = 0; i < 4; i++) {
-    const client = await tcpClient(t, port + 1);
+    const client = await tcpClient(t, flakyPort);
     t.equal(await client.say(`try ${i}`), `a:try ${i}`, `connection ${i} reaches the live endpoint`);
     client.socket.destroy();
   }

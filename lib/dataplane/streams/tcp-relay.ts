@@ -108,6 +108,8 @@ export class TcpStreamPort {
   /** Cuts every stream left. */
   cut(): void {
     for (const [client, outcome] of this.streams) {
+      // ended already, its 'close' not emitted yet (the server counts it gone before that)
+      if (client.destroyed) continue;
       outcome.reason = 'cut';
       client.destroy();
     }
