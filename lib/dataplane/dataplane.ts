@@ -335,7 +335,8 @@ export class DataPlane implements DataPlaneHandle {
   /** The second half of close, after drain: WebSocket and ssl-passthrough tunnels, then the listeners. */
   async closeTunnels(): Promise<void> {
     await this.drain();
-    this.#streams.cut();
+    // closed before the thread's last records leave: their ends are among them
+    await this.#streams.cut();
     await this.#proxy.close();
     await this.#authClient.close();
     await this.#serversClosed;

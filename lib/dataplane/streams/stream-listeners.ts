@@ -88,10 +88,9 @@ export class StreamListeners {
     await Promise.all([...this.#retired].map((port) => port.close()));
   }
 
-  /** Cuts the TCP streams left. */
-  cut(): void {
-    for (const port of this.#retired) port.cut();
-    for (const port of this.#tcp.values()) port.cut();
+  /** Cuts the TCP streams left; resolves once they have closed (their ends reported). */
+  async cut(): Promise<void> {
+    await Promise.all([...this.#retired, ...this.#tcp.values()].map((port) => port.cut()));
   }
 
   describe(): StreamPortDescription[] {
@@ -182,7 +181,7 @@ export class StreamListeners {
   /** A removed TCP port: no new streams; the open ones get worker-shutdown-timeout to end. */
   #retire(port: TcpStreamPort): void {
     this.#retired.add(port);
-    const timer = setTimeout(() => port.cut(), this.#config.workerShutdownTimeoutMs);
+    const timer = setTimeout(() => void port.cut(), this.#config.workerShutdownTimeoutMs);
     timer.unref();
     port.close().then(() => {
       clearTimeout(timer);

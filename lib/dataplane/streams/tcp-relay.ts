@@ -105,14 +105,16 @@ export class TcpStreamPort {
     return this.#closed;
   }
 
-  /** Cuts every stream left. */
-  cut(): void {
+  /** Cuts every stream left; resolves once each has closed (and reported its end). */
+  cut(): Promise<void> {
+    const closing = this.#whenIdle();
     for (const [client, outcome] of this.streams) {
       // ended already, its 'close' not emitted yet (the server counts it gone before that)
       if (client.destroyed) continue;
       outcome.reason = 'cut';
       client.destroy();
     }
+    return closing;
   }
 
   #whenIdle(): Promise<void> {
