@@ -262,3 +262,68 @@ t.test('parseStreamEntry reads the value as ingress-nginx splits it', async (t) 
   t.match(parseStreamEntry(' 8080 ', 'ns/svc:80', 'UDP'), { port: 8080, decode: false });
   t.match(parseStreamEntry('-1', 'ns/svc:80', 'TCP'), { invalid: /not a port/ });
 });
+
+t.test('the proxy-stream-* keys of the global ConfigMap', async (t) => {
+  const cases: Array<[data: Record<string, string>, stream: Record<string, unknown>, invalid: number]> = [
+    [
+      {},
+      {
+        timeoutMs: 600_000,
+        nextUpstream: true,
+        nextUpstreamTimeoutMs: 600_000,
+        nextUpstreamTries: 3,
+        responses: 1,
+      },
+      0,
+    ],
+    [
+      {
+        'proxy-stream-timeout': '10m',
+        'proxy-stream-next-upstream': 'false',
+        'proxy-stream-next-upstream-timeout': '500ms',
+        'proxy-stream-next-upstream-tries': '0',
+        'proxy-stream-responses': '0',
+      },
+      {
+        timeoutMs: 600_000,
+        nextUpstream: false,
+        nextUpstreamTimeoutMs: 500,
+        nextUpstreamTries: 0,
+        responses: 0,
+      },
+      0,
+    ],
+    [{ 'proxy-stream-timeout': '30' }, { timeoutMs: 30_000 }, 0],
+    [
+      {
+        'proxy-stream-timeout': 'soon',
+        'proxy-stream-responses': '-1',
+        'proxy-stream-next-upstream': 'maybe',
+      },
+      { timeoutMs: 600_000, responses: 1, nextUpstream: true },
+      3,
+    ],
+  ];
+  for (const [data, stream, invalid] of cases) {
+    const result = build(
+      {
+        ingresses: [],
+        configMaps: [
+          { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'ingress' }, data },
+        ],
+      },
+      { configMap: 'ingress/c' },
+    );
+    t.match(result.model.config.stream, stream, JSON.stringify(data));
+    t.equal(
+      result.diagnostics.filter((d) => d.code === 'CONFIG_VALUE_INVALID').length,
+      invalid,
+      'invalid values',
+    );
+    t.equal(
+      result.diagnostics.filter((d) => d.code === 'CONFIG_KEY_NOT_APPLICABLE').length,
+      0,
+      'no key is NGINX-only',
+    );
+  }
+});
