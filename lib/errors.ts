@@ -92,6 +92,18 @@ export const ERROR_CODES = {
     'internal',
     "Another data-plane thread failed to compile the model, so this thread drops the one it prepared and serves the previous model on; apply rejects with the failing thread's error.",
   ],
+  STREAM_LISTEN_FAILED: [
+    'data-plane log',
+    'A TCP or UDP service port could not be opened (in use, or below 1024 without the capability); the other ports serve, and the next change that keeps the entry tries again.',
+  ],
+  STREAM_PROXY_HEADER_INVALID: [
+    'data-plane log',
+    'A client of a TCP service port with the first PROXY flag sent no valid PROXY protocol header in time; its connection is closed without being relayed.',
+  ],
+  STREAM_UPSTREAM_UNREACHABLE: [
+    'data-plane log',
+    'No endpoint of a TCP service accepted the connection within proxy-stream-next-upstream-tries and -timeout; the client connection is closed.',
+  ],
   ERR_INGRESS_TS_CONFIG: [
     'command line',
     'A flag is unknown, lacks a value, has an invalid one or contradicts another; ingress-ts does not start.',

@@ -150,10 +150,9 @@ t.test("starts with ingress-nginx's args: one warning names the flags with no ef
     '--validating-webhook',
     '--validating-webhook-certificate',
     '--validating-webhook-key',
-    '--tcp-services-configmap',
     '--maxmind-license-key',
   ]);
-  t.match(warnings[0]?.flags?.['--tcp-services-configmap'], /TCP and UDP services are not proxied/);
+  t.match(warnings[0]?.flags?.['--validating-webhook'], /no admission webhook/);
   t.match(warnings[0]?.msg, /--validating-webhook, .*--maxmind-license-key/);
   t.notMatch(output + errors, 'secret-license-key', 'no flag value is logged');
   // --health-check-path moved the readiness check, --healthz-host its listener

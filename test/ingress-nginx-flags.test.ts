@@ -191,7 +191,7 @@ const CHART: Record<string, { args: string[]; ignored: string[] }> = {
       '--watch-namespace=ingress-nginx',
       '--enable-metrics=true',
     ],
-    ignored: ['/nginx-ingress-controller', '--tcp-services-configmap', '--udp-services-configmap'],
+    ignored: ['/nginx-ingress-controller'],
   },
   // enableAnnotationValidations=false, defaultBackend.enabled, hostNetwork with reportNodeInternalIp,
   // maxmindLicenseKey, healthCheckHost, healthCheckPath, ingressClassByName, watchIngressWithoutClass,

@@ -246,6 +246,16 @@ export const FLAGS = {
     help: 'refuse ExternalName Services as backends',
   },
   configmap: { type: 'string', default: '', help: 'namespace/name of the global ConfigMap' },
+  'tcp-services-configmap': {
+    type: 'string',
+    default: '',
+    help: 'namespace/name of a ConfigMap of TCP services: "<port>": "<namespace>/<service>:<port>[:PROXY][:PROXY]" opens <port> and relays it to the Service',
+  },
+  'udp-services-configmap': {
+    type: 'string',
+    default: '',
+    help: 'namespace/name of a ConfigMap of UDP services: "<port>": "<namespace>/<service>:<port>" opens <port> (UDP) and relays its datagrams to the Service',
+  },
   'shutdown-grace-period': {
     type: 'string',
     default: '0',
@@ -394,7 +404,7 @@ function kubeFlags(values: Values, manifests: string | null, ignored: IgnoredFla
   return kube;
 }
 
-function modelFlags(values: Values): Config['model'] {
+function modelFlags(values: Values, reservedPorts: readonly number[]): Config['model'] {
   return {
     controllerClass: values['controller-class'],
     ingressClass: values['ingress-class'],
@@ -407,6 +417,9 @@ function modelFlags(values: Values): Config['model'] {
     disableSvcExternalName: values['disable-svc-external-name'],
     configMap: objectRef('configmap', values.configmap),
     enableSslPassthrough: values['enable-ssl-passthrough'],
+    tcpServicesConfigMap: objectRef('tcp-services-configmap', values['tcp-services-configmap']),
+    udpServicesConfigMap: objectRef('udp-services-configmap', values['udp-services-configmap']),
+    reservedPorts,
   };
 }
 
@@ -433,10 +446,13 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
   if (!values['health-check-path'].startsWith('/')) {
     throw new ConfigError(`--health-check-path must start with /, got "${values['health-check-path']}"`);
   }
-  const config: Config = {
+  const ports = {
     httpPort: port('http-port', values['http-port'], true),
     httpsPort: port('https-port', values['https-port'], true),
     healthzPort: port('healthz-port', values['healthz-port'], true),
+  };
+  const config: Config = {
+    ...ports,
     bindAddress: values['bind-address'],
     healthzHost: values['healthz-host'],
     healthCheckPath: values['health-check-path'],
@@ -454,7 +470,11 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
       sizeBuckets: buckets('size-buckets', values['size-buckets']),
     },
     logLevel: logLevel as LogLevel,
-    model: modelFlags(values),
+    // the controller's own ports: a TCP or UDP service entry cannot take one (0: a port the system picks)
+    model: modelFlags(
+      values,
+      Object.values(ports).filter((p) => p !== 0),
+    ),
   };
   return {
     kind: 'run',

@@ -23,7 +23,6 @@ const NGINX_INTERNAL = "a port or address internal to ingress-nginx's NGINX; ing
 const PROFILER = 'no Go profiler: profile the Node process through its inspector (NODE_OPTIONS=--inspect)';
 const NATIVE_HISTOGRAMS = 'native histograms: ingress-ts exports classic buckets only (--time-buckets...)';
 const GEOIP = 'no GeoIP: the MaxMind databases are neither downloaded nor used';
-const TCP_UDP = 'TCP and UDP services are not proxied yet: the ports listed in this ConfigMap are not opened';
 
 /** ingress-nginx flags accepted with no effect, by name (without the dashes). */
 export const COMPAT_FLAGS: Readonly<Record<string, CompatFlag>> = {
@@ -36,8 +35,6 @@ export const COMPAT_FLAGS: Readonly<Record<string, CompatFlag>> = {
     type: 'float',
     reason: "bursts of changes are coalesced by the build scheduler's hold-off instead",
   },
-  'tcp-services-configmap': { type: 'string', reason: TCP_UDP },
-  'udp-services-configmap': { type: 'string', reason: TCP_UDP },
   // Ingress status and events
   'update-status-on-shutdown': {
     type: 'bool',

@@ -12,6 +12,8 @@ import {
   requestLogged,
   requestMeasured,
   requestRefused,
+  type StreamClosed,
+  streamClosed,
 } from '../dataplane/events.ts';
 import type { MeasuredRequest } from '../dataplane/request-measure.ts';
 import type { RequestRecord } from '../dataplane/request-record.ts';
@@ -66,6 +68,8 @@ export function observeTraffic(
     );
   };
   subscribe(requestFailed.name, onRequestFailed);
+  const onStreamClosed = (message: unknown) => metrics?.streamClosed(message as StreamClosed);
+  if (metrics !== null) subscribe(streamClosed.name, onStreamClosed);
 
   // one subscriber for every finished request: metrics, then the access log line
   let accessLogOn = false;
@@ -110,6 +114,7 @@ export function observeTraffic(
       unsubscribe(accessLogLines.name, onLines);
       await accessLog.close();
       unsubscribe(requestFailed.name, onRequestFailed);
+      if (metrics !== null) unsubscribe(streamClosed.name, onStreamClosed);
     },
   };
 }

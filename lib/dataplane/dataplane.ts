@@ -38,6 +38,7 @@ import { type SessionShare, TlsSessions } from './listening/tls-sessions.ts';
 import { publishFailure } from './pipeline/failures.ts';
 import { RequestPipeline } from './pipeline/requests.ts';
 import { compileRuntime, type Runtime } from './routing/runtime.ts';
+import { StreamListeners } from './streams/stream-listeners.ts';
 import type { BalancerEnv } from './upstream/balancer.ts';
 import { createEwmaStore } from './upstream/balancers/ewma.ts';
 import { defaultBalancerEnv } from './upstream/balancers/index.ts';
@@ -79,6 +80,11 @@ export interface DataPlaneOptions {
   verifiedLeaves?: SharedArrayBuffer;
   /** listen with SO_REUSEPORT: several data-plane threads share the ports, the kernel spreads connections */
   reusePort?: boolean;
+  /**
+   * whether this data plane opens the UDP service ports [true]. A UDP session belongs to one client
+   * address, so with several data-plane threads only one opens them (worker/pool.ts).
+   */
+  udpServices?: boolean;
 }
 
 export type { DataPlaneStats, ListenAddresses } from './handle.ts';
@@ -120,6 +126,8 @@ export class DataPlane implements DataPlaneHandle {
     mirror: this.#proxy.mirrors.stats,
   };
   readonly #requests: RequestPipeline;
+  /** the TCP and UDP service ports (--tcp-services-configmap, --udp-services-configmap) */
+  readonly #streams: StreamListeners;
   /** ConfigMap max-worker-connections and large-client-header-buffers, set at each swap */
   #maxConnections = DEFAULT_GLOBAL_CONFIG.maxWorkerConnections;
   #headerBufferSize = DEFAULT_GLOBAL_CONFIG.largeClientHeaderBuffers.size;
@@ -127,6 +135,11 @@ export class DataPlane implements DataPlaneHandle {
   constructor(options: DataPlaneOptions) {
     this.#options = options;
     this.#caches = createRuntimeCaches(options.pathRegexes, options.zoneMemory, options.verifiedLeaves);
+    this.#streams = new StreamListeners({
+      bindAddress: options.bindAddress,
+      reusePort: options.reusePort === true,
+      udp: options.udpServices !== false,
+    });
     const env = options.balancerEnv ?? defaultBalancerEnv;
     const requests = new RequestPipeline({
       runtime: () => this.#runtime,
@@ -240,6 +253,7 @@ export class DataPlane implements DataPlaneHandle {
     this.#maxConnections = model.config.maxWorkerConnections;
     this.#headerBufferSize = model.config.largeClientHeaderBuffers.size;
     this.#httpsListener.http2 = next.model.config.useHttp2;
+    this.#streams.update(model.streams, model.config);
     if (previous !== null) {
       // an incremental compile that changed no upstream keeps the very same set: no peer left
       if (next.peerKeys !== previous.peerKeys) {
@@ -263,7 +277,14 @@ export class DataPlane implements DataPlaneHandle {
 
   // DataPlaneHandle: in this thread, a swap serves once swap() returns
   async apply(model: Model): Promise<SwapResult> {
-    return { kind: this.swap(model), hash: model.hash };
+    const kind = this.swap(model);
+    await this.#streams.settled();
+    return { kind, hash: model.hash };
+  }
+
+  /** Resolves once the TCP and UDP service ports follow the model served (they open asynchronously). */
+  streamsSettled(): Promise<void> {
+    return this.#streams.settled();
   }
 
   ready(): boolean {
@@ -276,7 +297,10 @@ export class DataPlane implements DataPlaneHandle {
 
   async describe(): Promise<RuntimeDescription | null> {
     const runtime = this.#runtime;
-    return runtime === null ? null : describeRuntime(runtime, this.#certificateInfo);
+    if (runtime === null) return null;
+    const description = describeRuntime(runtime, this.#certificateInfo);
+    const streams = this.#streams.describe();
+    return streams.length === 0 ? description : { ...description, streams };
   }
 
   /** Listens on the configured ports, or on `ports` (a data-plane thread joining the ports another one bound). */
@@ -294,6 +318,7 @@ export class DataPlane implements DataPlaneHandle {
     const http = await listen(this.#http, ports?.http ?? this.#options.httpPort);
     this.#requests.http.port = http.port;
     const https = await listen(this.#https, ports?.https ?? this.#options.httpsPort);
+    await this.#streams.listen();
     return { http, https };
   }
 
@@ -322,6 +347,8 @@ export class DataPlane implements DataPlaneHandle {
   /** The second half of close, after drain: WebSocket and ssl-passthrough tunnels, then the listeners. */
   async closeTunnels(): Promise<void> {
     await this.drain();
+    // closed before the thread's last records leave: their ends are among them
+    await this.#streams.cut();
     await this.#proxy.close();
     await this.#authClient.close();
     await this.#serversClosed;
@@ -333,7 +360,8 @@ export class DataPlane implements DataPlaneHandle {
     this.#serversClosed = Promise.all(
       servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
     ).then(() => undefined);
-    const drained = this.#requests.drain();
+    // TCP streams drain as requests do: NGINX's worker waits for its stream connections too
+    const drained = Promise.all([this.#requests.drain(), this.#streams.drain()]);
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, drainMs);

@@ -49,3 +49,21 @@ export interface RequestFailure {
   message: string;
   stack: string;
 }
+
+/**
+ * A TCP stream or UDP session of a TCP/UDP service ended: `StreamClosed`. Published only while somebody
+ * subscribes (metrics, tests).
+ */
+export const streamClosed = channel('ingress-ts:dataplane:stream-closed');
+
+export interface StreamClosed {
+  protocol: 'TCP' | 'UDP';
+  /** the service port */
+  port: number;
+  /** idle: proxy-stream-timeout; responses: proxy-stream-responses reached; done: either side closed;
+   * unreachable: no endpoint could be reached; refused: a bad PROXY header; cut: removed or stopping */
+  reason: 'idle' | 'responses' | 'done' | 'unreachable' | 'refused' | 'cut';
+  /** bytes from the client and back to it */
+  received: number;
+  sent: number;
+}

@@ -9,6 +9,7 @@
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { DataPlaneStats } from '../dataplane/dataplane.ts';
+import type { StreamClosed } from '../dataplane/events.ts';
 import type { MeasuredRequest } from '../dataplane/request-measure.ts';
 import type { Diagnostic, Model } from '../model/index.ts';
 import { createModelMetrics } from './model-metrics.ts';
@@ -59,6 +60,8 @@ export interface ControllerMetrics {
   observe(record: MeasuredRequest): void;
   /** an unexpected exception contained to one request or connection (the `requestFailed` channel) */
   requestFailed(where: string): void;
+  /** a TCP stream or UDP session of a TCP/UDP service ended (the `streamClosed` channel) */
+  streamClosed(stream: StreamClosed): void;
   /** leader election: only the leader exports ssl_expire_time_seconds (standalone is always leader);
    * leader_election_status follows */
   setLeader(leader: boolean): void;
@@ -265,6 +268,19 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
     labelNames: ['where'],
     registers,
   });
+  // TCP and UDP services: ingress-nginx exports nothing for its stream block
+  const streams = new Counter({
+    name: 'ingress_ts_streams_total',
+    help: 'TCP streams and UDP sessions of the TCP/UDP services that ended, by service port and why (done, idle, responses, unreachable, refused, cut)',
+    labelNames: ['protocol', 'port', 'reason'],
+    registers,
+  });
+  const streamBytes = new Counter({
+    name: 'ingress_ts_stream_bytes_total',
+    help: 'Bytes of the TCP streams and UDP sessions that ended, by service port: received from clients (in) and sent to them (out)',
+    labelNames: ['protocol', 'port', 'direction'],
+    registers,
+  });
   const builds = createBuildMetrics(registers);
   const setLeaderStatus = createLeaderMetrics(registers, options.electionId ?? null);
   if (options.informers !== undefined) registerInformerMetrics(registers, options.informers);
@@ -281,6 +297,11 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
     },
     requestFailed(where) {
       requestErrors.inc({ where });
+    },
+    streamClosed({ protocol, port, reason, received, sent }) {
+      streams.inc({ protocol, port, reason });
+      streamBytes.inc({ protocol, port, direction: 'in' }, received);
+      streamBytes.inc({ protocol, port, direction: 'out' }, sent);
     },
     applied(model) {
       if (model.model !== undefined && model.kind !== 'unchanged') {

@@ -116,6 +116,11 @@ export class UpstreamResolver {
     return this.#services.get(namespace, name);
   }
 
+  /** The EndpointSlices of a Service (by their service-name label). */
+  slices(namespace: string, name: string): readonly EndpointSlice[] {
+    return this.#slices.get(namespace, name) ?? [];
+  }
+
   /**
    * The upstream of a backend, resolved once per build and shared by every route naming it;
    * `loadBalance` applies when this call creates it (the first Ingress to use an upstream decides).
@@ -301,7 +306,7 @@ LOCAL_ADDRESSES.addAddress('::', 'ipv6');
  * `localhost` or below it (RFC 6761 names resolve to loopback). ingress-nginx only refuses the exact
  * name `localhost` and loopback IPs; the rest is the same rule applied to every spelling.
  */
-function isUsableExternalName(name: string): boolean {
+export function isUsableExternalName(name: string): boolean {
   const version = isIP(name);
   if (version !== 0) return !LOCAL_ADDRESSES.check(name, version === 6 ? 'ipv6' : 'ipv4');
   // upper-case names are not DNS-1123 and are refused below anyway
@@ -314,9 +319,14 @@ function isUsableExternalName(name: string): boolean {
  * ingress-nginx's port resolution per slice (it always asks for TCP): a slice without ports uses an
  * integer targetPort; otherwise each TCP slice port is taken when the Service port is unnamed or has
  * the same name, and else replaced by an integer targetPort. Endpoints whose `ready` condition is
- * false are skipped; duplicates (the same ip:port) are dropped.
+ * false are skipped; duplicates (the same ip:port) are dropped. UDP services (--udp-services-configmap)
+ * ask for UDP slice ports instead.
  */
-export function endpointsFromSlices(slices: readonly EndpointSlice[], servicePort: ServicePort): Endpoint[] {
+export function endpointsFromSlices(
+  slices: readonly EndpointSlice[],
+  servicePort: ServicePort,
+  protocol: 'TCP' | 'UDP' = 'TCP',
+): Endpoint[] {
   const targetPortNumber = isPortNumber(servicePort.targetPort) ? servicePort.targetPort : null;
   const out: Endpoint[] = [];
   for (const slice of slices) {
@@ -329,7 +339,7 @@ export function endpointsFromSlices(slices: readonly EndpointSlice[], servicePor
     } else {
       for (const slicePort of slicePorts) {
         if (typeof slicePort !== 'object' || slicePort === null) continue;
-        if ((slicePort.protocol ?? 'TCP') !== 'TCP') continue;
+        if ((slicePort.protocol ?? 'TCP') !== protocol) continue;
         let port: unknown = 0;
         if (!servicePort.name || servicePort.name === slicePort.name) port = slicePort.port ?? 0;
         else if (targetPortNumber !== null) port = targetPortNumber;

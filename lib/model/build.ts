@@ -36,6 +36,7 @@ import { resolveAliases, resolveWwwRedirects } from './server-names.ts';
 import { resolveDefaultCertificateFlag } from './server-tls.ts';
 import { addClientAuth, applyHostSettings, createServers } from './servers.ts';
 import { combineSharedAffinity } from './shared-affinity.ts';
+import { buildStreams } from './streams.ts';
 import type { Certificate, Model, Server } from './types.ts';
 
 export interface ModelReferences {
@@ -236,6 +237,17 @@ function assembleResult(
   const certificateRecord: Record<string, Certificate> = {};
   for (const id of [...certificates.keys()].sort()) certificateRecord[id] = certificates.get(id)!;
   const upstreams = resolver.upstreams();
+  const streams = buildStreams({
+    configMaps: {
+      TCP: state.options.tcpServicesConfigMap ?? null,
+      UDP: state.options.udpServicesConfigMap ?? null,
+    },
+    reservedPorts: state.options.reservedPorts ?? [],
+    disableSvcExternalName: state.options.disableSvcExternalName,
+    configMap: lookups.configMap,
+    resolver,
+    diagnostics: state.diagnostics,
+  });
   const body = {
     servers,
     catchAll: state.catchAll.server,
@@ -244,6 +256,7 @@ function assembleResult(
     defaultCertificate,
     defaultBackend: state.defaultBackend,
     config,
+    streams: streams.table,
   };
   const model: Model = { ...body, ...modelFingerprints(body) };
   const found = state.diagnostics.list();
@@ -258,7 +271,7 @@ function assembleResult(
     model,
     diagnostics: found,
     references: {
-      services: resolver.referencedServices(),
+      services: [...new Set([...resolver.referencedServices(), ...streams.services])],
       secrets: [...lookups.referencedSecrets],
       configMaps: [...lookups.referencedConfigMaps],
     },

@@ -194,6 +194,18 @@ export const DIAGNOSTIC_CODES = {
     'error',
     'custom-headers names a ConfigMap that is missing, in another namespace without allow-cross-namespace-resources, or has a key not listed in global-allowed-response-headers (or not a valid header); the paths of the Ingress answer 503.',
   ],
+  STREAM_ENTRY_INVALID: [
+    'error',
+    'An entry of --tcp-services-configmap / --udp-services-configmap is not `"<port>": "<namespace>/<service>:<port>[:PROXY][:PROXY]"` (a key that is no port 1-65535, a value without a namespace, service or port); that port is not opened.',
+  ],
+  STREAM_PORT_CONFLICT: [
+    'error',
+    'A TCP or UDP service entry takes a port the controller listens on (--http-port, --https-port, --healthz-port), or a port an earlier entry of the same protocol took ("080" and "80"); it is not opened for this entry.',
+  ],
+  STREAM_SERVICE_UNUSABLE: [
+    'warning',
+    'The Service of a TCP or UDP service entry does not exist, has no port of that number or name and protocol, or has no ready endpoints; the port is not opened (ingress-nginx leaves it out) until it has some.',
+  ],
   SSL_PASSTHROUGH_DISABLED: [
     'warning',
     'ssl-passthrough is set but the controller runs without --enable-ssl-passthrough; TLS to the host is terminated and routed as usual.',

@@ -131,12 +131,19 @@ export function modelFingerprints(body: ModelBody): {
   }
   print.line(`defaults\t${body.defaultCertificate ?? '-'}\t${body.defaultBackend ?? '-'}`);
   print.line(`config\t${JSON.stringify(body.config)}`);
+  const streams = [...(body.streams?.tcp ?? []), ...(body.streams?.udp ?? [])];
+  for (const { endpoints: _endpoints, ...stream } of streams) print.line(`L4\t${JSON.stringify(stream)}`);
   const routesHash = print.digest();
 
   const endpoints = new Fingerprint();
   for (const upstream of upstreams) {
     let line = upstream.name;
     for (const endpoint of upstream.endpoints) line += `\t${endpoint.address}|${endpoint.port}`;
+    endpoints.line(line);
+  }
+  for (const stream of streams) {
+    let line = `${stream.protocol}:${stream.port}`;
+    for (const endpoint of stream.endpoints) line += `\t${endpoint.address}|${endpoint.port}`;
     endpoints.line(line);
   }
   const endpointsHash = endpoints.digest();

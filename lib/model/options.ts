@@ -23,6 +23,12 @@ export interface ModelOptions {
   configMap: string | null;
   /** --enable-ssl-passthrough: the ssl-passthrough annotation takes effect */
   enableSslPassthrough: boolean;
+  /** --tcp-services-configmap: `namespace/name` of the TCP services ConfigMap, or null */
+  tcpServicesConfigMap?: string | null;
+  /** --udp-services-configmap: `namespace/name` of the UDP services ConfigMap, or null */
+  udpServicesConfigMap?: string | null;
+  /** --http-port, --https-port, --healthz-port: the controller's own ports, never a TCP/UDP service's */
+  reservedPorts?: readonly number[];
 }
 
 export const DEFAULT_MODEL_OPTIONS: Readonly<ModelOptions> = Object.freeze({

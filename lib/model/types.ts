@@ -3,6 +3,7 @@
 
 import type { LocationAnnotations, ServerAnnotations } from './annotations/index.ts';
 import type { GlobalConfig } from './configmap/global-config.ts';
+import type { StreamTable } from './streams.ts';
 
 export type { GlobalConfig } from './configmap/global-config.ts';
 
@@ -222,6 +223,8 @@ export interface Model {
   defaultBackend: string | null;
   /** the global ConfigMap's settings, ingress-nginx defaults where it says nothing */
   config: GlobalConfig;
+  /** the TCP and UDP services (streams.ts); absent (a model made by hand): none */
+  streams?: StreamTable;
   /** content hash of everything above; equal hashes mean nothing to swap */
   hash: string;
   /** content hash without endpoint lists: equal while only endpoints changed */

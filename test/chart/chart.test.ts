@@ -72,6 +72,17 @@ const VALUE_SETS: Record<string, Record<string, unknown> | string | null> = {
   'scope-namespace': { controller: { scope: { enabled: true, namespace: 'apps' } } },
   'scope-selector': { controller: { scope: { enabled: true, namespaceSelector: 'team=web,env!=dev' } } },
   migration: migrationValues,
+  // ingress-nginx's tcp/udp values: ConfigMaps, flags, Service and container ports
+  streams: {
+    tcp: { '5432': 'db/postgres:5432', '8443': 'apps/tls:https:PROXY:PROXY' },
+    udp: { '53': 'kube-system/kube-dns:dns' },
+    portNamePrefix: 'l4',
+    controller: {
+      udp: { configMapNamespace: 'edge', annotations: { 'example.com/owner': 'dns' } },
+      service: { type: 'NodePort', nodePorts: { tcp: { '5432': 30432 } } },
+      networkPolicy: { enabled: true },
+    },
+  },
   everything: {
     commonLabels: { team: 'edge' },
     controller: {
@@ -561,6 +572,48 @@ if ('skip' in helmBinary) {
       'podAnnotations, and no config checksum',
     );
     t.match(pod.spec.containers[0].env, [{}, {}, {}, { name: 'UV_THREADPOOL_SIZE', value: '8' }]);
+  });
+
+  t.test('streams: tcp/udp values become the two ConfigMaps, the flags and the ports', async (t) => {
+    const objects = get('streams');
+    const flags = flagsOf(objects);
+    t.equal(flags.get('tcp-services-configmap'), '$(POD_NAMESPACE)/edge-ingress-ts-tcp');
+    t.equal(
+      flags.get('udp-services-configmap'),
+      'edge/edge-ingress-ts-udp',
+      'controller.udp.configMapNamespace',
+    );
+    t.same(one(objects, 'ConfigMap', 'edge-ingress-ts-tcp').data, {
+      '5432': 'db/postgres:5432',
+      '8443': 'apps/tls:https:PROXY:PROXY',
+    });
+    const udp = one(objects, 'ConfigMap', 'edge-ingress-ts-udp');
+    t.same(udp.data, { '53': 'kube-system/kube-dns:dns' });
+    t.match(udp.metadata.annotations, { 'example.com/owner': 'dns' });
+    const service = one(objects, 'Service', 'edge-ingress-ts-controller');
+    t.match(service.spec.ports, [
+      { name: 'http' },
+      { name: 'https' },
+      { name: 'l4-5432-tcp', port: 5432, protocol: 'TCP', targetPort: 'l4-5432-tcp', nodePort: 30432 },
+      { name: 'l4-8443-tcp', port: 8443, protocol: 'TCP', targetPort: 'l4-8443-tcp' },
+      { name: 'l4-53-udp', port: 53, protocol: 'UDP', targetPort: 'l4-53-udp' },
+    ]);
+    const pod = one(objects, 'Deployment').spec.template;
+    t.match(pod.spec.containers[0].ports.slice(3), [
+      { name: 'l4-5432-tcp', containerPort: 5432, protocol: 'TCP' },
+      { name: 'l4-8443-tcp', containerPort: 8443, protocol: 'TCP' },
+      { name: 'l4-53-udp', containerPort: 53, protocol: 'UDP' },
+    ]);
+    t.match(one(objects, 'NetworkPolicy').spec.ingress[0].ports.slice(3), [
+      { protocol: 'TCP', port: 5432 },
+      { protocol: 'TCP', port: 8443 },
+      { protocol: 'UDP', port: 53 },
+    ]);
+    t.notOk(
+      byKind(get('defaults'), 'ConfigMap').some((c) => /-(tcp|udp)$/.test(c.metadata.name)),
+      'none by default',
+    );
+    t.notOk(flagsOf(get('defaults')).has('tcp-services-configmap'));
   });
 
   t.test('values that would break a rollout are refused at render time', async (t) => {

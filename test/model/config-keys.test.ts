@@ -154,7 +154,7 @@ runCases(t, [
         'worker-cpu-affinity': 'auto',
         'server-names-hash-bucket-size': '128',
         'lua-shared-dicts': 'a: 1',
-        'proxy-stream-timeout': '600s',
+        'variables-hash-max-size': '2048',
         'use-gzip': 'true',
       }),
     ],
@@ -169,7 +169,7 @@ runCases(t, [
         'worker-cpu-affinity',
         'server-names-hash-bucket-size',
         'lua-shared-dicts',
-        'proxy-stream-timeout',
+        'variables-hash-max-size',
       ])
         t.match(say(key), 'tunes NGINX itself; it does not apply to ingress-ts', key);
       t.match(say('use-gzip'), 'not supported by ingress-ts yet', 'use-gzip');

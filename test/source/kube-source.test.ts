@@ -73,6 +73,20 @@ t.test('watch targets follow the flags', async (t) => {
     ['/api/v1/namespaces/web/configmaps', '/api/v1/namespaces/ingress/configmaps'],
     'ConfigMaps of the namespace served and of the --configmap namespace',
   );
+  const streams = watchTargets({
+    watchNamespace: 'web',
+    namespaceSelector: null,
+    model: { ...model, tcpServicesConfigMap: 'edge/tcp', udpServicesConfigMap: 'ingress/udp' },
+  });
+  t.same(
+    streams.filter((w) => w.kind === 'ConfigMap').map((w) => w.path),
+    [
+      '/api/v1/namespaces/web/configmaps',
+      '/api/v1/namespaces/ingress/configmaps',
+      '/api/v1/namespaces/edge/configmaps',
+    ],
+    'and of the TCP/UDP services ConfigMaps, each namespace once',
+  );
   const one = watchTargets({ watchNamespace: 'web', namespaceSelector: null, model: DEFAULT_MODEL_OPTIONS });
   t.same(
     one.map((w) => w.path),

@@ -115,3 +115,10 @@ false
 true
 {{- end -}}
 {{- end -}}
+
+{{/* A TCP/UDP service port's name in the Pod and the Service: <port>-tcp, behind portNamePrefix if set. Args: (list $ port protocol) */}}
+{{- define "ingress-ts.streamPortName" -}}
+{{- $root := index . 0 -}}
+{{- $name := printf "%v-%s" (index . 1) (index . 2) -}}
+{{- if $root.Values.portNamePrefix }}{{ printf "%s-%s" $root.Values.portNamePrefix $name }}{{ else }}{{ $name }}{{ end -}}
+{{- end -}}

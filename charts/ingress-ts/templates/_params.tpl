@@ -13,6 +13,12 @@
 - --watch-ingress-without-class=true
 {{- end }}
 - --configmap=$(POD_NAMESPACE)/{{ include "ingress-ts.controller.fullname" . }}
+{{- if .Values.tcp }}
+- --tcp-services-configmap={{ default "$(POD_NAMESPACE)" .Values.controller.tcp.configMapNamespace }}/{{ include "ingress-ts.fullname" . }}-tcp
+{{- end }}
+{{- if .Values.udp }}
+- --udp-services-configmap={{ default "$(POD_NAMESPACE)" .Values.controller.udp.configMapNamespace }}/{{ include "ingress-ts.fullname" . }}-udp
+{{- end }}
 {{- if .Values.controller.disableLeaderElection }}
 - --disable-leader-election=true
 {{- else }}

@@ -16,6 +16,12 @@
 {{- $_ := set $sysctls "net.ipv4.ip_unprivileged_port_start" "0" -}}
 {{- end -}}
 {{- end -}}
+{{- /* TCP/UDP service ports below 1024 (DNS on 53) need it too */ -}}
+{{- range $port, $_ := merge (deepCopy (default (dict) .Values.tcp)) (default (dict) .Values.udp) -}}
+{{- if and (lt (int $port) 1024) (not $c.hostNetwork) (not (hasKey $sysctls "net.ipv4.ip_unprivileged_port_start")) -}}
+{{- $_ := set $sysctls "net.ipv4.ip_unprivileged_port_start" "0" -}}
+{{- end -}}
+{{- end -}}
 {{- if le (int $c.terminationGracePeriodSeconds) (add $preStop (ceil $c.shutdownGracePeriod | int)) -}}
 {{- fail (printf "controller.terminationGracePeriodSeconds (%v) must exceed the preStop sleep (%d) plus controller.shutdownGracePeriod (%v): the kubelet would kill the Pod before it drained" $c.terminationGracePeriodSeconds $preStop $c.shutdownGracePeriod) -}}
 {{- end -}}
@@ -90,6 +96,16 @@ spec:
         - name: {{ $c.metrics.portName }}
           containerPort: {{ $statusPort }}
           protocol: TCP
+        {{- range $protocol := list "tcp" "udp" }}
+        {{- range $port, $_ := index $.Values $protocol }}
+        - name: {{ include "ingress-ts.streamPortName" (list $ $port $protocol) }}
+          containerPort: {{ $port }}
+          protocol: {{ upper $protocol }}
+          {{- if $c.hostPort.enabled }}
+          hostPort: {{ $port }}
+          {{- end }}
+        {{- end }}
+        {{- end }}
       {{- with $c.lifecycle }}
       lifecycle:
         {{- toYaml . | nindent 8 }}

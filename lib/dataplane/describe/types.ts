@@ -8,6 +8,7 @@ import type { CacheDuration } from '../../model/annotations/external-auth.ts';
 import type { MirrorAnnotations } from '../../model/annotations/mirror.ts';
 import type { RateLimitAnnotations } from '../../model/annotations/rate-limit.ts';
 import type { Canary, GlobalConfig, UpstreamSettings } from '../../model/index.ts';
+import type { StreamPortDescription } from '../streams/stream-listeners.ts';
 
 /** A parsed certificate, or why it could not be parsed. */
 export type CertificateInfo =
@@ -225,6 +226,8 @@ export interface RuntimeDescription {
   upstreamDefaults: UpstreamSettings;
   /** with data-plane worker threads: each thread and the model it serves (the rest describes the first) */
   threads?: ThreadDescription[];
+  /** the TCP and UDP service ports open (absent: none); with threads, the first thread's streams */
+  streams?: StreamPortDescription[];
 }
 
 /** One data-plane worker thread. */

@@ -56,6 +56,8 @@ export interface ModelDelta {
   defaultBackend: string | null;
   /** null: the ConfigMap's settings are unchanged (they are ~4 KB serialised) */
   config: Model['config'] | null;
+  /** the TCP and UDP services: a few entries, sent whole */
+  streams: Model['streams'];
   allUpstreams: string;
   endpoints: string;
 }
@@ -99,6 +101,7 @@ export function diffModel(previous: Model, next: Model): ModelDelta | null {
     defaultCertificate: next.defaultCertificate,
     defaultBackend: next.defaultBackend,
     config: JSON.stringify(previous.config) === JSON.stringify(next.config) ? null : next.config,
+    streams: next.streams,
     allUpstreams: after.allUpstreams,
     endpoints: after.endpoints,
   };
@@ -127,6 +130,7 @@ export function patchModel(previous: Model | null, delta: ModelDelta): Model {
     defaultCertificate: delta.defaultCertificate,
     defaultBackend: delta.defaultBackend,
     config: delta.config ?? previous.config,
+    ...(delta.streams === undefined ? {} : { streams: delta.streams }),
     hash: delta.hash,
     routesHash: delta.routesHash,
     contentHashes: {

@@ -288,7 +288,8 @@ export class DataPlaneThreads implements DataPlaneHandle {
   }
 
   #spawn(index: number): Thread {
-    const thread = new Thread(this.#options);
+    // UDP sessions are per client address: the first thread alone opens the UDP service ports
+    const thread = new Thread({ ...this.#options, udpServices: index === 0 });
     thread.worker.on('message', (message: ThreadMessage) => {
       if (message.type === 'reply') thread.answered(message);
       else this.#received(thread, message);

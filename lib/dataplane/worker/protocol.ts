@@ -2,7 +2,7 @@
 // structuredClone: the model travels serialised once (v8.serialize) and copied to each thread as
 // bytes; descriptions, stats and event payloads are plain data.
 
-import { dataplaneError, requestFailed, requestMeasured } from '../events.ts';
+import { dataplaneError, requestFailed, requestMeasured, streamClosed } from '../events.ts';
 import type { DataPlaneStats, ListenAddresses, SwapKind } from '../handle.ts';
 import type { CertificatePair } from '../listening/sni.ts';
 
@@ -23,6 +23,8 @@ export interface ThreadDataPlaneOptions {
   sessionChannel?: string;
   /** the client-certificate leaves verified in full handshakes, one set for every thread */
   verifiedLeaves?: SharedArrayBuffer;
+  /** whether this thread opens the UDP service ports (one thread does) */
+  udpServices?: boolean;
 }
 
 /**
@@ -32,7 +34,7 @@ export interface ThreadDataPlaneOptions {
  * (thread-records.ts) and publishes their measures on `requestMeasured`. `runtimeSwapped` is not
  * among them: the pool publishes one swap per applied model, once every thread serves it.
  */
-export const FORWARDED_CHANNELS = [requestMeasured, dataplaneError, requestFailed] as const;
+export const FORWARDED_CHANNELS = [requestMeasured, dataplaneError, requestFailed, streamClosed] as const;
 
 /**
  * The rate-limit zones of a model, key → buffer: postMessage shares a SharedArrayBuffer (every thread

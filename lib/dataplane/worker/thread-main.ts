@@ -39,6 +39,8 @@ async function answer(call: ThreadCall): Promise<unknown> {
       return applying.prepare(call.model, call.zones);
     case 'commit': {
       const committed = applying.commit(call.hash);
+      // the TCP and UDP service ports it opens or closes: applied means listening
+      await dataPlane.streamsSettled();
       // the log settings follow the model served, as the controller's writer follows it with one thread
       const served = dataPlane.current?.model;
       if (served !== undefined) records.configure(served.config.accessLog);

@@ -69,6 +69,8 @@ export interface GlobalConfig {
   maxWorkerConnections: number;
   /** `upstream-keepalive-connections`, `-timeout` (s), `-requests`: the upstream pools */
   upstreamKeepalive: { connections: number; timeout: number; requests: number };
+  /** `proxy-stream-*`: the TCP and UDP services (--tcp-services-configmap, --udp-services-configmap) */
+  stream: StreamConfig;
   /** `custom-http-errors`: upstream statuses answered by the default backend (routes may override) */
   customHttpErrors: number[];
   /** `allow-snippet-annotations`: accepted, but snippets are refused whatever it says */
@@ -181,6 +183,20 @@ export const DEFAULT_GLOBAL_AUTH: GlobalAuthConfig = {
   noAuthLocations: ['/.well-known/acme-challenge'],
 };
 
+/** The settings of every TCP and UDP service, as NGINX's stream proxy_* directives. */
+export interface StreamConfig {
+  /** `proxy-stream-timeout` (600s): a TCP stream or UDP session idle this long (both ways) is closed */
+  timeoutMs: number;
+  /** `proxy-stream-next-upstream` (true): a TCP connect that fails goes to the next endpoint */
+  nextUpstream: boolean;
+  /** `proxy-stream-next-upstream-timeout` (600s; 0: none): the time all connect tries may take */
+  nextUpstreamTimeoutMs: number;
+  /** `proxy-stream-next-upstream-tries` (3; 0: every endpoint): connect tries per stream */
+  nextUpstreamTries: number;
+  /** `proxy-stream-responses` (1; 0: none): UDP datagrams back from the upstream that end a session */
+  responses: number;
+}
+
 /** The protocol versions `ssl-protocols` may list, oldest first. */
 export const TLS_VERSIONS = ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'] as const;
 export type TlsVersion = (typeof TLS_VERSIONS)[number];
@@ -233,6 +249,13 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   largeClientHeaderBuffers: { count: 4, size: 8192 },
   maxWorkerConnections: 16384,
   upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
+  stream: {
+    timeoutMs: 600_000,
+    nextUpstream: true,
+    nextUpstreamTimeoutMs: 600_000,
+    nextUpstreamTries: 3,
+    responses: 1,
+  },
   customHttpErrors: [],
   allowSnippetAnnotations: false,
   globalAuth: DEFAULT_GLOBAL_AUTH,

@@ -16,6 +16,7 @@ import { DEFAULT_GLOBAL_CONFIG, type GlobalConfig } from './global-config.ts';
 import { HEADER_KEYS } from './header-keys.ts';
 import type { ConfigMapLookup, KeyTable } from './key-parser.ts';
 import { isNginxInternalKey } from './nginx-internal-keys.ts';
+import { STREAM_KEYS } from './stream-keys.ts';
 import { TLS_KEYS } from './tls-keys.ts';
 import { TLS_NOT_APPLICABLE_KEYS, TLS_SESSION_KEYS } from './tls-session-keys.ts';
 import { UPSTREAM_KEYS } from './upstream-keys.ts';
@@ -32,6 +33,7 @@ export const CONFIG_KEY_TOPICS: readonly KeyTable[] = [
   GLOBAL_AUTH_KEYS,
   ANNOTATION_KEYS,
   ACCESS_KEYS,
+  STREAM_KEYS,
 ];
 
 /** Each key: apply the value to the config, or say why it is invalid. */

@@ -1,7 +1,8 @@
 // The Kubernetes source: one resilient informer per kind feeding the object store, and a synced gate.
 //
 // Watched: IngressClasses (cluster-scoped), Ingresses, Services, EndpointSlices, Secrets and ConfigMaps
-// (every namespace, or --watch-namespace; ConfigMaps also in the --configmap namespace: the global one,
+// (every namespace, or --watch-namespace; ConfigMaps also in the --configmap, --tcp-services-configmap and
+// --udp-services-configmap namespaces: the global one, the TCP and UDP services,
 // the ones its proxy-set-headers / add-headers keys name, and the ones custom-headers and
 // auth-proxy-set-headers annotations name; the store ignores changes to any other ConfigMap),
 // and with --watch-namespace-selector the Namespaces it selects (the API server evaluates the
@@ -26,7 +27,13 @@ export interface KubeSourceOptions {
   namespaceSelector: string | null;
   model: Pick<
     ModelOptions,
-    'controllerClass' | 'ingressClass' | 'ingressClassByName' | 'watchIngressWithoutClass' | 'configMap'
+    | 'controllerClass'
+    | 'ingressClass'
+    | 'ingressClassByName'
+    | 'watchIngressWithoutClass'
+    | 'configMap'
+    | 'tcpServicesConfigMap'
+    | 'udpServicesConfigMap'
   >;
   /** `namespace/name` of Services that matter although no route uses them (--publish-service) */
   watchedServices?: readonly string[];
@@ -95,15 +102,23 @@ export function watchTargets(
   ];
   // ConfigMaps where Ingresses are watched (annotations name them), and the --configmap namespace
   targets.push({ kind: 'ConfigMap', store: 'ConfigMap', path: collectionPath('/api/v1', 'configmaps', ns) });
-  if (options.model.configMap !== null && ns !== null) {
-    const { namespace } = splitRef(options.model.configMap);
-    if (namespace !== ns) {
-      targets.push({
-        kind: 'ConfigMap',
-        store: 'ConfigMap',
-        path: collectionPath('/api/v1', 'configmaps', namespace),
-      });
-    }
+  // and the namespaces of the TCP and UDP services ConfigMaps
+  const controllerMaps = [
+    options.model.configMap,
+    options.model.tcpServicesConfigMap ?? null,
+    options.model.udpServicesConfigMap ?? null,
+  ];
+  const mapNamespaces = new Set<string>();
+  for (const ref of controllerMaps) {
+    if (ref !== null && ns !== null) mapNamespaces.add(splitRef(ref).namespace);
+  }
+  mapNamespaces.delete(ns ?? '');
+  for (const namespace of mapNamespaces) {
+    targets.push({
+      kind: 'ConfigMap',
+      store: 'ConfigMap',
+      path: collectionPath('/api/v1', 'configmaps', namespace),
+    });
   }
   // --publish-service outside the namespace served: that one Service, by name (RBAC may grant just it)
   for (const ref of options.watchedServices ?? []) {
