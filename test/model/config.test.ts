@@ -126,13 +126,13 @@ runCases(t, [
     },
   },
   {
-    name: 'config: NGINX tuning keys are reported once as info, keys ingress-ts does not know as a warning',
+    name: 'config: NGINX tuning keys are reported once as info, keys ingress-nginx does not know as a warning',
     ingresses: [],
     configMaps: [configMap({ 'worker-cpu-affinity': 'auto', 'use-gzipp': 'true', 'ssl-redirect': '' })],
     options: OPTIONS,
     diagnostics: [
-      'CONFIG_KEY_UNSUPPORTED ConfigMap:ingress/ingress-ts',
       'CONFIG_KEY_NOT_APPLICABLE ConfigMap:ingress/ingress-ts',
+      'CONFIG_KEY_UNKNOWN ConfigMap:ingress/ingress-ts',
     ],
     check: (t, { model, diagnostics }) => {
       t.equal(diagnostics[0]?.severity, 'warning');
