@@ -110,8 +110,6 @@ const KNOWN = new Set(allGroups.flatMap(([, group]) => group.annotations.map((a)
  * nothing here, so they are accepted with an info diagnostic saying why, not an "unsupported" warning.
  */
 export const NOT_APPLICABLE_ANNOTATIONS: Readonly<Record<string, string>> = {
-  'proxy-buffer-size':
-    'NGINX buffer tuning: ingress-ts streams responses and accepts upstream response heads up to 16 KiB',
   'proxy-buffers-number': 'NGINX buffer tuning: ingress-ts streams responses',
   'proxy-busy-buffers-size': 'NGINX buffer tuning: ingress-ts streams responses',
   'proxy-max-temp-file-size': 'NGINX temp-file tuning: ingress-ts never spools responses to disk',

@@ -36,7 +36,7 @@ export interface GlobalConfig {
   /**
    * The upstream behaviour of locations whose Ingress does not set it (`proxy-connect-timeout`,
    * `proxy-send-timeout`, `proxy-read-timeout`, `proxy-next-upstream`, `-tries`, `-timeout`,
-   * `proxy-body-size`, `proxy-request-buffering`, `proxy-buffering`, `proxy-http-version`,
+   * `proxy-body-size`, `proxy-buffer-size`, `proxy-request-buffering`, `proxy-buffering`, `proxy-http-version`,
    * `proxy-cookie-domain`, `proxy-cookie-path`, `proxy-redirect-from`, `proxy-redirect-to`): the
    * proxy annotations' ConfigMap defaults (connection-proxy-header has no ConfigMap key)
    */
@@ -202,6 +202,7 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
     nextUpstreamTries: 3,
     nextUpstreamTimeout: 0,
     bodySize: '1m',
+    bufferSize: '4k',
     requestBuffering: 'on' as const,
     buffering: 'off' as const,
     httpVersion: '1.1' as const,

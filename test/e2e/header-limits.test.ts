@@ -1,0 +1,118 @@
+// Header limits through the real proxy: proxy-buffer-size (the largest upstream response head; a
+// larger one is NGINX's "upstream sent too big header", a 502 counted as an upstream error).
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import t from 'tap';
+import { createLogger } from '../../lib/log.ts';
+import { start } from '../../lib/main.ts';
+import { get, listen, testConfig } from '../support/http.ts';
+import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { parseExposition, sampleValue } from '../support/prometheus.ts';
+import { nextSwap } from '../support/swaps.ts';
+import { withTestThreads } from '../support/threads.ts';
+
+const configMap = (data: Record<string, string>) => `---
+apiVersion: v1
+kind: ConfigMap
+metadata: { name: ingress-ts, namespace: ingress }
+data: ${JSON.stringify(withTestThreads(data))}
+`;
+
+/** A backend whose response to `/head/<n>` carries a header of n bytes of value. */
+function headBackend() {
+  return createServer((req, res) => {
+    req.resume();
+    const size = /^\/head\/(\d+)$/.exec(req.url ?? '');
+    res.writeHead(200, {
+      'content-type': 'text/plain',
+      'x-big': 'v'.repeat(size === null ? 0 : Number(size[1])),
+    });
+    res.end('ok');
+  });
+}
+
+t.test('proxy-buffer-size bounds the upstream response head', async (t) => {
+  const backend = headBackend();
+  const backendPort = await listen(backend);
+  t.teardown(() => {
+    backend.closeAllConnections();
+    backend.close();
+  });
+  const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-header-limits-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(
+    join(dir, 'routes.yaml'),
+    [
+      INGRESS_CLASS,
+      serviceYaml('web', [backendPort]),
+      // two Ingresses on one Service: one upstream, each location with its own limit
+      ingressYaml({ name: 'plain', host: 'plain.test', service: 'web' }),
+      ingressYaml({
+        name: 'large',
+        host: 'large.test',
+        service: 'web',
+        annotations: { 'proxy-buffer-size': '16k' },
+      }),
+    ].join(''),
+  );
+  await writeFile(join(dir, 'config.yaml'), configMap({}));
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line));
+      sink.emit('lines');
+      done();
+    },
+  });
+  /** The first access log line for this host and URI (lines are written in batches). */
+  const logLine = async (host: string, uri: string) => {
+    for (;;) {
+      const line = lines.find((l) => l.host === host && l.request_uri === uri);
+      if (line !== undefined) return line;
+      await once(sink, 'lines');
+    }
+  };
+  const controller = await start(
+    testConfig(dir, '--configmap', 'ingress/ingress-ts'),
+    createLogger('silent'),
+    { accessLogStdout: sink },
+  );
+  t.teardown(() => controller.stop(0));
+  const port = controller.http.port;
+
+  // ingress-nginx's default, 4k
+  t.equal((await get(port, 'plain.test', '/head/3000')).status, 200, 'a 3 KB head passes the 4k default');
+  const tooBig = await get(port, 'plain.test', '/head/6000');
+  t.equal(tooBig.status, 502, 'a 6 KB head is too big for 4k');
+  t.match(tooBig.body, '<title>502 Bad Gateway</title>');
+  t.equal((await get(port, 'large.test', '/head/6000')).status, 200, 'the annotation raises it (16k)');
+  t.equal((await get(port, 'large.test', '/head/20000')).status, 502, 'a 20 KB head is too big for 16k');
+  t.equal((await get(port, 'plain.test', '/head/3500')).status, 200, 'the 4k route keeps its own pool');
+
+  // an upstream error as NGINX logs it: the peer tried, its status 502
+  t.match(await logLine('plain.test', '/head/6000'), {
+    status: 502,
+    upstream_addr: `127.0.0.1:${backendPort}`,
+    upstream_status: '502',
+    proxy_upstream_name: 'e2e-web-80',
+  });
+  const reply = await get(controller.healthz.port, 'localhost', '/metrics');
+  const labels = { ingress: 'plain', service: 'web', host: 'plain.test', status: '502', method: 'GET' };
+  t.equal(sampleValue(parseExposition(reply.body), 'nginx_ingress_controller_requests', labels), 1);
+
+  // the ConfigMap key sets the default of every route without the annotation, on a swap
+  const swapped = nextSwap();
+  await writeFile(join(dir, 'config.yaml'), configMap({ 'proxy-buffer-size': '8k' }));
+  await swapped;
+  t.equal(
+    (await get(port, 'plain.test', '/head/6000')).status,
+    200,
+    'proxy-buffer-size: 8k in the ConfigMap',
+  );
+  t.equal((await get(port, 'plain.test', '/head/9000')).status, 502);
+  t.equal((await get(port, 'large.test', '/head/12000')).status, 200, 'the annotation still wins');
+});
