@@ -1,15 +1,18 @@
 // Header limits through the real proxy: proxy-buffer-size (the largest upstream response head; a
-// larger one is NGINX's "upstream sent too big header", a 502 counted as an upstream error).
+// larger one is NGINX's "upstream sent too big header", a 502 counted as an upstream error);
+// client-header-buffer-size with large-client-header-buffers; HTTP/2 sessions with
+// http2-max-concurrent-streams, GOAWAY after keep-alive-requests streams and the header limits.
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { type ClientHttp2Session, connect as connectH2, type IncomingHttpHeaders } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-import { get, listen, testConfig } from '../support/http.ts';
+import { get, listen, send, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { parseExposition, sampleValue } from '../support/prometheus.ts';
 import { nextSwap } from '../support/swaps.ts';
@@ -24,7 +27,8 @@ data: ${JSON.stringify(withTestThreads(data))}
 
 /** A backend whose response to `/head/<n>` carries a header of n bytes of value. */
 function headBackend() {
-  return createServer((req, res) => {
+  // heads as large as the proxy lets through (Node's default would refuse those over 16 KiB)
+  return createServer({ maxHeaderSize: 1 << 20 }, (req, res) => {
     req.resume();
     const size = /^\/head\/(\d+)$/.exec(req.url ?? '');
     res.writeHead(200, {
@@ -115,4 +119,103 @@ t.test('proxy-buffer-size bounds the upstream response head', async (t) => {
   );
   t.equal((await get(port, 'plain.test', '/head/9000')).status, 502);
   t.equal((await get(port, 'large.test', '/head/12000')).status, 200, 'the annotation still wins');
+});
+
+/** One HTTP/2 request on `session`: its status and body. */
+function h2Get(
+  session: ClientHttp2Session,
+  host: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const stream = session.request({ ':path': path, ':authority': host, ...headers });
+    let status = 0;
+    let body = '';
+    stream.on('response', (head: IncomingHttpHeaders) => {
+      status = Number(head[':status']);
+    });
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      body += chunk;
+    });
+    stream.on('end', () => resolve({ status, body }));
+    stream.on('error', reject);
+  });
+}
+
+t.test('client-header-buffer-size and HTTP/2 sessions', async (t) => {
+  const backend = headBackend();
+  const backendPort = await listen(backend);
+  t.teardown(() => {
+    backend.closeAllConnections();
+    backend.close();
+  });
+  const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-header-limits-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(
+    join(dir, 'routes.yaml'),
+    [
+      INGRESS_CLASS,
+      serviceYaml('web', [backendPort]),
+      ingressYaml({ name: 'web', host: 'web.test', service: 'web' }),
+    ].join(''),
+  );
+  await writeFile(
+    join(dir, 'config.yaml'),
+    configMap({
+      'client-header-buffer-size': '64k',
+      'keep-alive-requests': '3',
+      'http2-max-concurrent-streams': '7',
+    }),
+  );
+  const controller = await start(
+    testConfig(dir, '--configmap', 'ingress/ingress-ts'),
+    createLogger('silent'),
+    {
+      accessLogStdout: { write() {} },
+    },
+  );
+  t.teardown(() => controller.stop(0));
+  const port = controller.http.port;
+
+  // HTTP/1: a line longer than a large buffer (8k) passes when it fits the first buffer (64k)
+  const long = await send(port, 'web.test', '/long', {
+    headers: { 'x-long': 'a'.repeat(20_000) },
+    agent: false,
+  });
+  t.equal(long.status, 200, 'a 20 KB header line within client-header-buffer-size 64k');
+  const over = await send(port, 'web.test', '/over', {
+    headers: { 'x-first': 'a'.repeat(60_000), 'x-second': 'b'.repeat(9_000) },
+    agent: false,
+  });
+  t.equal(over.status, 400, 'past the first buffer, a 9 KB line is too large again');
+  t.match(over.body, 'Request Header Or Cookie Too Large');
+
+  const session = connectH2(`https://127.0.0.1:${controller.https.port}`, {
+    rejectUnauthorized: false,
+    servername: 'web.test',
+  });
+  t.teardown(() => session.destroy());
+  const settings = await once(session, 'remoteSettings');
+  t.equal(
+    (settings[0] as { maxConcurrentStreams?: number }).maxConcurrentStreams,
+    7,
+    'SETTINGS_MAX_CONCURRENT_STREAMS from http2-max-concurrent-streams',
+  );
+  // HTTP/2 is bound by large-client-header-buffers alone (NGINX ≥ 1.19.7), not by the first buffer
+  const big = await h2Get(session, 'web.test', '/h2-big', { 'x-big': 'a'.repeat(9000) });
+  t.equal(big.status, 400, 'an HTTP/2 header value over 8k');
+  t.match(big.body, '<title>400 Request Header Or Cookie Too Large</title>');
+  const goaway = once(session, 'goaway');
+  t.equal((await h2Get(session, 'web.test', '/h2-2')).status, 200, 'the second stream');
+  t.equal((await h2Get(session, 'web.test', '/h2-3')).status, 200, 'the third stream is served');
+  const [code] = await goaway;
+  t.equal(code, 0, 'then GOAWAY NO_ERROR: keep-alive-requests 3 streams per session');
+  const next = connectH2(`https://127.0.0.1:${controller.https.port}`, {
+    rejectUnauthorized: false,
+    servername: 'web.test',
+  });
+  t.teardown(() => next.destroy());
+  t.equal((await h2Get(next, 'web.test', '/h2-4')).status, 200, 'a new session serves again');
 });

@@ -27,7 +27,7 @@ import {
   socketBytes,
   unparsedRecord,
 } from '../request-record.ts';
-import { sendErrorPage, sendSocketErrorPage } from '../responses/error-pages.ts';
+import { answeredStatus, sendErrorPage, sendSocketErrorPage } from '../responses/error-pages.ts';
 import { responsePolicy } from '../responses/route-headers.ts';
 import type { Runtime } from '../routing/runtime.ts';
 import { generateRequestId } from '../upstream/request-id.ts';
@@ -109,7 +109,7 @@ export class RequestPipeline {
         const status = clientErrorAnswer(error, socket, this.#deps.headerBufferSize());
         if (status !== 0 && requestRefused.hasSubscribers) {
           const record = unparsedRecord(socket, error.rawPacket, arrival.https, generateRequestId());
-          finishOnClose(record, socket, socket, () => status, requestRefused);
+          finishOnClose(record, socket, socket, () => answeredStatus(status), requestRefused);
         }
         answerClientError(socket, status);
       } catch (failure) {
@@ -184,7 +184,13 @@ export class RequestPipeline {
     res.shouldKeepAlive = false;
     if (requestRefused.hasSubscribers) {
       const source = byteSourceOf(req);
-      finishOnClose(refusedRecord(req, source, https), res, source, () => rejected, requestRefused);
+      finishOnClose(
+        refusedRecord(req, source, https),
+        res,
+        source,
+        () => answeredStatus(rejected),
+        requestRefused,
+      );
     }
     sendErrorPage(res, rejected);
     return true;
@@ -307,7 +313,13 @@ export class RequestPipeline {
     client.on('error', () => {});
     const status = connectRejectedStatus(req, this.#deps.runtime()?.model.config ?? null);
     if (requestRefused.hasSubscribers) {
-      finishOnClose(refusedRecord(req, client, https), client, client, () => status, requestRefused);
+      finishOnClose(
+        refusedRecord(req, client, https),
+        client,
+        client,
+        () => answeredStatus(status),
+        requestRefused,
+      );
     }
     answerClientError(client, status);
   }
@@ -322,7 +334,13 @@ export class RequestPipeline {
     const rejected = runtime === null ? 0 : upgradeRejectedStatus(req, runtime.model.config);
     if (rejected !== 0) {
       if (requestRefused.hasSubscribers) {
-        finishOnClose(refusedRecord(req, socket, https), socket, socket, () => rejected, requestRefused);
+        finishOnClose(
+          refusedRecord(req, socket, https),
+          socket,
+          socket,
+          () => answeredStatus(rejected),
+          requestRefused,
+        );
       }
       sendSocketErrorPage(socket, rejected);
       return;

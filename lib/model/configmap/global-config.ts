@@ -62,6 +62,13 @@ export interface GlobalConfig {
   /** `large-client-header-buffers` ("4 8k"): a request line or header line fits in `size` bytes, the
    * whole request head in `count` × `size` */
   largeClientHeaderBuffers: { count: number; size: number };
+  /**
+   * `client-header-buffer-size` ("1k") in bytes: the buffer a request head is read into first; what
+   * fits in it is not bound by the large buffers' line size (NGINX's client_header_buffer_size)
+   */
+  clientHeaderBufferSize: number;
+  /** `http2-max-concurrent-streams` (128): SETTINGS_MAX_CONCURRENT_STREAMS of HTTP/2 sessions */
+  http2MaxConcurrentStreams: number;
   /** `max-worker-connections` (16384): concurrent client connections, HTTP and HTTPS together; 0: no cap */
   maxWorkerConnections: number;
   /** `upstream-keepalive-connections`, `-timeout` (s), `-requests`: the upstream pools */
@@ -229,6 +236,8 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   },
   client: { keepAlive: 75, keepAliveRequests: 1000, headerTimeout: 60, bodyTimeout: 60 },
   largeClientHeaderBuffers: { count: 4, size: 8192 },
+  clientHeaderBufferSize: 1024,
+  http2MaxConcurrentStreams: 128,
   maxWorkerConnections: 16384,
   upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
   customHttpErrors: [],
