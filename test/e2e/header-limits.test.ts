@@ -219,3 +219,85 @@ t.test('client-header-buffer-size and HTTP/2 sessions', async (t) => {
   t.teardown(() => next.destroy());
   t.equal((await h2Get(next, 'web.test', '/h2-4')).status, 200, 'a new session serves again');
 });
+
+t.test(
+  'enable-underscores-in-headers and ignore-invalid-headers: auth and upstream see the same headers',
+  async (t) => {
+    /** the client headers each side received, by the request's path */
+    const upstreamSaw = new Map<string, string[]>();
+    const authSaw = new Map<string, string[]>();
+    const names = (raw: string[]) =>
+      raw.filter((_, i) => i % 2 === 0 && raw[i]?.toLowerCase().startsWith('x')).map((n) => n.toLowerCase());
+    const upstream = createServer((req, res) => {
+      upstreamSaw.set(req.url ?? '', names(req.rawHeaders));
+      req.resume();
+      res.end('ok');
+    });
+    const auth = createServer((req, res) => {
+      authSaw.set(String(req.headers['x-original-uri']), names(req.rawHeaders));
+      req.resume();
+      res.end();
+    });
+    const upstreamPort = await listen(upstream);
+    const authPort = await listen(auth);
+    t.teardown(() => {
+      upstream.close();
+      auth.close();
+    });
+    const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-header-names-'));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(
+      join(dir, 'routes.yaml'),
+      [
+        INGRESS_CLASS,
+        serviceYaml('web', [upstreamPort]),
+        ingressYaml({
+          name: 'web',
+          host: 'web.test',
+          service: 'web',
+          annotations: { 'auth-url': `http://127.0.0.1:${authPort}/check` },
+        }),
+      ].join(''),
+    );
+    await writeFile(join(dir, 'config.yaml'), configMap({}));
+    const controller = await start(
+      testConfig(dir, '--configmap', 'ingress/ingress-ts'),
+      createLogger('silent'),
+      {
+        accessLogStdout: { write() {} },
+      },
+    );
+    t.teardown(() => controller.stop(0));
+    const port = controller.http.port;
+    const headers = { 'X-Plain': '1', X_Under: '2', 'X.Dot': '3', 'X~Tilde': '4' };
+    const seen = async (path: string) => {
+      t.equal((await send(port, 'web.test', path, { headers, agent: false })).status, 200, path);
+      // the client's x-* headers; the proxy's own (x-forwarded-*, x-real-ip...) left out
+      const own = (list: string[] | undefined) =>
+        (list ?? []).filter((n) => !/^x-(forwarded|real|request|original|scheme|sent|auth-request)/.test(n));
+      return { upstream: own(upstreamSaw.get(path)), auth: own(authSaw.get(path)) };
+    };
+
+    const defaults = await seen('/defaults');
+    t.strictSame(defaults.upstream, ['x-plain'], 'by default only letters, digits and - reach the upstream');
+    t.strictSame(defaults.auth, defaults.upstream, 'and auth-url sees the same');
+
+    let swapped = nextSwap();
+    await writeFile(join(dir, 'config.yaml'), configMap({ 'enable-underscores-in-headers': 'true' }));
+    await swapped;
+    const underscores = await seen('/underscores');
+    t.strictSame(underscores.upstream, ['x-plain', 'x_under'], 'enable-underscores-in-headers: _ is taken');
+    t.strictSame(underscores.auth, underscores.upstream);
+
+    swapped = nextSwap();
+    await writeFile(join(dir, 'config.yaml'), configMap({ 'ignore-invalid-headers': 'false' }));
+    await swapped;
+    const all = await seen('/all');
+    t.strictSame(
+      all.upstream,
+      ['x-plain', 'x_under', 'x.dot', 'x~tilde'],
+      'ignore-invalid-headers false: every name',
+    );
+    t.strictSame(all.auth, all.upstream);
+  },
+);

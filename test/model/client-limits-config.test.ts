@@ -22,8 +22,28 @@ runCases(t, [
       t.strictSame(model.config.largeClientHeaderBuffers, { count: 4, size: 8192 });
       t.equal(model.config.clientHeaderBufferSize, 1024);
       t.equal(model.config.http2MaxConcurrentStreams, 128);
+      t.strictSame(model.config.headerNames, { underscores: false, ignoreInvalid: true });
       t.equal(model.config.maxWorkerConnections, 16384);
     },
+  },
+  {
+    name: 'client limits: enable-underscores-in-headers and ignore-invalid-headers',
+    ingresses: [],
+    configMaps: [configMap({ 'enable-underscores-in-headers': 'true', 'ignore-invalid-headers': 'false' })],
+    options: OPTIONS,
+    check: (t, { model }) =>
+      t.strictSame(model.config.headerNames, { underscores: true, ignoreInvalid: false }),
+  },
+  {
+    name: 'client limits: header-name switches that are no booleans keep their defaults',
+    ingresses: [],
+    configMaps: [
+      configMap({ 'enable-underscores-in-headers': 'yes please', 'ignore-invalid-headers': 'maybe' }),
+    ],
+    options: OPTIONS,
+    diagnostics: [INVALID, INVALID],
+    check: (t, { model }) =>
+      t.strictSame(model.config.headerNames, { underscores: false, ignoreInvalid: true }),
   },
   {
     name: 'client limits: client-header-buffer-size and http2-max-concurrent-streams as NGINX writes them',

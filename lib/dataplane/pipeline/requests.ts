@@ -18,6 +18,7 @@ import {
   upgradeRejectedStatus,
 } from '../listening/client-limits.ts';
 import { countRequest } from '../listening/connection-settings.ts';
+import { dropIgnoredHeaders } from '../listening/header-names.ts';
 import {
   byteSourceOf,
   finishOnClose,
@@ -158,7 +159,11 @@ export class RequestPipeline {
   #serve(req: IncomingMessage, res: ServerResponse, arrival: Arrival): void {
     if (this.#draining) res.shouldKeepAlive = false;
     const runtime = this.#deps.runtime();
-    if (runtime !== null && this.#refused(req, res, runtime, arrival.https)) return;
+    if (runtime !== null) {
+      if (this.#refused(req, res, runtime, arrival.https)) return;
+      const { underscores, ignoreInvalid } = runtime.model.config.headerNames;
+      dropIgnoredHeaders(req, underscores, ignoreInvalid);
+    }
     if (req.url !== undefined && req.url.charCodeAt(0) !== 47 /* / */) toOriginForm(req);
     const decision = decide(runtime, arrival, req);
     let record: RequestRecord | null = null;
@@ -332,6 +337,10 @@ export class RequestPipeline {
     socket.on('error', (error) => dataplaneError.publish({ message: `client socket: ${error.message}` }));
     const runtime = this.#deps.runtime();
     const rejected = runtime === null ? 0 : upgradeRejectedStatus(req, runtime.model.config);
+    if (runtime !== null) {
+      const { underscores, ignoreInvalid } = runtime.model.config.headerNames;
+      dropIgnoredHeaders(req, underscores, ignoreInvalid);
+    }
     if (rejected !== 0) {
       if (requestRefused.hasSubscribers) {
         finishOnClose(

@@ -4,7 +4,7 @@
 
 import { SIZE } from '../annotations/proxy.ts';
 import { parseSize } from '../upstream-settings.ts';
-import { count, type KeyTable, seconds } from './key-parser.ts';
+import { bool, count, type KeyTable, seconds } from './key-parser.ts';
 import { parseNginxTimeMs } from './values.ts';
 
 /** A bound on `worker-processes`: far above any core count, low enough that a typo cannot start thousands of threads. */
@@ -48,6 +48,12 @@ export const CLIENT_KEYS: KeyTable = {
     config.http2MaxConcurrentStreams = Number(value);
     return null;
   },
+  'enable-underscores-in-headers': bool((config, value) => {
+    config.headerNames.underscores = value;
+  }),
+  'ignore-invalid-headers': bool((config, value) => {
+    config.headerNames.ignoreInvalid = value;
+  }),
   'max-worker-connections': count((config, value) => {
     config.maxWorkerConnections = value;
   }, 0),

@@ -69,6 +69,12 @@ export interface GlobalConfig {
   clientHeaderBufferSize: number;
   /** `http2-max-concurrent-streams` (128): SETTINGS_MAX_CONCURRENT_STREAMS of HTTP/2 sessions */
   http2MaxConcurrentStreams: number;
+  /**
+   * `enable-underscores-in-headers` (false), `ignore-invalid-headers` (true): which request header
+   * names NGINX takes (letters, digits, `-`, and `_` when enabled), and whether a header with any
+   * other name is ignored (dropped before anything reads it) or kept
+   */
+  headerNames: { underscores: boolean; ignoreInvalid: boolean };
   /** `max-worker-connections` (16384): concurrent client connections, HTTP and HTTPS together; 0: no cap */
   maxWorkerConnections: number;
   /** `upstream-keepalive-connections`, `-timeout` (s), `-requests`: the upstream pools */
@@ -238,6 +244,7 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   largeClientHeaderBuffers: { count: 4, size: 8192 },
   clientHeaderBufferSize: 1024,
   http2MaxConcurrentStreams: 128,
+  headerNames: { underscores: false, ignoreInvalid: true },
   maxWorkerConnections: 16384,
   upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
   customHttpErrors: [],
