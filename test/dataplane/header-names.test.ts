@@ -1,6 +1,9 @@
 // Which request header names NGINX ignores, as a table (name, underscores allowed → ignored?), and
 // the drop itself on a request: rawHeaders and headers both lose the header, pseudo-headers stay.
-import type { IncomingMessage } from 'node:http';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
+import type { Duplex } from 'node:stream';
 import t from 'tap';
 import { dropIgnoredHeaders, ignoredHeaderName } from '../../lib/dataplane/listening/header-names.ts';
 
@@ -72,3 +75,30 @@ t.test('the drop: rawHeaders and headers lose the header, the rest keep their or
   dropIgnoredHeaders(kept, false, false);
   t.strictSame(kept.rawHeaders, raw, 'ignore-invalid-headers false: nothing is dropped, underscores neither');
 });
+
+t.test(
+  "on Node's own request: headers and headersDistinct agree with rawHeaders, built or not",
+  async (t) => {
+    const server = createServer();
+    const seen = new Promise<[string[], string[], string[]]>((resolve) => {
+      // an upgrade request: Node has not built req.headers yet when it is handed over
+      server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+        dropIgnoredHeaders(req, false, true);
+        resolve([req.rawHeaders, Object.keys(req.headers), Object.keys(req.headersDistinct)]);
+        socket.destroy();
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    t.teardown(() => server.close());
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    socket.on('error', () => {});
+    socket.write(
+      'GET / HTTP/1.1\r\nHost: a\r\nX_Under: 1\r\nX.Dot: 2\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n',
+    );
+    const [raw, headers, distinct] = await seen;
+    t.strictSame(raw, ['Host', 'a', 'Connection', 'Upgrade', 'Upgrade', 'websocket']);
+    t.strictSame(headers.sort(), ['connection', 'host', 'upgrade']);
+    t.strictSame(distinct.sort(), ['connection', 'host', 'upgrade']);
+  },
+);

@@ -34,17 +34,22 @@ export function ignoredHeaderName(name: string, underscores: boolean): boolean {
 
 /**
  * Removes the headers NGINX would ignore from the request, in place: `rawHeaders` (what every reader
- * in the data plane walks) and `headers` (Node may have built it already). A scan of the names' bytes;
- * nothing is allocated unless a header is dropped.
+ * in the data plane walks), `headers` and `headersDistinct`. A scan of the names' bytes; nothing is
+ * allocated unless a header is dropped.
  */
 export function dropIgnoredHeaders(req: IncomingMessage, underscores: boolean, ignoreInvalid: boolean): void {
   if (!ignoreInvalid) return;
   const raw = req.rawHeaders;
+  let built: Array<Record<string, unknown> | undefined> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     if (!ignoredHeaderName(name, underscores)) continue;
+    // Node builds these objects lazily from the header count it parsed, which would then run past the
+    // shortened rawHeaders: build them before it shrinks
+    built ??= [req.headers, (req as { headersDistinct?: Record<string, unknown> }).headersDistinct];
     raw.splice(i, 2);
     i -= 2;
-    delete req.headers[name.toLowerCase()];
+    const lower = name.toLowerCase();
+    for (const headers of built) if (headers !== undefined) delete headers[lower];
   }
 }
