@@ -218,6 +218,32 @@ t.test('client-header-buffer-size and HTTP/2 sessions', async (t) => {
   });
   t.teardown(() => next.destroy());
   t.equal((await h2Get(next, 'web.test', '/h2-4')).status, 200, 'a new session serves again');
+
+  // larger buffers raise the header list size new sessions advertise past Node's default (64 KiB)
+  const swapped = nextSwap();
+  await writeFile(join(dir, 'config.yaml'), configMap({ 'large-client-header-buffers': '4 32k' }));
+  await swapped;
+  const roomy = connectH2(`https://127.0.0.1:${controller.https.port}`, {
+    rejectUnauthorized: false,
+    servername: 'web.test',
+    maxSendHeaderBlockLength: 1 << 20,
+  });
+  t.teardown(() => roomy.destroy());
+  const [roomySettings] = await once(roomy, 'remoteSettings');
+  t.equal(
+    (roomySettings as { maxHeaderListSize?: number }).maxHeaderListSize,
+    4 * 32768 + 32 * 128,
+    'SETTINGS_MAX_HEADER_LIST_SIZE covers 4 × 32k',
+  );
+  const fields: Record<string, string> = {};
+  for (let i = 0; i < 4; i++) fields[`x-f${i}`] = 'c'.repeat(25_000);
+  t.equal(
+    (await h2Get(roomy, 'web.test', '/h2-roomy', fields)).status,
+    200,
+    '100 KB of headers within 4 × 32k',
+  );
+  const field = await h2Get(roomy, 'web.test', '/h2-field', { 'x-big': 'a'.repeat(33_000) });
+  t.equal(field.status, 400, 'a value over 32k');
 });
 
 t.test(

@@ -56,9 +56,10 @@ const NODE_MAX_HEADER_PAIRS = 128;
 
 /**
  * HTTP/2 sessions opened from now on: http2-max-concurrent-streams, keep-alive-requests (GOAWAY after
- * that many streams; keep-alive 0: after one), and a header list limit that never refuses what
- * large-client-header-buffers allows (Node counts 32 bytes more per header than NGINX;
- * rejectedStatus holds the exact bound).
+ * that many streams; keep-alive 0: after one), and the SETTINGS_MAX_HEADER_LIST_SIZE advertised: at
+ * least what large-client-header-buffers allows (counted as the RFC does, 32 bytes more per header
+ * than NGINX counts), since clients that honour it (Go's) would not send a larger head at all. Node
+ * does not enforce it on what arrives; rejectedStatus holds the exact bound.
  */
 export function applyHttp2Settings(config: GlobalConfig, listener: HttpsListener): void {
   const { keepAlive, keepAliveRequests } = config.client;
