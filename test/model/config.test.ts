@@ -74,6 +74,9 @@ runCases(t, [
         client: DEFAULT_GLOBAL_CONFIG.client,
         // the client limits: test/model/client-limits-config.test.ts
         largeClientHeaderBuffers: DEFAULT_GLOBAL_CONFIG.largeClientHeaderBuffers,
+        clientHeaderBufferSize: DEFAULT_GLOBAL_CONFIG.clientHeaderBufferSize,
+        http2MaxConcurrentStreams: DEFAULT_GLOBAL_CONFIG.http2MaxConcurrentStreams,
+        headerNames: DEFAULT_GLOBAL_CONFIG.headerNames,
         maxWorkerConnections: DEFAULT_GLOBAL_CONFIG.maxWorkerConnections,
         upstreamKeepalive: DEFAULT_GLOBAL_CONFIG.upstreamKeepalive,
         customHttpErrors: DEFAULT_GLOBAL_CONFIG.customHttpErrors,
