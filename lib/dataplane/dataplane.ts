@@ -28,9 +28,14 @@ import {
   applyHeaderSize,
   type HeaderSizeLimited,
   maxHeaderSize,
+  maxRequestLine,
   overConnectionCap,
 } from './listening/client-limits.ts';
-import { applyConnectionSettings, type Http1Timeouts } from './listening/connection-settings.ts';
+import {
+  applyConnectionSettings,
+  applyHttp2Settings,
+  type Http1Timeouts,
+} from './listening/connection-settings.ts';
 import { createHttpsListener, type HttpsListener, IDLE_SESSION_MS } from './listening/https-listener.ts';
 import { createPassthroughFront, type PassthroughFront } from './listening/passthrough.ts';
 import { applyDefaultCertificate, type CertificatePair, initialSniStore } from './listening/sni.ts';
@@ -130,7 +135,7 @@ export class DataPlane implements DataPlaneHandle {
   readonly #streams: StreamListeners;
   /** ConfigMap max-worker-connections and large-client-header-buffers, set at each swap */
   #maxConnections = DEFAULT_GLOBAL_CONFIG.maxWorkerConnections;
-  #headerBufferSize = DEFAULT_GLOBAL_CONFIG.largeClientHeaderBuffers.size;
+  #headerBufferSize = maxRequestLine(DEFAULT_GLOBAL_CONFIG);
 
   constructor(options: DataPlaneOptions) {
     this.#options = options;
@@ -251,9 +256,10 @@ export class DataPlane implements DataPlaneHandle {
     applyConnectionSettings(model.config, [this.#http, this.#https as unknown as Http1Timeouts], this.#proxy);
     applyHeaderSize(model.config, [this.#http as HeaderSizeLimited, this.#https as HeaderSizeLimited]);
     this.#maxConnections = model.config.maxWorkerConnections;
-    this.#headerBufferSize = model.config.largeClientHeaderBuffers.size;
+    this.#headerBufferSize = maxRequestLine(model.config);
     this.#httpsListener.http2 = next.model.config.useHttp2;
     this.#streams.update(model.streams, model.config);
+    applyHttp2Settings(model.config, this.#httpsListener);
     if (previous !== null) {
       // an incremental compile that changed no upstream keeps the very same set: no peer left
       if (next.peerKeys !== previous.peerKeys) {

@@ -139,7 +139,15 @@ export const DIAGNOSTIC_CODES = {
   ],
   CONFIG_KEY_UNSUPPORTED: [
     'warning',
-    'ingress-ts does not implement this ConfigMap key (yet), or it is misspelt; it has no effect.',
+    'ingress-nginx has this ConfigMap key but ingress-ts does not implement it yet; it has no effect.',
+  ],
+  CONFIG_KEY_UNKNOWN: [
+    'warning',
+    'The ConfigMap key is not one of ingress-nginx either (a typo, an NGINX directive, an annotation name): both ignore it. The message says what it probably is.',
+  ],
+  CONFIG_KEY_IGNORED: [
+    'warning',
+    'The ConfigMap key is NGINX configuration code (*-snippet) or turns on ModSecurity; ingress-ts has neither, so what it did is not done.',
   ],
   CONFIG_KEY_NOT_APPLICABLE: [
     'info',

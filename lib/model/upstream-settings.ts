@@ -30,6 +30,8 @@ export interface UpstreamSettings {
   nextUpstreamTimeout: number;
   /** bytes; 0: unlimited */
   bodySize: number;
+  /** proxy-buffer-size in bytes: the largest upstream response head */
+  bufferSize: number;
   requestBuffering: boolean;
   buffering: boolean;
   httpVersion: '1.0' | '1.1';
@@ -110,6 +112,7 @@ export function upstreamSettings(
     nextUpstreamTries: pick('nextUpstreamTries'),
     nextUpstreamTimeout: pick('nextUpstreamTimeout'),
     bodySize: parseSize(pick('bodySize')),
+    bufferSize: parseSize(pick('bufferSize')),
     requestBuffering: pick('requestBuffering') === 'on',
     buffering: pick('buffering') === 'on',
     httpVersion: pick('httpVersion'),

@@ -463,7 +463,7 @@ t.test('requests refused before routing: an access log line each, no request met
     [
       "a head over the whole limit (Node's parser)",
       bigHead,
-      431,
+      400,
       { request_method: 'GET', request_uri: '/big', server_protocol: 'HTTP/1.1', host: '' },
     ],
     [

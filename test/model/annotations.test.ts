@@ -67,11 +67,11 @@ runCases(t, [
   },
   {
     name: 'annotations: NGINX tuning annotations are accepted with an info saying why they do nothing',
-    ingresses: [site('a', { 'proxy-buffer-size': '16k', 'proxy-max-temp-file-size': '0' })],
+    ingresses: [site('a', { 'proxy-buffers-number': '8', 'proxy-max-temp-file-size': '0' })],
     routes: ['a.com Prefix /app -> default-web-80 (a)'],
     diagnostics: ['ANNOTATION_NOT_APPLICABLE a', 'ANNOTATION_NOT_APPLICABLE a'],
     messages: [
-      `${PREFIX}/proxy-buffer-size has no effect: NGINX buffer tuning`,
+      `${PREFIX}/proxy-buffers-number has no effect: NGINX buffer tuning`,
       `${PREFIX}/proxy-max-temp-file-size has no effect: NGINX temp-file tuning`,
     ],
   },
@@ -403,6 +403,7 @@ t.test('annotations: every supported annotation is documented', async (t) => {
       'permanent-redirect-code',
       'preserve-trailing-slash',
       'proxy-body-size',
+      'proxy-buffer-size',
       'proxy-buffering',
       'proxy-connect-timeout',
       'proxy-cookie-domain',

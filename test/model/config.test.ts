@@ -74,6 +74,9 @@ runCases(t, [
         client: DEFAULT_GLOBAL_CONFIG.client,
         // the client limits: test/model/client-limits-config.test.ts
         largeClientHeaderBuffers: DEFAULT_GLOBAL_CONFIG.largeClientHeaderBuffers,
+        clientHeaderBufferSize: DEFAULT_GLOBAL_CONFIG.clientHeaderBufferSize,
+        http2MaxConcurrentStreams: DEFAULT_GLOBAL_CONFIG.http2MaxConcurrentStreams,
+        headerNames: DEFAULT_GLOBAL_CONFIG.headerNames,
         maxWorkerConnections: DEFAULT_GLOBAL_CONFIG.maxWorkerConnections,
         upstreamKeepalive: DEFAULT_GLOBAL_CONFIG.upstreamKeepalive,
         customHttpErrors: DEFAULT_GLOBAL_CONFIG.customHttpErrors,
@@ -94,6 +97,7 @@ runCases(t, [
         },
         // the handshake keys: test/model/tls-session-keys.test.ts
         sslHandshake: DEFAULT_GLOBAL_CONFIG.sslHandshake,
+        stream: DEFAULT_GLOBAL_CONFIG.stream,
       }),
   },
   {
@@ -128,13 +132,13 @@ runCases(t, [
     },
   },
   {
-    name: 'config: NGINX tuning keys are reported once as info, keys ingress-ts does not know as a warning',
+    name: 'config: NGINX tuning keys are reported once as info, keys ingress-nginx does not know as a warning',
     ingresses: [],
     configMaps: [configMap({ 'worker-cpu-affinity': 'auto', 'use-gzipp': 'true', 'ssl-redirect': '' })],
     options: OPTIONS,
     diagnostics: [
-      'CONFIG_KEY_UNSUPPORTED ConfigMap:ingress/ingress-ts',
       'CONFIG_KEY_NOT_APPLICABLE ConfigMap:ingress/ingress-ts',
+      'CONFIG_KEY_UNKNOWN ConfigMap:ingress/ingress-ts',
     ],
     check: (t, { model, diagnostics }) => {
       t.equal(diagnostics[0]?.severity, 'warning');

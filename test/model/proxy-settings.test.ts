@@ -39,6 +39,7 @@ const DEFAULTS: UpstreamSettings = {
   nextUpstreamTries: 3,
   nextUpstreamTimeout: 0,
   bodySize: 1024 * 1024,
+  bufferSize: 4096,
   requestBuffering: true,
   buffering: false,
   httpVersion: '1.1',
@@ -103,6 +104,7 @@ runCases(t, [
         'proxy-redirect-from': 'http://internal.example/',
         'proxy-redirect-to': 'https://example.com/',
         'connection-proxy-header': 'close',
+        'proxy-buffer-size': '16k',
       }),
     ],
     check: (t, { model }) => {
@@ -120,6 +122,7 @@ runCases(t, [
         nextUpstreamTries: 0,
         nextUpstreamTimeout: 10,
         bodySize: 8 * 1024 * 1024,
+        bufferSize: 16 * 1024,
         requestBuffering: false,
         buffering: true,
         httpVersion: '1.0',
@@ -135,7 +138,10 @@ runCases(t, [
   },
   {
     name: 'proxy: the ConfigMap keys are the defaults; an annotation wins over its key',
-    ingresses: [site('a'), site('b', { 'proxy-read-timeout': '5', 'proxy-body-size': '0' })],
+    ingresses: [
+      site('a'),
+      site('b', { 'proxy-read-timeout': '5', 'proxy-body-size': '0', 'proxy-buffer-size': '8k' }),
+    ],
     options: OPTIONS,
     configMaps: [
       configMap({
@@ -147,6 +153,7 @@ runCases(t, [
         'proxy-next-upstream-timeout': '20',
         'retry-non-idempotent': 'true',
         'proxy-body-size': '10m',
+        'proxy-buffer-size': '32k',
         'proxy-request-buffering': 'off',
         'proxy-buffering': 'on',
         'proxy-http-version': '1.0',
@@ -169,6 +176,7 @@ runCases(t, [
         nextUpstreamTries: 5,
         nextUpstreamTimeout: 20,
         bodySize: 10 * 1024 * 1024,
+        bufferSize: 32 * 1024,
         requestBuffering: false,
         buffering: true,
         httpVersion: '1.0',
@@ -180,6 +188,7 @@ runCases(t, [
       const b = settingsOf(model, 'b.com');
       t.equal(b.readTimeout, 5);
       t.equal(b.bodySize, 0, '0: unlimited');
+      t.equal(b.bufferSize, 8 * 1024, 'the annotation wins over the key');
       t.equal(b.connectTimeout, 3);
     },
   },
@@ -192,19 +201,13 @@ runCases(t, [
         'proxy-read-timeout': '60s',
         'proxy-next-upstream': 'error sometimes',
         'proxy-body-size': '1 MB',
+        'proxy-buffer-size': '4 kB',
         'proxy-request-buffering': 'yes',
         'proxy-http-version': '2',
         'retry-non-idempotent': 'maybe',
       }),
     ],
-    diagnostics: [
-      'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts',
-      'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts',
-      'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts',
-      'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts',
-      'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts',
-      'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts',
-    ],
+    diagnostics: Array.from({ length: 7 }, () => 'CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts'),
     check: (t, { model }) => t.strictSame(settingsOf(model, 'a.com'), DEFAULTS),
   },
   {

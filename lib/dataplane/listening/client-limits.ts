@@ -17,17 +17,27 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { GlobalConfig } from '../../model/index.ts';
-import { rawErrorResponse } from '../responses/error-pages.ts';
+import { HEADER_TOO_LARGE, rawErrorResponse } from '../responses/error-pages.ts';
 
 /** The server property Node reads for every new HTTP/1 connection (the HTTPS listener's too). */
 export interface HeaderSizeLimited {
   maxHeaderSize?: number;
 }
 
-/** The whole request head, in bytes: `large-client-header-buffers` count × size (32 KiB by default). */
+/**
+ * Node's bound on the whole request head: what NGINX's buffers can hold at most, the first one
+ * (`client-header-buffer-size`) plus the large ones (`large-client-header-buffers` count × size),
+ * 33 KiB by default. Node counts the request target and header names and values, fewer bytes than
+ * the head has, so what it refuses NGINX refuses too; `rejectedStatus` judges the rest exactly.
+ */
 export function maxHeaderSize(config: GlobalConfig): number {
   const { count, size } = config.largeClientHeaderBuffers;
-  return count * size;
+  return config.clientHeaderBufferSize + count * size;
+}
+
+/** The longest request line NGINX reads: one that fits the first buffer, else one large buffer. */
+export function maxRequestLine(config: GlobalConfig): number {
+  return Math.max(config.clientHeaderBufferSize, config.largeClientHeaderBuffers.size);
 }
 
 /**
@@ -44,8 +54,8 @@ const REQUEST_LINE_EXTRA = 1 + 1 + 8 + 2;
 
 /**
  * The status a request that passed Node's parser is refused with, or 0: 414 for a request line
- * longer than one buffer (NGINX: 414), 431 for a header line longer than one buffer (NGINX answers 400
- * "Request Header Or Cookie Too Large"), 400 for a Transfer-Encoding other than `chunked` (NGINX: 501)
+ * longer than one buffer (NGINX: 414), HEADER_TOO_LARGE for a head NGINX's buffers cannot hold
+ * (headSizeStatus), 400 for a Transfer-Encoding other than `chunked` (NGINX: 501)
  * or on HTTP/1.0, 400 for an HTTP/1.1 request without Host or any request with an empty one (Node's
  * own check, `requireHostHeader`, is off so that these get NGINX's page and an access log line),
  * 505 / 400 for an HTTP/1 request line claiming HTTP/2.0 or HTTP/0.9. A few string lengths per
@@ -57,10 +67,11 @@ export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): numb
   if (req.httpVersionMajor !== 1 && (req as IncomingMessage & { stream?: unknown }).stream === undefined) {
     return req.httpVersionMajor > 1 ? 505 : 400;
   }
-  const size = config.largeClientHeaderBuffers.size;
   const method = req.method ?? '';
   const url = req.url ?? '';
-  if (method.length + url.length + REQUEST_LINE_EXTRA > size) return 414;
+  const raw = req.rawHeaders;
+  const tooLarge = headSizeStatus(req, method, url, raw, config);
+  if (tooLarge !== 0) return tooLarge;
   // asterisk-form (`OPTIONS * HTTP/1.1`, `:path: *`): NGINX's request-line parser refuses it
   if (url.length === 1 && url.charCodeAt(0) === 42 /* * */) return 400;
   // NGINX: "client sent TRACE method", 405 before any location (a TRACE would echo the request's
@@ -68,15 +79,12 @@ export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): numb
   if (method.length === 5 && method === 'TRACE') return 405;
   // rawHeaders, not `req.headers` (which would build an object per request); llhttp already refuses
   // a second Transfer-Encoding header
-  const raw = req.rawHeaders;
   let te: string | undefined;
   let host: string | undefined;
   let hosts = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
-    // name ": " value CRLF
-    if (name.length + value.length + 4 > size) return 431;
     if (name.length === 17) {
       if (te === undefined && name.toLowerCase() === 'transfer-encoding') te = value;
     } else if (name.length === 4) {
@@ -98,6 +106,56 @@ export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): numb
   // (an HTTP/2 request has its :authority instead)
   if (host === '' || (host === undefined && req.httpVersion === '1.1')) return 400;
   return 0;
+}
+
+/**
+ * Whether NGINX's buffers hold the head: 0, or 414 / HEADER_TOO_LARGE as NGINX answers. HTTP/1: the
+ * head is read into the first buffer (`client-header-buffer-size`); a line that does not fit in what
+ * is left of the current buffer moves to a new large buffer (`large-client-header-buffers`), so it must
+ * fit in one (else 414 for the request line, HEADER_TOO_LARGE for a header line), and there are only
+ * `count` of them (HEADER_TOO_LARGE). HTTP/2 (NGINX ≥ 1.19.7): each header name and value fits in one
+ * large buffer and all of them in `count` × `size`. Lengths only (a line is name ": " value CRLF, as
+ * llhttp gave them), and one pass over the headers.
+ */
+export function headSizeStatus(
+  req: IncomingMessage,
+  method: string,
+  url: string,
+  raw: readonly string[],
+  config: GlobalConfig,
+): number {
+  const { count, size } = config.largeClientHeaderBuffers;
+  if (req.httpVersionMajor === 2) {
+    let left = count * size;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = (raw[i] as string).length;
+      const value = (raw[i + 1] as string).length;
+      left -= name + value;
+      if (name > size || value > size || left < 0) return HEADER_TOO_LARGE;
+    }
+    return 0;
+  }
+  let free = config.clientHeaderBufferSize;
+  let used = 0;
+  const requestLine = method.length + url.length + REQUEST_LINE_EXTRA;
+  if (requestLine <= free) free -= requestLine;
+  else if (requestLine > size) return 414;
+  else {
+    used = 1;
+    free = size - requestLine;
+  }
+  for (let i = 0; i < raw.length; i += 2) {
+    const line = (raw[i] as string).length + (raw[i + 1] as string).length + 4;
+    if (line <= free) {
+      free -= line;
+      continue;
+    }
+    if (line > size || used === count) return HEADER_TOO_LARGE;
+    used++;
+    free = size - line;
+  }
+  // the empty line that ends the head needs room too
+  return free < 2 && used === count ? HEADER_TOO_LARGE : 0;
 }
 
 /**
@@ -131,10 +189,10 @@ export function upgradeRejectedStatus(req: IncomingMessage, config: GlobalConfig
 const REQUEST_LINE_START = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ /;
 
 /**
- * The status for a request Node's parser refused: 431 for a head over `maxHeaderSize`, except 414
- * when the request line itself did not end within one buffer (its first line, in the bytes the
- * parser failed on, is longer than `size` or has no end); 408 when the head did not arrive within
- * client-header-timeout; 400 for everything else (malformed, or the smuggling shapes above).
+ * The status for a request Node's parser refused: HEADER_TOO_LARGE for a head over `maxHeaderSize`,
+ * except 414 when the request line itself did not end within `size` (maxRequestLine: its first line,
+ * in the bytes the parser failed on, is longer or has no end); 408 when the head did not arrive
+ * within client-header-timeout; 400 for everything else (malformed, or the smuggling shapes above).
  */
 export function clientErrorStatus(
   error: NodeJS.ErrnoException & { rawPacket?: Buffer },
@@ -150,7 +208,7 @@ export function clientErrorStatus(
       if (end === -1 || end > size) return 414;
     }
   }
-  return 431;
+  return HEADER_TOO_LARGE;
 }
 
 /**

@@ -7,6 +7,7 @@ import type { GlobalConfig } from '../../model/index.ts';
 import type { HttpPolicy } from '../http-policy.ts';
 import { headerValue } from '../request-values.ts';
 import type { UpstreamProxy } from '../upstream/upstream-proxy.ts';
+import type { HttpsListener } from './https-listener.ts';
 
 /**
  * The server properties Node's HTTP/1.1 connection handling reads: an `http.Server`'s, and those of
@@ -46,6 +47,27 @@ export function applyConnectionSettings(
     // a cap here would queue requests (long polls, streams) that NGINX would serve at once
     connections: undefined,
     maxRequestsPerClient: upstream.requests,
+  });
+}
+
+/** Node's default SETTINGS_MAX_HEADER_LIST_SIZE, and the header pairs it takes per request (maxHeaderListPairs). */
+const NODE_MAX_HEADER_LIST_SIZE = 65535;
+const NODE_MAX_HEADER_PAIRS = 128;
+
+/**
+ * HTTP/2 sessions opened from now on: http2-max-concurrent-streams, keep-alive-requests (GOAWAY after
+ * that many streams; keep-alive 0: after one), and the SETTINGS_MAX_HEADER_LIST_SIZE advertised: at
+ * least what large-client-header-buffers allows (counted as the RFC does, 32 bytes more per header
+ * than NGINX counts), since clients that honour it (Go's) would not send a larger head at all. Node
+ * does not enforce it on what arrives; rejectedStatus holds the exact bound.
+ */
+export function applyHttp2Settings(config: GlobalConfig, listener: HttpsListener): void {
+  const { keepAlive, keepAliveRequests } = config.client;
+  listener.maxRequests = keepAlive === 0 ? 1 : keepAliveRequests;
+  const { count, size } = config.largeClientHeaderBuffers;
+  listener.server.updateSettings({
+    maxConcurrentStreams: config.http2MaxConcurrentStreams,
+    maxHeaderListSize: Math.max(NODE_MAX_HEADER_LIST_SIZE, count * size + 32 * NODE_MAX_HEADER_PAIRS),
   });
 }
 

@@ -15,6 +15,11 @@ export interface HttpsListener {
   readonly server: Http2SecureServer;
   /** offer h2 by ALPN (ConfigMap use-http2); read at every handshake */
   http2: boolean;
+  /**
+   * Streams an HTTP/2 session serves, then GOAWAY (NGINX ≥ 1.19.7 bounds them with keepalive_requests);
+   * read at every stream
+   */
+  maxRequests: number;
   /** Graceful: GOAWAY on every HTTP/2 session (in-flight streams finish), idle HTTP/1.1 connections closed. */
   closeIdle(): void;
   /** Cuts every connection still open. */
@@ -42,11 +47,11 @@ export function selectAlpn(offered: readonly string[], http2: boolean): string |
 export const IDLE_SESSION_MS = 75_000;
 
 /**
- * SETTINGS_MAX_CONCURRENT_STREAMS the listener advertises: ingress-nginx's `http2-max-concurrent-streams`
- * default (NGINX's http2_max_concurrent_streams). Each open stream may hold one upstream request, so
- * this bounds what one client connection holds open upstream; Node refuses a stream over it with
- * RST_STREAM REFUSED_STREAM, whether or not the client honours the setting. The ConfigMap key is not
- * read yet: it comes with the listener (edge) settings.
+ * SETTINGS_MAX_CONCURRENT_STREAMS the listener advertises until the first swap: ingress-nginx's
+ * `http2-max-concurrent-streams` default (NGINX's http2_max_concurrent_streams; the ConfigMap key
+ * changes it for new sessions). Each open stream may hold one upstream request, so this bounds what
+ * one client connection holds open upstream; Node refuses a stream over it with RST_STREAM
+ * REFUSED_STREAM, whether or not the client honours the setting.
  */
 export const HTTP2_MAX_CONCURRENT_STREAMS = 128;
 
@@ -77,6 +82,7 @@ export function createHttpsListener(
       handler as unknown as Parameters<typeof createSecureServer>[1],
     ),
     http2: true,
+    maxRequests: 1000,
     closeIdle() {
       for (const session of sessions) if (!session.closed) session.close();
       // allowHTTP1 servers have HTTP/1's closeIdleConnections (missing from @types/node)
@@ -112,6 +118,12 @@ export function createHttpsListener(
     // a client that breaks its session: one error, no crash
     session.on('error', () => {});
     session.setTimeout(idleSessionMs, () => session.close());
+    // the stream that reaches the limit is served, later ones are refused (the client retries them on
+    // a new connection), as NGINX's GOAWAY after keepalive_requests
+    let streams = 0;
+    session.on('stream', () => {
+      if (++streams >= listener.maxRequests && !session.closed) session.close();
+    });
   });
   return listener;
 }

@@ -18,6 +18,7 @@ import {
   upgradeRejectedStatus,
 } from '../listening/client-limits.ts';
 import { countRequest } from '../listening/connection-settings.ts';
+import { dropIgnoredHeaders } from '../listening/header-names.ts';
 import {
   byteSourceOf,
   finishOnClose,
@@ -27,7 +28,7 @@ import {
   socketBytes,
   unparsedRecord,
 } from '../request-record.ts';
-import { sendErrorPage, sendSocketErrorPage } from '../responses/error-pages.ts';
+import { answeredStatus, sendErrorPage, sendSocketErrorPage } from '../responses/error-pages.ts';
 import { responsePolicy } from '../responses/route-headers.ts';
 import type { Runtime } from '../routing/runtime.ts';
 import { generateRequestId } from '../upstream/request-id.ts';
@@ -109,7 +110,7 @@ export class RequestPipeline {
         const status = clientErrorAnswer(error, socket, this.#deps.headerBufferSize());
         if (status !== 0 && requestRefused.hasSubscribers) {
           const record = unparsedRecord(socket, error.rawPacket, arrival.https, generateRequestId());
-          finishOnClose(record, socket, socket, () => status, requestRefused);
+          finishOnClose(record, socket, socket, () => answeredStatus(status), requestRefused);
         }
         answerClientError(socket, status);
       } catch (failure) {
@@ -158,7 +159,11 @@ export class RequestPipeline {
   #serve(req: IncomingMessage, res: ServerResponse, arrival: Arrival): void {
     if (this.#draining) res.shouldKeepAlive = false;
     const runtime = this.#deps.runtime();
-    if (runtime !== null && this.#refused(req, res, runtime, arrival.https)) return;
+    if (runtime !== null) {
+      if (this.#refused(req, res, runtime, arrival.https)) return;
+      const { underscores, ignoreInvalid } = runtime.model.config.headerNames;
+      dropIgnoredHeaders(req, underscores, ignoreInvalid);
+    }
     if (req.url !== undefined && req.url.charCodeAt(0) !== 47 /* / */) toOriginForm(req);
     const decision = decide(runtime, arrival, req);
     let record: RequestRecord | null = null;
@@ -184,7 +189,13 @@ export class RequestPipeline {
     res.shouldKeepAlive = false;
     if (requestRefused.hasSubscribers) {
       const source = byteSourceOf(req);
-      finishOnClose(refusedRecord(req, source, https), res, source, () => rejected, requestRefused);
+      finishOnClose(
+        refusedRecord(req, source, https),
+        res,
+        source,
+        () => answeredStatus(rejected),
+        requestRefused,
+      );
     }
     sendErrorPage(res, rejected);
     return true;
@@ -307,7 +318,13 @@ export class RequestPipeline {
     client.on('error', () => {});
     const status = connectRejectedStatus(req, this.#deps.runtime()?.model.config ?? null);
     if (requestRefused.hasSubscribers) {
-      finishOnClose(refusedRecord(req, client, https), client, client, () => status, requestRefused);
+      finishOnClose(
+        refusedRecord(req, client, https),
+        client,
+        client,
+        () => answeredStatus(status),
+        requestRefused,
+      );
     }
     answerClientError(client, status);
   }
@@ -320,9 +337,19 @@ export class RequestPipeline {
     socket.on('error', (error) => dataplaneError.publish({ message: `client socket: ${error.message}` }));
     const runtime = this.#deps.runtime();
     const rejected = runtime === null ? 0 : upgradeRejectedStatus(req, runtime.model.config);
+    if (runtime !== null) {
+      const { underscores, ignoreInvalid } = runtime.model.config.headerNames;
+      dropIgnoredHeaders(req, underscores, ignoreInvalid);
+    }
     if (rejected !== 0) {
       if (requestRefused.hasSubscribers) {
-        finishOnClose(refusedRecord(req, socket, https), socket, socket, () => rejected, requestRefused);
+        finishOnClose(
+          refusedRecord(req, socket, https),
+          socket,
+          socket,
+          () => answeredStatus(rejected),
+          requestRefused,
+        );
       }
       sendSocketErrorPage(socket, rejected);
       return;

@@ -24,7 +24,20 @@ const NGINX_PHRASES: Record<number, readonly [string, string]> = {
   504: ['Gateway Time-out', 'Gateway Time-out'],
 };
 
+/**
+ * NGINX's internal status for a request head over its buffers: answered `400 Bad Request` with a page
+ * of its own ("Request Header Or Cookie Too Large") and logged as 400.
+ */
+export const HEADER_TOO_LARGE = 494;
+
 function build(status: number): ErrorPage {
+  if (status === HEADER_TOO_LARGE) {
+    const body = Buffer.from(
+      '<html>\r\n<head><title>400 Request Header Or Cookie Too Large</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>Request Header Or Cookie Too Large</center>\r\n</body>\r\n</html>\r\n',
+      'latin1',
+    );
+    return { status: 400, statusMessage: 'Bad Request', body };
+  }
   const nginx = NGINX_PHRASES[status];
   const fallback = STATUS_CODES[status] ?? 'Error';
   const statusMessage = nginx?.[0] ?? fallback;
@@ -41,11 +54,15 @@ function build(status: number): ErrorPage {
  * constant table, not a cache (each thread that loads the module has its own).
  */
 const PAGES: ReadonlyMap<number, ErrorPage> = new Map(
-  [...new Set([...Object.keys(STATUS_CODES), ...Object.keys(NGINX_PHRASES)].map(Number))].map((status) => [
-    status,
-    build(status),
-  ]),
+  [
+    ...new Set([...Object.keys(STATUS_CODES), ...Object.keys(NGINX_PHRASES), HEADER_TOO_LARGE].map(Number)),
+  ].map((status) => [status, build(status)]),
 );
+
+/** The status a refusal goes out (and is logged) with: HEADER_TOO_LARGE is a 400. */
+export function answeredStatus(status: number): number {
+  return status === HEADER_TOO_LARGE ? 400 : status;
+}
 
 /** The page for a status: from the table, or built for this answer when the status has no name. */
 export function errorPage(status: number): ErrorPage {
@@ -65,8 +82,8 @@ export function sendErrorPage(res: ServerResponse, status: number): void {
   const page = errorPage(status);
   const headers = { 'content-type': 'text/html', 'content-length': page.body.length };
   // HTTP/2 has no reason phrase (Node warns when given one)
-  if (res.req?.httpVersionMajor === 2) res.writeHead(status, headers);
-  else res.writeHead(status, page.statusMessage, headers);
+  if (res.req?.httpVersionMajor === 2) res.writeHead(page.status, headers);
+  else res.writeHead(page.status, page.statusMessage, headers);
   res.end(page.body);
 }
 
@@ -87,7 +104,7 @@ export function rawErrorResponse(status: number): Buffer {
   const page = errorPage(status);
   return Buffer.concat([
     Buffer.from(
-      `HTTP/1.1 ${status} ${page.statusMessage}\r\nContent-Type: text/html\r\nContent-Length: ${page.body.length}\r\nConnection: close\r\n\r\n`,
+      `HTTP/1.1 ${page.status} ${page.statusMessage}\r\nContent-Type: text/html\r\nContent-Length: ${page.body.length}\r\nConnection: close\r\n\r\n`,
       'latin1',
     ),
     page.body,

@@ -118,6 +118,7 @@ export function targetSettings(settings: UpstreamSettings): TargetSettings {
     },
     nextUpstreamTimeoutMs: settings.nextUpstreamTimeout * 1000,
     maxBodySize: settings.bodySize,
+    maxResponseHead: settings.bufferSize,
     bufferRequest: settings.requestBuffering,
     upstreamHost: settings.upstreamVhost?.includes('$') ? null : settings.upstreamVhost,
     upstreamHostOf: vhostTemplate(settings.upstreamVhost),

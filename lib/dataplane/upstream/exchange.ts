@@ -136,8 +136,15 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
       record.upstreamAddr = peer.key;
     }
     // a dispatch error (closed pool, invalid argument) comes back through onResponseError
+    const target = this.target;
     this.proxy
-      .pool(peer.key, this.target.connectTimeoutMs, this.protocol, this.target.backendTls ?? null)
+      .pool(
+        peer.key,
+        target.connectTimeoutMs,
+        this.protocol,
+        target.backendTls ?? null,
+        target.maxResponseHead,
+      )
       .dispatch(this.opts, this);
   }
 

@@ -23,6 +23,8 @@ export interface ProxyOptions {
   connections?: number;
   /** requests per upstream connection before it is closed (upstream-keepalive-requests) */
   maxRequestsPerClient?: number;
+  /** proxy-buffer-size: the response head limit of HTTP/1.1 pools (undici's maxHeaderSize); 0: undici's default */
+  maxHeaderSize?: number;
 }
 
 export interface PeerPool {
@@ -30,6 +32,8 @@ export interface PeerPool {
   protocol: PoolProtocol;
   /** BackendTls.id of a TLS pool with proxy-ssl settings, else '' */
   tls: string;
+  /** proxy-buffer-size in bytes; 0: undici's default */
+  maxHeaderSize: number;
   pool: Pool;
 }
 
@@ -105,5 +109,7 @@ export function createPool(
     keepAliveTimeout: poolSettings.keepAliveTimeoutMs,
     maxRequestsPerClient: poolSettings.maxRequestsPerClient,
     connectTimeout: connectTimeoutMs,
+    // undici's HTTP/2 client (GRPC, GRPCS) does not read it
+    ...(poolSettings.maxHeaderSize ? { maxHeaderSize: poolSettings.maxHeaderSize } : {}),
   });
 }

@@ -36,6 +36,11 @@ export interface ProxyTarget {
   nextUpstreamTimeoutMs?: number;
   /** proxy-body-size in bytes: a larger request body gets 413; 0/absent: unlimited */
   maxBodySize?: number;
+  /**
+   * proxy-buffer-size in bytes: a larger response head fails the try as an invalid header (undici's
+   * maxHeaderSize, which counts header names and values); absent: undici's default
+   */
+  maxResponseHead?: number;
   /** proxy-request-buffering on: a body (with a finite maxBodySize) is read whole before the first try */
   bufferRequest?: boolean;
   /** upstream-vhost without variables: the Host header sent upstream; null/absent: the request's */

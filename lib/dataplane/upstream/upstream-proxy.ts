@@ -262,19 +262,29 @@ export class UpstreamProxy {
     exchange.next();
   }
 
-  /** The pool for a peer (created on first use, kept across runtime swaps until retired). */
+  /**
+   * The pool for a peer (created on first use, kept across runtime swaps until retired). Routes that
+   * differ in connect timeout, protocol, proxy-ssl settings or response head limit get pools of their
+   * own, so each location keeps its settings as an NGINX location does.
+   */
   pool(
     key: string,
     connectTimeoutMs: number,
     protocol: PoolProtocol = 'HTTP',
     backendTls: BackendTls | null = null,
+    maxHeaderSize = 0,
   ): Pool {
     const settings = backendTls !== null && isTls(protocol) ? backendTls : null;
     const tls = settings?.id ?? '';
     let list = this.pools.get(key);
     if (list !== undefined) {
       for (const p of list)
-        if (p.connectTimeoutMs === connectTimeoutMs && p.protocol === protocol && p.tls === tls)
+        if (
+          p.connectTimeoutMs === connectTimeoutMs &&
+          p.protocol === protocol &&
+          p.tls === tls &&
+          p.maxHeaderSize === maxHeaderSize
+        )
           return p.pool;
     } else {
       list = [];
@@ -284,8 +294,9 @@ export class UpstreamProxy {
       keepAliveTimeoutMs: this.keepAliveTimeoutMs,
       connections: this.connections,
       maxRequestsPerClient: this.maxRequestsPerClient,
+      maxHeaderSize,
     });
-    list.push({ connectTimeoutMs, protocol, tls, pool });
+    list.push({ connectTimeoutMs, protocol, tls, maxHeaderSize, pool });
     return pool;
   }
 

@@ -8,6 +8,7 @@
 import { SUPPORTED_CONFIG_KEYS } from '../configmap/index.ts';
 import { isNginxInternalKey } from '../configmap/nginx-internal-keys.ts';
 import type { DiagnosticsCollector } from '../diagnostics.ts';
+import { editDistance } from '../edit-distance.ts';
 import { redactValue } from '../redact.ts';
 import type { ObjectRef } from '../types.ts';
 import { accessControl } from './access-control.ts';
@@ -109,8 +110,6 @@ const KNOWN = new Set(allGroups.flatMap(([, group]) => group.annotations.map((a)
  * nothing here, so they are accepted with an info diagnostic saying why, not an "unsupported" warning.
  */
 export const NOT_APPLICABLE_ANNOTATIONS: Readonly<Record<string, string>> = {
-  'proxy-buffer-size':
-    'NGINX buffer tuning: ingress-ts streams responses and accepts upstream response heads up to 16 KiB',
   'proxy-buffers-number': 'NGINX buffer tuning: ingress-ts streams responses',
   'proxy-busy-buffers-size': 'NGINX buffer tuning: ingress-ts streams responses',
   'proxy-max-temp-file-size': 'NGINX temp-file tuning: ingress-ts never spools responses to disk',
@@ -132,25 +131,6 @@ export const NOT_APPLICABLE_ANNOTATIONS: Readonly<Record<string, string>> = {
 const SNIPPET_ANNOTATIONS: ReadonlySet<string> = new Set(
   [...INGRESS_NGINX_ANNOTATIONS].filter((name) => name.endsWith('-snippet')),
 );
-
-/** Levenshtein distance, stopping early past `limit` (names are short, the list is small). */
-function editDistance(a: string, b: string, limit: number): number {
-  if (Math.abs(a.length - b.length) > limit) return limit + 1;
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    let best = i;
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      const value = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
-      current.push(value);
-      if (value < best) best = value;
-    }
-    if (best > limit) return limit + 1;
-    previous = current;
-  }
-  return previous[b.length]!;
-}
 
 /**
  * Why a name is not an annotation, when it can be told: a removed one, a ConfigMap key written as

@@ -17,7 +17,6 @@ const CHECKS: Readonly<Record<string, Check>> = {
   'client-body-buffer-size': [size, 'expected a size such as 8k or 1m', 'drop'],
   'http2-push-preload': [bool, 'expected "true" or "false"', 'drop'],
   // the proxy, log and auth-url parsers fall back to their defaults
-  'proxy-buffer-size': [size, 'expected a size such as 8k or 1m', 'default'],
   'proxy-busy-buffers-size': [size, 'expected a size such as 8k or 1m', 'default'],
   'proxy-max-temp-file-size': [size, 'expected a size such as 8k or 1m', 'default'],
   'proxy-buffers-number': [isGoInt, 'expected an integer', 'default'],

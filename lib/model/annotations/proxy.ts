@@ -23,6 +23,8 @@ export interface ProxyAnnotations {
   nextUpstreamTimeout: number | null;
   /** `proxy-body-size`: an NGINX size (`8m`, `0` = unlimited) */
   bodySize: string | null;
+  /** `proxy-buffer-size`: an NGINX size, the largest upstream response head (`4k`) */
+  bufferSize: string | null;
   /** `proxy-request-buffering` */
   requestBuffering: 'on' | 'off' | null;
   /** `proxy-buffering` */
@@ -60,6 +62,7 @@ const NONE: ProxyAnnotations = {
   nextUpstreamTries: null,
   nextUpstreamTimeout: null,
   bodySize: null,
+  bufferSize: null,
   requestBuffering: null,
   buffering: null,
   httpVersion: null,
@@ -158,6 +161,11 @@ export const proxy: AnnotationGroup<ProxyAnnotations> = {
       doc: 'Largest request body (NGINX size: 512k, 8m, 1g); larger gets 413; 0: unlimited.',
     },
     {
+      name: 'proxy-buffer-size',
+      default: '4k',
+      doc: 'Largest upstream response head (status line and headers; NGINX size: 8k, 32k); a larger one is an invalid header: 502 unless proxy-next-upstream has invalid_header.',
+    },
+    {
       name: 'proxy-request-buffering',
       default: 'on',
       doc: 'on: the whole request body is read (in memory, up to proxy-body-size) before the upstream is contacted; off: streamed.',
@@ -215,6 +223,7 @@ export const proxy: AnnotationGroup<ProxyAnnotations> = {
       nextUpstreamTries: int(read, 'proxy-next-upstream-tries'),
       nextUpstreamTimeout: int(read, 'proxy-next-upstream-timeout'),
       bodySize: matching(read, 'proxy-body-size', SIZE, 'expected a size such as 1m, 512k or 0'),
+      bufferSize: matching(read, 'proxy-buffer-size', SIZE, 'expected a size such as 8k or 1m'),
       requestBuffering: option(read, 'proxy-request-buffering', ['on', 'off']),
       buffering: option(read, 'proxy-buffering', ['on', 'off']),
       httpVersion: option(read, 'proxy-http-version', ['1.0', '1.1']),

@@ -1,8 +1,10 @@
 // ConfigMap keys of the client connections: keep-alive, how long a request head and body may take,
-// how large a request head may be, how many connections at once, how long they may drain at
-// shutdown, and how many threads serve them.
+// how large a request head may be, how many HTTP/2 streams at once, how many connections at once, how
+// long they may drain at shutdown, and how many threads serve them.
 
-import { count, type KeyTable, seconds } from './key-parser.ts';
+import { SIZE } from '../annotations/proxy.ts';
+import { parseSize } from '../upstream-settings.ts';
+import { bool, count, type KeyTable, seconds } from './key-parser.ts';
 import { parseNginxTimeMs } from './values.ts';
 
 /** A bound on `worker-processes`: far above any core count, low enough that a typo cannot start thousands of threads. */
@@ -33,6 +35,25 @@ export const CLIENT_KEYS: KeyTable = {
     config.largeClientHeaderBuffers = { count, size };
     return null;
   },
+  'client-header-buffer-size': (value, config) => {
+    const size = SIZE.test(value) ? parseSize(value) : 0;
+    if (size < 1 || size > 1 << 20) return 'expected a size such as 1k or 4k, at most 1m';
+    config.clientHeaderBufferSize = size;
+    return null;
+  },
+  // SETTINGS_MAX_CONCURRENT_STREAMS is a 32-bit value
+  'http2-max-concurrent-streams': (value, config) => {
+    if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 2 ** 32 - 1)
+      return 'expected an integer from 1 to 4294967295';
+    config.http2MaxConcurrentStreams = Number(value);
+    return null;
+  },
+  'enable-underscores-in-headers': bool((config, value) => {
+    config.headerNames.underscores = value;
+  }),
+  'ignore-invalid-headers': bool((config, value) => {
+    config.headerNames.ignoreInvalid = value;
+  }),
   'max-worker-connections': count((config, value) => {
     config.maxWorkerConnections = value;
   }, 0),

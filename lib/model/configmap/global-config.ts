@@ -37,7 +37,7 @@ export interface GlobalConfig {
   /**
    * The upstream behaviour of locations whose Ingress does not set it (`proxy-connect-timeout`,
    * `proxy-send-timeout`, `proxy-read-timeout`, `proxy-next-upstream`, `-tries`, `-timeout`,
-   * `proxy-body-size`, `proxy-request-buffering`, `proxy-buffering`, `proxy-http-version`,
+   * `proxy-body-size`, `proxy-buffer-size`, `proxy-request-buffering`, `proxy-buffering`, `proxy-http-version`,
    * `proxy-cookie-domain`, `proxy-cookie-path`, `proxy-redirect-from`, `proxy-redirect-to`): the
    * proxy annotations' ConfigMap defaults (connection-proxy-header has no ConfigMap key)
    */
@@ -65,6 +65,19 @@ export interface GlobalConfig {
   /** `large-client-header-buffers` ("4 8k"): a request line or header line fits in `size` bytes, the
    * whole request head in `count` × `size` */
   largeClientHeaderBuffers: { count: number; size: number };
+  /**
+   * `client-header-buffer-size` ("1k") in bytes: the buffer a request head is read into first; what
+   * fits in it is not bound by the large buffers' line size (NGINX's client_header_buffer_size)
+   */
+  clientHeaderBufferSize: number;
+  /** `http2-max-concurrent-streams` (128): SETTINGS_MAX_CONCURRENT_STREAMS of HTTP/2 sessions */
+  http2MaxConcurrentStreams: number;
+  /**
+   * `enable-underscores-in-headers` (false), `ignore-invalid-headers` (true): which request header
+   * names NGINX takes (letters, digits, `-`, and `_` when enabled), and whether a header with any
+   * other name is ignored (dropped before anything reads it) or kept
+   */
+  headerNames: { underscores: boolean; ignoreInvalid: boolean };
   /** `max-worker-connections` (16384): concurrent client connections, HTTP and HTTPS together; 0: no cap */
   maxWorkerConnections: number;
   /** `upstream-keepalive-connections`, `-timeout` (s), `-requests`: the upstream pools */
@@ -221,6 +234,7 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
     nextUpstreamTries: 3,
     nextUpstreamTimeout: 0,
     bodySize: '1m',
+    bufferSize: '4k',
     requestBuffering: 'on' as const,
     buffering: 'off' as const,
     httpVersion: '1.1' as const,
@@ -247,6 +261,9 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   },
   client: { keepAlive: 75, keepAliveRequests: 1000, headerTimeout: 60, bodyTimeout: 60 },
   largeClientHeaderBuffers: { count: 4, size: 8192 },
+  clientHeaderBufferSize: 1024,
+  http2MaxConcurrentStreams: 128,
+  headerNames: { underscores: false, ignoreInvalid: true },
   maxWorkerConnections: 16384,
   upstreamKeepalive: { connections: 320, timeout: 60, requests: 10000 },
   stream: {

@@ -1,7 +1,7 @@
 // The global ConfigMap (--configmap): ingress-nginx's keys with their defaults (global-config.ts).
 // One small parser per key, in one table per topic; an invalid value keeps the default and is
-// reported on the ConfigMap; a key ingress-ts does not implement yet is reported once (info), since
-// a ConfigMap often carries NGINX tuning.
+// reported on the ConfigMap; a key no parser reads gets one diagnostic saying what it is
+// (unhandled-keys.ts), since a ConfigMap often carries NGINX tuning, snippets and typos.
 
 import type { DiagnosticsCollector } from '../diagnostics.ts';
 import type { ConfigMap } from '../k8s.ts';
@@ -15,10 +15,10 @@ import { GLOBAL_AUTH_KEYS } from './global-auth-keys.ts';
 import { DEFAULT_GLOBAL_CONFIG, type GlobalConfig } from './global-config.ts';
 import { HEADER_KEYS } from './header-keys.ts';
 import type { ConfigMapLookup, KeyTable } from './key-parser.ts';
-import { isNginxInternalKey } from './nginx-internal-keys.ts';
 import { STREAM_KEYS } from './stream-keys.ts';
 import { TLS_KEYS } from './tls-keys.ts';
-import { TLS_NOT_APPLICABLE_KEYS, TLS_SESSION_KEYS } from './tls-session-keys.ts';
+import { TLS_SESSION_KEYS } from './tls-session-keys.ts';
+import { reportUnhandledKey } from './unhandled-keys.ts';
 import { UPSTREAM_KEYS } from './upstream-keys.ts';
 
 /** The key tables, one per topic; no key is in two of them. */
@@ -55,29 +55,7 @@ export function parseGlobalConfig(
     const value = typeof raw === 'string' ? raw.trim() : String(raw);
     const parse = KEYS[key];
     if (parse === undefined) {
-      const reason = TLS_NOT_APPLICABLE_KEYS[key];
-      if (reason !== undefined) {
-        diagnostics.report(
-          'ConfigMap',
-          ref,
-          'CONFIG_KEY_NOT_APPLICABLE',
-          `ConfigMap key ${key} has no effect: ${reason}`,
-        );
-      } else if (isNginxInternalKey(key)) {
-        diagnostics.report(
-          'ConfigMap',
-          ref,
-          'CONFIG_KEY_NOT_APPLICABLE',
-          `ConfigMap key ${key} tunes NGINX itself; it does not apply to ingress-ts and has no effect`,
-        );
-      } else {
-        diagnostics.report(
-          'ConfigMap',
-          ref,
-          'CONFIG_KEY_UNSUPPORTED',
-          `ConfigMap key ${key} is not supported by ingress-ts yet and has no effect`,
-        );
-      }
+      reportUnhandledKey(key, value, ref, diagnostics);
       continue;
     }
     if (value === '') continue;

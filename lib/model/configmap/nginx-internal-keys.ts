@@ -31,9 +31,29 @@ const NGINX_INTERNAL_KEYS = new Set([
   'stream-snippet',
   // absolute_redirect: see the relative-redirects annotation
   'relative-redirects',
+  'http2-max-field-size',
+  'http2-max-header-size',
+  'http2-max-requests',
 ]);
 /** Prefixes of whole families of such keys. */
 const NGINX_INTERNAL_PREFIXES = ['proxy-stream-', 'jaeger-', 'variables-hash-'];
+
+/** Why a key has no effect, where the general reason would mislead. */
+const REASONS: Readonly<Record<string, string>> = {
+  // NGINX 1.19.7 made these three obsolete: it warns and ignores them, so ingress-nginx's NGINX
+  // (1.27) never applied them either
+  'http2-max-field-size':
+    'NGINX ignores it since 1.19.7 (so ingress-nginx does too); large-client-header-buffers bounds each HTTP/2 header field',
+  'http2-max-header-size':
+    'NGINX ignores it since 1.19.7 (so ingress-nginx does too); large-client-header-buffers bounds the HTTP/2 header list',
+  'http2-max-requests':
+    'NGINX ignores it since 1.19.7 (so ingress-nginx does too); keep-alive-requests bounds the requests of an HTTP/2 connection',
+};
+
+/** The specific reason a not-applicable key has no effect, or undefined for the general one. */
+export function notApplicableReason(key: string): string | undefined {
+  return REASONS[key];
+}
 
 /** Whether a key only tunes NGINX itself (workers, hash tables, Lua, modules, snippets). */
 export function isNginxInternalKey(key: string): boolean {

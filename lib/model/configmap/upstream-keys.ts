@@ -60,6 +60,11 @@ export const UPSTREAM_KEYS: KeyTable = {
     config.proxy.bodySize = value;
     return null;
   },
+  'proxy-buffer-size': (value, config) => {
+    if (!SIZE.test(value)) return 'expected a size such as 8k or 1m';
+    config.proxy.bufferSize = value;
+    return null;
+  },
   'proxy-request-buffering': proxyOption('requestBuffering', ['on', 'off']),
   'proxy-buffering': proxyOption('buffering', ['on', 'off']),
   'proxy-http-version': proxyOption('httpVersion', ['1.0', '1.1']),
