@@ -5,7 +5,7 @@
 
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { DEFAULT_GLOBAL_CONFIG } from '../model/configmap/global-config.ts';
 import type { Model, PathRegexCache } from '../model/index.ts';
@@ -24,6 +24,7 @@ import {
   type SwapKind,
   type SwapResult,
 } from './handle.ts';
+import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
 import {
   applyHeaderSize,
   type HeaderSizeLimited,
@@ -33,6 +34,11 @@ import {
 import { applyConnectionSettings, type Http1Timeouts } from './listening/connection-settings.ts';
 import { createHttpsListener, type HttpsListener, IDLE_SESSION_MS } from './listening/https-listener.ts';
 import { createPassthroughFront, type PassthroughFront } from './listening/passthrough.ts';
+import {
+  createProxyProtocolFront,
+  frontHttpServer,
+  type ProxyProtocolFront,
+} from './listening/proxy-front.ts';
 import { applyDefaultCertificate, type CertificatePair, initialSniStore } from './listening/sni.ts';
 import { publishFailure } from './pipeline/failures.ts';
 import { RequestPipeline } from './pipeline/requests.ts';
@@ -98,6 +104,8 @@ export class DataPlane implements DataPlaneHandle {
   readonly #httpsListener: HttpsListener;
   /** ssl-passthrough's front of the HTTPS listener, or null without --enable-ssl-passthrough */
   readonly #passthrough: PassthroughFront | null = null;
+  /** use-proxy-protocol: the PROXY header read in front of both listeners (a no-op while off) */
+  readonly #proxyProtocol: ProxyProtocolFront;
   #runtime: Runtime | null = null;
   #draining: Promise<void> | null = null;
   #serversClosed: Promise<void> = Promise.resolve();
@@ -152,6 +160,11 @@ export class DataPlane implements DataPlaneHandle {
       options.ticketKeys,
     );
     this.#https = this.#httpsListener.server;
+    // the PROXY header comes before anything else: the HTTP parser, the passthrough peek, TLS
+    const proxyProtocol = createProxyProtocolFront(() => this.#runtime?.http ?? DEFAULT_HTTP_POLICY);
+    this.#proxyProtocol = proxyProtocol;
+    frontHttpServer(this.#http, (socket, handOver) => proxyProtocol.accept(socket, handOver));
+    let afterHeader = (socket: Socket, handOver: (socket: Socket) => void): void => handOver(socket);
     if (options.sslPassthrough === true) {
       const front = createPassthroughFront({
         table: () => this.#runtime?.passthrough ?? null,
@@ -160,9 +173,12 @@ export class DataPlane implements DataPlaneHandle {
           1000,
         tunnel: (client, upstream) => this.#proxy.tunnel(client, upstream),
       });
-      this.#httpsListener.front(front.accept);
+      afterHeader = front.accept;
       this.#passthrough = front;
     }
+    this.#httpsListener.front((socket, handOver) =>
+      proxyProtocol.accept(socket, (next) => afterHeader(next, handOver)),
+    );
     applyHeaderSize(DEFAULT_GLOBAL_CONFIG, [this.#https as HeaderSizeLimited]);
     for (const [server, arrival] of [
       [this.#http, requests.http],
@@ -331,6 +347,7 @@ export class DataPlane implements DataPlaneHandle {
     this.#http.closeAllConnections();
     this.#httpsListener.destroyAll();
     this.#passthrough?.destroyPending();
+    this.#proxyProtocol.destroyPending();
   }
 
   /** While draining: idle HTTP/1.1 connections closed, HTTP/2 sessions told GOAWAY. */

@@ -9,6 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createSecureServer, type Http2SecureServer, type ServerHttp2Session } from 'node:http2';
 import type { Socket } from 'node:net';
+import { adoptProxied } from './proxy-front.ts';
 import { httpsServerOptions, type SniStore } from './sni.ts';
 
 export interface HttpsListener {
@@ -102,6 +103,8 @@ export function createHttpsListener(
     // first, as the TLS listener was: listeners added later (the connection cap) see it already taken
     server.prependListener('connection', (socket: Socket) => accept(socket, handOver));
   };
+  // before the HTTP/1.1 parser or HTTP/2 session the server sets up: their requests see the PROXY verdict
+  listener.server.prependListener('secureConnection', adoptProxied);
   listener.server.on('secureConnection', (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
