@@ -32,8 +32,27 @@ export interface ProxyProtocolFront {
   destroyPending(): void;
 }
 
+/** At most one line about malformed headers per this many ms: a scanner must not flood the log. */
+export const MALFORMED_REPORT_MS = 10_000;
+
 export function createProxyProtocolFront(settings: () => ProxyProtocolSettings): ProxyProtocolFront {
   const pending = new Set<Socket>();
+  let lastReport = Number.NEGATIVE_INFINITY;
+  let unreported = 0;
+  const reportMalformed = (reason: string, socket: Socket): void => {
+    const now = performance.now();
+    if (now - lastReport < MALFORMED_REPORT_MS) {
+      unreported++;
+      return;
+    }
+    const more = unreported === 0 ? '' : ` (and ${unreported} more since the last report)`;
+    lastReport = now;
+    unreported = 0;
+    dataplaneError.publish({
+      message: `PROXY protocol: ${reason}; connection closed${more}`,
+      peer: unmapped(socket.remoteAddress ?? ''),
+    });
+  };
   return {
     accept(socket, next) {
       const { proxyProtocol, trustedPeer } = settings();
@@ -47,12 +66,7 @@ export function createProxyProtocolFront(settings: () => ProxyProtocolSettings):
         if (!result.ok) {
           // a client gone or silent is routine (balancer health checks connect and close); a
           // header that is not one is worth a line, without any of its bytes
-          if (result.cause === 'invalid') {
-            dataplaneError.publish({
-              message: `PROXY protocol: ${result.reason}; connection closed`,
-              peer: unmapped(socket.remoteAddress ?? ''),
-            });
-          }
+          if (result.cause === 'invalid') reportMalformed(result.reason, socket);
           socket.destroy();
           return;
         }
