@@ -224,6 +224,25 @@ t.test('use-proxy-protocol on the HTTP and HTTPS listeners', async (t) => {
     t.equal((await viaHeader(s.http, other, 'allow.test', '/')).status, 403, '192.0.2.9 is not');
   });
 
+  await t.test(
+    'one header per connection: every request of a keep-alive connection has its client',
+    async (t) => {
+      const requests =
+        'GET /ka1 HTTP/1.1\r\nHost: web.test\r\n\r\nGET /ka2 HTTP/1.1\r\nHost: web.test\r\nConnection: close\r\n\r\n';
+      const answer = await answerTo(s.http, Buffer.concat([v1, Buffer.from(requests)]));
+      const bodies = [...answer.matchAll(/\{"method".*?"name":"web"\}/g)].map(
+        (m) => JSON.parse(m[0]) as Seen,
+      );
+      t.strictSame(
+        bodies.map((b) => [b.url, b.headers['x-forwarded-for']]),
+        [
+          ['/ka1', '203.0.113.7'],
+          ['/ka2', '203.0.113.7'],
+        ],
+      );
+    },
+  );
+
   await t.test('a header split across writes', async (t) => {
     const reply = await viaHeader(s.http, encodeProxyV2(CLIENT, BALANCER_FRONT), 'web.test', '/split', {}, 3);
     t.equal(clientOf(reply).xff, '203.0.113.7');

@@ -35,8 +35,25 @@ export interface ProxyProtocolFront {
 /** At most one line about malformed headers per this many ms: a scanner must not flood the log. */
 export const MALFORMED_REPORT_MS = 10_000;
 
+/** How often the pending connections' deadlines are checked: a fifth of the timeout, 10 ms to 1 s. */
+export function sweepInterval(timeoutMs: number): number {
+  return Math.min(1000, Math.max(10, Math.floor(timeoutMs / 5)));
+}
+
 export function createProxyProtocolFront(settings: () => ProxyProtocolSettings): ProxyProtocolFront {
-  const pending = new Set<Socket>();
+  /** connections sending their header: when their time is up, and how to stop the read */
+  const pending = new Map<Socket, { deadline: number; stop: (cause: 'timeout' | 'closed') => void }>();
+  // one timer for every pending connection, not one each (a timer per connection is a good part of
+  // the front's cost); it runs only while some connection is pending
+  let sweeper: NodeJS.Timeout | null = null;
+  const sweep = (): void => {
+    const now = performance.now();
+    for (const [, read] of pending) if (read.deadline <= now) read.stop('timeout');
+    if (pending.size === 0 && sweeper !== null) {
+      clearInterval(sweeper);
+      sweeper = null;
+    }
+  };
   let lastReport = Number.NEGATIVE_INFINITY;
   let unreported = 0;
   const reportMalformed = (reason: string, socket: Socket): void => {
@@ -60,8 +77,8 @@ export function createProxyProtocolFront(settings: () => ProxyProtocolSettings):
         next(socket);
         return;
       }
-      pending.add(socket);
-      readProxyHeader(socket, proxyProtocol.headerTimeoutMs, (result) => {
+      const timeoutMs = proxyProtocol.headerTimeoutMs;
+      const stop = readProxyHeader(socket, null, (result) => {
         pending.delete(socket);
         if (!result.ok) {
           // a client gone or silent is routine (balancer health checks connect and close); a
@@ -79,9 +96,17 @@ export function createProxyProtocolFront(settings: () => ProxyProtocolSettings):
         }
         next(socket);
       });
+      pending.set(socket, { deadline: performance.now() + timeoutMs, stop });
+      if (sweeper === null) {
+        sweeper = setInterval(sweep, sweepInterval(timeoutMs));
+        sweeper.unref();
+      }
     },
     destroyPending() {
-      for (const socket of pending) socket.destroy();
+      for (const [socket, read] of pending) {
+        read.stop('closed');
+        socket.destroy();
+      }
       pending.clear();
     },
   };

@@ -225,24 +225,26 @@ export type ProxyHeaderRead =
  * Reads the PROXY header of a new connection, then calls `done` once. On success the bytes received
  * after the header are put back (`socket.unshift`) and the socket is left paused: whoever takes it next
  * reads them first (an HTTP server given the socket must `resume()` it; TLS reads the buffer itself).
- * On failure the socket is left as it is: the caller closes it (NGINX answers nothing). The header
- * must be complete within `timeoutMs` (a deadline, not an idle timeout: a client dripping bytes gets
- * no more time). Returns a function that cancels the read (the socket is then the caller's to close).
+ * On failure the socket is left as it is: the caller closes it (NGINX answers nothing).
+ *
+ * The header must be complete within `timeoutMs` (a deadline, not an idle timeout: a client dripping
+ * bytes gets no more time). With `timeoutMs` null no timer is set and the caller keeps the deadline
+ * itself (the listeners sweep all their pending connections with one timer) by calling the returned
+ * function with 'timeout'; called with 'closed' it gives up (the socket is then the caller's to close).
  */
 export function readProxyHeader(
   socket: Socket,
-  timeoutMs: number,
+  timeoutMs: number | null,
   done: (result: ProxyHeaderRead) => void,
-): () => void {
+): (cause: 'timeout' | 'closed') => void {
   let received: Buffer | null = null;
   let finished = false;
   const finish = (result: ProxyHeaderRead): void => {
     if (finished) return;
     finished = true;
-    clearTimeout(timer);
+    if (timer !== undefined) clearTimeout(timer);
     socket.off('data', onData);
     socket.off('end', onEnd);
-    socket.off('close', onEnd);
     socket.off('error', onError);
     done(result);
   };
@@ -250,30 +252,32 @@ export function readProxyHeader(
     received = received === null ? chunk : Buffer.concat([received, chunk]);
     const parsed = parseProxyHeader(received);
     if (parsed.kind === 'more') return;
+    socket.pause();
     if (parsed.kind === 'invalid') {
-      socket.pause();
       finish({ ok: false, cause: 'invalid', reason: parsed.reason });
       return;
     }
-    socket.pause();
     if (parsed.length < received.length) socket.unshift(received.subarray(parsed.length));
     received = null;
     finish({ ok: true, version: parsed.version, addresses: parsed.addresses });
   };
+  // a client gone before its header; an 'error' (a reset) is one failed read, never an unhandled error.
+  // A socket destroyed by someone else says neither: its caller's deadline ends the read
   const onEnd = (): void =>
     finish({ ok: false, cause: 'closed', reason: 'the connection ended before a PROXY header' });
-  // a reset mid-header is one failed read, never an unhandled error
   const onError = (): void =>
     finish({ ok: false, cause: 'closed', reason: 'the connection failed before a PROXY header' });
-  const timer = setTimeout(
-    () => finish({ ok: false, cause: 'timeout', reason: `no PROXY header within ${timeoutMs} ms` }),
-    timeoutMs,
-  );
+  const late = (within: string): ProxyHeaderRead => ({
+    ok: false,
+    cause: 'timeout',
+    reason: `no PROXY header within ${within}`,
+  });
+  const timer = timeoutMs === null ? undefined : setTimeout(() => finish(late(`${timeoutMs} ms`)), timeoutMs);
   socket.on('data', onData);
-  socket.once('end', onEnd);
-  socket.once('close', onEnd);
-  socket.once('error', onError);
-  return () => finish({ ok: false, cause: 'closed', reason: 'cancelled' });
+  socket.on('end', onEnd);
+  socket.on('error', onError);
+  return (cause) =>
+    finish(cause === 'timeout' ? late('the timeout') : { ok: false, cause: 'closed', reason: 'cancelled' });
 }
 
 /** A TCP endpoint of a header to send: an IPv4 or IPv6 address (IPv4-mapped IPv6 counts as IPv4). */
