@@ -104,6 +104,20 @@ t.test('malformed headers: one report per interval, never their bytes', async (t
   t.notMatch(JSON.stringify(messages), /secret|token/, 'no byte of the client');
 });
 
+t.test('the deadline: one sweeping timer closes a connection whose header is late', async (t) => {
+  const { open, next } = await frontServer(t, () => ({
+    proxyProtocol: { headerTimeoutMs: 100 },
+    trustedPeer: () => true,
+  }));
+  const started = process.hrtime.bigint();
+  const late = open('PROXY TCP4 ');
+  const onTime = open(HEADER);
+  t.equal(peerOf(await next()), '203.0.113.7', 'a header in time goes on');
+  await new Promise<void>((resolve) => late.once('close', () => resolve()));
+  t.ok(process.hrtime.bigint() - started >= 100_000_000n, 'not before the timeout');
+  t.equal(onTime.destroyed, false, 'the one in time is left open');
+});
+
 t.test('destroyPending cuts the connections still sending their header', async (t) => {
   const { front, open, server } = await frontServer(t, () => on(() => true));
   const client = open('PROXY TCP4 ');

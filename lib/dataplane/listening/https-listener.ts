@@ -21,7 +21,7 @@ export interface HttpsListener {
   /** Cuts every connection still open. */
   destroyAll(): void;
   /**
-   * Puts `accept` in front of the TLS server's handling of each new connection (ssl-passthrough):
+   * Puts `accept` in front of the TLS server's handling of each new connection (the PROXY header, ssl-passthrough):
    * it gets the raw socket and `handOver`, which gives the socket to TLS (bytes read from it must be
    * put back with `socket.unshift` first). The server keeps listening itself, so its connection
    * tracking (HTTP/1.1 header timeouts, idle connections), counters and close are unchanged.
