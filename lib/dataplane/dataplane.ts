@@ -5,7 +5,7 @@
 
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { DEFAULT_GLOBAL_CONFIG } from '../model/configmap/global-config.ts';
 import type { Model, PathRegexCache } from '../model/index.ts';
@@ -24,6 +24,7 @@ import {
   type SwapKind,
   type SwapResult,
 } from './handle.ts';
+import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
 import {
   applyHeaderSize,
   type HeaderSizeLimited,
@@ -38,6 +39,11 @@ import {
 } from './listening/connection-settings.ts';
 import { createHttpsListener, type HttpsListener, IDLE_SESSION_MS } from './listening/https-listener.ts';
 import { createPassthroughFront, type PassthroughFront } from './listening/passthrough.ts';
+import {
+  createProxyProtocolFront,
+  frontHttpServer,
+  type ProxyProtocolFront,
+} from './listening/proxy-front.ts';
 import { applyDefaultCertificate, type CertificatePair, initialSniStore } from './listening/sni.ts';
 import { type SessionShare, TlsSessions } from './listening/tls-sessions.ts';
 import { publishFailure } from './pipeline/failures.ts';
@@ -117,6 +123,8 @@ export class DataPlane implements DataPlaneHandle {
   readonly #sessions: TlsSessions;
   /** ssl-passthrough's front of the HTTPS listener, or null without --enable-ssl-passthrough */
   readonly #passthrough: PassthroughFront | null = null;
+  /** use-proxy-protocol: the PROXY header read in front of both listeners (a no-op while off) */
+  readonly #proxyProtocol: ProxyProtocolFront;
   #runtime: Runtime | null = null;
   #draining: Promise<void> | null = null;
   #serversClosed: Promise<void> = Promise.resolve();
@@ -180,6 +188,11 @@ export class DataPlane implements DataPlaneHandle {
     this.#https = this.#httpsListener.server;
     this.#sessions = new TlsSessions(this.#https, options.ticketKeys, options.sessionShare);
     this.#sessions.apply(DEFAULT_GLOBAL_CONFIG.sslHandshake);
+    // the PROXY header comes before anything else: the HTTP parser, the passthrough peek, TLS
+    const proxyProtocol = createProxyProtocolFront(() => this.#runtime?.http ?? DEFAULT_HTTP_POLICY);
+    this.#proxyProtocol = proxyProtocol;
+    frontHttpServer(this.#http, (socket, handOver) => proxyProtocol.accept(socket, handOver));
+    let afterHeader = (socket: Socket, handOver: (socket: Socket) => void): void => handOver(socket);
     if (options.sslPassthrough === true) {
       const front = createPassthroughFront({
         table: () => this.#runtime?.passthrough ?? null,
@@ -188,9 +201,12 @@ export class DataPlane implements DataPlaneHandle {
           1000,
         tunnel: (client, upstream) => this.#proxy.tunnel(client, upstream),
       });
-      this.#httpsListener.front(front.accept);
+      afterHeader = front.accept;
       this.#passthrough = front;
     }
+    this.#httpsListener.front((socket, handOver) =>
+      proxyProtocol.accept(socket, (next) => afterHeader(next, handOver)),
+    );
     applyHeaderSize(DEFAULT_GLOBAL_CONFIG, [this.#https as HeaderSizeLimited]);
     for (const [server, arrival] of [
       [this.#http, requests.http],
@@ -378,6 +394,7 @@ export class DataPlane implements DataPlaneHandle {
     this.#http.closeAllConnections();
     this.#httpsListener.destroyAll();
     this.#passthrough?.destroyPending();
+    this.#proxyProtocol.destroyPending();
   }
 
   /** While draining: idle HTTP/1.1 connections closed, HTTP/2 sessions told GOAWAY. */

@@ -24,6 +24,10 @@ const RESPONSE_DROP: readonly string[] = [
 export interface HttpPolicy {
   /** the client address from the socket peer and the forwarded-for header (real_ip_recursive) */
   readonly clientAddress: ((peer: string, chain: string | undefined) => string) | null;
+  /** use-proxy-protocol: the header every connection must start with, and how long it may take; null: off */
+  readonly proxyProtocol: { readonly headerTimeoutMs: number } | null;
+  /** proxy-real-ip-cidr: whether a socket peer may name the client (in a PROXY header or forwarded-for) */
+  readonly trustedPeer: (address: string) => boolean;
   /** forwarded-for-header, lower-case: the header `clientAddress` reads */
   readonly realIpHeader: string;
   /** use-forwarded-headers: X-Forwarded-Proto/-Host/-Port of the request are believed */
@@ -44,10 +48,8 @@ export interface HttpPolicy {
   readonly clientBodyTimeoutMs: number;
 }
 
-/** Real-IP: the rightmost address of the chain that is not a trusted proxy (NGINX real_ip_recursive on). */
-export function createClientAddress(
-  cidrs: readonly string[],
-): (peer: string, chain: string | undefined) => string {
+/** NGINX set_real_ip_from: whether an address is in one of the CIDRs. */
+export function createTrustedPeer(cidrs: readonly string[]): (address: string) => boolean {
   const trusted = new BlockList();
   for (const cidr of cidrs) {
     const slash = cidr.indexOf('/');
@@ -56,8 +58,14 @@ export function createClientAddress(
     if (isIPv4(address)) trusted.addSubnet(address, prefix, 'ipv4');
     else if (isIPv6(address)) trusted.addSubnet(address, prefix, 'ipv6');
   }
-  const isTrusted = (address: string): boolean =>
-    trusted.check(address, address.includes(':') ? 'ipv6' : 'ipv4');
+  return (address) => trusted.check(address, address.includes(':') ? 'ipv6' : 'ipv4');
+}
+
+/** Real-IP: the rightmost address of the chain that is not a trusted proxy (NGINX real_ip_recursive on). */
+export function createClientAddress(
+  cidrs: readonly string[],
+  isTrusted: (address: string) => boolean = createTrustedPeer(cidrs),
+): (peer: string, chain: string | undefined) => string {
   return (peer, chain) => {
     if (chain === undefined || chain === '' || !isTrusted(peer)) return peer;
     let address = peer;
@@ -78,7 +86,11 @@ export function createClientAddress(
 
 export function compileHttpPolicy(config: GlobalConfig): HttpPolicy {
   const { forwarding, headers } = config;
-  const realIp = forwarding.useForwardedHeaders || forwarding.enableRealIp;
+  // nginx.tmpl: with use-proxy-protocol the real_ip_header is proxy_protocol (the listener's work, see
+  // listening/proxy-front.ts), so enable-real-ip alone no longer reads forwarded-for;
+  // use-forwarded-headers still does, past a trusted PROXY address
+  const realIp = forwarding.useForwardedHeaders || (forwarding.enableRealIp && !forwarding.useProxyProtocol);
+  const trustedPeer = createTrustedPeer(forwarding.realIpCidrs);
   const upstreamHeaders: string[] = [];
   let upstreamHeaderNames: Record<string, true> | null = null;
   for (const [name, value] of headers.proxySetHeaders.headers) {
@@ -96,7 +108,11 @@ export function compileHttpPolicy(config: GlobalConfig): HttpPolicy {
   }
   if (headers.serverTokens) responseHeaders.push('server', SERVER_TOKEN);
   return {
-    clientAddress: realIp ? createClientAddress(forwarding.realIpCidrs) : null,
+    clientAddress: realIp ? createClientAddress(forwarding.realIpCidrs, trustedPeer) : null,
+    proxyProtocol: forwarding.useProxyProtocol
+      ? { headerTimeoutMs: forwarding.proxyProtocolHeaderTimeoutMs }
+      : null,
+    trustedPeer,
     realIpHeader: forwarding.forwardedForHeader,
     useForwardedHeaders: forwarding.useForwardedHeaders,
     computeFullForwardedFor: forwarding.computeFullForwardedFor,

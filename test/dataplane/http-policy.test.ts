@@ -44,3 +44,31 @@ t.test('policy: real IP only with enable-real-ip or use-forwarded-headers; heade
   t.strictSame(policy.upstreamHeaders, ['X-Env', 'prod']);
   t.equal(policy.upstreamHeaderNames?.['x-env'], true);
 });
+
+t.test(
+  'policy with use-proxy-protocol: the header names the client, forwarded-for only with use-forwarded-headers',
+  async (t) => {
+    const config = structuredClone(DEFAULT_GLOBAL_CONFIG) as GlobalConfig;
+    t.equal(compileHttpPolicy(config).proxyProtocol, null, 'off by default');
+    config.forwarding.useProxyProtocol = true;
+    config.forwarding.proxyProtocolHeaderTimeoutMs = 1500;
+    config.forwarding.enableRealIp = true;
+    config.forwarding.realIpCidrs = ['10.0.0.0/8', 'fd00::/8'];
+    const policy = compileHttpPolicy(config);
+    t.strictSame(policy.proxyProtocol, { headerTimeoutMs: 1500 });
+    t.equal(
+      policy.clientAddress,
+      null,
+      'enable-real-ip: real_ip_header is proxy_protocol, forwarded-for is not read',
+    );
+    t.equal(policy.trustedPeer('10.1.2.3'), true, 'the balancer is checked against proxy-real-ip-cidr');
+    t.equal(policy.trustedPeer('192.0.2.1'), false);
+    t.equal(policy.trustedPeer('fd00::1'), true);
+    config.forwarding.useForwardedHeaders = true;
+    t.not(
+      compileHttpPolicy(config).clientAddress,
+      null,
+      'use-forwarded-headers: the chain past the header is read',
+    );
+  },
+);

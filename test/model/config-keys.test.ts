@@ -25,6 +25,8 @@ runCases(t, [
         forwardedForHeader: 'x-forwarded-for',
         enableRealIp: false,
         realIpCidrs: ['0.0.0.0/0'],
+        useProxyProtocol: false,
+        proxyProtocolHeaderTimeoutMs: 5000,
       });
       t.strictSame(model.config.headers, {
         generateRequestId: true,
@@ -54,6 +56,8 @@ runCases(t, [
         'forwarded-for-header': 'X-Client-Chain',
         'enable-real-ip': 'true',
         'proxy-real-ip-cidr': '10.0.0.0/8, 192.168.1.1, fd00::/8',
+        'use-proxy-protocol': 'true',
+        'proxy-protocol-header-timeout': '1m2.5s',
         'generate-request-id': 'false',
         'server-tokens': 'true',
         'proxy-set-headers': 'ingress/up',
@@ -80,6 +84,8 @@ runCases(t, [
         forwardedForHeader: 'x-client-chain',
         enableRealIp: true,
         realIpCidrs: ['10.0.0.0/8', '192.168.1.1/32', 'fd00::/8'],
+        useProxyProtocol: true,
+        proxyProtocolHeaderTimeoutMs: 62_500,
       });
       t.strictSame(model.config.headers, {
         generateRequestId: false,
@@ -124,10 +130,13 @@ runCases(t, [
         'client-body-timeout': '1m',
         'upstream-keepalive-connections': 'many',
         'custom-http-errors': '404,302',
+        'use-proxy-protocol': 'on',
+        // Go durations need a unit, and the header needs some time
+        'proxy-protocol-header-timeout': '5',
       }),
     ],
     options: OPTIONS,
-    diagnostics: Array.from({ length: 13 }, () => INVALID),
+    diagnostics: Array.from({ length: 15 }, () => INVALID),
     messages: ['the ConfigMap ingress/missing does not exist', '"10.0.0.0/33" is not an IPv4 or IPv6'],
     check: (t, { model }) => t.strictSame(model.config, DEFAULT_GLOBAL_CONFIG),
   },

@@ -57,9 +57,32 @@ export function unmapped(address: string): string {
  * access log, allow/deny lists, rate-limit keys, auth and hash variables) takes it from here, so none
  * sees `::ffff:10.1.2.3` while another sees `10.1.2.3`.
  */
-export function peerOf(socket: { remoteAddress?: string | undefined }): string {
+export function peerOf(socket: ClientSocket): string {
+  const proxied = socket[PROXY_CLIENT];
+  if (proxied !== undefined) return proxied;
   const address = socket.remoteAddress;
   return address === undefined ? '' : unmapped(address);
+}
+
+/**
+ * Set on a connection whose PROXY header (use-proxy-protocol) named a client from a trusted peer:
+ * that client's address, unmapped. peerOf returns it, so every reader above sees the balancer's
+ * client as the connection's peer ($remote_addr once NGINX's real_ip_header proxy_protocol ran).
+ */
+export const PROXY_CLIENT: unique symbol = Symbol('PROXY protocol client');
+/** Set with a PROXY header's addresses: the port the client connected to ($proxy_protocol_server_port). */
+export const PROXY_SERVER_PORT: unique symbol = Symbol('PROXY protocol server port');
+
+/** A socket as the readers of its peer see it (net.Socket, TLSSocket, an HTTP/2 session's socket proxy). */
+export interface ClientSocket {
+  remoteAddress?: string | undefined;
+  [PROXY_CLIENT]?: string;
+  [PROXY_SERVER_PORT]?: number;
+}
+
+/** The port a PROXY header says the client connected to; undefined without one (the listener's port stands). */
+export function proxiedServerPort(socket: ClientSocket): number | undefined {
+  return socket[PROXY_SERVER_PORT];
 }
 
 /** Whether `list` contains `address` (unmapped); an address BlockList cannot parse is in no list. */

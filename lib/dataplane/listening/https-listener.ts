@@ -9,6 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createSecureServer, type Http2SecureServer, type ServerHttp2Session } from 'node:http2';
 import type { Socket } from 'node:net';
+import { adoptProxied } from './proxy-front.ts';
 import { httpsServerOptions, type SniStore } from './sni.ts';
 
 export interface HttpsListener {
@@ -25,7 +26,7 @@ export interface HttpsListener {
   /** Cuts every connection still open. */
   destroyAll(): void;
   /**
-   * Puts `accept` in front of the TLS server's handling of each new connection (ssl-passthrough):
+   * Puts `accept` in front of the TLS server's handling of each new connection (the PROXY header, ssl-passthrough):
    * it gets the raw socket and `handOver`, which gives the socket to TLS (bytes read from it must be
    * put back with `socket.unshift` first). The server keeps listening itself, so its connection
    * tracking (HTTP/1.1 header timeouts, idle connections), counters and close are unchanged.
@@ -108,6 +109,8 @@ export function createHttpsListener(
     // first, as the TLS listener was: listeners added later (the connection cap) see it already taken
     server.prependListener('connection', (socket: Socket) => accept(socket, handOver));
   };
+  // before the HTTP/1.1 parser or HTTP/2 session the server sets up: their requests see the PROXY verdict
+  listener.server.prependListener('secureConnection', adoptProxied);
   listener.server.on('secureConnection', (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));

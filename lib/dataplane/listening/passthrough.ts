@@ -89,6 +89,8 @@ export function createPassthroughFront(deps: PassthroughDeps): PassthroughFront 
     socket.on('timeout', onTimeout);
     socket.once('close', () => pending.delete(socket));
     socket.setTimeout(deps.helloTimeoutMs());
+    // after a PROXY header the socket is paused with the bytes that followed it put back
+    socket.resume();
   };
 
   /** Connects to the target's endpoints in round-robin order, the next one when a connect fails. */

@@ -9,6 +9,7 @@ import {
   admit,
   leave,
   peerOf,
+  proxiedServerPort,
 } from '../access/access.ts';
 import { zoneNow } from '../access/shared-zone.ts';
 import { clientAddressOf } from '../listening/connection-settings.ts';
@@ -102,6 +103,7 @@ export function emptyUpstreamDecision(
     context: {
       https,
       listenPort: arrival.port,
+      serverPort: proxiedServerPort(head.socket),
       remoteAddress,
       peerAddress,
       requestId,
@@ -172,6 +174,7 @@ export function proxyDecision(
     context: {
       https,
       listenPort: arrival.port,
+      serverPort: proxiedServerPort(head.socket),
       remoteAddress,
       peerAddress,
       requestId,

@@ -80,7 +80,7 @@ export function forwardHeaders(req: IncomingMessage, ctx: RequestContext, vhost?
     'x-forwarded-for',
     ctx.remoteAddress,
     'x-forwarded-port',
-    ctx.https ? '443' : String(ctx.listenPort),
+    ctx.serverPort !== undefined ? String(ctx.serverPort) : ctx.https ? '443' : String(ctx.listenPort),
     'x-forwarded-proto',
     scheme,
     'x-forwarded-scheme',

@@ -91,6 +91,8 @@ export interface RequestContext {
   https: boolean;
   /** the port the request came in on */
   listenPort: number;
+  /** the port a PROXY header says the client connected to ($proxy_protocol_server_port): X-Forwarded-Port */
+  serverPort?: number | undefined;
   /** client address: the socket peer, or the real IP the trusted forwarded-for chain names */
   remoteAddress: string;
   /** the socket peer ($realip_remote_addr); default remoteAddress */

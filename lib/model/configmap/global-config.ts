@@ -144,6 +144,10 @@ export interface ForwardingConfig {
   enableRealIp: boolean;
   /** `proxy-real-ip-cidr`: peers trusted to name the client, as `address/prefix` */
   realIpCidrs: string[];
+  /** `use-proxy-protocol`: every HTTP/HTTPS connection starts with a PROXY header (v1 or v2), which names the client */
+  useProxyProtocol: boolean;
+  /** `proxy-protocol-header-timeout` (5s), in ms: the most time a connection's PROXY header may take */
+  proxyProtocolHeaderTimeoutMs: number;
 }
 
 export interface HeadersConfig {
@@ -251,6 +255,8 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
     forwardedForHeader: 'x-forwarded-for',
     enableRealIp: false,
     realIpCidrs: ['0.0.0.0/0'],
+    useProxyProtocol: false,
+    proxyProtocolHeaderTimeoutMs: 5000,
   },
   headers: {
     generateRequestId: true,

@@ -50,6 +50,26 @@ export function parseNginxTimeMs(value: string): number | null {
   return Number.isSafeInteger(total) ? total : null;
 }
 
+const GO_DURATION_UNITS_MS: Record<string, number> = {
+  h: 3_600_000,
+  m: 60_000,
+  s: 1000,
+  ms: 1,
+  us: 0.001,
+  µs: 0.001,
+  ns: 1e-6,
+};
+
+/** A Go duration as time.ParseDuration reads it (`5s`, `1m30s`, `1.5s`, `500ms`; a unit is required) in ms, or null. */
+export function parseGoDurationMs(value: string): number | null {
+  if (!/^(?:\d+(?:\.\d+)?(?:h|ms|m|s|us|µs|ns))+$/.test(value)) return null;
+  let total = 0;
+  for (const [, digits, unit] of value.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) {
+    total += Number(digits) * (GO_DURATION_UNITS_MS[unit as string] as number);
+  }
+  return Number.isFinite(total) ? total : null;
+}
+
 /** Header values Node writes: visible ASCII, Latin-1, spaces and tabs; no CR/LF. */
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
