@@ -25,7 +25,7 @@ import type { ProxyTarget } from '../upstream/target.ts';
 import type { CanaryAction } from './canary.ts';
 import type { HostTable, PathMatcher } from './router.ts';
 import { UpstreamBalancers, updatePeers } from './runtime-balancers.ts';
-import { compileHostTable, compilePassthrough, compileServers } from './runtime-hosts.ts';
+import { compilePassthrough, compileServers } from './runtime-hosts.ts';
 import type { ReuseIndex } from './runtime-reuse.ts';
 import { createRouteCompileState } from './runtime-routes.ts';
 
@@ -187,10 +187,13 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     deps.caches ?? createRuntimeCaches(),
   );
   const servers = compileServers(routes, previous);
-  const hosts = compileHostTable(routes, servers);
+  const hosts = servers.hosts;
   // zones no route uses any more are forgotten (in-flight requests keep theirs until they end)
   routes.caches.zones.retain(routes.access.zones.keys());
-  const passthrough = compilePassthrough(model, upstreams, routes.defaultSettings.connectTimeoutMs);
+  const passthrough =
+    servers.reuse.passthroughs === 0
+      ? null
+      : compilePassthrough(model, upstreams, routes.defaultSettings.connectTimeoutMs);
   const sni = compileSniStore(model, deps.generatedDefaultCertificate, previous?.sni);
   return {
     hash: model.hash,
