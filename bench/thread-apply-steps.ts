@@ -14,7 +14,7 @@ import { deserialize, serialize } from 'node:v8';
 import { DataPlane } from '../lib/dataplane/dataplane.ts';
 import { generateDefaultCertificate } from '../lib/dataplane/listening/sni.ts';
 import { diffModel, type ModelDelta, patchModel } from '../lib/dataplane/worker/model-delta.ts';
-import { buildModel, type Model } from '../lib/model/index.ts';
+import { buildModel, type EndpointSlice, type Model } from '../lib/model/index.ts';
 import { generateCluster } from './model-build.ts';
 import { ChangeStream, KINDS, median } from './support/stall-changes.ts';
 
@@ -22,11 +22,24 @@ const args = process.argv.slice(2);
 const profileAt = args.indexOf('--cpu-prof-steps');
 const profileFile = profileAt >= 0 ? args[profileAt + 1] : undefined;
 const [size = 10000, rounds = 3] = args
-  .filter((arg, index) => !arg.startsWith('--') && index !== profileAt + 1)
+  .filter((arg, index) => !arg.startsWith('--') && (profileAt < 0 || index !== profileAt + 1))
   .map(Number);
 
 const STEPS = ['diff', 'serialize', 'deserialize', 'patch', 'prepare', 'commit'] as const;
 type Step = (typeof STEPS)[number];
+
+/** Not one of swap-stall's changes: a pod of one Service replaced (an endpoints-only change). */
+const ENDPOINTS = 'endpoints moved';
+
+function moveEndpoint(stream: ChangeStream, round: number): void {
+  const slices = [...stream.snapshot.endpointSlices];
+  const index = (round * 7919) % slices.length;
+  const slice = structuredClone(slices[index]) as EndpointSlice;
+  const first = slice.endpoints?.[0];
+  if (first !== undefined) first.addresses = [`10.250.${round % 250}.${(round * 13) % 250}`];
+  slices[index] = slice;
+  stream.snapshot = { ...stream.snapshot, endpointSlices: slices };
+}
 
 const cpuMs = (since: NodeJS.CpuUsage): number => {
   const { user, system } = process.threadCpuUsage(since);
@@ -53,8 +66,9 @@ async function main(): Promise<void> {
   }
   const rows: Array<{ kind: string; ms: Record<Step, number>; total: number; bytes: number }> = [];
   for (let round = 0; round < rounds; round++) {
-    for (const [k, kind] of KINDS.entries()) {
-      stream.next(round, k);
+    for (const [k, kind] of [...KINDS, ENDPOINTS].entries()) {
+      if (kind === ENDPOINTS) moveEndpoint(stream, round);
+      else stream.next(round, k);
       const model = buildModel(stream.snapshot).model;
       globalThis.gc?.();
       if (profileFile !== undefined) await session.post('Profiler.start');
@@ -97,7 +111,7 @@ async function main(): Promise<void> {
     '',
     `| change | n | KiB | ${STEPS.join(' | ')} | worker total (deserialize..commit) |`,
     `| --- | --: | --: | ${STEPS.map(() => '--:').join(' | ')} | --: |`,
-    ...KINDS.map((kind) => {
+    ...[...KINDS, ENDPOINTS].map((kind) => {
       const of = rows.filter((r) => r.kind === kind);
       const m = (pick: (r: (typeof rows)[number]) => number): string => f(median(of.map(pick)));
       return `| ${kind} | ${of.length} | ${m((r) => r.bytes / 1024)} | ${STEPS.map((s) => m((r) => r.ms[s])).join(' | ')} | **${m((r) => r.total)}** (max ${f(Math.max(...of.map((r) => r.total)))}) |`;

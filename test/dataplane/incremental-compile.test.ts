@@ -249,12 +249,14 @@ t.test('incremental compile = compile from scratch, over random changes', async 
         if (runtimeA.reuse.servers.get(host)?.compiled === record.compiled) kept++;
       // and once more, from the incremental runtime (kept servers kept again, endpoints moved)
       const modelC = structuredClone(modelOf(c));
+      const servedB = served(incremental);
       const again = compileRuntime(modelC, incremental, deps);
       const freshC = compileRuntime(modelC, null, deps);
       if (!t.strictSame(behaviour(again), behaviour(freshC), 'C: same behaviour')) return false;
       if (!t.strictSame(hostTable(again), hostTable(freshC), 'C: the same host table')) return false;
       if (!t.strictSame(index(again), index(freshC), 'C: the same reuse index')) return false;
       // A served while B and C were compiled over it (a discarded prepare): it must not have moved
+      if (!t.strictSame(served(incremental), servedB, 'B: untouched by the compile over it')) return false;
       if (!t.strictSame(served(runtimeA), servedA, 'A: untouched by the compiles over it')) return false;
       return t.strictSame(wiringProblems(again), [], 'C: wired into its runtime');
     }),
