@@ -14,6 +14,7 @@
 
 import type { ErrorCode } from '../../errors.ts';
 import type { Certificate, ContentHashes, Model, Server, Upstream } from '../../model/index.ts';
+import { noteChangedUpstreams } from '../routing/model-changes.ts';
 
 /**
  * The keys of a part in their new order, as runs of the previous keys ([start, length]: that many
@@ -124,7 +125,7 @@ export function patchModel(previous: Model | null, delta: ModelDelta): Model {
   const servers = patchServers(previous, delta.servers);
   const upstreams = patchRecord(previous.upstreams, delta.upstreams, (entry) => entry.upstream);
   const catchAll = delta.catchAll ?? { server: previous.catchAll, hash: before.catchAll };
-  return {
+  const model: Model = {
     servers: servers.servers,
     catchAll: catchAll.server,
     upstreams,
@@ -146,6 +147,11 @@ export function patchModel(previous: Model | null, delta: ModelDelta): Model {
       endpoints: delta.endpoints,
     },
   };
+  // the delta names every upstream whose content or endpoints changed: the compile of an
+  // endpoints-only change looks at those balancers alone
+  const upstreamsChanged = delta.upstreams.changed.map(([name]) => name);
+  noteChangedUpstreams(model, previous, [...upstreamsChanged, ...delta.upstreams.removed]);
+  return model;
 }
 
 /**
