@@ -15,6 +15,9 @@ import { createEwmaStore } from '../../lib/dataplane/upstream/balancers/ewma.ts'
 import type { ConfigMap, Ingress, Model } from '../../lib/model/index.ts';
 import { build, ingress, path, pem, rule, tlsSecret } from '../model/helpers.ts';
 
+// ~10 s of CPU for the random runs: tap's default 30 s is too tight when the machine is shared
+t.setTimeout(120_000);
+
 const env: BalancerEnv = { random: () => 0, now: () => 0 };
 const deps = {
   generatedDefaultCertificate: await generateDefaultCertificate(),

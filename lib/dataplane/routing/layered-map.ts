@@ -4,7 +4,8 @@
 // costs milliseconds and the garbage of its table; the map it was patched from is left as it is (the
 // runtime that holds it may still be serving, or the patch may be discarded). Once the layer has
 // grown past an eighth of the base, the patch folds both into fresh maps: that copy is paid once per
-// thousands of changed names at that size.
+// thousands of changed names at that size. Until then the base still holds the entries the layer
+// replaced or removed (at most that eighth: old compiled servers, not old models or runtimes).
 
 /** A key the layer removed, though the base holds it. */
 const GONE: unique symbol = Symbol('gone');

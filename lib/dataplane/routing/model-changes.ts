@@ -7,15 +7,16 @@
 
 import type { Model } from '../../model/index.ts';
 
-const known = new WeakMap<Model, { base: Model; upstreams: readonly string[] }>();
+// the base by its hash, not the object: a model holding its base would keep every model before it alive
+const known = new WeakMap<Model, { base: string; upstreams: readonly string[] }>();
 
 /** `model` differs from `base` in these upstreams only (changed, added or removed), endpoints included. */
 export function noteChangedUpstreams(model: Model, base: Model, upstreams: readonly string[]): void {
-  known.set(model, { base, upstreams });
+  known.set(model, { base: base.hash, upstreams });
 }
 
-/** The upstreams `model` changes over `base`, or null when nobody noted them. */
+/** The upstreams `model` changes over `base` (or a model of the same content), or null when nobody noted them. */
 export function changedUpstreamsOver(model: Model, base: Model): readonly string[] | null {
   const noted = known.get(model);
-  return noted !== undefined && noted.base === base ? noted.upstreams : null;
+  return noted !== undefined && noted.base === base.hash ? noted.upstreams : null;
 }
