@@ -279,7 +279,8 @@ export class DataPlane implements DataPlaneHandle {
     if (previous !== null) {
       // an incremental compile that changed no upstream keeps the very same set: no peer left
       if (next.peerKeys !== previous.peerKeys) {
-        const gone = [...previous.peerKeys].filter((key) => !next.peerKeys.has(key));
+        const gone =
+          next.retiredPeers ?? [...previous.peerKeys.keys()].filter((key) => !next.peerKeys.has(key));
         if (gone.length > 0) this.#proxy.retire(gone);
       }
       if (next.backendTlsIds !== previous.backendTlsIds) this.#proxy.retireTls(next.backendTlsIds);

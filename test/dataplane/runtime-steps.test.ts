@@ -75,7 +75,7 @@ t.test('UpstreamBalancers: which balancer of the previous compile is taken over'
       `${c.name}: the current endpoints`,
     );
     t.strictSame(
-      [...second.peerKeys],
+      [...second.peerKeys.keys()],
       addresses.map((a) => `${a}:80`),
       `${c.name}: peer keys`,
     );

@@ -355,10 +355,15 @@ export function compileSniStore(
   const chosen = chooseDefault(model, generatedDefault, caches);
   const hosts = hostContexts(model, caches);
   const clientAuthHosts = clientAuthContexts(model, caches, chosen);
-  const namedHosts = namedHostsOf(model);
   const handshake = handshakeSettings(model.config.sslHandshake);
   const refused = handshake.rejectHandshake ? refusalContext(settings) : null;
-  const isServerName = refused === null ? null : serverNameTest(model, namedHosts);
+  // every name (20,000 at 10,000 Ingresses) only when a wildcard host's client auth or
+  // ssl-reject-handshake needs them
+  const namedHosts =
+    refused !== null || [...clientAuthHosts.keys()].some((name) => name.startsWith('*.'))
+      ? namedHostsOf(model)
+      : null;
+  const isServerName = refused === null || namedHosts === null ? null : serverNameTest(model, namedHosts);
   const fallback = chosen.context;
   const store: SniStore = {
     defaultContext: fallback,
@@ -386,7 +391,8 @@ export function compileSniStore(
       if (entry === undefined) {
         const dot = name.indexOf('.');
         // a wildcard host applies only when no exact host of that name exists
-        if (dot > 0 && !namedHosts.has(name)) entry = clientAuthHosts.get(`*${name.slice(dot)}`);
+        if (dot > 0 && namedHosts !== null && !namedHosts.has(name))
+          entry = clientAuthHosts.get(`*${name.slice(dot)}`);
       }
       return entry === undefined ? undefined : { ...entry, servername: name };
     },

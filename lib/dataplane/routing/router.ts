@@ -6,6 +6,7 @@
 
 import type { RE2JS } from 're2js';
 import { compilePathRegex, PathRegexCache } from '../../model/path-regex.ts';
+import { LayeredMap } from './layered-map.ts';
 
 /** A compiled path rule: `T` is whatever the runtime attaches (the action for the route). */
 export interface PathRule<T> {
@@ -181,24 +182,50 @@ export function createPathMatcher<T>(
     : new ElementMatcher(rules, fallback);
 }
 
-/** Exact host names, then single-label wildcards (`*.example.com` keyed by `example.com`), then the catch-all. */
+/**
+ * Exact host names, then single-label wildcards (`*.example.com` keyed by `example.com`), then the
+ * catch-all. A table patched from another (`HostTable.patched`) shares its entries (layered-map.ts),
+ * so a one-Ingress change costs the names it touches, not the 20,000 hosts of a large cluster.
+ */
 export class HostTable<T> {
-  readonly #exact = new Map<string, T>();
-  readonly #wildcards = new Map<string, T>();
+  readonly #exact: LayeredMap<T>;
+  readonly #wildcards: LayeredMap<T>;
   readonly #catchAll: T;
 
-  constructor(catchAll: T) {
+  constructor(catchAll: T, exact = new LayeredMap<T>(), wildcards = new LayeredMap<T>()) {
     this.#catchAll = catchAll;
+    this.#exact = exact;
+    this.#wildcards = wildcards;
   }
 
-  /** The first registration of a name wins (hosts before aliases). */
+  /** The first registration of a name wins (hosts before aliases); only while the table is built. */
   add(name: string, value: T): void {
-    if (name.startsWith('*.')) {
-      const parent = name.slice(2);
-      if (!this.#wildcards.has(parent)) this.#wildcards.set(parent, value);
-    } else if (!this.#exact.has(name)) {
-      this.#exact.set(name, value);
+    if (name.startsWith('*.')) this.#wildcards.addIfAbsent(name.slice(2), value);
+    else this.#exact.addIfAbsent(name, value);
+  }
+
+  /**
+   * A table holding this one's entries with `changes` made (undefined: the name is removed) and
+   * `catchAll` for unknown names. This table is left as it is: it may still be serving.
+   */
+  patched(catchAll: T, changes: ReadonlyMap<string, T | undefined>): HostTable<T> {
+    const exact: Array<[string, T | undefined]> = [];
+    const wildcards: Array<[string, T | undefined]> = [];
+    for (const [name, value] of changes) {
+      if (name.startsWith('*.')) wildcards.push([name.slice(2), value]);
+      else exact.push([name, value]);
     }
+    return new HostTable(
+      catchAll,
+      exact.length === 0 ? this.#exact : this.#exact.patched(exact),
+      wildcards.length === 0 ? this.#wildcards : this.#wildcards.patched(wildcards),
+    );
+  }
+
+  /** Every name the table holds with its entry (wildcards as `*.parent`), for tests and debugging. */
+  *entries(): IterableIterator<[string, T]> {
+    yield* this.#exact;
+    for (const [parent, value] of this.#wildcards) yield [`*.${parent}`, value];
   }
 
   /** `host` as normalised by normalizeHost. */

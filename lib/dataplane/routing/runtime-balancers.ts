@@ -8,7 +8,11 @@ import { type Balancer, type Peer, peerKey } from '../upstream/balancer.ts';
 import type { ChashBalancer } from '../upstream/balancers/chash.ts';
 import { balancerKindFor, createBalancer } from '../upstream/balancers/index.ts';
 import { compileHashKey, type HashKey } from '../upstream/hash-key.ts';
+import { LayeredMap } from './layered-map.ts';
 import type { RuntimeDeps } from './runtime.ts';
+
+/** Every peer key in use, with the number of balancers that use it (a peer may serve several upstreams). */
+export type PeerKeys = LayeredMap<number>;
 
 export function peersOf(upstream: Upstream): Peer[] {
   return upstream.endpoints.map((e) => ({
@@ -37,7 +41,8 @@ export function updatePeers(balancer: Balancer, upstream: Upstream | undefined):
 
 export class UpstreamBalancers {
   #balancers = new Map<string, Balancer>();
-  #peerKeys = new Set<string>();
+  /** peer key → how many balancers use it (a LayeredMap while it is the previous runtime's) */
+  #peerKeys: Map<string, number> | LayeredMap<number> = new Map();
   /** true while #balancers and #peerKeys are the previous runtime's own: copied before a change */
   #shared = false;
   readonly #model: Model;
@@ -74,14 +79,23 @@ export class UpstreamBalancers {
   }
 
   /** every peer key of those balancers */
-  get peerKeys(): ReadonlySet<string> {
+  get peerKeys(): PeerKeys {
+    if (this.#peerKeys instanceof LayeredMap) return this.#peerKeys;
+    // from now on shared with the runtime: a later addition copies it first
+    this.#peerKeys = new LayeredMap(this.#peerKeys);
+    this.#shared = true;
     return this.#peerKeys;
+  }
+
+  #count(balancer: Balancer): void {
+    const counts = this.#peerKeys as Map<string, number>;
+    for (const peer of balancer.peers) counts.set(peer.key, (counts.get(peer.key) ?? 0) + 1);
   }
 
   #own(): void {
     if (!this.#shared) return;
     this.#balancers = new Map(this.#balancers);
-    this.#peerKeys = new Set(this.#peerKeys);
+    this.#peerKeys = new Map(this.#peerKeys);
     this.#shared = false;
   }
 
@@ -92,7 +106,7 @@ export class UpstreamBalancers {
    * (until this compile adds a balancer).
    */
   carryOver(
-    previous: { balancers: ReadonlyMap<string, Balancer>; peerKeys: ReadonlySet<string> },
+    previous: { balancers: ReadonlyMap<string, Balancer>; peerKeys: PeerKeys },
     changed: ReadonlySet<string>,
     sameEndpoints: boolean,
   ): void {
@@ -101,7 +115,7 @@ export class UpstreamBalancers {
     );
     if (changed.size === 0 && sameEndpoints && asBefore) {
       this.#balancers = previous.balancers as Map<string, Balancer>;
-      this.#peerKeys = previous.peerKeys as Set<string>;
+      this.#peerKeys = previous.peerKeys;
       this.#shared = true;
       return;
     }
@@ -112,7 +126,7 @@ export class UpstreamBalancers {
       if (upstream === undefined || changed.has(name) || this.#balancers.has(name)) continue;
       if (!sameEndpoints) updatePeers(balancer, upstream);
       this.#balancers.set(name, balancer);
-      for (const peer of balancer.peers) this.#peerKeys.add(peer.key);
+      this.#count(balancer);
     }
   }
 
@@ -136,7 +150,7 @@ export class UpstreamBalancers {
         balancer = createBalancer(kind, peersOf(upstream), balancerEnv, ewmaStore, subsetSize, name);
       }
       this.#balancers.set(name, balancer);
-      for (const peer of balancer.peers) this.#peerKeys.add(peer.key);
+      this.#count(balancer);
     }
     return balancer;
   }

@@ -4,12 +4,15 @@
 import type { Model, Server } from '../../model/index.ts';
 import { compileClientAuth } from '../access/client-cert.ts';
 import { dataplaneError } from '../events.ts';
+import { LayeredMap } from './layered-map.ts';
 import { createPathMatcher, HostTable, type PathRule } from './router.ts';
 import type { CompiledServer, PassthroughTarget, RoutedAction, Runtime } from './runtime.ts';
 import type { UpstreamBalancers } from './runtime-balancers.ts';
+import { compileChangedServers, isStateful, wwwRedirect } from './runtime-changes.ts';
 import {
   type CompiledServerRecord,
   globalKeyOf,
+  type HostClaims,
   type ReuseIndex,
   recorded,
   ServerReuse,
@@ -50,59 +53,90 @@ export function compileServer(state: RouteCompileState, server: Server): Compile
 /** Every server of the model compiled (or kept from `previous`), and what the next compile may keep. */
 export interface CompiledServers {
   readonly catchAll: CompiledServer;
-  /** in the model's order */
-  readonly servers: ReadonlyArray<readonly [Server, CompiledServer]>;
+  readonly hosts: HostTable<CompiledServer>;
   readonly reuse: ReuseIndex;
 }
 
+/** `server` compiled, with what its compile used and the content hash it was compiled for. */
+function compileRecord(
+  state: RouteCompileState,
+  server: Server,
+  hash: string | undefined,
+): CompiledServerRecord {
+  const { compiled, deps } = recorded(state, () => compileServer(state, server));
+  return { hash: hash ?? '', compiled, deps };
+}
+
 /**
- * Each server compiled, unless `previous` holds its compile for the same content and inputs
- * (runtime-reuse.ts). Without `previous` (or when the ConfigMap or the default backend changed),
- * every server is compiled.
+ * Each server compiled, unless `previous` holds its compile for the same content and inputs: then
+ * only the servers that changed are compiled and the host table is patched (runtime-changes.ts).
+ * Without `previous` (or when the ConfigMap or the default backend changed), every server is compiled.
  */
 export function compileServers(state: RouteCompileState, previous: Runtime | null): CompiledServers {
   const { model } = state;
   const globalKey = globalKeyOf(model);
   const reuse = new ServerReuse(state, previous, globalKey);
+  if (previous !== null && reuse.previous !== null)
+    return compileChangedServers(state, reuse, previous, (server, hash) =>
+      compileRecord(state, server, hash),
+    );
   const hashes = model.contentHashes;
-  const one = (server: Server, hash: string | undefined, old: CompiledServerRecord | null | undefined) => {
-    if (old !== undefined && old !== null && reuse.take(old, hash) !== null) return old;
-    const { compiled, deps } = recorded(state, () => compileServer(state, server));
-    return { hash: hash ?? '', compiled, deps };
-  };
-  const catchAll = one(model.catchAll, hashes?.catchAll, reuse.previous?.catchAll);
-  const records = new Map<string, CompiledServerRecord>();
+  const catchAll = compileRecord(state, model.catchAll, hashes?.catchAll);
+  const records = new LayeredMap<CompiledServerRecord>();
+  const stateful = new Map<string, CompiledServerRecord>();
+  let passthroughs = 0;
   const servers = model.servers.map((server, index) => {
-    const record = one(server, hashes?.servers[index], reuse.previous?.servers.get(server.hostname));
-    records.set(server.hostname, record);
+    const record = compileRecord(state, server, hashes?.servers[index]);
+    records.addIfAbsent(server.hostname, record);
+    if (isStateful(record)) stateful.set(server.hostname, record);
+    if (server.passthrough !== null) passthroughs++;
     return [server, record.compiled] as const;
   });
-  return { catchAll: catchAll.compiled, servers, reuse: { globalKey, servers: records, catchAll } };
+  return {
+    catchAll: catchAll.compiled,
+    hosts: hostTableOf(catchAll.compiled, servers),
+    reuse: { globalKey, servers: records, catchAll, claims: claimsOf(model.servers), stateful, passthroughs },
+  };
+}
+
+/** The names servers answer to besides their own, each with its claimants in the model's order. */
+function claimsOf(servers: readonly Server[]): HostClaims {
+  const aliases = new Map<string, string[]>();
+  const wwwFrom = new Map<string, string[]>();
+  const claim = (claims: Map<string, string[]>, name: string, hostname: string): void => {
+    const list = claims.get(name);
+    if (list === undefined) claims.set(name, [hostname]);
+    else list.push(hostname);
+  };
+  for (const server of servers) {
+    for (const alias of server.annotations.alias.aliases) claim(aliases, alias, server.hostname);
+    const from = server.annotations.fromToWww.from;
+    if (from !== null) claim(wwwFrom, from, server.hostname);
+  }
+  return { aliases, wwwFrom };
+}
+
+/** The host table of a compile from scratch (runtime-steps.test.ts checks its precedence). */
+export function compileHostTable(state: RouteCompileState): HostTable<CompiledServer> {
+  return compileServers(state, null).hosts;
 }
 
 /**
  * The host table: the catch-all for unknown names, every server by its name, then its aliases, then
  * its from-to-www name (last: a host or an alias of that name wins), which only redirects.
+ * runtime-changes.ts patches it by the same precedence.
  */
-export function compileHostTable(
-  state: RouteCompileState,
-  servers: CompiledServers = compileServers(state, null),
+function hostTableOf(
+  catchAll: CompiledServer,
+  compiled: ReadonlyArray<readonly [Server, CompiledServer]>,
 ): HostTable<CompiledServer> {
-  const hosts = new HostTable<CompiledServer>(servers.catchAll);
-  const compiled = servers.servers;
+  const hosts = new HostTable<CompiledServer>(catchAll);
   for (const [server, entry] of compiled) hosts.add(server.hostname, entry);
   for (const [server, entry] of compiled)
     for (const alias of server.annotations.alias.aliases) hosts.add(alias, entry);
   for (const [server, entry] of compiled) {
     const from = server.annotations.fromToWww.from;
-    if (from !== null)
-      hosts.add(from, {
-        ...entry,
-        hostname: from,
-        redirectTo: server.hostname,
-        appRoot: null,
-        clientAuth: null,
-      });
+    if (from !== null) hosts.add(from, wwwRedirect(entry, from, server.hostname));
   }
   return hosts;
 }

@@ -15,6 +15,7 @@
 
 import type { Model } from '../../model/index.ts';
 import type { Zone } from '../access/rate-limit.ts';
+import type { LayeredMap } from './layered-map.ts';
 import type { CompiledServer, Runtime } from './runtime.ts';
 import type { RouteCompileState } from './runtime-routes.ts';
 
@@ -39,9 +40,21 @@ export interface CompiledServerRecord {
 export interface ReuseIndex {
   /** the inputs every server's compile shares (globalKeyOf) */
   readonly globalKey: string;
-  /** by hostname */
-  readonly servers: ReadonlyMap<string, CompiledServerRecord>;
+  /** by hostname (a LayeredMap: the next compile patches it instead of copying 20,000 entries) */
+  readonly servers: LayeredMap<CompiledServerRecord>;
   readonly catchAll: CompiledServerRecord | null;
+  /** who answers to names besides their own: the host table's claims, patched with it */
+  readonly claims: HostClaims;
+  /** the records that count in rate-limit zones or use backend TLS: a kept one hands them on */
+  readonly stateful: ReadonlyMap<string, CompiledServerRecord>;
+  /** how many servers pass TLS through (the passthrough table is built only when some do) */
+  readonly passthroughs: number;
+}
+
+/** Aliases and from-to-www names, each with the hostnames that claim it, in the model's order. */
+export interface HostClaims {
+  readonly aliases: ReadonlyMap<string, readonly string[]>;
+  readonly wwwFrom: ReadonlyMap<string, readonly string[]>;
 }
 
 /** The ConfigMap and the default backend (its upstream by content): inputs of every route. */
@@ -102,11 +115,22 @@ export class ServerReuse {
     state.upstreams.carryOver(previous, this.#changed, before.endpoints === now.endpoints);
   }
 
+  /** Whether the compile of `record` looked at an upstream whose content changed. */
+  usesChanged(record: CompiledServerRecord): boolean {
+    const changed = this.#changed;
+    if (changed.size > 0) for (const name of record.deps.upstreams) if (changed.has(name)) return true;
+    return false;
+  }
+
+  /** Whether some upstream's content changed (then kept servers are checked by usesChanged). */
+  get upstreamsChanged(): boolean {
+    return this.#changed.size > 0;
+  }
+
   /** `record`'s compile when it is of content `hash` and nothing it used has changed, else null. */
   take(record: CompiledServerRecord | null | undefined, hash: string | undefined): CompiledServer | null {
     if (record === undefined || record === null || hash === undefined || record.hash !== hash) return null;
-    const changed = this.#changed;
-    if (changed.size > 0) for (const name of record.deps.upstreams) if (changed.has(name)) return null;
+    if (this.usesChanged(record)) return null;
     const { zones, backendTlsIds } = record.deps;
     if (zones.size > 0 && !this.#state.access.adopt(zones)) return null;
     for (const id of backendTlsIds) this.#state.backendTlsIds.add(id);

@@ -23,9 +23,11 @@ import type { EwmaStore } from '../upstream/balancers/ewma.ts';
 import type { CompiledMirror } from '../upstream/mirror.ts';
 import type { ProxyTarget } from '../upstream/target.ts';
 import type { CanaryAction } from './canary.ts';
+import { LayeredMap } from './layered-map.ts';
+import { changedUpstreamsOver } from './model-changes.ts';
 import type { HostTable, PathMatcher } from './router.ts';
-import { UpstreamBalancers, updatePeers } from './runtime-balancers.ts';
-import { compileHostTable, compilePassthrough, compileServers } from './runtime-hosts.ts';
+import { type PeerKeys, UpstreamBalancers, updatePeers } from './runtime-balancers.ts';
+import { compilePassthrough, compileServers } from './runtime-hosts.ts';
 import type { ReuseIndex } from './runtime-reuse.ts';
 import { createRouteCompileState } from './runtime-routes.ts';
 
@@ -126,8 +128,13 @@ export interface Runtime {
   readonly sni: SniStore;
   /** by upstream name; reused by the next compile while kind and peers allow */
   readonly balancers: ReadonlyMap<string, Balancer>;
-  /** every peer key in use, so the proxy can close pools of peers that left */
-  readonly peerKeys: ReadonlySet<string>;
+  /** every peer key in use (with how many balancers use it), so the proxy can close pools of peers that left */
+  readonly peerKeys: PeerKeys;
+  /**
+   * the peer keys the runtime this one was compiled over used and this one does not, when the
+   * compile knows them (an endpoints-only change of noted upstreams); null: compare the two
+   */
+  readonly retiredPeers: readonly string[] | null;
   /** BackendTls ids compiled (proxy-ssl-*), so the proxy can close pools of settings that left */
   readonly backendTlsIds: ReadonlySet<string>;
   readonly tlsPolicy: TlsPolicy;
@@ -187,10 +194,13 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     deps.caches ?? createRuntimeCaches(),
   );
   const servers = compileServers(routes, previous);
-  const hosts = compileHostTable(routes, servers);
+  const hosts = servers.hosts;
   // zones no route uses any more are forgotten (in-flight requests keep theirs until they end)
   routes.caches.zones.retain(routes.access.zones.keys());
-  const passthrough = compilePassthrough(model, upstreams, routes.defaultSettings.connectTimeoutMs);
+  const passthrough =
+    servers.reuse.passthroughs === 0
+      ? null
+      : compilePassthrough(model, upstreams, routes.defaultSettings.connectTimeoutMs);
   const sni = compileSniStore(model, deps.generatedDefaultCertificate, previous?.sni);
   return {
     hash: model.hash,
@@ -199,6 +209,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     sni,
     balancers: upstreams.balancers,
     peerKeys: upstreams.peerKeys,
+    retiredPeers: null,
     backendTlsIds: routes.backendTlsIds,
     tlsPolicy: tlsPolicyOf(model),
     http: routes.http,
@@ -228,12 +239,45 @@ function tlsPolicyOf(model: Model): TlsPolicy {
   };
 }
 
-/** Only endpoints changed: keep every compiled structure, update the balancers in place. */
+/**
+ * Only endpoints changed: keep every compiled structure, update the balancers in place. When the
+ * model names the upstreams it changes (model-changes.ts), only their balancers are looked at and
+ * the peer counts are patched; otherwise every balancer is.
+ */
 function updateEndpoints(previous: Runtime, model: Model): Runtime {
-  const peerKeys = new Set<string>();
+  const changed = changedUpstreamsOver(model, previous.model);
+  if (changed === null) return updateAllEndpoints(previous, model);
+  const counts = new Map<string, number>();
+  const add = (key: string, by: number): void => {
+    counts.set(key, (counts.get(key) ?? previous.peerKeys.get(key) ?? 0) + by);
+  };
+  for (const name of changed) {
+    const balancer = previous.balancers.get(name);
+    if (balancer === undefined) continue;
+    const before = balancer.peers;
+    updatePeers(balancer, model.upstreams[name]);
+    if (balancer.peers === before) continue;
+    for (const peer of before) add(peer.key, -1);
+    for (const peer of balancer.peers) add(peer.key, 1);
+  }
+  const retired: string[] = [];
+  const changes: Array<[string, number | undefined]> = [];
+  for (const [key, count] of counts) {
+    if (count > 0) changes.push([key, count]);
+    else if (previous.peerKeys.has(key)) {
+      retired.push(key);
+      changes.push([key, undefined]);
+    }
+  }
+  const peerKeys = changes.length === 0 ? previous.peerKeys : previous.peerKeys.patched(changes);
+  return { ...previous, hash: model.hash, peerKeys, retiredPeers: retired, model };
+}
+
+function updateAllEndpoints(previous: Runtime, model: Model): Runtime {
+  const counts = new Map<string, number>();
   for (const [name, balancer] of previous.balancers) {
     updatePeers(balancer, model.upstreams[name]);
-    for (const peer of balancer.peers) peerKeys.add(peer.key);
+    for (const peer of balancer.peers) counts.set(peer.key, (counts.get(peer.key) ?? 0) + 1);
   }
-  return { ...previous, hash: model.hash, peerKeys, model };
+  return { ...previous, hash: model.hash, peerKeys: new LayeredMap(counts), retiredPeers: null, model };
 }

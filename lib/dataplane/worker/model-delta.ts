@@ -14,6 +14,7 @@
 
 import type { ErrorCode } from '../../errors.ts';
 import type { Certificate, ContentHashes, Model, Server, Upstream } from '../../model/index.ts';
+import { noteChangedUpstreams } from '../routing/model-changes.ts';
 
 /**
  * The keys of a part in their new order, as runs of the previous keys ([start, length]: that many
@@ -85,13 +86,18 @@ export function diffModel(previous: Model, next: Model): ModelDelta | null {
     routesHash: next.routesHash,
     servers: diffServers(previous, next),
     catchAll: before.catchAll === after.catchAll ? null : { server: next.catchAll, hash: after.catchAll },
-    upstreams: diffRecord(
-      previous.upstreams,
-      next.upstreams,
-      (name, a, b) =>
-        before.upstreams[name] === after.upstreams[name] && sameEndpoints(a.endpoints, b.endpoints),
-      (name, upstream) => ({ upstream, hash: after.upstreams[name] ?? '' }),
-    ),
+    // equal digests of every upstream's content (names included) and of every endpoint: nothing to
+    // look for among 30,000 upstreams (and the build sorts them by name: the same order)
+    upstreams:
+      before.allUpstreams === after.allUpstreams && before.endpoints === after.endpoints
+        ? { changed: [], removed: [], order: null }
+        : diffRecord(
+            previous.upstreams,
+            next.upstreams,
+            (name, a, b) =>
+              before.upstreams[name] === after.upstreams[name] && sameEndpoints(a.endpoints, b.endpoints),
+            (name, upstream) => ({ upstream, hash: after.upstreams[name] ?? '' }),
+          ),
     certificates: diffRecord(
       previous.certificates,
       next.certificates,
@@ -122,7 +128,7 @@ export function patchModel(previous: Model | null, delta: ModelDelta): Model {
   const servers = patchServers(previous, delta.servers);
   const upstreams = patchRecord(previous.upstreams, delta.upstreams, (entry) => entry.upstream);
   const catchAll = delta.catchAll ?? { server: previous.catchAll, hash: before.catchAll };
-  return {
+  const model: Model = {
     servers: servers.servers,
     catchAll: catchAll.server,
     upstreams,
@@ -145,10 +151,56 @@ export function patchModel(previous: Model | null, delta: ModelDelta): Model {
       endpoints: delta.endpoints,
     },
   };
+  // the delta names every upstream whose content or endpoints changed: the compile of an
+  // endpoints-only change looks at those balancers alone
+  const upstreamsChanged = delta.upstreams.changed.map(([name]) => name);
+  noteChangedUpstreams(model, previous, [...upstreamsChanged, ...delta.upstreams.removed]);
+  return model;
 }
 
-/** Servers are an array (sorted by hostname), their hashes a parallel one: walked by index. */
+/**
+ * Servers are an array sorted by hostname, their hashes a parallel one: both models are walked side
+ * by side (string compares, no map of 20,000 positions), the kept servers becoming runs.
+ */
 function diffServers(previous: Hashed, next: Hashed): PartDelta<ServerEntry> {
+  const before = previous.servers;
+  const beforeHashes = previous.contentHashes.servers;
+  const after = next.contentHashes.servers;
+  const changed: Array<[string, ServerEntry]> = [];
+  const removed: string[] = [];
+  const order: KeyOrder = [];
+  let run: [number, number] | null = null;
+  let j = 0;
+  let last = '';
+  for (let i = 0; i < next.servers.length; i++) {
+    const server = next.servers[i] as Server;
+    const hostname = server.hostname;
+    // a model made otherwise than by the build may not be sorted: then positions say it
+    if (i > 0 && !(last < hostname)) return diffServersByPosition(previous, next);
+    last = hostname;
+    while (j < before.length && (before[j] as Server).hostname < hostname)
+      removed.push((before[j++] as Server).hostname);
+    const hash = after[i] ?? '';
+    if (j < before.length && (before[j] as Server).hostname === hostname) {
+      if (beforeHashes[j] !== hash) changed.push([hostname, { server, hash }]);
+      if (run !== null && run[0] + run[1] === j) run[1]++;
+      else {
+        run = [j, 1];
+        order.push(run);
+      }
+      j++;
+    } else {
+      changed.push([hostname, { server, hash }]);
+      order.push(hostname);
+      run = null;
+    }
+  }
+  while (j < before.length) removed.push((before[j++] as Server).hostname);
+  return { changed, removed, order };
+}
+
+/** diffServers for servers in any order: by a map of the previous positions. */
+function diffServersByPosition(previous: Hashed, next: Hashed): PartDelta<ServerEntry> {
   const position = new Map<string, number>();
   previous.servers.forEach((server, index) => {
     position.set(server.hostname, index);
@@ -178,32 +230,59 @@ function diffServers(previous: Hashed, next: Hashed): PartDelta<ServerEntry> {
   };
 }
 
+/**
+ * The servers and their hashes after the change: the runs copied as they are, then each changed
+ * server put in its place (found by the order: a changed kept server sits inside a run).
+ */
 function patchServers(
   previous: Hashed,
   delta: PartDelta<ServerEntry>,
 ): { servers: Server[]; hashes: string[] } {
-  const changed = new Map(delta.changed);
   const before = previous.contentHashes.servers;
+  const changed = new Map(delta.changed);
   const servers: Server[] = [];
   const hashes: string[] = [];
-  const add = (entry: ServerEntry | undefined, hostname: string): void => {
-    if (entry === undefined)
-      throw new DeltaBaseError(`the delta names server ${hostname}, which neither model holds`);
-    servers.push(entry.server);
-    hashes.push(entry.hash);
-  };
   const all: KeyOrder = delta.order ?? [[0, previous.servers.length]];
   for (const part of all) {
     if (typeof part === 'string') {
-      add(changed.get(part), part);
+      const entry = changed.get(part);
+      if (entry === undefined)
+        throw new DeltaBaseError(`the delta names server ${part}, which neither model holds`);
+      servers.push(entry.server);
+      hashes.push(entry.hash);
+      changed.delete(part);
       continue;
     }
-    for (let index = part[0]; index < part[0] + part[1]; index++) {
-      const server = previous.servers[index] as Server;
-      add(changed.get(server.hostname) ?? { server, hash: before[index] ?? '' }, server.hostname);
+    const [start, length] = part;
+    if (start + length > previous.servers.length)
+      throw new DeltaBaseError('the delta names servers the previous model does not hold');
+    for (let index = start; index < start + length; index++) {
+      servers.push(previous.servers[index] as Server);
+      hashes.push(before[index] ?? '');
     }
   }
+  // what is left changed in place: found by hostname among the previous servers it replaces
+  for (const [hostname, entry] of changed) {
+    const at = positionIn(servers, hostname);
+    if (at < 0) throw new DeltaBaseError(`the delta names server ${hostname}, which neither model holds`);
+    servers[at] = entry.server;
+    hashes[at] = entry.hash;
+  }
   return { servers, hashes };
+}
+
+/** The position of `hostname` in `servers` (sorted by hostname, or not: then a walk), or -1. */
+function positionIn(servers: readonly Server[], hostname: string): number {
+  let low = 0;
+  let high = servers.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const name = (servers[middle] as Server).hostname;
+    if (name === hostname) return middle;
+    if (name < hostname) low = middle + 1;
+    else high = middle - 1;
+  }
+  return servers.findIndex((server) => server.hostname === hostname);
 }
 
 function diffRecord<T, V>(
