@@ -114,6 +114,45 @@ interface Contender {
   rps: number[];
   rssIdle: number | null;
   rssRuns: Array<number | null>;
+  gc: GcCount[];
+}
+
+/** The collections of one run, every thread's: how many of each kind, and their pauses, ms. */
+interface GcCount {
+  requests: number;
+  scavenges: number;
+  markCompacts: number;
+  pauseMs: number;
+}
+
+const GC_LINE = /ms: (Scavenge|Mark-Compact|Minor Mark-Sweep)\b.*?, ([\d.]+) \/ [\d.]+ ms/;
+
+/** The --trace-gc lines printed since `from`, counted. */
+function countGc(output: readonly string[], from: number, requests: number): GcCount {
+  const count: GcCount = { requests, scavenges: 0, markCompacts: 0, pauseMs: 0 };
+  for (let i = from; i < output.length; i++) {
+    const match = GC_LINE.exec(output[i] as string);
+    if (match === null) continue;
+    if (match[1] === 'Mark-Compact') count.markCompacts++;
+    else count.scavenges++;
+    count.pauseMs += Number(match[2]);
+  }
+  return count;
+}
+
+/** Per 10,000 requests over every run of a contender: scavenges, mark-compacts, pause ms. */
+function gcCells(counts: readonly GcCount[]): string {
+  const sum = counts.reduce(
+    (a, c) => ({
+      requests: a.requests + c.requests,
+      scavenges: a.scavenges + c.scavenges,
+      markCompacts: a.markCompacts + c.markCompacts,
+      pauseMs: a.pauseMs + c.pauseMs,
+    }),
+    { requests: 0, scavenges: 0, markCompacts: 0, pauseMs: 0 },
+  );
+  const per = (n: number) => fixed((n / sum.requests) * 10000, 2);
+  return `${per(sum.scavenges)} | ${per(sum.markCompacts)} | ${per(sum.pauseMs)}`;
 }
 
 async function startContender(
@@ -135,7 +174,8 @@ async function startContender(
     manifestsDir: manifests,
     ports,
     logLevel: 'warn',
-    nodeFlags: ['--inspect-port=127.0.0.1:0'],
+    // every isolate's collections, one line each: counted per request, they do not depend on the load
+    nodeFlags: ['--inspect-port=127.0.0.1:0', '--trace-gc'],
     args: ['--configmap', 'bench/ingress-ts'],
     readyHost: HOST,
     cores: '0,1',
@@ -153,6 +193,7 @@ async function startContender(
     rps: [],
     rssIdle: null,
     rssRuns: [],
+    gc: [],
   };
 }
 
@@ -229,7 +270,9 @@ async function main(): Promise<void> {
   for (const c of contenders) await load(c, options.warmup, options);
   for (let round = 1; round <= options.rounds; round++) {
     for (const c of contenders) {
+      const from = c.started.output.length;
       const r = await load(c, options.duration, options);
+      c.gc.push(countGc(c.started.output, from, r.requests));
       c.cpu.push(r.cpuUsPerReq ?? Number.NaN);
       c.rps.push(r.rps);
       c.rssRuns.push(rssKiB(c.started.pid));
@@ -247,7 +290,7 @@ async function main(): Promise<void> {
     const perThread =
       after === null || c.rssIdle === null ? Number.NaN : (after - c.rssIdle) / 1024 / options.threads;
     loadRows.push(
-      `| ${label(c.size)} | ${fixed(median(c.cpu), 1)} | ${c.cpu.map((v) => fixed(v, 1)).join(' / ')} | ${fixed(ratio, 3)} | ${int(median(c.rps))} | ${mib(c.rssIdle)} | ${c.rssRuns.map(mib).join(' / ')} | ${fixed(perThread, 1)} |`,
+      `| ${label(c.size)} | ${fixed(median(c.cpu), 1)} | ${c.cpu.map((v) => fixed(v, 1)).join(' / ')} | ${fixed(ratio, 3)} | ${int(median(c.rps))} | ${mib(c.rssIdle)} | ${c.rssRuns.map(mib).join(' / ')} | ${fixed(perThread, 1)} | ${gcCells(c.gc)} |`,
     );
     const inspector = await openInspector(c.started);
     const afterLoad = await mainHeap(c, inspector);
@@ -275,6 +318,7 @@ async function main(): Promise<void> {
 - node: ${process.version}
 - one ingress-ts per size, \`worker-processes: ${options.threads}\`, pinned to cores 0,1; wrk -c${options.connections} and the upstream NGINX (1 KiB) on core 1; /metrics scraped every ${SCRAPE_MS / 1000} s; access log to a file
 - ${options.warmup} s warm-up each, then ${options.rounds} interleaved rounds of ${options.duration} s; CPU is the process's (all threads) utime+stime ÷ requests; "× first" is the median of the per-round quotients against the first size of the same round
+- collections: every isolate's, from \`--trace-gc\` (one line each), summed over the recorded runs; a pause is the main-thread time V8 reports for it (wall time: a busy machine lengthens it, the counts do not change)
 - RSS is VmRSS of the whole process; per thread after load = (RSS after the last round − RSS idle) ÷ threads
 
 Commands:
@@ -286,8 +330,8 @@ ${wrkCommands.join('\n')}
 
 ## Under load
 
-| young generation | CPU µs/req (median) | per round | × first (median) | req/s (median) | RSS MiB idle | RSS MiB after each round | growth per thread MiB |
-|---|--:|---|--:|--:|--:|---|--:|
+| young generation | CPU µs/req (median) | per round | × first (median) | req/s (median) | RSS MiB idle | RSS MiB after each round | growth per thread MiB | scavenges per 10k requests | mark-compacts per 10k | GC pause ms per 10k |
+|---|--:|---|--:|--:|--:|---|--:|--:|--:|--:|
 ${loadRows.join('\n')}
 
 ## The main thread (controller only) after the load and after ${options.changes} changes
