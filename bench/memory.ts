@@ -9,7 +9,8 @@
 //    heap spaces, through the inspector), and the heap after two full GCs half-way and at the end.
 //    What survives a full GC growing with the requests is a leak; RSS that rises with the young
 //    generation and the old space's garbage and falls back after a full GC is the heap settling.
-// 3. scale: --ingresses Ingresses (support/scale-manifests.ts), one thread; RSS at the first 200, 20 s
+// 3. scale: --ingresses Ingresses (support/scale-manifests.ts), one process per --scale-threads
+//    value (`worker-processes`, default 1); RSS at the first 200, 20 s
 //    later (the collection ingress-ts starts after its first build has handed the pages back by then)
 //    and after two forced full GCs, the heap inside, and with --snapshot FILE a heap snapshot then.
 // Run with `node bench/memory.ts [flags]` (see --help).
@@ -52,17 +53,20 @@ interface Options {
   stages: number;
   stageSeconds: number;
   ingresses: number;
+  /** worker-processes values of the scale part */
+  scaleThreads: number[];
   snapshot: string | null;
   parts: Set<string>;
   out: string | null;
 }
 
-const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threads LIST] [--stages N] [--stage-seconds S] [--ingresses N] [--snapshot FILE] [--no-write]
+const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threads LIST] [--stages N] [--stage-seconds S] [--ingresses N] [--scale-threads LIST] [--snapshot FILE] [--no-write]
   --parts LIST       which parts to run [threads,load,scale]
   --threads LIST     worker-processes values for the threads part, ascending, starting with 1 [1,2,4]
   --stages N         wrk stages of the load part (2-20) [6]
   --stage-seconds S  seconds per stage (1-120) [10]
   --ingresses N      Ingresses of the scale part (10-50000) [10000]
+  --scale-threads L  worker-processes values of the scale part, one process each [1]
   --snapshot FILE    write a heap snapshot of the scale part's process after its GCs
   --no-write         print the report only, do not write bench/results/memory-YYYY-MM-DD.md
 `;
@@ -73,6 +77,7 @@ function parseOptions(args: readonly string[]): Options {
     stages: 6,
     stageSeconds: 10,
     ingresses: 10000,
+    scaleThreads: [1],
     snapshot: null,
     parts: new Set(['threads', 'load', 'scale']),
     out: join(REPO, 'bench', 'results', `memory-${new Date().toISOString().slice(0, 10)}.md`),
@@ -98,6 +103,8 @@ function parseOptions(args: readonly string[]): Options {
     } else if (arg === '--stages') options.stages = bounded(arg, args[++i], 2, 20);
     else if (arg === '--stage-seconds') options.stageSeconds = bounded(arg, args[++i], 1, 120);
     else if (arg === '--ingresses') options.ingresses = bounded(arg, args[++i], 10, 50000);
+    else if (arg === '--scale-threads')
+      options.scaleThreads = (args[++i] ?? '').split(',').map((n) => bounded(arg, n, 1, 64));
     else if (arg === '--snapshot') options.snapshot = args[++i] ?? fail(2, '--snapshot expects a file');
     else if (arg === '--no-write') options.out = null;
     else if (arg === '--help') {
@@ -124,6 +131,7 @@ async function start(
   readyHost: string,
   readyTimeoutMs = 30000,
   logLevel = 'warn',
+  cores: number | string = 0,
 ): Promise<Started> {
   const ports = { http: await freePort(), https: await freePort(), healthz: await freePort() };
   const { started, command } = await startIngressTs({
@@ -134,6 +142,7 @@ async function start(
     args: ['--configmap', 'bench/ingress-ts'],
     readyHost,
     readyTimeoutMs,
+    cores,
   });
   if (!context.commands.includes(command)) context.commands.push(command);
   (started as Started & { port: number }).port = ports.http;
@@ -248,14 +257,14 @@ async function loadPart(context: Context, options: Options): Promise<string> {
 
 // --- 3. scale --------------------------------------------------------------------------------------
 
-async function scalePart(context: Context, options: Options): Promise<string> {
-  const dir = join(context.dir, 'scale');
+async function scalePart(context: Context, options: Options, threads: number): Promise<string> {
+  const dir = join(context.dir, `scale-${threads}`);
   mkdirSync(dir);
   const manifests = writeScaleManifests(dir, options.ingresses, context.upstreamPort, 'json');
-  writeFileSync(join(dir, 'configmap.yaml'), benchConfigMap({ 'worker-processes': '1' }));
+  writeFileSync(join(dir, 'configmap.yaml'), benchConfigMap({ 'worker-processes': String(threads) }));
   log(`scale: ${int(manifests.ingresses)} Ingresses written, starting`);
   const spawned = performance.now();
-  const started = await start(context, dir, manifests.host, 180000, 'info');
+  const started = await start(context, dir, manifests.host, 180000, 'info', threads > 1 ? '0,1' : 0);
   const firstTrafficMs = performance.now() - spawned;
   const ready = rssKiB(started.pid);
   await sleep(SCALE_SETTLE_MS);
@@ -298,9 +307,10 @@ async function main(): Promise<void> {
       `## Under load, one thread (wrk -c${CONNECTIONS}, ${options.stages} × ${options.stageSeconds} s)\n\n${await loadPart(context, options)}`,
     );
   if (options.parts.has('scale'))
-    sections.push(
-      `## At ${int(options.ingresses)} Ingresses, one thread\n\n${await scalePart(context, options)}`,
-    );
+    for (const threads of options.scaleThreads)
+      sections.push(
+        `## At ${int(options.ingresses)} Ingresses, \`worker-processes: ${threads}\`${threads > 1 ? ' (cores 0,1)' : ''}\n\n${await scalePart(context, options, threads)}`,
+      );
   await stopProcess(upstream, 'SIGQUIT');
   const cpu = cpus();
   const report = `# Memory benchmark

@@ -28,6 +28,8 @@ export interface IngressTsOptions {
   cores?: number | string;
   /** another checkout of ingress-ts to run instead of this one (its bin/ingress-ts.ts) */
   checkout?: string;
+  /** variables added to this process's environment */
+  env?: Record<string, string>;
 }
 
 export function ingressTsArgv(options: IngressTsOptions): string[] {
@@ -57,7 +59,8 @@ export async function startIngressTs(
   options: IngressTsOptions,
 ): Promise<{ started: Started; command: string }> {
   const argv = pinned(options.cores ?? 0, ingressTsArgv(options));
-  const started = startProcess(argv);
+  const env = options.env === undefined ? undefined : { ...process.env, ...options.env };
+  const started = startProcess(argv, undefined, env);
   await waitFor(
     'ingress-ts',
     async () => {

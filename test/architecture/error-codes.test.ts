@@ -34,6 +34,7 @@ const FOREIGN_CODES: Record<string, string> = {
   UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'OpenSSL',
   UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'OpenSSL',
   AUTO_HTTP: 'ingress-nginx: a backend-protocol value, not an error',
+  INGRESS_TS_THREAD_YOUNG_GENERATION_MB: 'an environment variable (lib/dataplane/worker/thread-heap.ts)',
 };
 
 /** A string literal that reads like a code: capitals and digits in two or more words joined by `_`. */

@@ -228,3 +228,36 @@ t.test('ssl-passthrough table: exact and wildcard names, terminated names, endpo
   );
   t.equal(compileRuntime(world(['10.0.0.1']), null, deps).passthrough, null, 'no passthrough host: no table');
 });
+
+t.test(
+  'routes to one upstream with the same settings share their target; other settings get their own',
+  async (t) => {
+    const model = build({
+      ingresses: [
+        ingress('site', { rules: [rule('a.com', path('/', 'web:80'), path('/api', 'web:80'))] }),
+        ingress('other-host', { created: 1, rules: [rule('c.com', path('/', 'web:80'))] }),
+        ingress('slow', {
+          created: 2,
+          nginx: { 'proxy-read-timeout': '5' },
+          rules: [rule('d.com', path('/', 'web:80'))],
+        }),
+      ],
+      services: [service('web', [{ port: 80 }])],
+      slices: [slice('web', [{ addresses: ['10.0.0.1'] }], [{ port: 80 }])],
+    }).model;
+    const runtime = compileRuntime(model, null, deps);
+    const targetAt = (host: string, path: string) => {
+      const action = actionAt(runtime, host, path);
+      return action.type === 'proxy' ? action.target : null;
+    };
+    const shared = targetAt('a.com', '/');
+    t.ok(shared !== null);
+    t.equal(targetAt('a.com', '/api'), shared, 'two paths of one Ingress');
+    t.equal(targetAt('c.com', '/'), shared, 'another Ingress with the same settings');
+    const slow = targetAt('d.com', '/');
+    t.not(slow, shared, 'other settings: a target of its own');
+    t.equal(slow?.readTimeoutMs, 5000);
+    t.equal(shared?.readTimeoutMs, 60000);
+    t.equal(slow?.balancer, shared?.balancer, 'one balancer per upstream still');
+  },
+);

@@ -55,6 +55,12 @@ export interface RouteCompileState {
   readonly backendTlsIds: Set<string>;
   /** mirror-*, compiled once per distinct annotation value */
   readonly mirrors: Map<MirrorAnnotations, CompiledMirror | null>;
+  /**
+   * the proxy targets made so far, by settings, backend TLS, then protocol and upstream: routes to
+   * one upstream with the same settings share one (immutable) target. At 10,000 Ingresses this was
+   * 60,000 targets of ~20 fields for 30,000 upstreams
+   */
+  readonly targets: Map<TargetSettings, Map<BackendTls | null, Map<string, ProxyTarget>>>;
   /** what the data plane keeps across runtimes (path regexes, bcrypt outcomes, verified leaves) */
   readonly caches: RuntimeCaches;
   /** while one server compiles (runtime-reuse.ts): where the BackendTls ids it uses go */
@@ -87,6 +93,7 @@ export function createRouteCompileState(
     backendTls: new Map(),
     backendTlsIds: new Set(),
     mirrors: new Map(),
+    targets: new Map(),
     caches,
     recording: { backendTlsIds: null },
   };
@@ -173,8 +180,39 @@ function mirrorOf(state: RouteCompileState, value: MirrorAnnotations): CompiledM
   return compiled;
 }
 
+/** The target of `upstreamName` with these settings, made once per compile (RouteCompileState.targets). */
+function sharedTarget(
+  targets: RouteCompileState['targets'] | undefined,
+  key: {
+    settings: TargetSettings;
+    backendTls: BackendTls | null;
+    protocol: TargetProtocol;
+    upstream: string;
+  },
+  make: () => ProxyTarget,
+): ProxyTarget {
+  if (targets === undefined) return make();
+  let byTls = targets.get(key.settings);
+  if (byTls === undefined) {
+    byTls = new Map();
+    targets.set(key.settings, byTls);
+  }
+  let byName = byTls.get(key.backendTls);
+  if (byName === undefined) {
+    byName = new Map();
+    byTls.set(key.backendTls, byName);
+  }
+  const name = `${key.protocol} ${key.upstream}`;
+  let target = byName.get(name);
+  if (target === undefined) {
+    target = make();
+    byName.set(name, target);
+  }
+  return target;
+}
+
 function proxyTo(
-  state: Pick<RouteCompileState, 'model' | 'upstreams'>,
+  state: Pick<RouteCompileState, 'model' | 'upstreams'> & { targets?: RouteCompileState['targets'] },
   upstreamName: string,
   route: RouteInfo | null,
   accessLog: boolean,
@@ -183,17 +221,21 @@ function proxyTo(
   protocol: TargetProtocol = 'HTTP',
   backendTls: BackendTls | null = null,
 ): Action {
+  // asked for before any shared target is taken: a server's compile records the upstreams it uses
   const balancer = state.upstreams.balancerFor(upstreamName);
   if (balancer === null) return { type: 'status', status: 503, route, accessLog };
-  const target: ProxyTarget = {
+  const hashKey = state.upstreams.hashKeyOf(upstreamName);
+  const affinity = state.upstreams.upstream(upstreamName)?.affinity ?? null;
+  const key = { settings, backendTls, protocol, upstream: upstreamName };
+  const target = sharedTarget(state.targets, key, () => ({
     upstream: upstreamName,
     balancer,
-    hashKey: state.upstreams.hashKeyOf(upstreamName),
-    affinity: state.upstreams.upstream(upstreamName)?.affinity ?? null,
+    hashKey,
+    affinity,
     protocol,
     backendTls,
     ...settings,
-  };
+  }));
   return {
     type: 'proxy',
     target,

@@ -12,7 +12,7 @@
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { serialize } from 'node:v8';
-import type { Worker } from 'node:worker_threads';
+import type { ResourceLimits, Worker } from 'node:worker_threads';
 import type { ErrorCode } from '../../errors.ts';
 import type { Model } from '../../model/index.ts';
 import { allocateZoneBuffer } from '../access/shared-zone.ts';
@@ -33,6 +33,7 @@ import {
   type ZoneBuffers,
 } from './protocol.ts';
 import { startThread } from './thread-boot.ts';
+import { threadResourceLimits } from './thread-heap.ts';
 
 export interface DataPlaneThreadsOptions extends ThreadDataPlaneOptions {
   /** how many threads (at least 2 to be worth it; 1 works) */
@@ -69,8 +70,8 @@ class Thread {
   #next = 0;
   readonly #calls = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
 
-  constructor(options: ThreadDataPlaneOptions) {
-    this.worker = startThread(THREAD_ENTRY, { workerData: options });
+  constructor(options: ThreadDataPlaneOptions, resourceLimits: ResourceLimits) {
+    this.worker = startThread(THREAD_ENTRY, { workerData: options, resourceLimits });
   }
 
   call<T>(message: Call): Promise<T> {
@@ -107,6 +108,8 @@ class Thread {
 
 export class DataPlaneThreads implements DataPlaneHandle {
   readonly #options: ThreadDataPlaneOptions;
+  /** read once: a replacement thread starts with the limits of the others */
+  readonly #resourceLimits = threadResourceLimits();
   readonly #slots: Thread[] = [];
   /** the model every thread serves or is being given; its bytes once some thread needed them */
   #model: { model: Model; bytes: Uint8Array | null; zones: ZoneBuffers } | null = null;
@@ -289,7 +292,7 @@ export class DataPlaneThreads implements DataPlaneHandle {
 
   #spawn(index: number): Thread {
     // UDP sessions are per client address: the first thread alone opens the UDP service ports
-    const thread = new Thread({ ...this.#options, udpServices: index === 0 });
+    const thread = new Thread({ ...this.#options, udpServices: index === 0 }, this.#resourceLimits);
     thread.worker.on('message', (message: ThreadMessage) => {
       if (message.type === 'reply') thread.answered(message);
       else this.#received(thread, message);

@@ -9,6 +9,7 @@ import type { Model } from '../../model/index.ts';
 import type { ZoneMemory } from '../access/zone-memory.ts';
 import type { DataPlane, PreparedSwap } from '../dataplane.ts';
 import { type ModelDelta, patchModel } from './model-delta.ts';
+import { shareStrings } from './model-strings.ts';
 import type { CommitReply, ModelPayload, PrepareReply, ZoneBuffers } from './protocol.ts';
 
 /** A commit for a model this thread has not prepared (or has dropped). */
@@ -40,7 +41,7 @@ export function createThreadApply(dataPlane: DataPlane, zoneMemory: ZoneMemory):
       const decoded = deserialize(payload.bytes) as unknown;
       const model =
         payload.kind === 'full'
-          ? (decoded as Model)
+          ? shareStrings(decoded as Model)
           : patchModel(dataPlane.current?.model ?? null, decoded as ModelDelta);
       const decodedAt = performance.now();
       if (failure !== null) {

@@ -42,7 +42,6 @@ export class EwmaBalancer implements Balancer {
   readonly #env: BalancerEnv;
   readonly #store: EwmaStore;
   #peers: readonly Peer[];
-  #keys: Set<string>;
   /** holds the untried peers of a pick with `tried`; sized to the peer set so a pick never allocates */
   #scratch: Peer[];
 
@@ -50,7 +49,6 @@ export class EwmaBalancer implements Balancer {
     this.#env = env;
     this.#store = store;
     this.#peers = peers;
-    this.#keys = peerKeys(peers);
     this.#scratch = peers.slice();
   }
 
@@ -104,7 +102,8 @@ export class EwmaBalancer implements Balancer {
 
   update(peers: readonly Peer[]): void {
     const keys = peerKeys(peers);
-    const old = this.#keys;
+    // gathered per update, not kept per balancer (round-robin.ts says why)
+    const old = peerKeys(this.#peers);
     if (sameKeys(keys, old)) return; // ingress-nginx: "endpoints did not change", nothing happens
     const store = this.#store;
     for (const key of old) if (!keys.has(key)) store.delete(key);
@@ -125,7 +124,6 @@ export class EwmaBalancer implements Balancer {
       for (const key of keys) if (!old.has(key)) store.set(key, { ewma, lastTouched: now });
     }
     this.#peers = peers;
-    this.#keys = keys;
     this.#scratch = peers.slice();
   }
 }
