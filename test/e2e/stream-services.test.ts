@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { type StreamClosed, streamClosed } from '../../lib/dataplane/events.ts';
+import { encodeProxyV2 } from '../../lib/dataplane/listening/proxy-protocol.ts';
 import { createLogger } from '../../lib/log.ts';
 import { type Controller, start } from '../../lib/main.ts';
 import { testConfig } from '../support/http.ts';
@@ -163,7 +164,7 @@ async function tcpClient(t: Test, port: number) {
   const socket = netConnect({ port, host: '127.0.0.1' });
   t.teardown(() => socket.destroy());
   await once(socket, 'connect');
-  const say = async (text: string): Promise<string> => {
+  const say = async (text: string | Buffer): Promise<string> => {
     socket.write(text);
     const [chunk] = (await once(socket, 'data')) as [Buffer];
     return chunk.toString('latin1');
@@ -323,6 +324,16 @@ t.test('TCP: the PROXY flags (decode from the client, encode to the upstream)', 
     a.received.at(-1),
     `PROXY TCP4 203.0.113.7 198.51.100.1 5555 ${both}\r\nhi`,
     'the decoded client address is passed on',
+  );
+
+  // the listeners' parser: version 2 (binary) headers too
+  const binary = await tcpClient(t, both);
+  const v2 = encodeProxyV2({ address: '203.0.113.9', port: 6666 }, { address: '198.51.100.1', port: both });
+  t.equal(await binary.say(Buffer.concat([v2, Buffer.from('v2')])), 'a:v2');
+  t.equal(
+    a.received.at(-1),
+    `PROXY TCP4 203.0.113.9 198.51.100.1 6666 ${both}\r\nv2`,
+    'a v2 header is decoded, and passed on as v1',
   );
 
   const decoded = await tcpClient(t, decode);

@@ -1,11 +1,12 @@
 // The PROXY protocol as TCP services use it (the two PROXY flags of an entry): a header read from
-// the client before anything is relayed, and a v1 header written to the upstream. The reader is one
-// function behind a small type so that the listeners' own parser can take its place; this one reads
-// v1 (text) only, bounded to 107 bytes as the specification bounds it.
+// the client before anything is relayed, and a v1 header written to the upstream (NGINX's
+// `proxy_protocol on` in a stream server). Both are the listeners' own (listening/proxy-protocol.ts):
+// the same strict, bounded v1 and v2 parser; this file adapts it to the relay.
 
 import type { Socket } from 'node:net';
+import { encodeProxyV1 as encodeV1, readProxyHeader } from '../listening/proxy-protocol.ts';
 
-/** The connection's addresses as the header carries them; null for UNKNOWN (a health check). */
+/** The connection's addresses as the header carries them; null for LOCAL / UNKNOWN (a health check). */
 export interface ProxyAddresses {
   sourceAddress: string;
   sourcePort: number;
@@ -15,72 +16,43 @@ export interface ProxyAddresses {
 
 export interface ProxyHeaderRead {
   addresses: ProxyAddresses | null;
-  /** bytes after the header, to be relayed first */
+  /** bytes after the header, to be relayed first (none: the reader puts them back on the socket) */
   rest: Buffer;
 }
 
 /** Reads one header from `socket`; rejects when it is missing, malformed or not complete in time. */
 export type ProxyHeaderReader = (socket: Socket, timeoutMs: number) => Promise<ProxyHeaderRead>;
 
-const V1_MAX = 107;
+const NOTHING = Buffer.alloc(0);
 
-/** `PROXY TCP4 1.2.3.4 5.6.7.8 1111 2222` (without CRLF) → addresses, or why not. */
-export function parseProxyV1(line: string): ProxyAddresses | null | Error {
-  const parts = line.split(' ');
-  if (parts[0] !== 'PROXY') return new Error('not a PROXY protocol header');
-  if (parts[1] === 'UNKNOWN') return null;
-  if ((parts[1] !== 'TCP4' && parts[1] !== 'TCP6') || parts.length !== 6) {
-    return new Error('malformed PROXY protocol v1 header');
-  }
-  const [, , sourceAddress = '', destinationAddress = '', source = '', destination = ''] = parts;
-  const port = (text: string) => (/^\d{1,5}$/.test(text) && Number(text) <= 65535 ? Number(text) : -1);
-  const sourcePort = port(source);
-  const destinationPort = port(destination);
-  if (sourcePort < 0 || destinationPort < 0) return new Error('malformed PROXY protocol v1 ports');
-  return { sourceAddress, sourcePort, destinationAddress, destinationPort };
-}
-
-export const readProxyHeaderV1: ProxyHeaderReader = (socket, timeoutMs) =>
+/** The listeners' reader: v1 and v2, the bytes after the header put back, the socket left paused. */
+export const readClientProxyHeader: ProxyHeaderReader = (socket, timeoutMs) =>
   new Promise((resolve, reject) => {
-    let buffered: Buffer = Buffer.alloc(0);
-    const finish = (error: Error | null, read?: ProxyHeaderRead) => {
-      clearTimeout(timer);
-      socket.off('data', onData);
-      socket.off('end', onEnd);
-      socket.pause();
-      if (error !== null) reject(error);
-      else resolve(read as ProxyHeaderRead);
-    };
-    const onData = (chunk: Buffer) => {
-      buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
-      const end = buffered.indexOf('\r\n');
-      if (end === -1) {
-        if (buffered.length >= V1_MAX) finish(new Error('PROXY protocol header too long'));
+    readProxyHeader(socket, timeoutMs, (result) => {
+      if (!result.ok) {
+        reject(new Error(`PROXY protocol header: ${result.reason}`));
         return;
       }
-      if (end + 2 > V1_MAX) return finish(new Error('PROXY protocol header too long'));
-      const parsed = parseProxyV1(buffered.subarray(0, end).toString('latin1'));
-      if (parsed instanceof Error) return finish(parsed);
-      finish(null, { addresses: parsed, rest: buffered.subarray(end + 2) });
-    };
-    const onEnd = () => finish(new Error('the connection ended before its PROXY protocol header'));
-    const timer = setTimeout(() => finish(new Error('no PROXY protocol header in time')), timeoutMs);
-    socket.on('data', onData);
-    socket.once('end', onEnd);
+      const a = result.addresses;
+      const addresses =
+        a === null
+          ? null
+          : {
+              sourceAddress: a.sourceAddress,
+              sourcePort: a.sourcePort,
+              destinationAddress: a.destinationAddress,
+              destinationPort: a.destinationPort,
+            };
+      resolve({ addresses, rest: NOTHING });
+    });
+    // the relay pauses a new client until it knows where to send its bytes: the header is read now
     socket.resume();
   });
 
-/** The v1 header NGINX's `proxy_protocol on` sends: the client's and the listener's addresses. */
-export function encodeProxyV1(addresses: ProxyAddresses): string {
-  // an IPv4 client of a dual-stack socket appears as ::ffff:a.b.c.d: written as IPv4
-  const source = addresses.sourceAddress.replace(/^::ffff:(?=\d+\.)/i, '');
-  const destination = addresses.destinationAddress.replace(/^::ffff:(?=\d+\.)/i, '');
-  const v6 = (address: string) => address.includes(':');
-  if (v6(source) === v6(destination)) {
-    const family = v6(source) ? 'TCP6' : 'TCP4';
-    return `PROXY ${family} ${source} ${destination} ${addresses.sourcePort} ${addresses.destinationPort}\r\n`;
-  }
-  // one of each: both as IPv6
-  const asV6 = (address: string) => (v6(address) ? address : `::ffff:${address}`);
-  return `PROXY TCP6 ${asV6(source)} ${asV6(destination)} ${addresses.sourcePort} ${addresses.destinationPort}\r\n`;
+/** The v1 header for the upstream: the client's and the listener's addresses. */
+export function encodeProxyV1(addresses: ProxyAddresses): Buffer {
+  return encodeV1(
+    { address: addresses.sourceAddress, port: addresses.sourcePort },
+    { address: addresses.destinationAddress, port: addresses.destinationPort },
+  );
 }

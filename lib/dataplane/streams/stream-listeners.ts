@@ -10,7 +10,7 @@ import type { GlobalConfig } from '../../model/configmap/global-config.ts';
 import { DEFAULT_GLOBAL_CONFIG } from '../../model/configmap/global-config.ts';
 import type { StreamService, StreamTable } from '../../model/index.ts';
 import { dataplaneError } from '../events.ts';
-import { type ProxyHeaderReader, readProxyHeaderV1 } from './proxy-header.ts';
+import { type ProxyHeaderReader, readClientProxyHeader } from './proxy-header.ts';
 import { TcpStreamPort } from './tcp-relay.ts';
 import { UdpStreamPort } from './udp-relay.ts';
 
@@ -140,7 +140,7 @@ export class StreamListeners {
         port: service.port,
         host,
         reusePort: this.#options.reusePort,
-        readHeader: this.#options.readHeader ?? readProxyHeaderV1,
+        readHeader: this.#options.readHeader ?? readClientProxyHeader,
       });
       this.#tcp.set(service.port, port);
       opening.push(
