@@ -187,6 +187,20 @@ const CASES: ReadonlyArray<{ key: string; value: string; code: string; severity:
     says: 'NGINX ignores it since 1.19.7 (so ingress-nginx does too); keep-alive-requests bounds the requests of an HTTP/2 connection',
   },
   {
+    key: 'forwarded-for-proxy-protocol-header',
+    value: 'X-Forwarded-For-Proxy-Protocol',
+    code: 'CONFIG_KEY_NOT_APPLICABLE',
+    severity: 'info',
+    says: 'reads that client from the connection itself',
+  },
+  {
+    key: 'proxy-stream-timeoutt',
+    value: '10s',
+    code: 'CONFIG_KEY_UNKNOWN',
+    severity: 'warning',
+    says: 'proxy-stream-timeout',
+  },
+  {
     key: 'http2-max-field-size',
     value: '8k',
     code: 'CONFIG_KEY_NOT_APPLICABLE',

@@ -34,9 +34,10 @@ const NGINX_INTERNAL_KEYS = new Set([
   'http2-max-field-size',
   'http2-max-header-size',
   'http2-max-requests',
+  'forwarded-for-proxy-protocol-header',
 ]);
 /** Prefixes of whole families of such keys. */
-const NGINX_INTERNAL_PREFIXES = ['proxy-stream-', 'jaeger-', 'variables-hash-'];
+const NGINX_INTERNAL_PREFIXES = ['jaeger-', 'variables-hash-'];
 
 /** Why a key has no effect, where the general reason would mislead. */
 const REASONS: Readonly<Record<string, string>> = {
@@ -48,6 +49,8 @@ const REASONS: Readonly<Record<string, string>> = {
     'NGINX ignores it since 1.19.7 (so ingress-nginx does too); large-client-header-buffers bounds the HTTP/2 header list',
   'http2-max-requests':
     'NGINX ignores it since 1.19.7 (so ingress-nginx does too); keep-alive-requests bounds the requests of an HTTP/2 connection',
+  'forwarded-for-proxy-protocol-header':
+    "it names the request header NGINX passes the PROXY protocol's client through internally; ingress-ts reads that client from the connection itself",
 };
 
 /** The specific reason a not-applicable key has no effect, or undefined for the general one. */
