@@ -1,6 +1,7 @@
 // The readers of flag values (ports, object references, durations, URLs, bucket lists): each
 // returns the value or throws ConfigError with a message naming the flag.
 
+import { parseGoDurationMs } from '../model/index.ts';
 import { ConfigError } from './config-error.ts';
 
 export function port(name: string, value: string, allowZero: boolean): number {
@@ -21,24 +22,8 @@ export function objectRef(name: string, value: string): string | null {
 
 /** A Go duration as ingress-nginx's flags take it (`30s`, `1m30s`, `500ms`), in milliseconds. */
 export function duration(name: string, value: string): number {
-  const units: Record<string, number> = {
-    h: 3_600_000,
-    m: 60_000,
-    s: 1000,
-    ms: 1,
-    us: 0.001,
-    µs: 0.001,
-    ns: 1e-6,
-  };
-  let total = 0;
-  let rest = value.trim();
-  if (rest === '') throw new ConfigError(`--${name} must be a duration such as 30s, got "${value}"`);
-  while (rest !== '') {
-    const match = /^(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/.exec(rest);
-    if (match === null) throw new ConfigError(`--${name} must be a duration such as 30s, got "${value}"`);
-    total += Number(match[1]) * (units[match[2] as string] as number);
-    rest = rest.slice(match[0].length);
-  }
+  const total = parseGoDurationMs(value.trim());
+  if (total === null) throw new ConfigError(`--${name} must be a duration such as 30s, got "${value}"`);
   if (total <= 0) throw new ConfigError(`--${name} must be longer than 0, got "${value}"`);
   return total;
 }

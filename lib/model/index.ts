@@ -7,6 +7,7 @@ export { buildModel, globalConfigOf } from './build.ts';
 export { type BuildCaches, createBuildCaches } from './build-caches.ts';
 export { DEFAULT_GLOBAL_CONFIG, type WorkerProcesses } from './configmap/global-config.ts';
 export { SUPPORTED_CONFIG_KEYS } from './configmap/index.ts';
+export { parseGoDurationMs } from './configmap/values.ts';
 export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
 export { DIAGNOSTIC_CODES } from './diagnostics.ts';
 export type * from './k8s.ts';
