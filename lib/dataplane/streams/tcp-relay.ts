@@ -13,8 +13,11 @@ import { encodeProxyV1, type ProxyAddresses, type ProxyHeaderReader } from './pr
 
 /** NGINX's proxy_connect_timeout default: ingress-nginx sets none in its stream block. */
 const CONNECT_TIMEOUT_MS = 60_000;
-/** How long a client of a PROXY-decoding port may take to send its header. */
-export const PROXY_HEADER_TIMEOUT_MS = 5_000;
+/**
+ * How long a client of a PROXY-decoding port may take to send its header: NGINX's stream
+ * `proxy_protocol_timeout` default, which ingress-nginx's stream servers keep.
+ */
+export const PROXY_HEADER_TIMEOUT_MS = 30_000;
 
 export interface TcpPortOptions {
   port: number;
