@@ -49,7 +49,7 @@ import { type SessionShare, TlsSessions } from './listening/tls-sessions.ts';
 import { publishFailure } from './pipeline/failures.ts';
 import { RequestPipeline } from './pipeline/requests.ts';
 import { compileRuntime, type Runtime } from './routing/runtime.ts';
-import { StreamListeners } from './streams/stream-listeners.ts';
+import { StreamListeners, type StreamPortDescription } from './streams/stream-listeners.ts';
 import type { BalancerEnv } from './upstream/balancer.ts';
 import { createEwmaStore } from './upstream/balancers/ewma.ts';
 import { defaultBalancerEnv } from './upstream/balancers/index.ts';
@@ -324,6 +324,11 @@ export class DataPlane implements DataPlaneHandle {
     const description = describeRuntime(runtime, this.#certificateInfo);
     const streams = this.#streams.describe();
     return streams.length === 0 ? description : { ...description, streams };
+  }
+
+  /** The TCP and UDP service ports open in this data plane, with its own counts. */
+  describeStreams(): StreamPortDescription[] {
+    return this.#streams.describe();
   }
 
   /** Listens on the configured ports, or on `ports` (a data-plane thread joining the ports another one bound). */

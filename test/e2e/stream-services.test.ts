@@ -265,6 +265,11 @@ t.test('TCP: echo both ways, round-robin, the next endpoint on a refused connect
     { protocol: 'TCP', upstream: 'tcp-e2e-pair-9000', service: 'e2e/pair:9000' },
     '/debug/model lists the port',
   );
+  t.match(
+    description?.streams?.find((s) => s.port === port),
+    { active: TEST_THREAD_COUNT + 1, accepted: TEST_THREAD_COUNT + 1 },
+    'with the streams of every thread counted',
+  );
 });
 
 t.test('TCP: a swap keeps open streams; a new port opens, a removed one stops accepting', async (t) => {

@@ -226,7 +226,7 @@ export interface RuntimeDescription {
   upstreamDefaults: UpstreamSettings;
   /** with data-plane worker threads: each thread and the model it serves (the rest describes the first) */
   threads?: ThreadDescription[];
-  /** the TCP and UDP service ports open (absent: none); with threads, the first thread's streams */
+  /** the TCP and UDP service ports open (absent: none); with threads, counts summed over them */
   streams?: StreamPortDescription[];
 }
 

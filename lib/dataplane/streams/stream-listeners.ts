@@ -38,6 +38,26 @@ export interface StreamPortDescription {
   accepted: number;
 }
 
+/**
+ * One list of ports from the lists of several data-plane threads: each TCP port is open in every
+ * thread (reusePort), so its counts are the sums; a UDP port is open in the first thread only.
+ */
+export function sumStreamDescriptions(lists: readonly StreamPortDescription[][]): StreamPortDescription[] {
+  const byPort = new Map<string, StreamPortDescription>();
+  for (const list of lists) {
+    for (const port of list) {
+      const key = `${port.protocol}/${port.port}`;
+      const seen = byPort.get(key);
+      if (seen === undefined) byPort.set(key, { ...port });
+      else {
+        seen.active += port.active;
+        seen.accepted += port.accepted;
+      }
+    }
+  }
+  return [...byPort.values()];
+}
+
 const EMPTY: StreamTable = { tcp: [], udp: [] };
 const LISTEN_FAILED: ErrorCode = 'STREAM_LISTEN_FAILED';
 

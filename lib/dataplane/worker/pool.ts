@@ -20,6 +20,7 @@ import { ZoneMemory } from '../access/zone-memory.ts';
 import type { RuntimeDescription, ThreadDescription } from '../describe/types.ts';
 import { accessLogLines, dataplaneError, runtimeSwapped } from '../events.ts';
 import type { DataPlaneHandle, DataPlaneStats, ListenAddresses, SwapResult } from '../handle.ts';
+import { type StreamPortDescription, sumStreamDescriptions } from '../streams/stream-listeners.ts';
 import { applyInTwoPhases, type PhaseSlots } from './apply-phases.ts';
 import { type ApplyRecord, ModelPayloads } from './model-payloads.ts';
 import {
@@ -237,7 +238,19 @@ export class DataPlaneThreads implements DataPlaneHandle {
     const first = this.#slots[0];
     const runtime =
       first === undefined ? null : await first.call<RuntimeDescription | null>({ type: 'describe' });
-    return runtime === null ? null : { ...runtime, threads: this.threads };
+    if (runtime === null) return null;
+    if (runtime.streams === undefined) return { ...runtime, threads: this.threads };
+    // every thread has its own streams on the TCP ports: the counts shown are the sums
+    const others = await Promise.all(
+      this.#slots
+        .slice(1)
+        .map((thread) => thread.call<StreamPortDescription[]>({ type: 'describe-streams' }).catch(() => [])),
+    );
+    return {
+      ...runtime,
+      threads: this.threads,
+      streams: sumStreamDescriptions([runtime.streams, ...others]),
+    };
   }
 
   async listen(): Promise<ListenAddresses> {

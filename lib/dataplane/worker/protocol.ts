@@ -84,6 +84,8 @@ export type ThreadCall =
   | { type: 'serving-model'; id: number }
   | { type: 'listen'; id: number; ports: { http: number; https: number } | null }
   | { type: 'describe'; id: number }
+  /** the thread's TCP and UDP service ports with its own counts, for /debug/model's sums */
+  | { type: 'describe-streams'; id: number }
   | { type: 'flush'; id: number }
   | { type: 'drain'; id: number; drainMs: number }
   | { type: 'close'; id: number; drainMs: number };

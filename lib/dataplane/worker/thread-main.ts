@@ -58,6 +58,8 @@ async function answer(call: ThreadCall): Promise<unknown> {
       return dataPlane.listen(call.ports ?? undefined);
     case 'describe':
       return dataPlane.describe();
+    case 'describe-streams':
+      return dataPlane.describeStreams();
     case 'flush':
       batch.flush();
       return null;
