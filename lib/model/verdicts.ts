@@ -114,7 +114,7 @@ export const EFFECTS = {
   SSL_PASSTHROUGH_DISABLED: 'differs',
   AFFINITY_CONFLICT: 'differs',
   WWW_REDIRECT_SKIPPED: 'none',
-  MANIFEST_INVALID: 'drops-part',
+  MANIFEST_INVALID: 'drops-ingress',
   MANIFEST_UNREADABLE: 'drops-part',
   // an extensions/v1beta1 Ingress in a file: it is not read at all
   MANIFEST_API_VERSION_IGNORED: 'drops-ingress',
@@ -270,7 +270,7 @@ export function ingressVerdicts(input: VerdictInput): IngressVerdict[] {
 }
 
 /** How many Ingresses have each verdict. */
-export function countVerdicts(verdicts: readonly IngressVerdict[]): Record<Verdict, number> {
+export function countVerdicts(verdicts: ReadonlyArray<{ verdict: Verdict }>): Record<Verdict, number> {
   const counts: Record<Verdict, number> = {
     served: 0,
     'served-with-differences': 0,
