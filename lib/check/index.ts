@@ -3,7 +3,7 @@
 // listener, no watch, no write to the cluster. lib/cli.ts hands it the arguments after `check`.
 
 import { ConfigError } from '../config/flags.ts';
-import { buildModel, ingressVerdicts } from '../model/index.ts';
+import { buildModel, ingressVerdicts, redactText } from '../model/index.ts';
 import { checkHelpText, parseCheckArgs } from './args.ts';
 import { readObjects } from './read.ts';
 import { checkReport, exitCodeOf, formatTable } from './report.ts';
@@ -39,7 +39,9 @@ export async function runCheck(argv: readonly string[], io: CheckIo): Promise<nu
   try {
     objects = await readObjects(config);
   } catch (error) {
-    io.stderr.write(`ingress-ts check: ${error instanceof Error ? error.message : String(error)}\n`);
+    io.stderr.write(
+      `ingress-ts check: ${redactText(error instanceof Error ? error.message : String(error))}\n`,
+    );
     return 3;
   }
   const { snapshot, problems } = objects;
@@ -52,6 +54,12 @@ export async function runCheck(argv: readonly string[], io: CheckIo): Promise<nu
     sourceDiagnostics: problems,
   });
   const report = checkReport(verdicts, [...problems, ...result.diagnostics]);
+  if (verdicts.length > 0 && verdicts.every((v) => v.verdict === 'ignored')) {
+    // the usual first run on an ingress-nginx cluster: its Ingresses name its class
+    io.stderr.write(
+      'Every Ingress is of another class: pass the class flags the controller will run with, e.g. --ingress-class nginx --controller-class k8s.io/ingress-nginx for the Ingresses of ingress-nginx.\n',
+    );
+  }
   if (output === 'json') {
     io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
