@@ -680,3 +680,21 @@ t.test(
     t.strictSame(JSON.parse(JSON.stringify(verdicts)), verdicts);
   },
 );
+
+t.test('verdicts: docs/diagnostics.md names every code under its effect', async (t) => {
+  const { readFileSync } = await import('node:fs');
+  const doc = readFileSync(new URL('../../docs/diagnostics.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('## Effects and verdicts'), doc.indexOf('## Runtime error codes'));
+  // a code whose effect depends on the instance (ANNOTATION_INVALID's severity) is under each
+  const listed = new Map<string, Set<string>>();
+  for (const item of section.split(/\n- /).slice(1)) {
+    const effect = /^\*\*([a-z-]+)\*\*/.exec(item)?.[1] ?? '';
+    for (const [, code] of item.matchAll(/`([A-Z_]+)`/g)) {
+      listed.set(code as string, (listed.get(code as string) ?? new Set()).add(effect));
+    }
+  }
+  for (const code of Object.keys(DIAGNOSTIC_CODES) as DiagnosticCode[]) {
+    const effect = effectOf({ code, severity: DIAGNOSTIC_CODES[code][0] });
+    t.ok(listed.get(code)?.has(effect), `${code}: ${effect}`);
+  }
+});
