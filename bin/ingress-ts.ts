@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// ingress-ts: turns on Node's on-disk compile cache, then runs the command line (lib/cli.ts).
+// ingress-ts: turns on Node's on-disk compile cache, then runs the command line (lib/cli.ts), or
+// `ingress-ts check` (lib/check/cli.ts).
 //
 // The cache holds V8 code and the type-stripped source of every module; with it, start-up (module
 // loading, before any manifest is read) is much shorter (the start-up results in bench/README.md).
@@ -11,4 +12,5 @@
 import { enableCompileCache } from 'node:module';
 
 enableCompileCache();
-await import('../lib/cli.ts');
+// `ingress-ts check` (lib/check/) reads and reports once; anything else runs the controller
+await import(process.argv[2] === 'check' ? '../lib/check/cli.ts' : '../lib/cli.ts');

@@ -278,6 +278,8 @@ export function helpText(version: string): string {
     '',
     'Usage: ingress-ts [--kubeconfig FILE] [flags]     watch the Kubernetes API (in a Pod: its service account)',
     '       ingress-ts --manifests DIR [flags]         standalone: serve a folder of manifests, no cluster',
+    '       ingress-ts check [flags]                   what ingress-ts would do with each Ingress, serving nothing',
+    '                                                  (run it before migrating; ingress-ts check --help)',
     '',
     'Flags (default in brackets):',
   ];

@@ -20,6 +20,7 @@ export function attachCanaries(state: BuildState): void {
       const draft = rule.host === '' ? state.catchAll : state.drafts.get(rule.host);
       for (const path of rule.paths) {
         const where = `${path.pathTypeAsWritten} ${path.path} on host ${rule.host === '' ? '(any host)' : rule.host}`;
+        const place = { host: rule.host, path: path.path };
         const route = draft?.server.routes.find(
           (r) =>
             r.path === path.path &&
@@ -32,6 +33,8 @@ export function attachCanaries(state: BuildState): void {
             ingress.ref,
             'CANARY_NO_MAIN',
             `canary ${where}: no main Ingress in namespace ${ingress.ref.namespace} serves it, so it gets no traffic`,
+            undefined,
+            place,
           );
           continue;
         }
@@ -41,6 +44,8 @@ export function attachCanaries(state: BuildState): void {
             ingress.ref,
             'CANARY_CONFLICT',
             `canary ${where}: the older canary ${refName(route.canary.ingress)} already shares it; this one gets no traffic there`,
+            undefined,
+            place,
           );
           continue;
         }

@@ -51,7 +51,16 @@ export function resolveClientAuth(
     errorPage: settings.errorPage,
   };
   const denied = (secret: string, code: Parameters<DiagnosticsCollector['report']>[2], why: string) => {
-    diagnostics.report('Ingress', ingress, code, `${why}; every request to host ${hostname} answers 503`);
+    diagnostics.report(
+      'Ingress',
+      ingress,
+      code,
+      `${why}; every request to host ${hostname} answers 503`,
+      undefined,
+      {
+        host: hostname,
+      },
+    );
     return { ...base, secret, caPem: null, caSha256: '' };
   };
   // k8s.ParseNameNS: `name` or `namespace/name`, nothing else

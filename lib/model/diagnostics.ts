@@ -6,6 +6,22 @@ import { redactText } from './redact.ts';
 
 export type Severity = 'error' | 'warning' | 'info';
 
+/**
+ * The part of an object a finding is about, where the code alone does not say it (INGRESS_INVALID is
+ * about the whole Ingress unless it names a rule or a tls entry). verdicts.ts reads it; messages stay
+ * as they are.
+ */
+export type DiagnosticScope = 'rule' | 'tls';
+
+/** Where a finding applies, when it applies to one host or path of the object. */
+export interface DiagnosticPlace {
+  scope?: DiagnosticScope;
+  /** the rule's host as written ('' for a rule without one) */
+  host?: string;
+  /** the path as written */
+  path?: string;
+}
+
 export interface Diagnostic {
   kind: string;
   namespace: string;
@@ -16,6 +32,9 @@ export interface Diagnostic {
   /** standalone mode, findings of the manifest source: the file and line the object is written at */
   file?: string;
   line?: number | null;
+  scope?: DiagnosticScope;
+  host?: string;
+  path?: string;
 }
 
 /** Every code with its severity and a one-line meaning. Severity is part of the contract. */
@@ -257,13 +276,19 @@ export class DiagnosticsCollector {
     code: DiagnosticCode,
     written: string,
     severity: Severity = DIAGNOSTIC_CODES[code][0],
+    place?: DiagnosticPlace,
   ): void {
     // Messages quote values: whatever a parser interpolated, no credential leaves the build.
     const message = redactText(written);
     const key = `${kind}\u0000${ref.namespace}\u0000${ref.name}\u0000${code}\u0000${message}`;
     if (this.#seen.has(key)) return;
     this.#seen.add(key);
-    this.#items.push({ kind, namespace: ref.namespace, name: ref.name, severity, code, message });
+    const item: Diagnostic = { kind, namespace: ref.namespace, name: ref.name, severity, code, message };
+    // only the fields that are set: diagnostics are compared, logged and posted as they are
+    if (place?.scope !== undefined) item.scope = place.scope;
+    if (place?.host !== undefined) item.host = place.host;
+    if (place?.path !== undefined) item.path = place.path;
+    this.#items.push(item);
   }
 
   /** In the order they were found, which follows the Ingress order and is therefore deterministic. */

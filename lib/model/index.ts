@@ -8,7 +8,13 @@ export { type BuildCaches, createBuildCaches } from './build-caches.ts';
 export { DEFAULT_GLOBAL_CONFIG, type WorkerProcesses } from './configmap/global-config.ts';
 export { SUPPORTED_CONFIG_KEYS } from './configmap/index.ts';
 export { parseGoDurationMs } from './configmap/values.ts';
-export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
+export type {
+  Diagnostic,
+  DiagnosticCode,
+  DiagnosticPlace,
+  DiagnosticScope,
+  Severity,
+} from './diagnostics.ts';
 export { DIAGNOSTIC_CODES } from './diagnostics.ts';
 export type * from './k8s.ts';
 export { EMPTY_SNAPSHOT } from './k8s.ts';
@@ -21,3 +27,15 @@ export { EMPTY_STREAM_TABLE } from './streams.ts';
 export type * from './types.ts';
 export type { Rewrite, UpstreamSettings } from './upstream-settings.ts';
 export { upstreamSettings } from './upstream-settings.ts';
+export type { Admission, Effect, Finding, IngressVerdict, Verdict, VerdictInput } from './verdicts.ts';
+export {
+  admissionFor,
+  admissionOf,
+  countVerdicts,
+  EFFECTS,
+  effectOf,
+  findingOf,
+  findingsFor,
+  ingressVerdicts,
+  verdictOf,
+} from './verdicts.ts';

@@ -4,7 +4,7 @@
 import { type AnnotationPolicy, NO_ANNOTATION_POLICY, passesAnnotationPolicy } from './annotation-policy.ts';
 import { type ParsedAnnotations, parseAnnotations } from './annotations/index.ts';
 import type { ServiceBackendRef } from './backends.ts';
-import type { DiagnosticsCollector } from './diagnostics.ts';
+import type { DiagnosticPlace, DiagnosticsCollector } from './diagnostics.ts';
 import { hostProblem, isDNS1123Subdomain } from './hosts.ts';
 import type { Ingress, IngressBackend, IngressTLS } from './k8s.ts';
 import type { ModelOptions } from './options.ts';
@@ -74,7 +74,7 @@ export function checkIngress(
   const defaultBackend =
     spec.defaultBackend == null
       ? null
-      : checkBackend(spec.defaultBackend, ref.namespace, 'spec.defaultBackend', ref, diagnostics);
+      : checkBackend(spec.defaultBackend, 'spec.defaultBackend', ref, diagnostics);
   const rawRules: unknown[] = (spec.rules as unknown[] | undefined) ?? [];
   const rules = checkRules(rawRules, ref, diagnostics);
   if (rawRules.length === 0 && spec.defaultBackend == null) {
@@ -193,13 +193,24 @@ function checkRules(rawRules: unknown[], ref: ObjectRef, diagnostics: Diagnostic
         ref,
         'INGRESS_INVALID',
         `${describe(ruleIndex)} must be an object; it is ignored`,
+        undefined,
+        { scope: 'rule' },
       );
       return;
     }
     const rawHost = rawRule.host ?? '';
     const host = typeof rawHost === 'string' ? rawHost.toLowerCase() : '';
     if (typeof rawHost !== 'string') {
-      diagnostics.report('Ingress', ref, 'HOST_INVALID', `${describe(ruleIndex)}.host must be a string`);
+      diagnostics.report(
+        'Ingress',
+        ref,
+        'HOST_INVALID',
+        `${describe(ruleIndex)}.host must be a string`,
+        undefined,
+        {
+          scope: 'rule',
+        },
+      );
       return;
     }
     if (host !== '') {
@@ -210,11 +221,13 @@ function checkRules(rawRules: unknown[], ref: ObjectRef, diagnostics: Diagnostic
           ref,
           'HOST_INVALID',
           `${describe(ruleIndex)}.host "${rawHost}" ${problem}; the rule is ignored`,
+          undefined,
+          { scope: 'rule', host: rawHost },
         );
         return;
       }
     }
-    rules.push({ host, paths: checkPaths(rawRule.http, ruleIndex, ref, diagnostics) });
+    rules.push({ host, paths: checkPaths(rawRule.http, ruleIndex, host, ref, diagnostics) });
   });
   return rules;
 }
@@ -223,6 +236,7 @@ function checkRules(rawRules: unknown[], ref: ObjectRef, diagnostics: Diagnostic
 function checkPaths(
   http: unknown,
   ruleIndex: number,
+  host: string,
   ref: ObjectRef,
   diagnostics: DiagnosticsCollector,
 ): CheckedPath[] {
@@ -236,12 +250,14 @@ function checkPaths(
       ref,
       'INGRESS_INVALID',
       `${describe(ruleIndex)}.http must be an object whose paths is a list; the rule has no paths`,
+      undefined,
+      { scope: 'rule', host },
     );
   }
   const rawPaths = isObject(http) && Array.isArray(http.paths) ? (http.paths as unknown[]) : [];
   const paths: CheckedPath[] = [];
   rawPaths.forEach((rawPath, pathIndex) => {
-    const path = checkPath(rawPath, describe(ruleIndex, pathIndex), ref, diagnostics);
+    const path = checkPath(rawPath, describe(ruleIndex, pathIndex), host, ref, diagnostics);
     if (path !== null) paths.push(path);
   });
   return paths;
@@ -251,13 +267,24 @@ function checkPaths(
 function checkPath(
   rawPath: unknown,
   where: string,
+  host: string,
   ref: ObjectRef,
   diagnostics: DiagnosticsCollector,
 ): CheckedPath | null {
   if (!isObject(rawPath)) {
-    diagnostics.report('Ingress', ref, 'PATH_INVALID', `${where} must be an object; it is ignored`);
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'PATH_INVALID',
+      `${where} must be an object; it is ignored`,
+      undefined,
+      {
+        host,
+      },
+    );
     return null;
   }
+  const asWritten = typeof rawPath.path === 'string' ? { host, path: rawPath.path } : { host };
   const pathType = rawPath.pathType;
   if (!isPathType(pathType)) {
     diagnostics.report(
@@ -267,12 +294,21 @@ function checkPath(
       `${where}.pathType ${
         pathType === undefined ? 'is required' : `"${String(pathType)}" is not supported`
       } (Exact, Prefix or ImplementationSpecific); the path is ignored`,
+      undefined,
+      asWritten,
     );
     return null;
   }
   const rawPathValue = rawPath.path ?? '';
   if (typeof rawPathValue !== 'string') {
-    diagnostics.report('Ingress', ref, 'PATH_INVALID', `${where}.path must be a string; the path is ignored`);
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'PATH_INVALID',
+      `${where}.path must be a string; the path is ignored`,
+      undefined,
+      asWritten,
+    );
     return null;
   }
   const problem = pathProblem(rawPathValue, pathType);
@@ -282,10 +318,12 @@ function checkPath(
       ref,
       'PATH_INVALID',
       `${where}.path "${rawPathValue}" ${problem} for pathType ${pathType}; the path is ignored`,
+      undefined,
+      asWritten,
     );
     return null;
   }
-  const backend = checkBackend(rawPath.backend, ref.namespace, `${where}.backend`, ref, diagnostics);
+  const backend = checkBackend(rawPath.backend, `${where}.backend`, ref, diagnostics, asWritten);
   if (backend === null) return null;
   return {
     path: rawPathValue === '' ? '/' : rawPathValue,
@@ -310,6 +348,8 @@ function checkTls(entries: unknown[], ref: ObjectRef, diagnostics: DiagnosticsCo
         ref,
         'INGRESS_INVALID',
         `spec.tls[${index}] needs hosts as a list and secretName as a string; the entry is ignored`,
+        undefined,
+        { scope: 'tls' },
       );
       return;
     }
@@ -320,13 +360,21 @@ function checkTls(entries: unknown[], ref: ObjectRef, diagnostics: DiagnosticsCo
 
 function checkBackend(
   raw: unknown,
-  namespace: string,
   where: string,
   ref: ObjectRef,
   diagnostics: DiagnosticsCollector,
+  place?: DiagnosticPlace,
 ): ServiceBackendRef | null {
+  const { namespace } = ref;
   const fail = (message: string): null => {
-    diagnostics.report('Ingress', ref, 'BACKEND_INVALID', `${where} ${message}; it is ignored`);
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'BACKEND_INVALID',
+      `${where} ${message}; it is ignored`,
+      undefined,
+      place,
+    );
     return null;
   };
   if (!isObject(raw)) return fail('is missing');

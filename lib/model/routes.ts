@@ -67,6 +67,8 @@ export function finishRoutes(server: Server, diagnostics: DiagnosticsCollector, 
           route.ingress,
           'PATH_REGEX_INVALID',
           `${route.pathTypeAsWritten} ${route.path} on host ${host} is matched as a regex (the host is in regex mode) but is not valid RE2 syntax (${(error as Error).message}); this path is not served`,
+          undefined,
+          { host: server.hostname === '_' ? '' : server.hostname, path: route.path },
         );
         return false;
       }
@@ -113,5 +115,8 @@ function reportPathConflict(
   const message = sameRef(loser, winner.ingress)
     ? `${pathType} ${path} on host ${host} appears twice in this Ingress; the first one is used`
     : `${pathType} ${path} on host ${host} is already defined by the older Ingress ${refName(winner.ingress)}; this path is ignored`;
-  diagnostics.report('Ingress', loser, 'PATH_CONFLICT', message);
+  diagnostics.report('Ingress', loser, 'PATH_CONFLICT', message, undefined, {
+    host: hostname === '_' ? '' : hostname,
+    path,
+  });
 }

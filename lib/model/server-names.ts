@@ -26,6 +26,8 @@ export function resolveAliases(
           source,
           'ALIAS_CONFLICT',
           `server-alias ${alias} of host ${server.hostname} ${reason}; the alias is ignored`,
+          undefined,
+          { host: server.hostname },
         );
         continue;
       }

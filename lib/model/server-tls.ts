@@ -31,6 +31,8 @@ export function applyTLS(
         ingress.ref,
         'TLS_CONFLICT',
         `the certificate of host ${host} is already decided by the older Ingress ${refName(draft.tlsOwner.ref)}; this tls entry is ignored`,
+        undefined,
+        { host },
       );
     }
     return;
@@ -49,6 +51,8 @@ export function applyTLS(
       ingress.ref,
       'TLS_NO_SECRET_FOR_HOST',
       `no tls entry of this Ingress names a Secret for host ${host}; it is served with the default certificate`,
+      undefined,
+      { host },
     );
     useDefault();
     return;
@@ -61,6 +65,8 @@ export function applyTLS(
       ingress.ref,
       'TLS_SECRET_NOT_FOUND',
       `TLS Secret ${id} for host ${host} not found; the host is served with the default certificate`,
+      undefined,
+      { host },
     );
     useDefault();
     return;
@@ -71,6 +77,8 @@ export function applyTLS(
       ingress.ref,
       'TLS_SECRET_INVALID',
       `TLS Secret ${id} for host ${host} is unusable: ${result.problem}; the host is served with the default certificate`,
+      undefined,
+      { host },
     );
     useDefault();
     return;
@@ -83,6 +91,8 @@ export function applyTLS(
       `the certificate in TLS Secret ${id} does not cover host ${host} (names: ${
         result.ok.certificate.dnsNames.join(', ') || 'none'
       }); the host is served with the default certificate`,
+      undefined,
+      { host },
     );
     useDefault();
     return;

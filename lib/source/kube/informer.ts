@@ -73,7 +73,7 @@ export function backoffDelay(attempt: number, backoff: Backoff, random: () => nu
 }
 
 /** GET of a collection as plain JSON, with the kubeconfig's server, credentials and TLS settings. */
-async function listObjects(
+export async function listObjects(
   kubeConfig: KubeConfig,
   target: WatchTarget,
 ): Promise<KubernetesListObject<KubernetesObject>> {
