@@ -1,0 +1,340 @@
+// The validating admission webhook's certificate, kept by ingress-ts itself (no helper image, no
+// Helm hook Job): every replica serves the pair in one Secret; the elected leader writes that Secret
+// and the CA into the webhook configuration's caBundle.
+//
+// - Every replica watches the one Secret (--validating-webhook-secret, by a metadata.name field
+//   selector, which RBAC authorizes against resourceNames) and hands each new valid pair to
+//   onCertificate. A Secret that is damaged or deleted leaves the last good pair serving.
+// - With --validating-webhook-service, the leader writes the Secret when it is missing, invalid,
+//   does not name the Service, or is due for renewal (webhook-pki.ts): create when missing (an
+//   AlreadyExists means another replica won: its Secret arrives through the watch), else replace
+//   guarded by the resourceVersion read (a Conflict: the newer Secret arrives through the watch and
+//   is judged again). Without it the Secret is only read (cert-manager or another tool owns it).
+// - With --validating-webhook-configuration, the leader watches that object too and patches every
+//   webhook's clientConfig.caBundle to the Secret's ca.crt whenever they differ: `helm upgrade`
+//   re-applies the configuration, maybe with an empty caBundle, and with failurePolicy Fail every
+//   Ingress apply would be refused until the bundle is back. A new CA goes into the caBundle before
+//   the Secret that uses it, so no replica serves a certificate the API server cannot verify yet.
+//   The patch is a JSON patch that first tests the resourceVersion read: nothing written by
+//   someone else in between is overwritten.
+// - The leader re-judges the Secret every recheck period (default an hour: the renewal window is
+//   months) and after a failed write retries with backoff.
+// - Logs name the certificate by its SHA-256 fingerprint and expiry, never its key.
+
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from '../../log.ts';
+import { apiRequest, statusMessage } from './api-request.ts';
+import {
+  type Backoff,
+  backoffDelay,
+  createInformer,
+  DEFAULT_BACKOFF,
+  type ResilientInformer,
+} from './informer.ts';
+import {
+  type Assessment,
+  assessSecret,
+  decodeSecretData,
+  encodeSecretData,
+  issueCertificate,
+  type PemData,
+  parseBundle,
+  serviceDnsNames,
+  servingPair,
+} from './webhook-pki.ts';
+
+export interface ObjectName {
+  namespace: string;
+  name: string;
+}
+
+export interface WebhookCertificateOptions {
+  kubeConfig: KubeConfig;
+  /** --validating-webhook-secret */
+  secret: ObjectName;
+  /** --validating-webhook-service: the leader provisions the Secret for its DNS names; null: read only */
+  service: ObjectName | null;
+  /** --validating-webhook-configuration: the leader keeps its caBundle; null: left alone */
+  configuration: string | null;
+  /** a new valid serving pair (every replica) */
+  onCertificate(certPem: string, keyPem: string): void;
+  log: Logger;
+  /** wall clock in ms (tests) */
+  now?: () => number;
+  /** how often the leader re-judges the Secret; default one hour */
+  recheckMs?: number;
+  backoff?: Backoff;
+}
+
+export interface WebhookCertificate {
+  /** Starts the watches; resolves once the Secret (and the configuration) have been listed. */
+  start(): Promise<void>;
+  /** The leader writes; the others only read. */
+  setLeader(leader: boolean): void;
+  stop(): Promise<void>;
+  /** SHA-256 fingerprint of the pair handed to onCertificate last, or null */
+  readonly served: string | null;
+}
+
+interface SecretObject extends KubernetesObject {
+  type?: string;
+  data?: Record<string, string>;
+}
+interface WebhookConfiguration extends KubernetesObject {
+  webhooks?: Array<{ name?: string; clientConfig?: { caBundle?: string } }>;
+}
+
+const HOUR_MS = 3600 * 1000;
+
+/** The caBundle (base64) holds the same certificates as `caPem`. */
+function sameBundle(caBundle: string | undefined, caPem: string): boolean {
+  const have = parseBundle(caBundle === undefined ? '' : Buffer.from(caBundle, 'base64').toString('utf8'));
+  const want = parseBundle(caPem);
+  return (
+    have.length === want.length && have.every((cert, i) => cert.fingerprint256 === want[i]?.fingerprint256)
+  );
+}
+
+export function createWebhookCertificate(options: WebhookCertificateOptions): WebhookCertificate {
+  const { kubeConfig, log, secret: secretName } = options;
+  const now = options.now ?? Date.now;
+  const backoff = options.backoff ?? DEFAULT_BACKOFF;
+  const names = options.service === null ? [] : serviceDnsNames(options.service);
+  const secretRef = `${secretName.namespace}/${secretName.name}`;
+  const secretsPath = `/api/v1/namespaces/${encodeURIComponent(secretName.namespace)}/secrets`;
+  const configurationsPath = '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations';
+
+  let secret: SecretObject | null = null;
+  let configuration: WebhookConfiguration | null = null;
+  let served: string | null = null;
+  let leader = false;
+  let stopped = false;
+  /** nothing is written before the first lists: a Secret not seen yet is not a missing one */
+  let synced = false;
+  let recheck: ReturnType<typeof setInterval> | null = null;
+  let retry: ReturnType<typeof setTimeout> | null = null;
+  let failures = 0;
+  let running: Promise<void> | null = null;
+  let again = false;
+
+  /** Every replica: the Secret's serving pair, when it is new and usable. */
+  const serve = (data: PemData): void => {
+    const pair = servingPair(data);
+    if ('problem' in pair) {
+      log.warn(
+        { secret: secretRef, problem: pair.problem },
+        'admission webhook Secret unusable; the previous certificate stays',
+      );
+      return;
+    }
+    if (pair.cert.fingerprint256 === served) return;
+    served = pair.cert.fingerprint256;
+    log.info(
+      { secret: secretRef, fingerprint: served, notAfter: pair.cert.validTo },
+      'admission webhook certificate loaded',
+    );
+    options.onCertificate(pair.certPem, pair.keyPem);
+  };
+
+  /** JSON patch of every webhook's caBundle that differs from caPem; false when nothing was to do. */
+  const patchCaBundle = async (caPem: string): Promise<void> => {
+    const current = configuration;
+    if (current === null || options.configuration === null) return;
+    const encoded = Buffer.from(caPem, 'utf8').toString('base64');
+    const operations: unknown[] = [
+      { op: 'test', path: '/metadata/resourceVersion', value: current.metadata?.resourceVersion },
+    ];
+    (current.webhooks ?? []).forEach((webhook, index) => {
+      if (!sameBundle(webhook.clientConfig?.caBundle, caPem)) {
+        operations.push({ op: 'add', path: `/webhooks/${index}/clientConfig/caBundle`, value: encoded });
+      }
+    });
+    if (operations.length === 1) return;
+    const path = `${configurationsPath}/${encodeURIComponent(options.configuration)}`;
+    const response = await apiRequest(kubeConfig, 'PATCH', path, operations, 'application/json-patch+json');
+    if (response.status === 200) {
+      configuration = response.body as WebhookConfiguration;
+      log.info(
+        {
+          configuration: options.configuration,
+          webhooks: operations.length - 1,
+          ca: parseBundle(caPem)[0]?.fingerprint256,
+        },
+        'admission webhook caBundle written',
+      );
+      return;
+    }
+    // changed (or deleted) since it was read: the watch brings the new state, judged again then
+    if ([404, 409, 422].includes(response.status)) return;
+    throw new Error(`patching the caBundle of ${options.configuration}: ${statusMessage(response)}`);
+  };
+
+  /** The leader writes a new certificate into the Secret. */
+  const provision = async (assessment: Extract<Assessment, { renew: true }>): Promise<void> => {
+    log.info({ secret: secretRef, reason: assessment.reason }, 'writing a new admission webhook certificate');
+    const data = await issueCertificate(names, assessment.reusableCa, assessment.keepCaPem, now());
+    if (assessment.reusableCa === null) await patchCaBundle(data['ca.crt'] as string);
+    const current = secret;
+    const metadata = {
+      name: secretName.name,
+      namespace: secretName.namespace,
+      labels: current?.metadata?.labels,
+      annotations: current?.metadata?.annotations,
+      resourceVersion: current?.metadata?.resourceVersion,
+    };
+    // the type cannot change; a new Secret is the kind cert-manager writes
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata,
+      type: current?.type ?? 'kubernetes.io/tls',
+      data: encodeSecretData(data),
+    };
+    const response =
+      current === null
+        ? await apiRequest(kubeConfig, 'POST', secretsPath, body)
+        : await apiRequest(kubeConfig, 'PUT', `${secretsPath}/${encodeURIComponent(secretName.name)}`, body);
+    if (response.status === 200 || response.status === 201) {
+      secret = response.body as SecretObject;
+      const written = servingPair(data);
+      log.info(
+        {
+          secret: secretRef,
+          fingerprint: 'cert' in written ? written.cert.fingerprint256 : null,
+          notAfter: 'cert' in written ? written.cert.validTo : null,
+        },
+        'admission webhook certificate written',
+      );
+      serve(data);
+      return;
+    }
+    if (response.status === 409) {
+      log.info(
+        { secret: secretRef },
+        'another replica wrote the admission webhook Secret first; using theirs',
+      );
+      return;
+    }
+    throw new Error(`writing the Secret ${secretRef}: ${statusMessage(response)}`);
+  };
+
+  const reconcile = async (): Promise<void> => {
+    const data = secret === null ? null : decodeSecretData(secret.data);
+    if (options.service !== null) {
+      const assessment = assessSecret(data, names, now());
+      if (assessment.renew) {
+        await provision(assessment);
+        return; // the written Secret (or the winner's) comes back through the watch: judged then
+      }
+    }
+    const caPem = data?.['ca.crt'];
+    if (caPem !== undefined && parseBundle(caPem).length > 0) await patchCaBundle(caPem);
+  };
+
+  /** Runs reconcile on the leader, one at a time; a request while one runs gives one more run. */
+  const kick = (): void => {
+    if (!leader || stopped || !synced) return;
+    if (running !== null) {
+      again = true;
+      return;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          await reconcile();
+          failures = 0;
+        } catch (error) {
+          const delay = backoffDelay(failures++, backoff, Math.random);
+          log.warn({ err: error, retryInMs: delay }, 'provisioning the admission webhook certificate failed');
+          if (retry === null && !stopped) {
+            retry = setTimeout(() => {
+              retry = null;
+              kick();
+            }, delay);
+          }
+          again = false;
+        }
+      } while (again && leader && !stopped);
+    })().finally(() => {
+      running = null;
+    });
+  };
+
+  const informers: ResilientInformer[] = [
+    createInformer({
+      kind: 'Secret',
+      path: secretsPath,
+      fieldSelector: `metadata.name=${secretName.name}`,
+      kubeConfig,
+      backoff,
+      onUpsert: (object) => {
+        secret = object as SecretObject;
+        serve(decodeSecretData(secret.data));
+        kick();
+      },
+      onDelete: () => {
+        secret = null;
+        kick();
+      },
+      onError: (error, retryInMs) =>
+        log.warn(
+          { err: error, retryInMs, secret: secretRef },
+          'watching the admission webhook Secret failed',
+        ),
+    }),
+  ];
+  if (options.configuration !== null) {
+    informers.push(
+      createInformer({
+        kind: 'ValidatingWebhookConfiguration',
+        path: configurationsPath,
+        fieldSelector: `metadata.name=${options.configuration}`,
+        kubeConfig,
+        backoff,
+        onUpsert: (object) => {
+          configuration = object as WebhookConfiguration;
+          kick();
+        },
+        onDelete: () => {
+          configuration = null;
+        },
+        onError: (error, retryInMs) =>
+          log.warn(
+            { err: error, retryInMs, configuration: options.configuration },
+            'watching the webhook configuration failed',
+          ),
+      }),
+    );
+  }
+
+  return {
+    get served() {
+      return served;
+    },
+    async start() {
+      await Promise.all(informers.map((informer) => informer.start()));
+      synced = true;
+      kick();
+    },
+    setLeader(next) {
+      if (next === leader) return;
+      leader = next;
+      if (recheck !== null) clearInterval(recheck);
+      recheck = null;
+      if (!next) return;
+      recheck = setInterval(kick, options.recheckMs ?? HOUR_MS);
+      recheck.unref();
+      kick();
+    },
+    async stop() {
+      stopped = true;
+      if (recheck !== null) clearInterval(recheck);
+      if (retry !== null) clearTimeout(retry);
+      recheck = null;
+      retry = null;
+      await Promise.all(informers.map((informer) => informer.stop()));
+      await running;
+    },
+  };
+}
