@@ -36,7 +36,9 @@ export function decodeSecretData(data: unknown): PemData {
 
 export function encodeSecretData(data: PemData): Record<string, string> {
   return Object.fromEntries(
-    Object.entries(data).map(([key, pem]) => [key, Buffer.from(pem as string, 'utf8').toString('base64')]),
+    Object.entries(data)
+      .filter((entry): entry is [string, string] => typeof entry[1] === 'string')
+      .map(([key, pem]) => [key, Buffer.from(pem, 'utf8').toString('base64')]),
   );
 }
 
@@ -100,6 +102,8 @@ export function renewalTime(cert: X509Certificate): number {
 export interface CaPair {
   certPem: string;
   keyPem: string;
+  /** the ca.crt it came from, written back as it was (the caBundle then stays byte for byte) */
+  bundlePem?: string;
 }
 
 export type Assessment =
@@ -124,7 +128,7 @@ export function assessSecret(data: PemData | null, names: readonly string[], now
   if (ownCa !== undefined && caKey && !renewalDue(ownCa, nowMs)) {
     try {
       if (ownCa.checkPrivateKey(createPrivateKey(caKey)))
-        reusableCa = { certPem: ownCa.toString(), keyPem: caKey };
+        reusableCa = { certPem: ownCa.toString(), keyPem: caKey, bundlePem: data['ca.crt'] };
     } catch {
       // no usable CA key: a new CA
     }
@@ -185,6 +189,7 @@ export async function issueCertificate(
     ],
   });
   const caBundle =
-    keepCaPem === null ? signer.certPem : `${signer.certPem.trimEnd()}\n${keepCaPem.trimEnd()}\n`;
+    signer.bundlePem ??
+    (keepCaPem === null ? signer.certPem : `${signer.certPem.trimEnd()}\n${keepCaPem.trimEnd()}\n`);
   return { 'ca.crt': caBundle, 'ca.key': signer.keyPem, 'tls.crt': serving.cert, 'tls.key': serving.private };
 }
