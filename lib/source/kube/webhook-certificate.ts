@@ -338,3 +338,33 @@ export function createWebhookCertificate(options: WebhookCertificateOptions): We
     },
   };
 }
+
+/** The webhook's serving pair, kept for whoever serves it (the admission server, which may start later). */
+export interface WebhookCertificateRelay {
+  provisioner: WebhookCertificate;
+  /** `serve` gets the current pair at once, if there is one, then every new one */
+  connect(serve: (certPem: string, keyPem: string) => void): void;
+}
+
+/** Creates and starts the provisioner (its watches retry until listed; nothing waits for them). */
+export function startWebhookCertificate(
+  options: Omit<WebhookCertificateOptions, 'onCertificate'>,
+): WebhookCertificateRelay {
+  let pair: { certPem: string; keyPem: string } | null = null;
+  let target: ((certPem: string, keyPem: string) => void) | null = null;
+  const provisioner = createWebhookCertificate({
+    ...options,
+    onCertificate(certPem, keyPem) {
+      pair = { certPem, keyPem };
+      target?.(certPem, keyPem);
+    },
+  });
+  void provisioner.start();
+  return {
+    provisioner,
+    connect(serve) {
+      target = serve;
+      if (pair !== null) serve(pair.certPem, pair.keyPem);
+    },
+  };
+}
