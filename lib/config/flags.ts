@@ -295,7 +295,8 @@ export function helpText(version: string): string {
         ? `--${name}`
         : `--${name} ${name === 'manifests' ? 'DIR' : name === 'kubeconfig' ? 'FILE' : 'VALUE'}`;
     const fallback = spec.type === 'boolean' || spec.default === '' ? '' : ` [${spec.default}]`;
-    lines.push(`  ${shown.padEnd(40)} ${spec.help}${fallback}`);
+    // two spaces at least between a flag and its meaning, however long its name (--help is read by tools)
+    lines.push(`  ${shown.length < 40 ? shown.padEnd(40) : `${shown} `} ${spec.help}${fallback}`);
   }
   lines.push(
     `  ${'--v N, -v N'.padEnd(40)} ingress-nginx's (klog's) verbosity: sets --log-level when that is not given`,
