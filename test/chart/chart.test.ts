@@ -678,6 +678,11 @@ if ('skip' in helmBinary) {
     t.equal(flags.get('ingress-class'), 'nginx');
     t.equal(flags.get('election-id'), 'ingress-ts-leader');
     t.equal(byKind(objects, 'IngressClass').length, 0, "ingress-nginx's IngressClass is kept, not recreated");
+    t.equal(
+      byKind(objects, 'ValidatingWebhookConfiguration').length,
+      0,
+      "side by side, ingress-nginx's webhook guards the class",
+    );
     t.equal(one(objects, 'Deployment').spec.replicas, 2);
     t.ok(byKind(objects, 'PodDisruptionBudget').length === 1);
   });

@@ -95,14 +95,169 @@ function sameBundle(caBundle: string | undefined, caPem: string): boolean {
   );
 }
 
+const CONFIGURATIONS_PATH = '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations';
+
+/**
+ * A JSON patch of every webhook's caBundle that differs from caPem, after a test of the
+ * resourceVersion read; the object as stored, or null when it changed meanwhile or there was nothing
+ * to write (the watch then brings the state to judge).
+ */
+async function patchCaBundle(
+  kubeConfig: KubeConfig,
+  current: WebhookConfiguration,
+  caPem: string,
+  log: Logger,
+): Promise<WebhookConfiguration | null> {
+  const name = current.metadata?.name ?? '';
+  const encoded = Buffer.from(caPem, 'utf8').toString('base64');
+  const operations: unknown[] = [
+    { op: 'test', path: '/metadata/resourceVersion', value: current.metadata?.resourceVersion },
+  ];
+  (current.webhooks ?? []).forEach((webhook, index) => {
+    if (!sameBundle(webhook.clientConfig?.caBundle, caPem)) {
+      operations.push({ op: 'add', path: `/webhooks/${index}/clientConfig/caBundle`, value: encoded });
+    }
+  });
+  if (operations.length === 1) return null;
+  const path = `${CONFIGURATIONS_PATH}/${encodeURIComponent(name)}`;
+  const response = await apiRequest(kubeConfig, 'PATCH', path, operations, 'application/json-patch+json');
+  if (response.status === 200) {
+    const ca = parseBundle(caPem)[0]?.fingerprint256;
+    log.info(
+      { configuration: name, webhooks: operations.length - 1, ca },
+      'admission webhook caBundle written',
+    );
+    return response.body as WebhookConfiguration;
+  }
+  if ([404, 409, 422].includes(response.status)) return null;
+  throw new Error(`patching the caBundle of ${name}: ${statusMessage(response)}`);
+}
+
+/**
+ * Creates the Secret (current null) or replaces it guarded by its resourceVersion, keeping its type,
+ * labels and annotations; the Secret as stored, or null when another replica wrote first.
+ */
+async function writeSecret(
+  kubeConfig: KubeConfig,
+  name: ObjectName,
+  current: SecretObject | null,
+  data: PemData,
+): Promise<SecretObject | null> {
+  const collection = `/api/v1/namespaces/${encodeURIComponent(name.namespace)}/secrets`;
+  const metadata = {
+    name: name.name,
+    namespace: name.namespace,
+    labels: current?.metadata?.labels,
+    annotations: current?.metadata?.annotations,
+    resourceVersion: current?.metadata?.resourceVersion,
+  };
+  // the type cannot change; a new Secret is the kind cert-manager writes
+  const type = current?.type ?? 'kubernetes.io/tls';
+  const body = { apiVersion: 'v1', kind: 'Secret', metadata, type, data: encodeSecretData(data) };
+  const response =
+    current === null
+      ? await apiRequest(kubeConfig, 'POST', collection, body)
+      : await apiRequest(kubeConfig, 'PUT', `${collection}/${encodeURIComponent(name.name)}`, body);
+  if (response.status === 200 || response.status === 201) return response.body as SecretObject;
+  if (response.status === 409) return null;
+  throw new Error(`writing the Secret ${name.namespace}/${name.name}: ${statusMessage(response)}`);
+}
+
+/**
+ * Runs `work` one at a time while `active()`: a kick while it runs gives one more run; a failure
+ * retries after a backoff.
+ */
+function serialRunner(work: () => Promise<void>, active: () => boolean, backoff: Backoff, log: Logger) {
+  let running: Promise<void> | null = null;
+  let again = false;
+  let failures = 0;
+  let retry: ReturnType<typeof setTimeout> | null = null;
+  const kick = (): void => {
+    if (!active()) return;
+    if (running !== null) {
+      again = true;
+      return;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          await work();
+          failures = 0;
+        } catch (error) {
+          const delay = backoffDelay(failures++, backoff, Math.random);
+          log.warn({ err: error, retryInMs: delay }, 'provisioning the admission webhook certificate failed');
+          retry ??= setTimeout(() => {
+            retry = null;
+            kick();
+          }, delay);
+          again = false;
+        }
+      } while (again && active());
+    })().finally(() => {
+      running = null;
+    });
+  };
+  return {
+    kick,
+    async stop() {
+      if (retry !== null) clearTimeout(retry);
+      retry = null;
+      await running;
+    },
+  };
+}
+
+/** The two watches, by name: the Secret, and the webhook configuration when one is kept. */
+function watchObjects(
+  options: WebhookCertificateOptions,
+  onSecret: (secret: SecretObject | null) => void,
+  onConfiguration: (configuration: WebhookConfiguration | null) => void,
+): ResilientInformer[] {
+  const { kubeConfig, backoff, log, secret } = options;
+  const informers = [
+    createInformer({
+      kind: 'Secret',
+      path: `/api/v1/namespaces/${encodeURIComponent(secret.namespace)}/secrets`,
+      fieldSelector: `metadata.name=${secret.name}`,
+      kubeConfig,
+      backoff,
+      onUpsert: (object) => onSecret(object as SecretObject),
+      onDelete: () => onSecret(null),
+      onError: (error, retryInMs) =>
+        log.warn(
+          { err: error, retryInMs, secret: `${secret.namespace}/${secret.name}` },
+          'watching the admission webhook Secret failed',
+        ),
+    }),
+  ];
+  if (options.configuration !== null) {
+    informers.push(
+      createInformer({
+        kind: 'ValidatingWebhookConfiguration',
+        path: CONFIGURATIONS_PATH,
+        fieldSelector: `metadata.name=${options.configuration}`,
+        kubeConfig,
+        backoff,
+        onUpsert: (object) => onConfiguration(object as WebhookConfiguration),
+        onDelete: () => onConfiguration(null),
+        onError: (error, retryInMs) =>
+          log.warn(
+            { err: error, retryInMs, configuration: options.configuration },
+            'watching the webhook configuration failed',
+          ),
+      }),
+    );
+  }
+  return informers;
+}
+
 export function createWebhookCertificate(options: WebhookCertificateOptions): WebhookCertificate {
   const { kubeConfig, log, secret: secretName } = options;
   const now = options.now ?? Date.now;
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const names = options.service === null ? [] : serviceDnsNames(options.service);
   const secretRef = `${secretName.namespace}/${secretName.name}`;
-  const secretsPath = `/api/v1/namespaces/${encodeURIComponent(secretName.namespace)}/secrets`;
-  const configurationsPath = '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations';
 
   let secret: SecretObject | null = null;
   let configuration: WebhookConfiguration | null = null;
@@ -112,10 +267,6 @@ export function createWebhookCertificate(options: WebhookCertificateOptions): We
   /** nothing is written before the first lists: a Secret not seen yet is not a missing one */
   let synced = false;
   let recheck: ReturnType<typeof setInterval> | null = null;
-  let retry: ReturnType<typeof setTimeout> | null = null;
-  let failures = 0;
-  let running: Promise<void> | null = null;
-  let again = false;
 
   /** Every replica: the Secret's serving pair, when it is new and usable. */
   const serve = (data: PemData): void => {
@@ -136,86 +287,27 @@ export function createWebhookCertificate(options: WebhookCertificateOptions): We
     options.onCertificate(pair.certPem, pair.keyPem);
   };
 
-  /** JSON patch of every webhook's caBundle that differs from caPem; false when nothing was to do. */
-  const patchCaBundle = async (caPem: string): Promise<void> => {
-    const current = configuration;
-    if (current === null || options.configuration === null) return;
-    const encoded = Buffer.from(caPem, 'utf8').toString('base64');
-    const operations: unknown[] = [
-      { op: 'test', path: '/metadata/resourceVersion', value: current.metadata?.resourceVersion },
-    ];
-    (current.webhooks ?? []).forEach((webhook, index) => {
-      if (!sameBundle(webhook.clientConfig?.caBundle, caPem)) {
-        operations.push({ op: 'add', path: `/webhooks/${index}/clientConfig/caBundle`, value: encoded });
-      }
-    });
-    if (operations.length === 1) return;
-    const path = `${configurationsPath}/${encodeURIComponent(options.configuration)}`;
-    const response = await apiRequest(kubeConfig, 'PATCH', path, operations, 'application/json-patch+json');
-    if (response.status === 200) {
-      configuration = response.body as WebhookConfiguration;
-      log.info(
-        {
-          configuration: options.configuration,
-          webhooks: operations.length - 1,
-          ca: parseBundle(caPem)[0]?.fingerprint256,
-        },
-        'admission webhook caBundle written',
-      );
-      return;
-    }
-    // changed (or deleted) since it was read: the watch brings the new state, judged again then
-    if ([404, 409, 422].includes(response.status)) return;
-    throw new Error(`patching the caBundle of ${options.configuration}: ${statusMessage(response)}`);
+  const writeCaBundle = async (caPem: string): Promise<void> => {
+    if (configuration === null || options.configuration === null) return;
+    configuration = (await patchCaBundle(kubeConfig, configuration, caPem, log)) ?? configuration;
   };
 
   /** The leader writes a new certificate into the Secret. */
   const provision = async (assessment: Extract<Assessment, { renew: true }>): Promise<void> => {
     log.info({ secret: secretRef, reason: assessment.reason }, 'writing a new admission webhook certificate');
     const data = await issueCertificate(names, assessment.reusableCa, assessment.keepCaPem, now());
-    if (assessment.reusableCa === null) await patchCaBundle(data['ca.crt'] as string);
-    const current = secret;
-    const metadata = {
-      name: secretName.name,
-      namespace: secretName.namespace,
-      labels: current?.metadata?.labels,
-      annotations: current?.metadata?.annotations,
-      resourceVersion: current?.metadata?.resourceVersion,
-    };
-    // the type cannot change; a new Secret is the kind cert-manager writes
-    const body = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata,
-      type: current?.type ?? 'kubernetes.io/tls',
-      data: encodeSecretData(data),
-    };
-    const response =
-      current === null
-        ? await apiRequest(kubeConfig, 'POST', secretsPath, body)
-        : await apiRequest(kubeConfig, 'PUT', `${secretsPath}/${encodeURIComponent(secretName.name)}`, body);
-    if (response.status === 200 || response.status === 201) {
-      secret = response.body as SecretObject;
-      const written = servingPair(data);
-      log.info(
-        {
-          secret: secretRef,
-          fingerprint: 'cert' in written ? written.cert.fingerprint256 : null,
-          notAfter: 'cert' in written ? written.cert.validTo : null,
-        },
-        'admission webhook certificate written',
-      );
-      serve(data);
-      return;
-    }
-    if (response.status === 409) {
+    // a new CA is trusted before any replica serves a certificate it signed
+    if (assessment.reusableCa === null) await writeCaBundle(data['ca.crt'] as string);
+    const written = await writeSecret(kubeConfig, secretName, secret, data);
+    if (written === null) {
       log.info(
         { secret: secretRef },
         'another replica wrote the admission webhook Secret first; using theirs',
       );
       return;
     }
-    throw new Error(`writing the Secret ${secretRef}: ${statusMessage(response)}`);
+    secret = written;
+    serve(data);
   };
 
   const reconcile = async (): Promise<void> => {
@@ -228,85 +320,22 @@ export function createWebhookCertificate(options: WebhookCertificateOptions): We
       }
     }
     const caPem = data?.['ca.crt'];
-    if (caPem !== undefined && parseBundle(caPem).length > 0) await patchCaBundle(caPem);
+    if (caPem !== undefined && parseBundle(caPem).length > 0) await writeCaBundle(caPem);
   };
 
-  /** Runs reconcile on the leader, one at a time; a request while one runs gives one more run. */
-  const kick = (): void => {
-    if (!leader || stopped || !synced) return;
-    if (running !== null) {
-      again = true;
-      return;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        try {
-          await reconcile();
-          failures = 0;
-        } catch (error) {
-          const delay = backoffDelay(failures++, backoff, Math.random);
-          log.warn({ err: error, retryInMs: delay }, 'provisioning the admission webhook certificate failed');
-          if (retry === null && !stopped) {
-            retry = setTimeout(() => {
-              retry = null;
-              kick();
-            }, delay);
-          }
-          again = false;
-        }
-      } while (again && leader && !stopped);
-    })().finally(() => {
-      running = null;
-    });
-  };
-
-  const informers: ResilientInformer[] = [
-    createInformer({
-      kind: 'Secret',
-      path: secretsPath,
-      fieldSelector: `metadata.name=${secretName.name}`,
-      kubeConfig,
-      backoff,
-      onUpsert: (object) => {
-        secret = object as SecretObject;
-        serve(decodeSecretData(secret.data));
-        kick();
-      },
-      onDelete: () => {
-        secret = null;
-        kick();
-      },
-      onError: (error, retryInMs) =>
-        log.warn(
-          { err: error, retryInMs, secret: secretRef },
-          'watching the admission webhook Secret failed',
-        ),
-    }),
-  ];
-  if (options.configuration !== null) {
-    informers.push(
-      createInformer({
-        kind: 'ValidatingWebhookConfiguration',
-        path: configurationsPath,
-        fieldSelector: `metadata.name=${options.configuration}`,
-        kubeConfig,
-        backoff,
-        onUpsert: (object) => {
-          configuration = object as WebhookConfiguration;
-          kick();
-        },
-        onDelete: () => {
-          configuration = null;
-        },
-        onError: (error, retryInMs) =>
-          log.warn(
-            { err: error, retryInMs, configuration: options.configuration },
-            'watching the webhook configuration failed',
-          ),
-      }),
-    );
-  }
+  const runner = serialRunner(reconcile, () => leader && synced && !stopped, backoff, log);
+  const informers = watchObjects(
+    options,
+    (object) => {
+      secret = object;
+      if (object !== null) serve(decodeSecretData(object.data));
+      runner.kick();
+    },
+    (object) => {
+      configuration = object;
+      if (object !== null) runner.kick();
+    },
+  );
 
   return {
     get served() {
@@ -315,7 +344,7 @@ export function createWebhookCertificate(options: WebhookCertificateOptions): We
     async start() {
       await Promise.all(informers.map((informer) => informer.start()));
       synced = true;
-      kick();
+      runner.kick();
     },
     setLeader(next) {
       if (next === leader) return;
@@ -323,18 +352,16 @@ export function createWebhookCertificate(options: WebhookCertificateOptions): We
       if (recheck !== null) clearInterval(recheck);
       recheck = null;
       if (!next) return;
-      recheck = setInterval(kick, options.recheckMs ?? HOUR_MS);
+      recheck = setInterval(runner.kick, options.recheckMs ?? HOUR_MS);
       recheck.unref();
-      kick();
+      runner.kick();
     },
     async stop() {
       stopped = true;
       if (recheck !== null) clearInterval(recheck);
-      if (retry !== null) clearTimeout(retry);
       recheck = null;
-      retry = null;
       await Promise.all(informers.map((informer) => informer.stop()));
-      await running;
+      await runner.stop();
     },
   };
 }
