@@ -92,7 +92,12 @@ interface Replica {
   logs: string[];
 }
 
-function replica(api: FakeApiServer, t: { teardown(fn: () => unknown): void }, provision = true): Replica {
+function replica(
+  api: FakeApiServer,
+  t: { teardown(fn: () => unknown): void },
+  provision = true,
+  clock: { now?: () => number; recheckMs?: number } = {},
+): Replica {
   const pairs: Replica['pairs'] = [];
   const logs: string[] = [];
   let waiters: Array<(pair: { certPem: string; keyPem: string }) => void> = [];
@@ -115,6 +120,7 @@ function replica(api: FakeApiServer, t: { teardown(fn: () => unknown): void }, p
     },
     log: createLogger('debug', sink),
     backoff: { initialMs: 50, maxMs: 200 },
+    ...clock,
   });
   t.teardown(() => provisioner.stop());
   return {
@@ -250,6 +256,43 @@ t.test('a certificate due for renewal is renewed under the same CA', async (t) =
   t.equal(api.count({ verb: 'patch' }), 0, 'so the caBundle needed no write');
   t.equal(api.count({ verb: 'update', resource: 'secrets' }), 1, 'replaced, guarded by its resourceVersion');
   t.same(storedSecret(api)?.metadata?.labels, { keep: 'me' }, 'its labels kept');
+});
+
+t.test('the periodic recheck renews a certificate that fell due while nothing changed', async (t) => {
+  const issued = await issueCertificate(
+    serviceDnsNames({ namespace: NAMESPACE, name: SERVICE }),
+    null,
+    null,
+    Date.now(),
+  );
+  const api = await startFakeApiServer({
+    rbac: RBAC,
+    objects: [
+      configuration(Buffer.from(issued['ca.crt'] as string).toString('base64')),
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: SECRET, namespace: NAMESPACE },
+        type: 'kubernetes.io/tls',
+        data: encodeSecretData(issued),
+      },
+    ],
+  });
+  t.teardown(() => api.close());
+  let offset = 0;
+  const leader = replica(api, t, true, { now: () => Date.now() + offset, recheckMs: 20 });
+  const loaded = leader.next();
+  await leader.provisioner.start();
+  t.equal((await loaded).certPem, issued['tls.crt']);
+  // judged at once (valid, caBundle right: nothing to write); from here on nothing changes
+  leader.provisioner.setLeader(true);
+  const renewed = leader.next();
+  offset = 250 * DAY; // 115 days left of 365: under a third
+  const pair = await renewed;
+  t.not(pair.certPem, issued['tls.crt'], 'renewed by the timer alone');
+  t.equal(api.count({ verb: 'update', resource: 'secrets' }), 1);
+  t.equal(api.count({ verb: 'patch' }), 0, 'same CA: the caBundle needed no write');
+  leader.provisioner.setLeader(false);
 });
 
 t.test('an invalid Secret is replaced; the previous pair serves meanwhile', async (t) => {
