@@ -32,6 +32,7 @@ import {
   type WorkerProcesses,
 } from './model/index.ts';
 import type { Reporting } from './source/kube/reporting.ts';
+import type { WebhookCertificateRelay } from './source/kube/webhook-certificate.ts';
 import { createManifestSource } from './source/manifests/source.ts';
 import { startStartupCollection } from './startup-gc.ts';
 import { createScheduler, type Scheduler } from './store/scheduler.ts';
@@ -220,6 +221,7 @@ function createKubeReporting(
   log: Logger,
   metrics: ControllerMetrics | null,
   latest: () => ReturnType<Applier['latest']>,
+  onLeader: (leader: boolean) => void,
 ): Reporting | null {
   if (source.kube === undefined) return null;
   const reporting = source.kube.modules.createReporting({
@@ -229,11 +231,26 @@ function createKubeReporting(
     identity: env.POD_NAME || hostname(),
     namespace: env.POD_NAMESPACE || 'default',
     log,
-    onLeader: (leader) => metrics?.setLeader(leader),
+    onLeader: (leader) => {
+      metrics?.setLeader(leader);
+      onLeader(leader);
+    },
     latest,
   });
   if (!reporting.leader) metrics?.setLeader(false);
+  else onLeader(true); // without leader election this replica leads from the start
   return reporting;
+}
+
+/** --validating-webhook-secret: every replica watches the Secret; the leader writes it and the caBundle. */
+function startWebhookCertificate(
+  config: Config,
+  source: Source,
+  log: Logger,
+): WebhookCertificateRelay | null {
+  const flags = config.kube.webhookCertificate;
+  if (flags === null || source.kube === undefined) return null;
+  return source.kube.modules.startWebhookCertificate({ ...flags, kubeConfig: source.kube.kubeConfig, log });
 }
 
 /** The status port: readiness from the handle, /metrics, and /debug/model (the runtime's description plus the diagnostics). */
@@ -281,6 +298,7 @@ interface Running {
   source: Source;
   scheduler: Scheduler;
   traffic: Traffic;
+  webhookCertificate: WebhookCertificateRelay | null;
   stopLoggingErrors: () => void;
 }
 
@@ -298,6 +316,7 @@ async function stopGracefully(
     applier.latest().model?.config.workerShutdownTimeoutMs ?? DEFAULT_GLOBAL_CONFIG.workerShutdownTimeoutMs;
   const drainMs = drainTimeoutMs ?? (gracePeriodMs === undefined ? configured : 0);
   await reporting?.stop(); // releases the Lease: a successor need not wait for the TTL
+  await running.webhookCertificate?.provisioner.stop();
   await source.stop();
   scheduler.stop();
   await handle.close(drainMs);
@@ -326,7 +345,16 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const accessLog = createAccessLog({ log, stdout: options.accessLogStdout, pretty: options.prettyLogs });
   const traffic = observeTraffic(log, metrics, accessLog);
   const env = options.env ?? process.env;
-  const reporting = createKubeReporting(config, env, source, log, metrics, () => applier.latest());
+  const webhookCertificate = startWebhookCertificate(config, source, log);
+  const reporting = createKubeReporting(
+    config,
+    env,
+    source,
+    log,
+    metrics,
+    () => applier.latest(),
+    (leader) => webhookCertificate?.provisioner.setLeader(leader),
+  );
   const reporter = createReporter({ log, metrics, traffic, reporting });
   // the thread count is fixed for the life of the process: a changed value waits for a restart
   let warnedFor: WorkerProcesses = workerProcesses;
@@ -375,6 +403,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     source,
     scheduler,
     traffic,
+    webhookCertificate,
     stopLoggingErrors,
   };
   let stopping: Promise<void> | null = null;

@@ -192,3 +192,40 @@ t.test('--help lists every flag with its default', async (t) => {
   t.equal(parseFlags(['--help']).kind, 'help');
   t.equal(parseFlags(['--version']).kind, 'version');
 });
+
+t.test("the admission webhook's certificate from a Secret: ingress-ts's own flags", async (t) => {
+  const kube = (...args: string[]) => {
+    const parsed = parseFlags(args);
+    if (parsed.kind !== 'run') throw new Error('expected run');
+    return parsed.config.kube.webhookCertificate;
+  };
+  t.equal(kube(), null, 'off by default');
+  t.same(kube('--validating-webhook-secret=ingress/edge-admission'), {
+    secret: { namespace: 'ingress', name: 'edge-admission' },
+    service: null,
+    configuration: null,
+  });
+  t.same(
+    kube(
+      '--validating-webhook-secret=ingress/edge-admission',
+      '--validating-webhook-service=ingress/edge-ingress-ts-controller-admission',
+      '--validating-webhook-configuration=edge-admission',
+    ),
+    {
+      secret: { namespace: 'ingress', name: 'edge-admission' },
+      service: { namespace: 'ingress', name: 'edge-ingress-ts-controller-admission' },
+      configuration: 'edge-admission',
+    },
+  );
+  const bad: Array<[string[], RegExp]> = [
+    [['--validating-webhook-secret=noslash'], /--validating-webhook-secret must be namespace\/name/],
+    [['--validating-webhook-service=a/b'], /--validating-webhook-service needs --validating-webhook-secret/],
+    [['--validating-webhook-configuration=x'], /needs --validating-webhook-secret/],
+    [
+      ['--validating-webhook-secret=a/b', '--validating-webhook-configuration=Bad_Name'],
+      /must be an object name/,
+    ],
+    [['--manifests', 'd', '--validating-webhook-secret=a/b'], /has no meaning with --manifests/],
+  ];
+  for (const [argv, message] of bad) t.throws(() => parseFlags(argv), { message }, argv.join(' '));
+});

@@ -13,6 +13,11 @@ import { ConfigError } from './config-error.ts';
 import { apiserverHost, buckets, duration, excludedMetrics, objectRef, port } from './flag-values.ts';
 import { COMPAT_FLAGS } from './ingress-nginx-flags.ts';
 import { type IgnoredFlag, readPflagArgs } from './pflag-args.ts';
+import {
+  WEBHOOK_CERTIFICATE_FLAGS,
+  type WebhookCertificateFlags,
+  webhookCertificateFlags,
+} from './webhook-certificate-flags.ts';
 
 export { ConfigError } from './config-error.ts';
 export type { IgnoredFlag } from './pflag-args.ts';
@@ -67,6 +72,8 @@ export interface KubeFlags {
   publishService: string | null;
   /** --publish-status-address entries, or null */
   publishStatusAddress: string[] | null;
+  /** the admission webhook's certificate from a Secret (--validating-webhook-secret), or null */
+  webhookCertificate: WebhookCertificateFlags | null;
 }
 
 interface FlagSpec {
@@ -195,6 +202,7 @@ export const FLAGS = {
     default: '',
     help: 'comma-separated addresses (IPs or host names) to write into Ingress status; overrides --publish-service',
   },
+  ...WEBHOOK_CERTIFICATE_FLAGS,
   'ingress-class': {
     type: 'string',
     default: DEFAULT_MODEL_OPTIONS.ingressClass,
@@ -289,7 +297,8 @@ export function helpText(version: string): string {
         ? `--${name}`
         : `--${name} ${name === 'manifests' ? 'DIR' : name === 'kubeconfig' ? 'FILE' : 'VALUE'}`;
     const fallback = spec.type === 'boolean' || spec.default === '' ? '' : ` [${spec.default}]`;
-    lines.push(`  ${shown.padEnd(40)} ${spec.help}${fallback}`);
+    // two spaces at least between a flag and its meaning, however long its name (--help is read by tools)
+    lines.push(`  ${shown.length < 40 ? shown.padEnd(40) : `${shown} `} ${spec.help}${fallback}`);
   }
   lines.push(
     `  ${'--v N, -v N'.padEnd(40)} ingress-nginx's (klog's) verbosity: sets --log-level when that is not given`,
@@ -378,6 +387,7 @@ function kubeFlags(values: Values, manifests: string | null, ignored: IgnoredFla
     updateStatus: values['update-status'],
     publishService: objectRef('publish-service', values['publish-service']),
     publishStatusAddress: addresses.length > 0 ? addresses : null,
+    webhookCertificate: webhookCertificateFlags(values, manifests),
   };
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(kube.electionId)) {
     throw new ConfigError(`--election-id must be a Kubernetes object name, got "${kube.electionId}"`);

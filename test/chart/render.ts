@@ -8,6 +8,7 @@ import {
   PrometheusRule,
   ServiceMonitor,
 } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { ValidatingWebhookConfiguration } from 'kubernetes-models/admissionregistration.k8s.io/v1';
 import { DaemonSet, Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { IngressClass, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
@@ -62,6 +63,8 @@ const MODULES: Record<string, string> = {
     '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor',
   'monitoring.coreos.com/v1/PrometheusRule':
     '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule',
+  'admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration':
+    'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration',
 };
 
 /** Every kind the chart may render; an object of any other kind fails the test. */
@@ -81,7 +84,66 @@ const MODELS: Record<string, Validator> = {
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler as unknown as Validator,
   'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor as unknown as Validator,
   'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule as unknown as Validator,
+  'admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration':
+    ValidatingWebhookConfiguration as unknown as Validator,
+  'cert-manager.io/v1/Issuer': certManagerModel('Issuer'),
+  'cert-manager.io/v1/Certificate': certManagerModel('Certificate'),
 };
+
+/**
+ * cert-manager's kinds, checked against the parts of its v1 CRDs the chart uses (no schema package
+ * of cert-manager is installed): the required fields, their types, and no field the CRD lacks.
+ */
+function certManagerModel(kind: 'Issuer' | 'Certificate'): Validator {
+  const issuerSpec = ['selfSigned', 'ca', 'acme', 'vault', 'venafi'];
+  const certificateSpec = [
+    'secretName',
+    'issuerRef',
+    'dnsNames',
+    'commonName',
+    'duration',
+    'renewBefore',
+    'isCA',
+    'subject',
+    'revisionHistoryLimit',
+    'privateKey',
+    'usages',
+  ];
+  return class {
+    #data: Rendered;
+    constructor(data: Rendered) {
+      this.#data = data;
+    }
+    validate(): void {
+      const spec = this.#data.spec as Record<string, unknown> | undefined;
+      const problems: string[] = [];
+      if (typeof spec !== 'object' || spec === null) throw new Error(`${kind}: spec is required`);
+      const allowed = kind === 'Issuer' ? issuerSpec : certificateSpec;
+      for (const key of Object.keys(spec))
+        if (!allowed.includes(key)) problems.push(`spec.${key} is not a field`);
+      if (kind === 'Issuer') {
+        const types = issuerSpec.filter((key) => key in spec);
+        if (types.length !== 1) problems.push('an Issuer has exactly one type');
+        const ca = spec.ca as { secretName?: unknown } | undefined;
+        if (ca !== undefined && typeof ca.secretName !== 'string')
+          problems.push('spec.ca.secretName is required');
+      } else {
+        if (typeof spec.secretName !== 'string') problems.push('spec.secretName is required');
+        const issuerRef = spec.issuerRef as { name?: unknown } | undefined;
+        if (typeof issuerRef?.name !== 'string') problems.push('spec.issuerRef.name is required');
+        const names = spec.dnsNames;
+        if (names !== undefined && !(Array.isArray(names) && names.every((n) => typeof n === 'string')))
+          problems.push('spec.dnsNames is a list of strings');
+        for (const key of ['duration', 'renewBefore'] as const) {
+          const value = spec[key];
+          if (value !== undefined && !(typeof value === 'string' && /^(\d+(\.\d+)?(h|m|s|ms))+$/.test(value)))
+            problems.push(`spec.${key} is a Go duration`);
+        }
+      }
+      if (problems.length > 0) throw new Error(`${kind} ${this.#data.metadata.name}: ${problems.join('; ')}`);
+    }
+  };
+}
 
 /** Schema errors of one object ([] when valid), or why it cannot be checked. */
 export function schemaErrors(object: Rendered): string[] {

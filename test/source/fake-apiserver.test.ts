@@ -1080,3 +1080,60 @@ t.test('close() ends watches cleanly, drops every connection and leaves no serve
   t.equal(refused.err?.cause?.code, 'ECONNREFUSED');
   await c.fake.close(); // idempotent
 });
+
+t.test('RBAC rules: resourceNames allow get, list and watch of that name only, never create', async (t) => {
+  const { fake, core, kc } = await cluster(t, {
+    objects: [
+      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'mine', namespace: 'ingress' } },
+      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'other', namespace: 'ingress' } },
+    ],
+    rbac: [
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: ['mine'],
+        verbs: ['get', 'list', 'watch'],
+        namespaces: ['ingress'],
+      },
+    ],
+  });
+  const status = (promise: Promise<unknown>) =>
+    promise.then(
+      () => 200,
+      (error: { code?: number }) => error.code,
+    );
+  t.equal(await status(core.readNamespacedSecret({ name: 'mine', namespace: 'ingress' })), 200);
+  t.equal(await status(core.readNamespacedSecret({ name: 'other', namespace: 'ingress' })), 403);
+  // a list or watch with an exact metadata.name selector is judged by that name, as the API server's
+  // RequestInfo does; without one it is a list of every name
+  const mine = await core.listNamespacedSecret({ namespace: 'ingress', fieldSelector: 'metadata.name=mine' });
+  t.same(
+    mine.items.map((s) => s.metadata?.name),
+    ['mine'],
+  );
+  t.equal(await status(core.listNamespacedSecret({ namespace: 'ingress' })), 403);
+  t.equal(
+    await status(core.listNamespacedSecret({ namespace: 'ingress', fieldSelector: 'metadata.name=other' })),
+    403,
+  );
+  t.equal(
+    await status(core.listNamespacedSecret({ namespace: 'elsewhere', fieldSelector: 'metadata.name=mine' })),
+    403,
+  );
+  const watched = new Promise<string>((resolve, reject) => {
+    void new k8s.Watch(kc).watch(
+      '/api/v1/namespaces/ingress/secrets',
+      { fieldSelector: 'metadata.name=mine' },
+      (_type, object: KubeObject) => resolve(object.metadata?.name ?? ''),
+      reject,
+    );
+  });
+  t.equal(await watched, 'mine', 'the watch by name is allowed');
+  const denied = await status(
+    core.createNamespacedSecret({ namespace: 'ingress', body: { metadata: { name: 'mine2' } } }),
+  );
+  t.equal(denied, 403, 'a create has no name to match resourceNames');
+  t.match(fake.requests.at(-1), { verb: 'create', status: 403 });
+  fake.rbac = undefined;
+  t.equal(await status(core.listNamespacedSecret({ namespace: 'ingress' })), 200, 'no rules: all allowed');
+});

@@ -73,6 +73,19 @@ export interface Fault {
   message?: string;
 }
 
+/**
+ * One RBAC rule, as a Role or ClusterRole holds it. `namespaces` undefined: a ClusterRole's rule (every
+ * namespace and cluster-scoped kinds); else a Role's, in those namespaces. `resources` may name a
+ * subresource (`ingresses/status`).
+ */
+export interface RbacRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: Verb[];
+  resourceNames?: string[];
+  namespaces?: string[];
+}
+
 export interface FakeApiServerOptions {
   /** Listening port; default 0 (a free one). */
   port?: number;
@@ -86,6 +99,8 @@ export interface FakeApiServerOptions {
   expiredWatch?: 'event' | 'status';
   /** Objects applied at start, in order. */
   objects?: KubeObject[];
+  /** When set, every request must be allowed by one of these rules (403 otherwise), as RBAC does. */
+  rbac?: RbacRule[];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -176,6 +191,14 @@ const RESOURCES: Resource[] = [
   }),
   resource('events.k8s.io', 'Event', 'events', { microTimes: EVENT_MICROTIMES, validate: validateEventsV1 }),
   resource('discovery.k8s.io', 'EndpointSlice', 'endpointslices', { generation: 'nonMetadata' }),
+  resource(
+    'admissionregistration.k8s.io',
+    'ValidatingWebhookConfiguration',
+    'validatingwebhookconfigurations',
+    {
+      namespaced: false,
+    },
+  ),
   resource('coordination.k8s.io', 'Lease', 'leases', {
     unconditionalUpdate: false,
     createOnUpdate: true,
@@ -573,6 +596,36 @@ function verbOf(method: string, route: Route, query: URLSearchParams): Verb | un
   return undefined;
 }
 
+/**
+ * The name RBAC judges a request by: the path's, or for a list or watch the name an exact
+ * `metadata.name=` field selector requires (the API server's RequestInfo does the same), so a rule
+ * with resourceNames allows a list and a watch of that one object. A create has none: a rule with
+ * resourceNames never allows it.
+ */
+function authorizedName(record: RequestRecord): string | undefined {
+  if (record.name !== undefined) return record.name;
+  if (record.verb !== 'list' && record.verb !== 'watch') return undefined;
+  for (const term of (record.query.fieldSelector ?? '').split(',')) {
+    const m = /^\s*metadata\.name\s*==?\s*(.+?)\s*$/.exec(term);
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
+function allowedBy(rules: readonly RbacRule[], record: RequestRecord): boolean {
+  const resource = record.subresource ? `${record.resource}/${record.subresource}` : record.resource;
+  const name = authorizedName(record);
+  return rules.some(
+    (rule) =>
+      rule.apiGroups.includes(record.group ?? '') &&
+      rule.resources.includes(resource ?? '') &&
+      rule.verbs.includes(record.verb as Verb) &&
+      (rule.namespaces === undefined ||
+        (record.namespace !== undefined && rule.namespaces.includes(record.namespace))) &&
+      (rule.resourceNames === undefined || (name !== undefined && rule.resourceNames.includes(name))),
+  );
+}
+
 function requestMatches(matcher: RequestMatcher, request: RequestRecord): boolean {
   if (typeof matcher === 'function') return matcher(request);
   return Object.entries(matcher).every(
@@ -588,6 +641,8 @@ export class FakeApiServer {
   readonly requests: RequestRecord[] = [];
   /** TCP connections accepted so far (client-node opens one per request). */
   connectionCount = 0;
+  /** RBAC rules every request must match; undefined: everything is allowed. */
+  rbac: RbacRule[] | undefined;
 
   #options: FakeApiServerOptions;
   #server: Server;
@@ -604,6 +659,7 @@ export class FakeApiServer {
 
   constructor(options: FakeApiServerOptions = {}) {
     this.#options = options;
+    this.rbac = options.rbac;
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((err: unknown) =>
         this.#send(res, undefined, 500, internal(err).toStatus()),
@@ -1003,6 +1059,7 @@ current-context: fake
       this.#injectFault(record);
       if (route === undefined)
         throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+      this.#authorize(record);
       if (record.verb === undefined)
         throw new ApiError(
           405,
@@ -1023,6 +1080,21 @@ current-context: fake
     const token = this.#options.token;
     if (token !== undefined && req.headers.authorization !== `Bearer ${token}`)
       throw new ApiError(401, 'Unauthorized', 'Unauthorized');
+  }
+
+  /** RBAC, when rules are set: 403 Forbidden with the API server's wording. */
+  #authorize(record: RequestRecord): void {
+    const rules = this.rbac;
+    if (rules === undefined || record.verb === undefined || allowedBy(rules, record)) return;
+    const resource = record.subresource ? `${record.resource}/${record.subresource}` : record.resource;
+    const name = record.name === undefined ? '' : ` "${record.name}"`;
+    const where =
+      record.namespace === undefined ? 'at the cluster scope' : `in the namespace "${record.namespace}"`;
+    throw new ApiError(
+      403,
+      'Forbidden',
+      `${resource}${name} is forbidden: User "fake" cannot ${record.verb} resource "${resource}" in API group "${record.group ?? ''}" ${where}`,
+    );
   }
 
   #injectFault(record: RequestRecord): void {

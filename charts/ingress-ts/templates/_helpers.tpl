@@ -122,3 +122,19 @@ true
 {{- $name := printf "%v-%s" (index . 1) (index . 2) -}}
 {{- if $root.Values.portNamePrefix }}{{ printf "%s-%s" $root.Values.portNamePrefix $name }}{{ else }}{{ $name }}{{ end -}}
 {{- end -}}
+
+{{/* The admission webhook's names: its Secret and ValidatingWebhookConfiguration (<fullname>-admission)
+and its Service (<controller fullname>-admission), as ingress-nginx's chart names them. */}}
+{{- define "ingress-ts.admissionWebhooks.fullname" -}}
+{{- printf "%s-%s" (include "ingress-ts.fullname" .) .Values.controller.admissionWebhooks.name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "ingress-ts.admissionWebhooks.serviceName" -}}
+{{- printf "%s-%s" (include "ingress-ts.controller.fullname" .) .Values.controller.admissionWebhooks.name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* "true" when ingress-ts provisions the webhook's certificate itself (not cert-manager). */}}
+{{- define "ingress-ts.admissionWebhooks.provisioned" -}}
+{{- $w := .Values.controller.admissionWebhooks -}}
+{{- if and $w.enabled (not $w.certManager.enabled) }}true{{ end -}}
+{{- end -}}

@@ -41,6 +41,16 @@
 {{- end }}
 {{- end }}
 - --shutdown-grace-period={{ .Values.controller.shutdownGracePeriod }}
+{{- with .Values.controller.admissionWebhooks }}
+{{- if .enabled }}
+- --validating-webhook=:{{ .port }}
+- --validating-webhook-secret={{ include "ingress-ts.namespace" $ }}/{{ include "ingress-ts.admissionWebhooks.fullname" $ }}
+{{- if not .certManager.enabled }}
+- --validating-webhook-service={{ include "ingress-ts.namespace" $ }}/{{ include "ingress-ts.admissionWebhooks.serviceName" $ }}
+- --validating-webhook-configuration={{ include "ingress-ts.admissionWebhooks.fullname" $ }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- range $key, $value := .Values.controller.extraArgs }}
 {{- if or (kindIs "invalid" $value) (eq (toString $value) "") (eq (toString $value) "true") }}
 - --{{ $key }}

@@ -22,6 +22,9 @@
 {{- $_ := set $sysctls "net.ipv4.ip_unprivileged_port_start" "0" -}}
 {{- end -}}
 {{- end -}}
+{{- if and $c.admissionWebhooks.enabled (has (int $c.admissionWebhooks.port) (list (int $c.containerPort.http) (int $c.containerPort.https) $statusPort)) -}}
+{{- fail (printf "controller.admissionWebhooks.port (%v) is already a port of the controller (http, https or status): choose another" $c.admissionWebhooks.port) -}}
+{{- end -}}
 {{- if le (int $c.terminationGracePeriodSeconds) (add $preStop (ceil $c.shutdownGracePeriod | int)) -}}
 {{- fail (printf "controller.terminationGracePeriodSeconds (%v) must exceed the preStop sleep (%d) plus controller.shutdownGracePeriod (%v): the kubelet would kill the Pod before it drained" $c.terminationGracePeriodSeconds $preStop $c.shutdownGracePeriod) -}}
 {{- end -}}
@@ -96,6 +99,11 @@ spec:
         - name: {{ $c.metrics.portName }}
           containerPort: {{ $statusPort }}
           protocol: TCP
+        {{- if $c.admissionWebhooks.enabled }}
+        - name: webhook
+          containerPort: {{ $c.admissionWebhooks.port }}
+          protocol: TCP
+        {{- end }}
         {{- range $protocol := list "tcp" "udp" }}
         {{- range $port, $_ := index $.Values $protocol }}
         - name: {{ include "ingress-ts.streamPortName" (list $ $port $protocol) }}

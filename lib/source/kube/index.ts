@@ -4,3 +4,4 @@
 export { loadKubeConfig } from './kubeconfig.ts';
 export { createReporting } from './reporting.ts';
 export { createKubeSource } from './source.ts';
+export { startWebhookCertificate } from './webhook-certificate.ts';
