@@ -2,11 +2,14 @@
 // report: status, metrics, logs) → health and debug endpoints, and the graceful stop. The source is
 // a manifests folder (--manifests, standalone) or the Kubernetes API; both feed the same scheduler.
 
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { DestinationStream } from 'pino';
 import { createAccessLog } from './access-log.ts';
+import { type AdmissionReviewed, admissionReviewed } from './admission/events.ts';
+import { type AdmissionServer, startWebhook } from './admission/webhook.ts';
 import type { Config } from './config/flags.ts';
 import { type Applier, createApplier } from './controller/apply.ts';
 import { createReporter, levelOf } from './controller/report.ts';
@@ -50,6 +53,8 @@ export interface Controller {
   readonly handle: DataPlaneHandle;
   /** data-plane threads: 1 is the DataPlane on the main thread */
   readonly threads: number;
+  /** the validating admission webhook (--validating-webhook), or null */
+  readonly webhook: AdmissionServer | null;
   /**
    * Graceful stop: /healthz 500 at once, keep serving (and accepting) for the grace period, then stop
    * accepting and let the requests in flight finish for up to the drain timeout, WebSockets closed last.
@@ -200,6 +205,7 @@ function createMetrics(
         requests: config.requestMetrics,
         electionId: source.kube !== undefined && config.kube.leaderElection ? config.kube.electionId : null,
         informers: source.informers,
+        admission: config.webhook !== null,
       })
     : null;
   const unknownExcluded = excludedSocketMetrics(config.requestMetrics.exclude).unknown;
@@ -271,6 +277,26 @@ async function serveHealthz(
   return { healthz, address };
 }
 
+/** --validating-webhook: the webhook on this (the controller's) thread, reviewing against the source. */
+async function startAdmissionWebhook(
+  config: Config,
+  source: Source,
+  log: Logger,
+): Promise<AdmissionServer | null> {
+  if (config.webhook === null) return null;
+  try {
+    return await startWebhook({
+      ...config.webhook,
+      snapshot: () => source.snapshot(),
+      model: config.model,
+      log,
+    });
+  } catch (error) {
+    await source.stop();
+    throw error;
+  }
+}
+
 /** What the graceful stop closes, in order. */
 interface Running {
   config: Config;
@@ -281,6 +307,7 @@ interface Running {
   source: Source;
   scheduler: Scheduler;
   traffic: Traffic;
+  webhook: AdmissionServer | null;
   stopLoggingErrors: () => void;
 }
 
@@ -297,6 +324,8 @@ async function stopGracefully(
   const configured =
     applier.latest().model?.config.workerShutdownTimeoutMs ?? DEFAULT_GLOBAL_CONFIG.workerShutdownTimeoutMs;
   const drainMs = drainTimeoutMs ?? (gracePeriodMs === undefined ? configured : 0);
+  // after the grace period, as the data plane: the API server may still ask while endpoints drain
+  await running.webhook?.close();
   await reporting?.stop(); // releases the Lease: a successor need not wait for the TTL
   await source.stop();
   scheduler.stop();
@@ -311,7 +340,15 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   // A change the source sees before the scheduler exists needs nothing: the first build reads all.
   let onSourceChange = () => {};
   const source = await createSource(config, log, () => onSourceChange());
-  const generatedDefaultCertificate = await readFirst(source, log);
+  // before the first full list: a review meanwhile builds against what the source has so far
+  const webhook = await startAdmissionWebhook(config, source, log);
+  let generatedDefaultCertificate: CertificatePair;
+  try {
+    generatedDefaultCertificate = await readFirst(source, log);
+  } catch (error) {
+    await webhook?.close();
+    throw error;
+  }
 
   const buildCaches = createBuildCaches();
   const workerProcesses = globalConfigOf(source.snapshot(), config.model).workerProcesses;
@@ -323,6 +360,8 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   );
 
   const metrics = createMetrics(config, options, source, handle, log);
+  const countReviews = (event: unknown) => metrics?.admissionReviewed(event as AdmissionReviewed);
+  if (webhook !== null) subscribe(admissionReviewed.name, countReviews);
   const accessLog = createAccessLog({ log, stdout: options.accessLogStdout, pretty: options.prettyLogs });
   const traffic = observeTraffic(log, metrics, accessLog);
   const env = options.env ?? process.env;
@@ -375,7 +414,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     source,
     scheduler,
     traffic,
-    stopLoggingErrors,
+    webhook,
+    stopLoggingErrors: () => {
+      stopLoggingErrors();
+      unsubscribe(admissionReviewed.name, countReviews);
+    },
   };
   let stopping: Promise<void> | null = null;
   return {
@@ -387,6 +430,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     },
     handle,
     threads,
+    webhook,
     stop(gracePeriodMs, drainTimeoutMs) {
       stopping ??= stopGracefully(running, gracePeriodMs, drainTimeoutMs);
       return stopping;

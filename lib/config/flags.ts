@@ -13,6 +13,7 @@ import { ConfigError } from './config-error.ts';
 import { apiserverHost, buckets, duration, excludedMetrics, objectRef, port } from './flag-values.ts';
 import { COMPAT_FLAGS } from './ingress-nginx-flags.ts';
 import { type IgnoredFlag, readPflagArgs } from './pflag-args.ts';
+import { WEBHOOK_FLAGS, type WebhookConfig, webhookFlags } from './webhook-flags.ts';
 
 export { ConfigError } from './config-error.ts';
 export type { IgnoredFlag } from './pflag-args.ts';
@@ -42,6 +43,8 @@ export interface Config {
   requestMetrics: RequestMetricsOptions;
   logLevel: LogLevel;
   model: ModelOptions;
+  /** the validating admission webhook, or null (no --validating-webhook) */
+  webhook: WebhookConfig | null;
 }
 
 export interface KubeFlags {
@@ -266,6 +269,7 @@ export const FLAGS = {
     default: 'info',
     help: `one of ${LOG_LEVELS.join(', ')}; without it, ingress-nginx's --v=N sets it (N<3 info, 3-4 debug, 5+ trace)`,
   },
+  ...WEBHOOK_FLAGS,
   help: { type: 'boolean', default: false, help: 'print this help and exit' },
   version: { type: 'boolean', default: false, help: 'print the version and exit' },
 } as const satisfies Record<string, FlagSpec>;
@@ -470,6 +474,7 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
       sizeBuckets: buckets('size-buckets', values['size-buckets']),
     },
     logLevel: logLevel as LogLevel,
+    webhook: webhookFlags(values, ignored),
     // the controller's own ports: a TCP or UDP service entry cannot take one (0: a port the system picks)
     model: modelFlags(
       values,
@@ -478,7 +483,12 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
   };
   return {
     kind: 'run',
-    config: Object.freeze({ ...config, kube: Object.freeze(kube), model: Object.freeze(config.model) }),
+    config: Object.freeze({
+      ...config,
+      kube: Object.freeze(kube),
+      model: Object.freeze(config.model),
+      webhook: config.webhook === null ? null : Object.freeze(config.webhook),
+    }),
     ignored,
   };
 }

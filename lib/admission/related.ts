@@ -1,0 +1,155 @@
+// The Ingresses a candidate can interact with in a build, so a review builds tens of Ingresses
+// instead of the whole cluster (a full build at 10,000 Ingresses takes seconds on the thread that
+// runs the controller). The build links Ingresses only through:
+// - a host: its server (created by the oldest), host-level annotations, TLS, routes, canaries,
+//   ssl-passthrough;
+// - the catch-all server: rules without a host, and spec.defaultBackend without rules;
+// - names: a server-alias is refused when it is a host or another server's alias, and a
+//   from-to-www-redirect is skipped when the other name is a host;
+// - session affinity: Ingresses with affinity annotations that share a Service (its upstream exists
+//   only when some route that won its host and path resolved it).
+// Whether an alias or an affinity of another Ingress takes effect depends on the Ingresses sharing
+// that Ingress's hosts, so those come too (one more step, which is enough: everything else about an
+// Ingress is decided by the Ingress alone). Taking more than needed never changes the candidate's
+// findings (the full build has them all), taking less could: the keys below over-approximate
+// (raw host strings, aliases before validation).
+
+import type { Ingress, IngressClass, ModelOptions } from '../model/index.ts';
+import { isOurIngress, ownedClassNames } from '../model/ingress-class.ts';
+
+type ClassOptions = Pick<
+  ModelOptions,
+  'controllerClass' | 'ingressClass' | 'ingressClassByName' | 'watchIngressWithoutClass'
+>;
+
+/** What links one Ingress to others, read from the object as written. */
+export interface IngressLinks {
+  /** rule hosts and tls hosts, lower-cased */
+  hosts: string[];
+  /** server-alias names, lower-cased */
+  aliases: string[];
+  /** a rule without host, or a spec.defaultBackend */
+  catchAll: boolean;
+  /** `namespace/service` of every backend */
+  services: string[];
+  /** affinity or affinity-mode is set */
+  affinity: boolean;
+}
+
+const lower = (value: unknown): string | null =>
+  typeof value === 'string' ? value.trim().toLowerCase() : null;
+
+function backendService(backend: unknown, namespace: string, into: Set<string>): void {
+  const name = (backend as { service?: { name?: unknown } } | null | undefined)?.service?.name;
+  if (typeof name === 'string') into.add(`${namespace}/${name}`);
+}
+
+/** The keys of one Ingress; tolerant of any shape (a manifest can hold anything). */
+export function linksOf(ingress: Ingress, annotationsPrefix: string): IngressLinks {
+  const namespace = ingress.metadata?.namespace ?? '';
+  const annotations = ingress.metadata?.annotations ?? {};
+  const spec = (ingress.spec ?? {}) as Record<string, unknown>;
+  const hosts = new Set<string>();
+  const services = new Set<string>();
+  let catchAll = spec.defaultBackend != null;
+  if (catchAll) backendService(spec.defaultBackend, namespace, services);
+  for (const rule of Array.isArray(spec.rules) ? spec.rules : []) {
+    const host = lower((rule as { host?: unknown } | null)?.host) ?? '';
+    if (host === '') catchAll = true;
+    else hosts.add(host);
+    const paths = (rule as { http?: { paths?: unknown } } | null)?.http?.paths;
+    for (const path of Array.isArray(paths) ? paths : []) {
+      backendService((path as { backend?: unknown } | null)?.backend, namespace, services);
+    }
+  }
+  for (const entry of Array.isArray(spec.tls) ? spec.tls : []) {
+    const tlsHosts = (entry as { hosts?: unknown } | null)?.hosts;
+    for (const host of Array.isArray(tlsHosts) ? tlsHosts : []) {
+      const name = lower(host);
+      if (name) hosts.add(name);
+    }
+  }
+  const alias = annotations[`${annotationsPrefix}/server-alias`];
+  const aliases =
+    typeof alias === 'string'
+      ? alias
+          .split(',')
+          .map((name) => name.trim().toLowerCase())
+          .filter((name) => name !== '')
+      : [];
+  const affinity =
+    annotations[`${annotationsPrefix}/affinity`] !== undefined ||
+    annotations[`${annotationsPrefix}/affinity-mode`] !== undefined;
+  return { hosts: [...hosts], aliases, catchAll, services: [...services], affinity };
+}
+
+/** The other name from-to-www-redirect would use for a host. */
+const wwwPartner = (host: string): string => (host.startsWith('www.') ? host.slice(4) : `www.${host}`);
+
+/** Our Ingresses by what links them; built once per snapshot list (O(Ingresses), no parsing). */
+export interface RelatedIndex {
+  readonly ingresses: readonly Ingress[];
+  readonly classes: readonly IngressClass[];
+  /** our Ingresses in the snapshot */
+  readonly ours: number;
+  related(candidate: Ingress): Ingress[];
+}
+
+function push<K>(map: Map<K, Ingress[]>, key: K, ingress: Ingress): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [ingress]);
+  else if (list.at(-1) !== ingress) list.push(ingress);
+}
+
+export function createRelatedIndex(
+  ingresses: readonly Ingress[],
+  classes: readonly IngressClass[],
+  options: ClassOptions & Pick<ModelOptions, 'annotationsPrefix'>,
+): RelatedIndex {
+  const owned = ownedClassNames(classes, options);
+  const links = new Map<Ingress, IngressLinks>();
+  const byHost = new Map<string, Ingress[]>();
+  const byAlias = new Map<string, Ingress[]>();
+  const byService = new Map<string, Ingress[]>();
+  const catchAll: Ingress[] = [];
+  for (const ingress of ingresses) {
+    if (!isOurIngress(ingress, owned, options)) continue;
+    const own = linksOf(ingress, options.annotationsPrefix);
+    links.set(ingress, own);
+    for (const host of own.hosts) push(byHost, host, ingress);
+    for (const alias of own.aliases) push(byAlias, alias, ingress);
+    for (const service of own.services) push(byService, service, ingress);
+    if (own.catchAll) catchAll.push(ingress);
+  }
+  const linksFor = (ingress: Ingress) => links.get(ingress) ?? linksOf(ingress, options.annotationsPrefix);
+
+  return {
+    ingresses,
+    classes,
+    ours: links.size,
+    related(candidate) {
+      const own = linksOf(candidate, options.annotationsPrefix);
+      const found = new Set<Ingress>();
+      /** reached through a name or a Service: whether its alias or affinity counts depends on its hosts */
+      const second = new Set<Ingress>();
+      const take = (list: readonly Ingress[] | undefined, into: Set<Ingress>) => {
+        if (list !== undefined) for (const ingress of list) into.add(ingress);
+      };
+      const names = new Set([...own.hosts, ...own.aliases, ...own.hosts.map(wwwPartner)]);
+      for (const name of names) {
+        take(byHost.get(name), found);
+        take(byAlias.get(name), second);
+      }
+      if (own.catchAll) take(catchAll, found);
+      if (own.affinity) for (const service of own.services) take(byService.get(service), second);
+      for (const ingress of second) {
+        found.add(ingress);
+        const theirs = linksFor(ingress);
+        for (const host of theirs.hosts) take(byHost.get(host), found);
+        if (theirs.catchAll) take(catchAll, found);
+      }
+      // in snapshot order: the build sorts, and its tie-breaks do not depend on input order
+      return ingresses.filter((ingress) => found.has(ingress));
+    },
+  };
+}
