@@ -14,8 +14,9 @@
 // findings (the full build has them all), taking less could: the keys below over-approximate
 // (raw host strings, aliases before validation).
 
-import type { Ingress, IngressClass, ModelOptions } from '../model/index.ts';
+import type { Ingress, IngressClass, KubeObject, ModelOptions, Snapshot } from '../model/index.ts';
 import { isOurIngress, ownedClassNames } from '../model/ingress-class.ts';
+import { SERVICE_NAME_LABEL } from '../model/k8s.ts';
 
 type ClassOptions = Pick<
   ModelOptions,
@@ -83,6 +84,18 @@ export function linksOf(ingress: Ingress, annotationsPrefix: string): IngressLin
   return { hosts: [...hosts], aliases, catchAll, services: [...services], affinity };
 }
 
+/** The links of the stored objects, kept while the object is: an index rebuilt after one change
+ * reads only the Ingress that changed. */
+const linksCache = new WeakMap<Ingress, { prefix: string; links: IngressLinks }>();
+
+function cachedLinks(ingress: Ingress, prefix: string): IngressLinks {
+  const cached = linksCache.get(ingress);
+  if (cached !== undefined && cached.prefix === prefix) return cached.links;
+  const links = linksOf(ingress, prefix);
+  linksCache.set(ingress, { prefix, links });
+  return links;
+}
+
 /** The other name from-to-www-redirect would use for a host. */
 const wwwPartner = (host: string): string => (host.startsWith('www.') ? host.slice(4) : `www.${host}`);
 
@@ -108,14 +121,17 @@ export function createRelatedIndex(
 ): RelatedIndex {
   const owned = ownedClassNames(classes, options);
   const links = new Map<Ingress, IngressLinks>();
+  /** position in the snapshot: the related Ingresses keep the snapshot's order */
+  const positions = new Map<Ingress, number>();
   const byHost = new Map<string, Ingress[]>();
   const byAlias = new Map<string, Ingress[]>();
   const byService = new Map<string, Ingress[]>();
   const catchAll: Ingress[] = [];
   for (const ingress of ingresses) {
     if (!isOurIngress(ingress, owned, options)) continue;
-    const own = linksOf(ingress, options.annotationsPrefix);
+    const own = cachedLinks(ingress, options.annotationsPrefix);
     links.set(ingress, own);
+    positions.set(ingress, positions.size);
     for (const host of own.hosts) push(byHost, host, ingress);
     for (const alias of own.aliases) push(byAlias, alias, ingress);
     for (const service of own.services) push(byService, service, ingress);
@@ -148,8 +164,125 @@ export function createRelatedIndex(
         for (const host of theirs.hosts) take(byHost.get(host), found);
         if (theirs.catchAll) take(catchAll, found);
       }
-      // in snapshot order: the build sorts, and its tie-breaks do not depend on input order
-      return ingresses.filter((ingress) => found.has(ingress));
+      // in snapshot order (the build sorts anyway, and its tie-breaks do not depend on input order)
+      const order = (ingress: Ingress) => positions.get(ingress) ?? -1;
+      return [...found].sort((a, b) => order(a) - order(b));
     },
+  };
+}
+
+/** A list's objects by namespace, computed once per list (the store hands out the same arrays until
+ * the list changes). */
+const byNamespaceCache = new WeakMap<readonly KubeObject[], Map<string, KubeObject[]>>();
+
+function byNamespace<T extends KubeObject>(list: readonly T[]): Map<string, T[]> {
+  let groups = byNamespaceCache.get(list) as Map<string, T[]> | undefined;
+  if (groups === undefined) {
+    groups = new Map();
+    for (const object of list) {
+      const namespace = object.metadata?.namespace ?? '';
+      const group = groups.get(namespace);
+      if (group === undefined) groups.set(namespace, [object]);
+      else group.push(object);
+    }
+    byNamespaceCache.set(list, groups as Map<string, KubeObject[]>);
+  }
+  return groups;
+}
+
+/** A list's objects by `namespace/<key>`, computed once per list. */
+const byKeyCache = new WeakMap<readonly KubeObject[], Map<string, KubeObject[]>>();
+
+function byKey<T extends KubeObject>(list: readonly T[], keyOf: (object: T) => string): Map<string, T[]> {
+  let groups = byKeyCache.get(list) as Map<string, T[]> | undefined;
+  if (groups === undefined) {
+    groups = new Map();
+    for (const object of list) {
+      const key = `${object.metadata?.namespace ?? ''}/${keyOf(object)}`;
+      const group = groups.get(key);
+      if (group === undefined) groups.set(key, [object]);
+      else group.push(object);
+    }
+    byKeyCache.set(list, groups as Map<string, KubeObject[]>);
+  }
+  return groups;
+}
+
+/** `namespace/...` at the start of a value or after a separator: a reference that may cross namespaces. */
+const NAMESPACE_REF = /(?:^|[\s,;:="'])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\//g;
+
+function namespacesNamedIn(value: unknown, into: Set<string>): void {
+  if (typeof value !== 'string' || !value.includes('/')) return;
+  for (const match of value.matchAll(NAMESPACE_REF)) into.add(match[1] as string);
+}
+
+/**
+ * The snapshot a review builds: the related Ingresses; the Services they name (backends, the
+ * default-backend annotation, --default-backend-service) and their EndpointSlices; the Secrets and
+ * ConfigMaps of the namespaces they live in or name (an annotation such as auth-tls-secret: ns/name,
+ * the controller's flags, the values of its ConfigMaps). The build looks objects up by namespace and
+ * name, so the rest cannot change what it finds about them; without this, every review would index
+ * every Service, EndpointSlice and Secret of the cluster. (The TCP/UDP services' Services are left
+ * out: what the build says about them is said of their ConfigMap, never of an Ingress.)
+ */
+export function scopedSnapshot(
+  snapshot: Snapshot,
+  ingresses: readonly Ingress[],
+  options: ModelOptions,
+): Snapshot {
+  const namespaces = new Set<string>();
+  /** `namespace/name` of the Services a backend, the default-backend annotation or the flag names */
+  const services = new Set<string>();
+  if (options.defaultBackendService !== null) services.add(options.defaultBackendService);
+  for (const ingress of ingresses) {
+    const namespace = ingress.metadata?.namespace ?? '';
+    namespaces.add(namespace);
+    for (const service of linksOf(ingress, options.annotationsPrefix).services) services.add(service);
+    const defaultBackend = ingress.metadata?.annotations?.[`${options.annotationsPrefix}/default-backend`];
+    if (typeof defaultBackend === 'string') services.add(`${namespace}/${defaultBackend.trim()}`);
+    for (const value of Object.values(ingress.metadata?.annotations ?? {}))
+      namespacesNamedIn(value, namespaces);
+  }
+  const flagged = [
+    options.configMap,
+    options.defaultBackendService,
+    options.defaultSSLCertificate,
+    options.tcpServicesConfigMap,
+    options.udpServicesConfigMap,
+  ];
+  const configMaps = byNamespace(snapshot.configMaps);
+  for (const ref of flagged) {
+    if (typeof ref !== 'string') continue;
+    namespacesNamedIn(ref, namespaces);
+    const [namespace, name] = ref.split('/');
+    const configMap = configMaps.get(namespace ?? '')?.find((c) => c.metadata?.name === name);
+    for (const value of Object.values(configMap?.data ?? {})) namespacesNamedIn(value, namespaces);
+  }
+  const pick = <T extends KubeObject>(list: readonly T[]): T[] => {
+    const groups = byNamespace(list);
+    const out: T[] = [];
+    for (const namespace of namespaces) {
+      const group = groups.get(namespace);
+      if (group !== undefined) for (const object of group) out.push(object);
+    }
+    return out;
+  };
+  const named = <T extends KubeObject>(groups: Map<string, T[]>): T[] => {
+    const out: T[] = [];
+    for (const key of services) {
+      const group = groups.get(key);
+      if (group !== undefined) for (const object of group) out.push(object);
+    }
+    return out;
+  };
+  return {
+    ingresses,
+    ingressClasses: snapshot.ingressClasses,
+    services: named(byKey(snapshot.services, (service) => service.metadata?.name ?? '')),
+    endpointSlices: named(
+      byKey(snapshot.endpointSlices, (slice) => slice.metadata?.labels?.[SERVICE_NAME_LABEL] ?? ''),
+    ),
+    secrets: pick(snapshot.secrets),
+    configMaps: pick(snapshot.configMaps),
   };
 }

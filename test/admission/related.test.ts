@@ -4,14 +4,14 @@
 // whole snapshot built, for updates of stored Ingresses and for new ones.
 
 import t from 'tap';
-import { createRelatedIndex, type RelatedIndex } from '../../lib/admission/related.ts';
+import { createRelatedIndex } from '../../lib/admission/related.ts';
 import { type ReviewInput, reviewIngress, type Verdict } from '../../lib/admission/review.ts';
 import {
   createBuildCaches,
   DEFAULT_MODEL_OPTIONS,
   type Ingress,
   type ModelOptions,
-  type Snapshot,
+  type Secret,
 } from '../../lib/model/index.ts';
 import { ingress, type PathSpec, pem, type RuleSpec, snapshotOf, tlsSecret } from '../model/helpers.ts';
 
@@ -42,6 +42,9 @@ const TYPES = ['Prefix', 'Exact', 'ImplementationSpecific'];
 const SERVICES = ['s0', 's1', 's2', 's3'];
 const SEEDS = Number(process.env.SEEDS ?? 20);
 
+// a few thousand builds: seconds on an idle machine, more on a loaded one
+t.setTimeout(120_000);
+
 function randomIngress(rand: () => number, name: string): Ingress {
   const pick = <T>(list: readonly T[]): T => list[Math.floor(rand() * list.length)] as T;
   const chance = (p: number) => rand() < p;
@@ -59,6 +62,9 @@ function randomIngress(rand: () => number, name: string): Ingress {
   if (chance(0.1)) nginx['default-backend'] = pick(SERVICES);
   if (chance(0.1)) nginx['ssl-redirect'] = pick(['true', 'false']);
   if (chance(0.05)) nginx['enable-opentelemetry'] = 'true';
+  // objects of other namespaces, named across: only with allow-cross-namespace-resources
+  if (chance(0.1)) nginx['auth-tls-secret'] = pick(['shared/ca', 'ca', 'shared/missing']);
+  if (chance(0.05)) nginx['proxy-ssl-secret'] = pick(['shared/client', 'client']);
   const rules: RuleSpec[] = [];
   const ruleCount = chance(0.15) ? 0 : 1 + Math.floor(rand() * 2);
   for (let r = 0; r < ruleCount; r++) {
@@ -81,11 +87,13 @@ function randomIngress(rand: () => number, name: string): Ingress {
   });
 }
 
-/** An index that hands every Ingress of the class to the build: the full build. */
-function everything(snapshot: Snapshot, options: ModelOptions): RelatedIndex {
-  const index = createRelatedIndex(snapshot.ingresses, snapshot.ingressClasses, options);
-  const all = snapshot.ingresses.filter((i) => i.spec?.ingressClassName === 'ingress-ts');
-  return { ...index, related: () => all };
+function caSecret(name: string, namespace: string): Secret {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace },
+    data: { 'ca.crt': Buffer.from(pem('a-example').crt).toString('base64') },
+  };
 }
 
 const shown = (v: Verdict) => ({ allowed: v.allowed, reasons: v.reasons, warnings: v.warnings });
@@ -99,16 +107,27 @@ t.test('the related Ingresses give the verdict and findings of the full build', 
     // services for each namespace, so both Service problems and clean backends occur
     const world = {
       ingresses: stored,
-      secrets: [tlsSecret('a-tls', { ...pem('a-example') })],
+      secrets: [
+        tlsSecret('a-tls', { ...pem('a-example') }),
+        caSecret('ca', 'default'),
+        caSecret('ca', 'shared'),
+        { ...tlsSecret('client', pem('other'), 'shared') },
+      ],
+      configMaps: [
+        {
+          metadata: { name: 'controller', namespace: 'ingress' },
+          data: { 'allow-cross-namespace-resources': seed % 3 === 0 ? 'true' : 'false' },
+        },
+      ],
     };
     const snapshot = snapshotOf(world);
     const options: ModelOptions = {
       ...DEFAULT_MODEL_OPTIONS,
       disableCatchAll: seed % 7 === 0,
+      configMap: 'ingress/controller',
       enableSslPassthrough: seed % 2 === 0,
     };
     const index = createRelatedIndex(snapshot.ingresses, snapshot.ingressClasses, options);
-    const full = everything(snapshot, options);
     const caches = createBuildCaches();
     const fresh = Array.from({ length: 10 }, (_, i) => randomIngress(rand, `new${i}`));
     const inputs: ReviewInput[] = [
@@ -138,7 +157,7 @@ t.test('the related Ingresses give the verdict and findings of the full build', 
       }
       const context = { snapshot, options, caches, now: '2026-01-01T00:00:03Z' };
       const subset = reviewIngress(input, { ...context, index });
-      const whole = reviewIngress(input, { ...context, index: full });
+      const whole = reviewIngress(input, { ...context, index, fullBuild: true });
       const label = `seed ${seed} ${input.operation} ${input.object?.metadata?.namespace}/${input.object?.metadata?.name}`;
       if (JSON.stringify(shown(subset)) !== JSON.stringify(shown(whole))) {
         t.strictSame(shown(subset), shown(whole), label);
