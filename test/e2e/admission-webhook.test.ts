@@ -10,10 +10,13 @@ import { Writable } from 'node:stream';
 import { generate } from 'selfsigned';
 import t from 'tap';
 import { ADMISSION_PATH, MAX_BODY_BYTES } from '../../lib/admission/server.ts';
+import { parseFlags } from '../../lib/config/flags.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-import { get, testConfig } from '../support/http.ts';
+import { startFakeApiServer } from '../support/fake-apiserver.ts';
+import { get, LOOPBACK_PORT_0, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { testThreadsKube } from '../support/threads.ts';
 
 const SERVER_NAME = 'ingress-ts-admission.ingress-ts.svc';
 
@@ -436,4 +439,64 @@ t.test('without certificate files the webhook refuses handshakes until it is giv
   controller.webhook?.setCertificate(pair.cert, pair.key);
   const reply = await post(port, ca.cert, review('u', ingressObject('x', 'x.test')));
   t.equal(reply.status, 200);
+});
+
+t.test('Kubernetes mode: the webhook answers while the controller is still listing', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-webhook-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const ca = await certificateAuthority();
+  const pair = await servingPair(ca);
+  await writeFile(join(dir, 'cert'), pair.cert);
+  await writeFile(join(dir, 'key'), pair.key);
+  const flags = [
+    ...LOOPBACK_PORT_0,
+    '--disable-leader-election',
+    '--validating-webhook=127.0.0.1:0',
+    `--validating-webhook-certificate=${join(dir, 'cert')}`,
+    `--validating-webhook-key=${join(dir, 'key')}`,
+  ];
+  const threads = testThreadsKube(flags);
+  const main = { ...ingressObject('main', 'a.test'), metadata: { name: 'main', namespace: 'e2e' } };
+  const api = await startFakeApiServer({
+    objects: [
+      {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'IngressClass',
+        metadata: { name: 'ingress-ts' },
+        spec: { controller: 'ingress-ts.dev/controller' },
+      },
+      main,
+      ...threads.objects,
+    ],
+  });
+  t.teardown(() => api.close());
+  // the Secrets arrive late: until then the controller has not listed everything and builds nothing
+  api.delayNext({ verb: 'list', resource: 'secrets' }, 5000);
+  const parsed = parseFlags(['--kubeconfig', await api.writeKubeconfig(), ...flags, ...threads.flags]);
+  if (parsed.kind !== 'run') throw new Error('expected run');
+  const log = logSink();
+  const listening = log.next(/validating admission webhook listening/);
+  let started = false;
+  const starting = start(parsed.config, createLogger('info', log.stream)).then((controller) => {
+    started = true;
+    return controller;
+  });
+  t.teardown(async () => (await starting).stop(0));
+  const port = Number((await listening).port);
+  await api.waitForRequest({ verb: 'list', resource: 'ingresses' });
+  // created now, as the API server stamps it before asking: newer than main
+  const early = ingressObject('dup', 'a.test');
+  early.metadata.creationTimestamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  // the list is answered; the store has it once the client has read it: ask until it shows
+  let reply = await post(port, ca.cert, review('uid-early', early));
+  for (let i = 0; i < 200 && responseOf(reply).allowed !== false; i++) {
+    reply = await post(port, ca.cert, review('uid-early', early));
+  }
+  const secretsListed = api.requests.some(
+    (r) => r.verb === 'list' && r.resource === 'secrets' && r.status !== undefined,
+  );
+  t.equal(secretsListed, false, 'answered before the Secrets were listed');
+  t.equal(started, false, 'answered before the controller started');
+  t.match(responseOf(reply).status?.message, /already defined in ingress e2e\/main/, 'against what it has');
+  await starting;
 });
