@@ -99,19 +99,32 @@ function cachedLinks(ingress: Ingress, prefix: string): IngressLinks {
 /** The other name from-to-www-redirect would use for a host. */
 const wwwPartner = (host: string): string => (host.startsWith('www.') ? host.slice(4) : `www.${host}`);
 
-/** Our Ingresses by what links them; built once per snapshot list (O(Ingresses), no parsing). */
+/** Our Ingresses by what links them. Built once (O(Ingresses), no parsing), then patched with the
+ * Ingresses that differ from one snapshot list to the next (the store keeps an unchanged object). */
 export interface RelatedIndex {
   readonly ingresses: readonly Ingress[];
   readonly classes: readonly IngressClass[];
   /** our Ingresses in the snapshot */
   readonly ours: number;
+  /** the Ingresses a candidate can interact with (their order carries no meaning: the build sorts) */
   related(candidate: Ingress): Ingress[];
+  /** the same index for another list of Ingresses (the same IngressClasses); this one is spent */
+  patched(ingresses: readonly Ingress[]): RelatedIndex;
 }
 
-function push<K>(map: Map<K, Ingress[]>, key: K, ingress: Ingress): void {
-  const list = map.get(key);
-  if (list === undefined) map.set(key, [ingress]);
-  else if (list.at(-1) !== ingress) list.push(ingress);
+type Keyed = Map<string, Set<Ingress>>;
+
+function add(map: Keyed, key: string, ingress: Ingress): void {
+  const set = map.get(key);
+  if (set === undefined) map.set(key, new Set([ingress]));
+  else set.add(ingress);
+}
+
+function remove(map: Keyed, key: string, ingress: Ingress): void {
+  const set = map.get(key);
+  if (set === undefined) return;
+  set.delete(ingress);
+  if (set.size === 0) map.delete(key);
 }
 
 export function createRelatedIndex(
@@ -121,54 +134,67 @@ export function createRelatedIndex(
 ): RelatedIndex {
   const owned = ownedClassNames(classes, options);
   const links = new Map<Ingress, IngressLinks>();
-  /** position in the snapshot: the related Ingresses keep the snapshot's order */
-  const positions = new Map<Ingress, number>();
-  const byHost = new Map<string, Ingress[]>();
-  const byAlias = new Map<string, Ingress[]>();
-  const byService = new Map<string, Ingress[]>();
-  const catchAll: Ingress[] = [];
-  for (const ingress of ingresses) {
-    if (!isOurIngress(ingress, owned, options)) continue;
+  const byHost: Keyed = new Map();
+  const byAlias: Keyed = new Map();
+  const byService: Keyed = new Map();
+  const catchAll = new Set<Ingress>();
+  const change = (ingress: Ingress, own: IngressLinks, edit: typeof add) => {
+    for (const host of own.hosts) edit(byHost, host, ingress);
+    for (const alias of own.aliases) edit(byAlias, alias, ingress);
+    for (const service of own.services) edit(byService, service, ingress);
+  };
+  const insert = (ingress: Ingress) => {
+    if (!isOurIngress(ingress, owned, options)) return;
     const own = cachedLinks(ingress, options.annotationsPrefix);
     links.set(ingress, own);
-    positions.set(ingress, positions.size);
-    for (const host of own.hosts) push(byHost, host, ingress);
-    for (const alias of own.aliases) push(byAlias, alias, ingress);
-    for (const service of own.services) push(byService, service, ingress);
-    if (own.catchAll) catchAll.push(ingress);
-  }
+    change(ingress, own, add);
+    if (own.catchAll) catchAll.add(ingress);
+  };
+  for (const ingress of ingresses) insert(ingress);
   const linksFor = (ingress: Ingress) => links.get(ingress) ?? linksOf(ingress, options.annotationsPrefix);
 
-  return {
-    ingresses,
+  const related = (candidate: Ingress): Ingress[] => {
+    const own = linksOf(candidate, options.annotationsPrefix);
+    const found = new Set<Ingress>();
+    /** reached through a name or a Service: whether its alias or affinity counts depends on its hosts */
+    const second = new Set<Ingress>();
+    const take = (set: ReadonlySet<Ingress> | undefined, into: Set<Ingress>) => {
+      if (set !== undefined) for (const ingress of set) into.add(ingress);
+    };
+    const names = new Set([...own.hosts, ...own.aliases, ...own.hosts.map(wwwPartner)]);
+    for (const name of names) {
+      take(byHost.get(name), found);
+      take(byAlias.get(name), second);
+    }
+    if (own.catchAll) take(catchAll, found);
+    if (own.affinity) for (const service of own.services) take(byService.get(service), second);
+    for (const ingress of second) {
+      found.add(ingress);
+      const theirs = linksFor(ingress);
+      for (const host of theirs.hosts) take(byHost.get(host), found);
+      if (theirs.catchAll) take(catchAll, found);
+    }
+    return [...found];
+  };
+
+  const indexFor = (list: readonly Ingress[]): RelatedIndex => ({
+    ingresses: list,
     classes,
     ours: links.size,
-    related(candidate) {
-      const own = linksOf(candidate, options.annotationsPrefix);
-      const found = new Set<Ingress>();
-      /** reached through a name or a Service: whether its alias or affinity counts depends on its hosts */
-      const second = new Set<Ingress>();
-      const take = (list: readonly Ingress[] | undefined, into: Set<Ingress>) => {
-        if (list !== undefined) for (const ingress of list) into.add(ingress);
-      };
-      const names = new Set([...own.hosts, ...own.aliases, ...own.hosts.map(wwwPartner)]);
-      for (const name of names) {
-        take(byHost.get(name), found);
-        take(byAlias.get(name), second);
+    related,
+    patched(next) {
+      const kept = new Set(next);
+      for (const [ingress, own] of links) {
+        if (kept.has(ingress)) continue;
+        links.delete(ingress);
+        change(ingress, own, remove);
+        catchAll.delete(ingress);
       }
-      if (own.catchAll) take(catchAll, found);
-      if (own.affinity) for (const service of own.services) take(byService.get(service), second);
-      for (const ingress of second) {
-        found.add(ingress);
-        const theirs = linksFor(ingress);
-        for (const host of theirs.hosts) take(byHost.get(host), found);
-        if (theirs.catchAll) take(catchAll, found);
-      }
-      // in snapshot order (the build sorts anyway, and its tie-breaks do not depend on input order)
-      const order = (ingress: Ingress) => positions.get(ingress) ?? -1;
-      return [...found].sort((a, b) => order(a) - order(b));
+      for (const ingress of next) if (!links.has(ingress)) insert(ingress);
+      return indexFor(next);
     },
-  };
+  });
+  return indexFor(ingresses);
 }
 
 /** A list's objects by namespace, computed once per list (the store hands out the same arrays until

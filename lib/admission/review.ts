@@ -89,18 +89,15 @@ const IGNORED = (ingresses: number): Verdict => ({
 });
 
 /** The index for a snapshot: the previous one while the Ingresses and IngressClasses are the same
- * lists (the store hands out the same arrays until one of them changes). */
+ * lists (the store hands out the same arrays until one of them changes), patched when only the
+ * Ingresses changed. */
 export function relatedIndexFor(
   snapshot: Snapshot,
   options: ModelOptions,
   previous: RelatedIndex | null,
 ): RelatedIndex {
-  if (
-    previous !== null &&
-    previous.ingresses === snapshot.ingresses &&
-    previous.classes === snapshot.ingressClasses
-  ) {
-    return previous;
+  if (previous !== null && previous.classes === snapshot.ingressClasses) {
+    return previous.ingresses === snapshot.ingresses ? previous : previous.patched(snapshot.ingresses);
   }
   return createRelatedIndex(snapshot.ingresses, snapshot.ingressClasses, options);
 }

@@ -189,14 +189,18 @@ t.test('the related Ingresses: by host, alias, www name, catch-all and shared af
   ];
   const snapshot = snapshotOf({ ingresses: world });
   const index = createRelatedIndex(snapshot.ingresses, snapshot.ingressClasses, options);
-  const names = (candidate: Ingress) => index.related(candidate).map((i) => i.metadata?.name);
+  const names = (candidate: Ingress) =>
+    index
+      .related(candidate)
+      .map((i) => i.metadata?.name)
+      .sort();
   t.equal(index.ours, 9);
   t.strictSame(names(ingress('c', { rules: [{ host: 'a.test', paths: [{ path: '/', backend: 's1' }] }] })), [
+    'alias-of-a',
     'same-host',
     'tls-host',
-    'alias-of-a',
-    'z-sharer',
     'www',
+    'z-sharer',
   ]);
   t.strictSame(names(ingress('c', { defaultBackend: 's3' })), ['catch-all']);
   t.strictSame(
@@ -206,10 +210,32 @@ t.test('the related Ingresses: by host, alias, www name, catch-all and shared af
         rules: [{ host: 'n.test', paths: [{ path: '/', backend: 's1' }] }],
       }),
     ),
-    ['sticky-s1', 'q-sharer', 'unrelated'],
+    ['q-sharer', 'sticky-s1', 'unrelated'],
   );
   t.strictSame(
     names(ingress('c', { rules: [{ host: 'n.test', paths: [{ path: '/', backend: 's1' }] }] })),
     [],
   );
+});
+
+t.test('an index patched with the Ingresses that changed answers as one built afresh', async (t) => {
+  const rand = random(7);
+  const options = DEFAULT_MODEL_OPTIONS;
+  let list = Array.from({ length: 60 }, (_, i) => randomIngress(rand, `i${i}`));
+  const classes = snapshotOf({ ingresses: [] }).ingressClasses;
+  let index = createRelatedIndex(list, classes, options);
+  const names = (found: Ingress[]) => found.map((i) => `${i.metadata?.namespace}/${i.metadata?.name}`).sort();
+  for (let round = 0; round < 20; round++) {
+    // replace, remove and add a few; the untouched objects stay the same objects
+    list = list
+      .filter(() => rand() > 0.05)
+      .map((i) => (rand() < 0.1 ? randomIngress(rand, i.metadata?.name as string) : i));
+    list.push(randomIngress(rand, `added${round}`));
+    index = index.patched(list);
+    const fresh = createRelatedIndex(list, classes, options);
+    t.equal(index.ours, fresh.ours, `round ${round}: size`);
+    for (const candidate of Array.from({ length: 10 }, (_, i) => randomIngress(rand, `c${i}`))) {
+      t.strictSame(names(index.related(candidate)), names(fresh.related(candidate)), `round ${round}`);
+    }
+  }
 });
