@@ -289,6 +289,7 @@ async function startAdmissionWebhook(
       ...config.webhook,
       snapshot: () => source.snapshot(),
       model: config.model,
+      watchNamespace: config.kube.watchNamespace,
       log,
     });
   } catch (error) {

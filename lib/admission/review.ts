@@ -43,6 +43,8 @@ export interface ReviewContext {
   clock?: () => number;
   /** build every Ingress and object of the snapshot: what the selection is held to in tests */
   fullBuild?: boolean;
+  /** --watch-namespace: an Ingress elsewhere is not this controller's (ingress-nginx skips it too) */
+  watchNamespace?: string | null;
 }
 
 export interface Verdict {
@@ -125,6 +127,10 @@ export function reviewIngress(input: ReviewInput, context: ReviewContext): Verdi
   }
   const owned = ownedClassNames(snapshot.ingressClasses, options);
   if (!isOurIngress(object, owned, options)) return IGNORED(index.ours);
+  const watched = context.watchNamespace ?? null;
+  if (watched !== null && (object.metadata?.namespace ?? input.namespace) !== watched) {
+    return IGNORED(index.ours);
+  }
 
   const started = clock();
   const candidate = prepare(input, object, context.now);

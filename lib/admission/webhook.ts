@@ -20,6 +20,8 @@ export interface WebhookOptions {
   files: { cert: string; key: string } | null;
   snapshot: () => Snapshot;
   model: ModelOptions;
+  /** --watch-namespace, or null */
+  watchNamespace: string | null;
   log: Logger;
 }
 
@@ -27,6 +29,7 @@ export interface WebhookOptions {
 export function createReviewer(
   snapshot: () => Snapshot,
   model: ModelOptions,
+  watchNamespace: string | null = null,
 ): (request: AdmissionRequest) => Verdict {
   // its own caches: a build rotates the path-regex generations, the controller's must not see that
   const caches = createBuildCaches();
@@ -41,13 +44,14 @@ export function createReviewer(
       caches,
       now: new Date().toISOString(),
       clock: () => performance.now(),
+      watchNamespace,
     });
   };
 }
 
 export async function startWebhook(options: WebhookOptions): Promise<AdmissionServer> {
   const { log, files } = options;
-  const review = createReviewer(options.snapshot, options.model);
+  const review = createReviewer(options.snapshot, options.model, options.watchNamespace);
   let served: { cert: string; key: string } | null = null;
   if (files !== null) {
     try {

@@ -26,6 +26,7 @@ interface Case {
   candidate: Ingress;
   operation?: ReviewInput['operation'];
   options?: Partial<ModelOptions>;
+  watchNamespace?: string;
   allowed: boolean;
   outcome?: 'ignored' | 'reviewed';
   reasons?: RegExp[];
@@ -49,6 +50,22 @@ const CASES: Record<string, Case> = {
     }),
     allowed: true,
     outcome: 'ignored',
+  },
+  'outside --watch-namespace: not looked at': {
+    candidate: ingress('elsewhere', {
+      created: NEW,
+      namespace: 'team',
+      nginx: { 'configuration-snippet': 'return 200;' },
+      rules: [rule('a.test', path('/', 'web'))],
+    }),
+    watchNamespace: 'default',
+    allowed: true,
+    outcome: 'ignored',
+  },
+  'inside --watch-namespace': {
+    candidate: ingress('inside', { created: NEW, rules: [rule('a.test', path('/', 'web'))] }),
+    watchNamespace: 'default',
+    allowed: false,
   },
   'a delete': {
     candidate: ingress('main', { rules: [rule('a.test', path('/', 'web'))] }),
@@ -218,7 +235,12 @@ t.test('verdicts', async (t) => {
         oldObject: operation === 'CREATE' ? null : old,
         namespace: 'default',
       },
-      { snapshot, options: { ...DEFAULT_MODEL_OPTIONS, ...c.options }, now: '2026-02-01T00:00:00Z' },
+      {
+        snapshot,
+        options: { ...DEFAULT_MODEL_OPTIONS, ...c.options },
+        now: '2026-02-01T00:00:00Z',
+        watchNamespace: c.watchNamespace ?? null,
+      },
     );
     t.equal(verdict.allowed, c.allowed, `${name}: allowed`);
     t.equal(verdict.outcome, c.outcome ?? 'reviewed', `${name}: outcome`);
