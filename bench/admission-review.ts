@@ -9,14 +9,17 @@
 // - conflict: a new Ingress on the host and path of a stored one (refused);
 // - sticky: a new Ingress with session affinity on a Service many Ingresses share.
 // Measured: thread CPU per review (process.threadCpuUsage over the batch, so the load of other
-// processes does not count; wall-clock figures are given too, and do), the Ingresses built, and once per cluster the index (the first review after the
-// Ingresses change) and one full build for comparison.
+// processes does not count; wall-clock figures are given too, and do), the Ingresses built, and
+// once per cluster: the index (first, then after one Ingress changed), the groups of the other kinds
+// after one EndpointSlice changed (what the first review after an endpoint change pays), and one full
+// build for comparison.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createRelatedIndex } from '../lib/admission/related.ts';
 import { type ReviewInput, relatedIndexFor, reviewIngress, type Verdict } from '../lib/admission/review.ts';
+import { createScopeIndexes, scopedSnapshot } from '../lib/admission/scope.ts';
 import {
   buildModel,
   createBuildCaches,
@@ -79,7 +82,15 @@ interface Row {
 function measure(snapshot: Snapshot, kind: string): Row {
   const caches = createBuildCaches();
   const index = relatedIndexFor(snapshot, DEFAULT_MODEL_OPTIONS, null);
-  const context = { snapshot, options: DEFAULT_MODEL_OPTIONS, index, caches, now: '2027-01-01T00:00:00Z' };
+  const scope = createScopeIndexes();
+  const context = {
+    snapshot,
+    options: DEFAULT_MODEL_OPTIONS,
+    index,
+    caches,
+    scope,
+    now: '2027-01-01T00:00:00Z',
+  };
   for (let i = 0; i < WARM_UP; i++) reviewIngress(candidates(snapshot, kind, i + 10_000), context);
   const times: number[] = [];
   const tested: number[] = [];
@@ -140,6 +151,18 @@ function main(): void {
     say(`- index of the Ingresses, the first review (every Ingress read): ${indexMs.toFixed(1)} ms CPU`);
     say(
       `- index again after one Ingress changed (the first review after a change of the Ingress list): ${reindexMs.toFixed(1)} ms CPU`,
+    );
+    // an endpoint change: a new list of EndpointSlices with one object replaced
+    const scope = createScopeIndexes();
+    const one = [snapshot.ingresses[0] as Ingress];
+    scopedSnapshot(snapshot, one, DEFAULT_MODEL_OPTIONS, scope);
+    const slices = [...snapshot.endpointSlices];
+    slices[0] = structuredClone(slices[0] as (typeof slices)[number]);
+    before = cpuMs();
+    scopedSnapshot({ ...snapshot, endpointSlices: slices }, one, DEFAULT_MODEL_OPTIONS, scope);
+    const slicesMs = cpuMs() - before;
+    say(
+      `- the other kinds' groups after one EndpointSlice changed (${snapshot.endpointSlices.length} slices): ${slicesMs.toFixed(1)} ms CPU`,
     );
     say(
       `- one full build, for comparison: ${fullMs.toFixed(0)} ms CPU (${snapshot.ingresses.length} Ingresses)\n`,

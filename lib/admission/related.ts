@@ -14,9 +14,9 @@
 // findings (the full build has them all), taking less could: the keys below over-approximate
 // (raw host strings, aliases before validation).
 
-import type { Ingress, IngressClass, KubeObject, ModelOptions, Snapshot } from '../model/index.ts';
+import type { Ingress, IngressClass, ModelOptions } from '../model/index.ts';
 import { isOurIngress, ownedClassNames } from '../model/ingress-class.ts';
-import { SERVICE_NAME_LABEL } from '../model/k8s.ts';
+import { listChanges } from './list-changes.ts';
 
 type ClassOptions = Pick<
   ModelOptions,
@@ -183,132 +183,17 @@ export function createRelatedIndex(
     ours: links.size,
     related,
     patched(next) {
-      const kept = new Set(next);
-      for (const [ingress, own] of links) {
-        if (kept.has(ingress)) continue;
+      const { removed, added } = listChanges(list, next);
+      for (const ingress of removed) {
+        const own = links.get(ingress);
+        if (own === undefined) continue;
         links.delete(ingress);
         change(ingress, own, remove);
         catchAll.delete(ingress);
       }
-      for (const ingress of next) if (!links.has(ingress)) insert(ingress);
+      for (const ingress of added) if (!links.has(ingress)) insert(ingress);
       return indexFor(next);
     },
   });
   return indexFor(ingresses);
-}
-
-/** A list's objects by namespace, computed once per list (the store hands out the same arrays until
- * the list changes). */
-const byNamespaceCache = new WeakMap<readonly KubeObject[], Map<string, KubeObject[]>>();
-
-function byNamespace<T extends KubeObject>(list: readonly T[]): Map<string, T[]> {
-  let groups = byNamespaceCache.get(list) as Map<string, T[]> | undefined;
-  if (groups === undefined) {
-    groups = new Map();
-    for (const object of list) {
-      const namespace = object.metadata?.namespace ?? '';
-      const group = groups.get(namespace);
-      if (group === undefined) groups.set(namespace, [object]);
-      else group.push(object);
-    }
-    byNamespaceCache.set(list, groups as Map<string, KubeObject[]>);
-  }
-  return groups;
-}
-
-/** A list's objects by `namespace/<key>`, computed once per list. */
-const byKeyCache = new WeakMap<readonly KubeObject[], Map<string, KubeObject[]>>();
-
-function byKey<T extends KubeObject>(list: readonly T[], keyOf: (object: T) => string): Map<string, T[]> {
-  let groups = byKeyCache.get(list) as Map<string, T[]> | undefined;
-  if (groups === undefined) {
-    groups = new Map();
-    for (const object of list) {
-      const key = `${object.metadata?.namespace ?? ''}/${keyOf(object)}`;
-      const group = groups.get(key);
-      if (group === undefined) groups.set(key, [object]);
-      else group.push(object);
-    }
-    byKeyCache.set(list, groups as Map<string, KubeObject[]>);
-  }
-  return groups;
-}
-
-/** `namespace/...` at the start of a value or after a separator: a reference that may cross namespaces. */
-const NAMESPACE_REF = /(?:^|[\s,;:="'])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\//g;
-
-function namespacesNamedIn(value: unknown, into: Set<string>): void {
-  if (typeof value !== 'string' || !value.includes('/')) return;
-  for (const match of value.matchAll(NAMESPACE_REF)) into.add(match[1] as string);
-}
-
-/**
- * The snapshot a review builds: the related Ingresses; the Services they name (backends, the
- * default-backend annotation, --default-backend-service) and their EndpointSlices; the Secrets and
- * ConfigMaps of the namespaces they live in or name (an annotation such as auth-tls-secret: ns/name,
- * the controller's flags, the values of its ConfigMaps). The build looks objects up by namespace and
- * name, so the rest cannot change what it finds about them; without this, every review would index
- * every Service, EndpointSlice and Secret of the cluster. (The TCP/UDP services' Services are left
- * out: what the build says about them is said of their ConfigMap, never of an Ingress.)
- */
-export function scopedSnapshot(
-  snapshot: Snapshot,
-  ingresses: readonly Ingress[],
-  options: ModelOptions,
-): Snapshot {
-  const namespaces = new Set<string>();
-  /** `namespace/name` of the Services a backend, the default-backend annotation or the flag names */
-  const services = new Set<string>();
-  if (options.defaultBackendService !== null) services.add(options.defaultBackendService);
-  for (const ingress of ingresses) {
-    const namespace = ingress.metadata?.namespace ?? '';
-    namespaces.add(namespace);
-    for (const service of linksOf(ingress, options.annotationsPrefix).services) services.add(service);
-    const defaultBackend = ingress.metadata?.annotations?.[`${options.annotationsPrefix}/default-backend`];
-    if (typeof defaultBackend === 'string') services.add(`${namespace}/${defaultBackend.trim()}`);
-    for (const value of Object.values(ingress.metadata?.annotations ?? {}))
-      namespacesNamedIn(value, namespaces);
-  }
-  const flagged = [
-    options.configMap,
-    options.defaultBackendService,
-    options.defaultSSLCertificate,
-    options.tcpServicesConfigMap,
-    options.udpServicesConfigMap,
-  ];
-  const configMaps = byNamespace(snapshot.configMaps);
-  for (const ref of flagged) {
-    if (typeof ref !== 'string') continue;
-    namespacesNamedIn(ref, namespaces);
-    const [namespace, name] = ref.split('/');
-    const configMap = configMaps.get(namespace ?? '')?.find((c) => c.metadata?.name === name);
-    for (const value of Object.values(configMap?.data ?? {})) namespacesNamedIn(value, namespaces);
-  }
-  const pick = <T extends KubeObject>(list: readonly T[]): T[] => {
-    const groups = byNamespace(list);
-    const out: T[] = [];
-    for (const namespace of namespaces) {
-      const group = groups.get(namespace);
-      if (group !== undefined) for (const object of group) out.push(object);
-    }
-    return out;
-  };
-  const named = <T extends KubeObject>(groups: Map<string, T[]>): T[] => {
-    const out: T[] = [];
-    for (const key of services) {
-      const group = groups.get(key);
-      if (group !== undefined) for (const object of group) out.push(object);
-    }
-    return out;
-  };
-  return {
-    ingresses,
-    ingressClasses: snapshot.ingressClasses,
-    services: named(byKey(snapshot.services, (service) => service.metadata?.name ?? '')),
-    endpointSlices: named(
-      byKey(snapshot.endpointSlices, (slice) => slice.metadata?.labels?.[SERVICE_NAME_LABEL] ?? ''),
-    ),
-    secrets: pick(snapshot.secrets),
-    configMaps: pick(snapshot.configMaps),
-  };
 }

@@ -15,7 +15,8 @@ import { checkIngress } from '../model/ingress.ts';
 import { isOurIngress, ownedClassNames } from '../model/ingress-class.ts';
 import { sortIngresses } from '../model/order.ts';
 import { type OverlapEntry, overlapConflicts } from './overlap.ts';
-import { createRelatedIndex, type RelatedIndex, scopedSnapshot } from './related.ts';
+import { createRelatedIndex, type RelatedIndex } from './related.ts';
+import { type ScopeIndexes, scopedSnapshot } from './scope.ts';
 
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
 
@@ -36,6 +37,8 @@ export interface ReviewContext {
   index?: RelatedIndex;
   /** the reviewer's own build caches (never the controller's: a build rotates them) */
   caches?: BuildCaches;
+  /** the other kinds grouped for the build's scope, kept from review to review (scope.ts) */
+  scope?: ScopeIndexes;
   /** ISO time: the creationTimestamp of an Ingress written without one (the API server sets it
    * before validating admission, so only a hand-made review lacks it) */
   now: string;
@@ -141,7 +144,9 @@ export function reviewIngress(input: ReviewInput, context: ReviewContext): Verdi
   const others = related.filter((ingress) => !isCandidate(ingress));
   const ingresses = [...others, candidate];
   const selected = clock();
-  const built = context.fullBuild ? { ...snapshot, ingresses } : scopedSnapshot(snapshot, ingresses, options);
+  const built = context.fullBuild
+    ? { ...snapshot, ingresses }
+    : scopedSnapshot(snapshot, ingresses, options, context.scope);
   const result = buildModel(built, options, context.caches);
   const done = clock();
 

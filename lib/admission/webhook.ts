@@ -9,6 +9,7 @@ import type { AdmissionRequest } from './admission-review.ts';
 import { type CertificateWatch, readPair, watchCertificateFiles } from './certificate-files.ts';
 import type { RelatedIndex } from './related.ts';
 import { relatedIndexFor, reviewIngress, type Verdict } from './review.ts';
+import { createScopeIndexes } from './scope.ts';
 import { type AdmissionServer, startAdmissionServer } from './server.ts';
 
 export type { AdmissionServer } from './server.ts';
@@ -33,6 +34,7 @@ export function createReviewer(
 ): (request: AdmissionRequest) => Verdict {
   // its own caches: a build rotates the path-regex generations, the controller's must not see that
   const caches = createBuildCaches();
+  const scope = createScopeIndexes();
   let index: RelatedIndex | null = null;
   return (request) => {
     const current = snapshot();
@@ -42,6 +44,7 @@ export function createReviewer(
       options: model,
       index,
       caches,
+      scope,
       now: new Date().toISOString(),
       clock: () => performance.now(),
       watchNamespace,

@@ -6,6 +6,7 @@
 import t from 'tap';
 import { createRelatedIndex } from '../../lib/admission/related.ts';
 import { type ReviewInput, reviewIngress, type Verdict } from '../../lib/admission/review.ts';
+import { createScopeIndexes } from '../../lib/admission/scope.ts';
 import {
   createBuildCaches,
   DEFAULT_MODEL_OPTIONS,
@@ -129,6 +130,7 @@ t.test('the related Ingresses give the verdict and findings of the full build', 
     };
     const index = createRelatedIndex(snapshot.ingresses, snapshot.ingressClasses, options);
     const caches = createBuildCaches();
+    const scope = createScopeIndexes();
     const fresh = Array.from({ length: 10 }, (_, i) => randomIngress(rand, `new${i}`));
     const inputs: ReviewInput[] = [
       ...stored.map((object) => ({
@@ -155,7 +157,7 @@ t.test('the related Ingresses give the verdict and findings of the full build', 
       if (input.oldObject !== null && input.object !== null) {
         input.object.metadata = { ...input.object.metadata, namespace: input.oldObject.metadata?.namespace };
       }
-      const context = { snapshot, options, caches, now: '2026-01-01T00:00:03Z' };
+      const context = { snapshot, options, caches, scope, now: '2026-01-01T00:00:03Z' };
       const subset = reviewIngress(input, { ...context, index });
       const whole = reviewIngress(input, { ...context, index, fullBuild: true });
       const label = `seed ${seed} ${input.operation} ${input.object?.metadata?.namespace}/${input.object?.metadata?.name}`;
