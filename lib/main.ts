@@ -9,7 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { DestinationStream } from 'pino';
 import { createAccessLog } from './access-log.ts';
 import { type AdmissionReviewed, admissionReviewed } from './admission/events.ts';
-import { type AdmissionServer, startWebhook } from './admission/webhook.ts';
+import { type AdmissionServer, startWebhook, type Webhook } from './admission/webhook.ts';
 import type { Config } from './config/flags.ts';
 import { type Applier, createApplier } from './controller/apply.ts';
 import { createReporter, levelOf } from './controller/report.ts';
@@ -278,11 +278,7 @@ async function serveHealthz(
 }
 
 /** --validating-webhook: the webhook on this (the controller's) thread, reviewing against the source. */
-async function startAdmissionWebhook(
-  config: Config,
-  source: Source,
-  log: Logger,
-): Promise<AdmissionServer | null> {
+async function startAdmissionWebhook(config: Config, source: Source, log: Logger): Promise<Webhook | null> {
   if (config.webhook === null) return null;
   try {
     return await startWebhook({
@@ -395,6 +391,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   onSourceChange = () => scheduler.trigger();
   scheduler.trigger();
   await scheduler.idle();
+  webhook?.prepare();
   // before the listeners open: the collection's pause keeps no request waiting
   const startedAt = performance.now();
   const heapBytes = startStartupCollection();

@@ -26,35 +26,54 @@ export interface WebhookOptions {
   log: Logger;
 }
 
+export interface Reviewer {
+  review(request: AdmissionRequest): Verdict;
+  /** indexes the snapshot of the moment, so the first review does not pay for reading every Ingress */
+  prepare(): void;
+}
+
 /** The review against the snapshot of the moment, with the index and build caches kept across calls. */
 export function createReviewer(
   snapshot: () => Snapshot,
   model: ModelOptions,
   watchNamespace: string | null = null,
-): (request: AdmissionRequest) => Verdict {
+): Reviewer {
   // its own caches: a build rotates the path-regex generations, the controller's must not see that
   const caches = createBuildCaches();
   const scope = createScopeIndexes();
   let index: RelatedIndex | null = null;
-  return (request) => {
+  const prepare = (): { current: Snapshot; index: RelatedIndex } => {
     const current = snapshot();
     index = relatedIndexFor(current, model, index);
-    return reviewIngress(request, {
-      snapshot: current,
-      options: model,
-      index,
-      caches,
-      scope,
-      now: new Date().toISOString(),
-      clock: () => performance.now(),
-      watchNamespace,
-    });
+    return { current, index };
+  };
+  return {
+    prepare: () => void prepare(),
+    review: (request) => {
+      const { current, index } = prepare();
+      return reviewIngress(request, {
+        snapshot: current,
+        options: model,
+        index,
+        caches,
+        scope,
+        now: new Date().toISOString(),
+        clock: () => performance.now(),
+        watchNamespace,
+      });
+    },
   };
 }
 
-export async function startWebhook(options: WebhookOptions): Promise<AdmissionServer> {
+/** The server's handle, plus what the process does with the webhook it started. */
+export interface Webhook extends AdmissionServer {
+  /** after the first build: index the cluster now, while nothing is served yet */
+  prepare(): void;
+}
+
+export async function startWebhook(options: WebhookOptions): Promise<Webhook> {
   const { log, files } = options;
-  const review = createReviewer(options.snapshot, options.model, options.watchNamespace);
+  const reviewer = createReviewer(options.snapshot, options.model, options.watchNamespace);
   let served: { cert: string; key: string } | null = null;
   if (files !== null) {
     try {
@@ -70,7 +89,7 @@ export async function startWebhook(options: WebhookOptions): Promise<AdmissionSe
     startAdmissionServer(
       {
         review: (request) => {
-          const verdict = review(request);
+          const verdict = reviewer.review(request);
           logVerdict(log, request, verdict);
           return verdict;
         },
@@ -108,6 +127,7 @@ export async function startWebhook(options: WebhookOptions): Promise<AdmissionSe
         });
   log.info({ port: server.port, host: options.host }, 'validating admission webhook listening');
   return {
+    prepare: reviewer.prepare,
     port: server.port,
     setCertificate: (cert, key) => server.setCertificate(cert, key),
     async close() {
