@@ -7,6 +7,7 @@ import { ConfigError } from './config-error.ts';
 import { port } from './flag-values.ts';
 import type { IgnoredFlag } from './pflag-args.ts';
 
+/** Config.webhook: the validating admission webhook, or null without --validating-webhook (frozen). */
 export interface WebhookConfig {
   /** '' listens on every interface */
   host: string;
@@ -60,5 +61,8 @@ export function webhookFlags(values: WebhookValues, ignored: IgnoredFlag[]): Web
   if ((cert === '') !== (key === '')) {
     throw new ConfigError('--validating-webhook-certificate and --validating-webhook-key go together');
   }
-  return { ...listenAddress(values['validating-webhook']), files: cert === '' ? null : { cert, key } };
+  return Object.freeze({
+    ...listenAddress(values['validating-webhook']),
+    files: cert === '' ? null : Object.freeze({ cert, key }),
+  });
 }
