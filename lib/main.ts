@@ -2,11 +2,14 @@
 // report: status, metrics, logs) → health and debug endpoints, and the graceful stop. The source is
 // a manifests folder (--manifests, standalone) or the Kubernetes API; both feed the same scheduler.
 
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { DestinationStream } from 'pino';
 import { createAccessLog } from './access-log.ts';
+import { type AdmissionReviewed, admissionReviewed } from './admission/events.ts';
+import { type AdmissionServer, startWebhook, type Webhook } from './admission/webhook.ts';
 import type { Config } from './config/flags.ts';
 import { type Applier, createApplier } from './controller/apply.ts';
 import { createReporter, levelOf } from './controller/report.ts';
@@ -51,6 +54,8 @@ export interface Controller {
   readonly handle: DataPlaneHandle;
   /** data-plane threads: 1 is the DataPlane on the main thread */
   readonly threads: number;
+  /** the validating admission webhook (--validating-webhook), or null */
+  readonly webhook: AdmissionServer | null;
   /**
    * Graceful stop: /healthz 500 at once, keep serving (and accepting) for the grace period, then stop
    * accepting and let the requests in flight finish for up to the drain timeout, WebSockets closed last.
@@ -201,6 +206,7 @@ function createMetrics(
         requests: config.requestMetrics,
         electionId: source.kube !== undefined && config.kube.leaderElection ? config.kube.electionId : null,
         informers: source.informers,
+        admission: config.webhook !== null,
       })
     : null;
   const unknownExcluded = excludedSocketMetrics(config.requestMetrics.exclude).unknown;
@@ -253,6 +259,19 @@ function startWebhookCertificate(
   return source.kube.modules.startWebhookCertificate({ ...flags, kubeConfig: source.kube.kubeConfig, log });
 }
 
+/** The provisioner hands over only pairs that load; should one not, the pair in use stays. */
+function serveCertificate(webhook: AdmissionServer, cert: string, key: string, log: Logger): void {
+  try {
+    webhook.setCertificate(cert, key);
+  } catch (error) {
+    // the message is OpenSSL's reason, never key material
+    log.error(
+      { reason: (error as Error).message },
+      'the certificate of the webhook Secret does not load; the one in use stays',
+    );
+  }
+}
+
 /** The status port: readiness from the handle, /metrics, and /debug/model (the runtime's description plus the diagnostics). */
 async function serveHealthz(
   config: Config,
@@ -288,6 +307,23 @@ async function serveHealthz(
   return { healthz, address };
 }
 
+/** --validating-webhook: the webhook on this (the controller's) thread, reviewing against the source. */
+async function startAdmissionWebhook(config: Config, source: Source, log: Logger): Promise<Webhook | null> {
+  if (config.webhook === null) return null;
+  try {
+    return await startWebhook({
+      ...config.webhook,
+      snapshot: () => source.snapshot(),
+      model: config.model,
+      watchNamespace: config.kube.watchNamespace,
+      log,
+    });
+  } catch (error) {
+    await source.stop();
+    throw error;
+  }
+}
+
 /** What the graceful stop closes, in order. */
 interface Running {
   config: Config;
@@ -299,6 +335,7 @@ interface Running {
   scheduler: Scheduler;
   traffic: Traffic;
   webhookCertificate: WebhookCertificateRelay | null;
+  webhook: AdmissionServer | null;
   stopLoggingErrors: () => void;
 }
 
@@ -315,6 +352,8 @@ async function stopGracefully(
   const configured =
     applier.latest().model?.config.workerShutdownTimeoutMs ?? DEFAULT_GLOBAL_CONFIG.workerShutdownTimeoutMs;
   const drainMs = drainTimeoutMs ?? (gracePeriodMs === undefined ? configured : 0);
+  // after the grace period, as the data plane: the API server may still ask while endpoints drain
+  await running.webhook?.close();
   await reporting?.stop(); // releases the Lease: a successor need not wait for the TTL
   await running.webhookCertificate?.provisioner.stop();
   await source.stop();
@@ -330,7 +369,19 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   // A change the source sees before the scheduler exists needs nothing: the first build reads all.
   let onSourceChange = () => {};
   const source = await createSource(config, log, () => onSourceChange());
-  const generatedDefaultCertificate = await readFirst(source, log);
+  // before the first full list: a review meanwhile builds against what the source has so far
+  const webhook = await startAdmissionWebhook(config, source, log);
+  // before the first full list too: the webhook can answer handshakes as soon as the Secret is read
+  const webhookCertificate = startWebhookCertificate(config, source, log);
+  if (webhook !== null) webhookCertificate?.connect((cert, key) => serveCertificate(webhook, cert, key, log));
+  let generatedDefaultCertificate: CertificatePair;
+  try {
+    generatedDefaultCertificate = await readFirst(source, log);
+  } catch (error) {
+    await webhook?.close();
+    await webhookCertificate?.provisioner.stop();
+    throw error;
+  }
 
   const buildCaches = createBuildCaches();
   const workerProcesses = globalConfigOf(source.snapshot(), config.model).workerProcesses;
@@ -342,10 +393,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   );
 
   const metrics = createMetrics(config, options, source, handle, log);
+  const countReviews = (event: unknown) => metrics?.admissionReviewed(event as AdmissionReviewed);
+  if (webhook !== null) subscribe(admissionReviewed.name, countReviews);
   const accessLog = createAccessLog({ log, stdout: options.accessLogStdout, pretty: options.prettyLogs });
   const traffic = observeTraffic(log, metrics, accessLog);
   const env = options.env ?? process.env;
-  const webhookCertificate = startWebhookCertificate(config, source, log);
   const reporting = createKubeReporting(
     config,
     env,
@@ -383,6 +435,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   onSourceChange = () => scheduler.trigger();
   scheduler.trigger();
   await scheduler.idle();
+  webhook?.prepare();
   // before the listeners open: the collection's pause keeps no request waiting
   const startedAt = performance.now();
   const heapBytes = startStartupCollection();
@@ -404,7 +457,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     scheduler,
     traffic,
     webhookCertificate,
-    stopLoggingErrors,
+    webhook,
+    stopLoggingErrors: () => {
+      stopLoggingErrors();
+      unsubscribe(admissionReviewed.name, countReviews);
+    },
   };
   let stopping: Promise<void> | null = null;
   return {
@@ -416,6 +473,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     },
     handle,
     threads,
+    webhook,
     stop(gracePeriodMs, drainTimeoutMs) {
       stopping ??= stopGracefully(running, gracePeriodMs, drainTimeoutMs);
       return stopping;

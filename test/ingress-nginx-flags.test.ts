@@ -169,12 +169,7 @@ const CHART: Record<string, { args: string[]; ignored: string[] }> = {
       '--configmap=ingress-nginx/ingress-nginx-controller',
       ...WEBHOOK_ARGS,
     ],
-    ignored: [
-      '/nginx-ingress-controller',
-      '--validating-webhook',
-      '--validating-webhook-certificate',
-      '--validating-webhook-key',
-    ],
+    ignored: ['/nginx-ingress-controller'],
   },
   // controller.metrics.enabled, tcp and udp set, controller.scope.enabled,
   // controller.admissionWebhooks.enabled=false
@@ -228,9 +223,6 @@ const CHART: Record<string, { args: string[]; ignored: string[] }> = {
       '/nginx-ingress-controller',
       '--enable-annotation-validation',
       '--report-node-internal-ip-address',
-      '--validating-webhook',
-      '--validating-webhook-certificate',
-      '--validating-webhook-key',
       '--maxmind-license-key',
       '--enable-topology-aware-routing',
       '--enable-ssl-chain-completion',
@@ -260,6 +252,12 @@ t.test('every flag of ingress-nginx has a counterpart or a reason to have none',
   }
 });
 
+const ONLY_WITH_ANOTHER = [
+  'certificate-authority',
+  'validating-webhook-certificate',
+  'validating-webhook-key',
+];
+
 t.test('each flag is accepted as ingress-nginx takes it: --flag=value, --flag value, --flag', async (t) => {
   for (const [name, type, sample] of INGRESS_NGINX_FLAGS) {
     if (name === 'version') continue;
@@ -269,9 +267,10 @@ t.test('each flag is accepted as ingress-nginx takes it: --flag=value, --flag va
         : [[`--${name}=${sample}`], [`--${name}`, sample]];
     for (const form of forms) {
       const { ignored } = run(form);
-      // the CA is only read with --apiserver-host, as in ingress-nginx
+      // the CA is only read with --apiserver-host, as in ingress-nginx; the webhook's files only
+      // with --validating-webhook
       const expected =
-        Object.hasOwn(COMPAT_FLAGS, name) || name === 'certificate-authority' ? [`--${name}`] : [];
+        Object.hasOwn(COMPAT_FLAGS, name) || ONLY_WITH_ANOTHER.includes(name) ? [`--${name}`] : [];
       t.strictSame(flagsOf(ignored), expected, form.join(' '));
     }
   }
@@ -281,14 +280,14 @@ t.test('each flag is accepted as ingress-nginx takes it: --flag=value, --flag va
 t.test("ingress-nginx's static manifests start ingress-ts", async (t) => {
   for (const [provider, args] of Object.entries(STATIC_MANIFESTS)) {
     const { config, ignored } = run(args);
+    t.strictSame(flagsOf(ignored), ['/nginx-ingress-controller'], provider);
     t.strictSame(
-      flagsOf(ignored),
-      [
-        '/nginx-ingress-controller',
-        '--validating-webhook',
-        '--validating-webhook-certificate',
-        '--validating-webhook-key',
-      ],
+      config.webhook,
+      {
+        host: '',
+        port: 8443,
+        files: { cert: '/usr/local/certificates/cert', key: '/usr/local/certificates/key' },
+      },
       provider,
     );
     t.equal(config.model.controllerClass, 'k8s.io/ingress-nginx', provider);
@@ -364,7 +363,7 @@ t.test('values ingress-nginx would refuse are refused', async (t) => {
     [['--profiler-address=localhost'], /--profiler-address must be an IP address/],
     [['--profiling=yes'], /--profiling must be true or false, got "yes"/],
     [['--ssl-passthrough-proxy-port=0'], /--ssl-passthrough-proxy-port must be a port number/],
-    [['--validating-webhook'], /Option '--validating-webhook' needs a value/],
+    [['--internal-logger-address'], /Option '--internal-logger-address' needs a value/],
     [['--v=high'], /--v must be an integer/],
     [['-v'], /Option '--v' needs a value/],
     [['--health-check-path=ready'], /--health-check-path must start with \//],
@@ -392,8 +391,8 @@ t.test('Go spellings: booleans as strconv.ParseBool reads them, durations with z
   t.equal(run(['--ingress-class', 'profiling']).config.model.ingressClass, 'profiling');
   t.throws(() => parseFlags(['--ingress-class', '--profiling']), { message: /argument is ambiguous/ });
   // and an ignored string flag takes the next argument as pflag does
-  t.strictSame(flagsOf(run(['--validating-webhook', '--v=9']).ignored), ['--validating-webhook']);
-  t.equal(run(['--validating-webhook', '--v=9']).config.logLevel, 'info', '--v=9 was the value');
+  t.strictSame(flagsOf(run(['--internal-logger-address', '--v=9']).ignored), ['--internal-logger-address']);
+  t.equal(run(['--internal-logger-address', '--v=9']).config.logLevel, 'info', '--v=9 was the value');
   t.strictSame(
     flagsOf(run(['--profiling', '--profiling=false', '--sync-period=1m']).ignored),
     ['--profiling', '--sync-period'],

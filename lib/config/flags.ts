@@ -18,6 +18,7 @@ import {
   type WebhookCertificateFlags,
   webhookCertificateFlags,
 } from './webhook-certificate-flags.ts';
+import { WEBHOOK_FLAGS, type WebhookConfig, webhookFlags } from './webhook-flags.ts';
 
 export { ConfigError } from './config-error.ts';
 export type { IgnoredFlag } from './pflag-args.ts';
@@ -47,6 +48,7 @@ export interface Config {
   requestMetrics: RequestMetricsOptions;
   logLevel: LogLevel;
   model: ModelOptions;
+  webhook: WebhookConfig | null;
 }
 
 export interface KubeFlags {
@@ -274,6 +276,7 @@ export const FLAGS = {
     default: 'info',
     help: `one of ${LOG_LEVELS.join(', ')}; without it, ingress-nginx's --v=N sets it (N<3 info, 3-4 debug, 5+ trace)`,
   },
+  ...WEBHOOK_FLAGS,
   help: { type: 'boolean', default: false, help: 'print this help and exit' },
   version: { type: 'boolean', default: false, help: 'print the version and exit' },
 } as const satisfies Record<string, FlagSpec>;
@@ -482,6 +485,7 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
       sizeBuckets: buckets('size-buckets', values['size-buckets']),
     },
     logLevel: logLevel as LogLevel,
+    webhook: webhookFlags(values, ignored),
     // the controller's own ports: a TCP or UDP service entry cannot take one (0: a port the system picks)
     model: modelFlags(
       values,

@@ -17,8 +17,6 @@ export interface CompatFlag {
 
 const KLOG_OUTPUT =
   "klog's output option: ingress-ts writes JSON log lines to stdout; the level is --log-level (or --v)";
-const WEBHOOK =
-  'no admission webhook yet: an Ingress is checked when it is served, and a bad one is reported on the object (Event) instead of refused at apply';
 const NGINX_INTERNAL = "a port or address internal to ingress-nginx's NGINX; ingress-ts has no NGINX";
 const PROFILER = 'no Go profiler: profile the Node process through its inspector (NODE_OPTIONS=--inspect)';
 const NATIVE_HISTOGRAMS = 'native histograms: ingress-ts exports classic buckets only (--time-buckets...)';
@@ -53,10 +51,11 @@ export const COMPAT_FLAGS: Readonly<Record<string, CompatFlag>> = {
     reason: 'ingress-ts writes no Sync events, only Events about what is wrong with an object',
   },
   // admission webhook
-  'validating-webhook': { type: 'string', reason: WEBHOOK },
-  'validating-webhook-certificate': { type: 'string', reason: WEBHOOK },
-  'validating-webhook-key': { type: 'string', reason: WEBHOOK },
-  'disable-full-test': { type: 'bool', reason: WEBHOOK },
+  'disable-full-test': {
+    type: 'bool',
+    reason:
+      'the webhook always builds just the Ingresses that can interact with the one under review, which gives the verdict of a full build',
+  },
   // what NGINX needed
   'ssl-passthrough-proxy-port': {
     type: 'port',

@@ -8,10 +8,12 @@
 // the nginx_process_* ones in process.ts; all share this registry and its const labels.
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { AdmissionReviewed } from '../admission/events.ts';
 import type { DataPlaneStats } from '../dataplane/dataplane.ts';
 import type { StreamClosed } from '../dataplane/events.ts';
 import type { MeasuredRequest } from '../dataplane/request-measure.ts';
 import type { Diagnostic, Model } from '../model/index.ts';
+import { createAdmissionMetrics } from './admission.ts';
 import { createModelMetrics } from './model-metrics.ts';
 import { registerConnectionMetrics, registerProcessMetrics } from './process.ts';
 import {
@@ -37,6 +39,8 @@ export interface ControllerMetricsOptions {
   electionId?: string | null;
   /** Kubernetes mode: each watched kind's restarts after errors so far */
   informers?: () => ReadonlyArray<{ kind: string; restarts: number }>;
+  /** the validating admission webhook runs: its series are exported */
+  admission?: boolean;
 }
 
 export interface AppliedModel {
@@ -62,6 +66,8 @@ export interface ControllerMetrics {
   requestFailed(where: string): void;
   /** a TCP stream or UDP session of a TCP/UDP service ended (the `streamClosed` channel) */
   streamClosed(stream: StreamClosed): void;
+  /** one admission review answered (the webhook's `admissionReviewed` channel) */
+  admissionReviewed(event: AdmissionReviewed): void;
   /** leader election: only the leader exports ssl_expire_time_seconds (standalone is always leader);
    * leader_election_status follows */
   setLeader(leader: boolean): void;
@@ -288,6 +294,7 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
   const requests = createRequestMetrics(registry, options.requests ?? DEFAULT_REQUEST_METRICS_OPTIONS);
   // ssl_expire_time_seconds, ssl_certificate_info, orphan_ingress
   const modelMetrics = createModelMetrics(registry, { controllerClass: options.controllerClass });
+  const admission = options.admission ? createAdmissionMetrics(registers) : null;
 
   return {
     registry,
@@ -310,6 +317,9 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
       }
       builds.applied(model);
       reload.applied(model.kind, model.routesHash);
+    },
+    admissionReviewed(event) {
+      admission?.reviewed(event);
     },
     setLeader(leader) {
       modelMetrics.setLeader(leader);

@@ -189,13 +189,37 @@ export interface Admission {
   warnings: Finding[];
 }
 
+/**
+ * Findings an admission webhook warns about instead of refusing, though they drop a part or deny paths:
+ * - they depend on objects that may be applied after the Ingress (its auth, client-CA, backend-TLS
+ *   Secret or custom-headers ConfigMap; the main Ingress of a canary), so refusing them would make
+ *   `kubectl apply -f dir/` depend on file order;
+ * - ingress-nginx's webhook admits them too: a location it denies (503) is built and admitted, and an
+ *   alias or tls entry an older Ingress holds is not one of the overlaps it checks.
+ * A path left out, a route two canaries claim, an Ingress or a value that cannot be used is refused.
+ */
+export const ADMITTED_WITH_WARNING: ReadonlySet<DiagnosticCode> = new Set<DiagnosticCode>([
+  'AUTH_UNAVAILABLE',
+  'AUTH_TLS_SECRET_NOT_FOUND',
+  'AUTH_TLS_SECRET_INVALID',
+  'AUTH_TLS_CROSS_NAMESPACE',
+  'PROXY_SSL_UNAVAILABLE',
+  'CUSTOM_HEADERS_DENIED',
+  'CANARY_NO_MAIN',
+  'ALIAS_CONFLICT',
+  'TLS_CONFLICT',
+]);
+
 export function admissionOf(findings: readonly Finding[]): Admission {
   const denials: Finding[] = [];
   const warnings: Finding[] = [];
   for (const finding of findings) {
-    if (finding.effect === 'differs' || (finding.effect === 'none' && finding.severity !== 'info')) {
+    const { effect } = finding;
+    if (effect === 'none') {
+      if (finding.severity !== 'info') warnings.push(finding);
+    } else if (effect === 'differs' || ADMITTED_WITH_WARNING.has(finding.code)) {
       warnings.push(finding);
-    } else if (finding.effect !== 'none') {
+    } else {
       denials.push(finding);
     }
   }

@@ -133,14 +133,14 @@ export function dependencyRules(kubeNames: ReadonlySet<string>): Rule[] {
     {
       name: 'metrics only observe',
       why:
-        'lib/metrics/ imports itself, lib/model/ and types of lib/dataplane/: it subscribes to diagnostics_channel ' +
-        'events instead of calling into the data plane',
+        'lib/metrics/ imports itself, lib/model/ and types of lib/dataplane/ and lib/admission/: it subscribes to ' +
+        'diagnostics_channel events instead of calling into the data plane or the webhook',
       applies: under('lib/metrics/'),
       breaks: (target, ref) =>
         target.kind === 'outside' ||
         (target.kind === 'lib' &&
           !inLib(target, 'lib/metrics/', 'lib/model/') &&
-          !(inLib(target, 'lib/dataplane/') && ref.typeOnly)),
+          !(inLib(target, 'lib/dataplane/', 'lib/admission/') && ref.typeOnly)),
     },
     {
       name: 'prom-client stays in lib/metrics',

@@ -195,12 +195,6 @@ const selects = (selector: Record<string, string> | undefined, labels: Record<st
   Object.entries(selector).every(([key, value]) => labels[key] === value);
 
 /**
- * The webhook server's address, an ingress-nginx flag accepted with no effect until the webhook
- * server's branch makes it real (lib/admission/): remove this when both are merged.
- */
-const PENDING_FLAGS = new Set(['validating-webhook']);
-
-/**
  * The admission webhook: its configuration calls the rendered Service, which reaches the container
  * port the binary listens on; the flags name the rendered objects; RBAC writes only those, by name
  * (create, which names nothing, in a Role of the release namespace only).
@@ -310,7 +304,6 @@ function checkInvariants(t: Test, objects: Rendered[], help: HelpFlags): void {
   // Every flag exists in the binary.
   const flags = flagsOf(objects);
   for (const flag of flags.keys()) {
-    if (PENDING_FLAGS.has(flag)) continue;
     t.ok(help.defaults.has(flag), `--${flag} is a flag of ingress-ts --help`);
   }
   // ... and the binary accepts them with their values, as the kubelet expands them.

@@ -664,6 +664,25 @@ t.test('verdicts: admission denies a drop of anything, warns for differences and
     denials: [{ code: 'SNIPPET_REFUSED' }],
   });
   t.strictSame(admissionOf([]), { allowed: true, denials: [], warnings: [] });
+  // what depends on objects applied later, or what ingress-nginx admits too, is a warning
+  const finding = (code: DiagnosticCode, effect: Finding['effect']): Finding => ({
+    code,
+    severity: 'error',
+    message: code,
+    effect,
+  });
+  t.match(
+    admissionOf([finding('AUTH_UNAVAILABLE', 'denies-paths'), finding('CANARY_NO_MAIN', 'drops-part')]),
+    {
+      allowed: true,
+      denials: [],
+      warnings: [{ code: 'AUTH_UNAVAILABLE' }, { code: 'CANARY_NO_MAIN' }],
+    },
+  );
+  t.match(admissionOf([finding('BACKEND_PROTOCOL_UNSUPPORTED', 'denies-paths')]), {
+    allowed: false,
+    denials: [{ code: 'BACKEND_PROTOCOL_UNSUPPORTED' }],
+  });
 });
 
 t.test(
