@@ -1,9 +1,9 @@
 // What the proxy hands to undici and to Node per request, where the hot path saves calls: the
-// servername of a cleartext dispatch.
+// servername of a cleartext dispatch, and the last chunk of a Content-Length body written with the end.
 import { channel } from 'node:diagnostics_channel';
 import { once } from 'node:events';
 import http from 'node:http';
-import type net from 'node:net';
+import net from 'node:net';
 import t, { type Test } from 'tap';
 import { peerKey } from '../../lib/dataplane/upstream/balancer.ts';
 import { servernameOf } from '../../lib/dataplane/upstream/pools.ts';
@@ -146,4 +146,74 @@ t.test('servernameOf: TLS pools keep their SNI rules', async (t) => {
     ['HTTP with settings: cleartext all the same', servernameOf('HTTP', withSettings), 'cleartext'],
   ];
   for (const [name, got, want] of rows) t.equal(got, want, name);
+});
+
+/** An upstream answering with a Content-Length body in the parts `parts()` gives. */
+function partsUpstream(length: number, parts: (socket: net.Socket, body: Buffer) => void): net.Server {
+  const body = Buffer.alloc(length, 0x61);
+  return net.createServer((socket) => {
+    socket.once('data', () => {
+      socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${length}\r\nContent-Type: text/plain\r\n\r\n`);
+      parts(socket, body);
+    });
+  });
+}
+
+t.test('a Content-Length body that arrives whole goes out with the end: no write call', async (t) => {
+  const upstream = partsUpstream(1024, (socket, body) => socket.write(body));
+  const { port, writes } = await front(t, target(await listen(t, upstream)));
+  const reply = await request(port);
+  t.equal(reply.status, 200);
+  t.equal(reply.body.length, 1024);
+  t.same(writes, [{ written: [], endChunk: 1024 }]);
+});
+
+t.test(
+  'a Content-Length body in parts: the parts before the last are written, the last ends it',
+  async (t) => {
+    let rest: (() => void) | null = null;
+    const upstream = partsUpstream(3000, (socket, body) => {
+      socket.write(body.subarray(0, 1000));
+      // the rest once the client has the first part, so that it reaches the proxy as another chunk
+      rest = () => socket.write(body.subarray(1000));
+    });
+    const { port, writes } = await front(t, target(await listen(t, upstream)));
+    const reply = await request(port, { onFirstData: () => rest?.() });
+    t.equal(reply.status, 200);
+    t.equal(reply.body.length, 3000);
+    t.ok(
+      reply.body.every((byte) => byte === 0x61),
+      'the body intact',
+    );
+    const [seen] = writes;
+    t.ok(
+      seen !== undefined && seen.written.length >= 1 && seen.written[0] === 1000,
+      'the first part written',
+    );
+    const total = (seen?.written.reduce((sum, n) => sum + n, 0) ?? 0) + (seen?.endChunk ?? 0);
+    t.equal(total, 3000, 'every byte through write or end once');
+    t.ok((seen?.endChunk ?? 0) > 0, 'the last chunk went with the end');
+  },
+);
+
+t.test('a chunked body, and a HEAD answer with a length, end without a chunk', async (t) => {
+  const upstream = http.createServer((req, res) => {
+    if (req.method === 'HEAD') {
+      res.writeHead(200, { 'Content-Length': '1024' });
+      res.end();
+      return;
+    }
+    res.write('part one, ');
+    res.end('part two');
+  });
+  const { port, writes } = await front(t, target(await listen(t, upstream)));
+  const chunked = await request(port);
+  t.equal(chunked.body.toString(), 'part one, part two');
+  const head = await request(port, { method: 'HEAD' });
+  t.equal(head.status, 200);
+  t.equal(head.body.length, 0);
+  t.equal(writes.length, 2);
+  t.equal(writes[0]?.endChunk, null, 'chunked: every part written, the end carries none');
+  t.ok((writes[0]?.written.length ?? 0) >= 1);
+  t.same(writes[1], { written: [], endChunk: null }, 'HEAD: no body at all');
 });
