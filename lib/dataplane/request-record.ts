@@ -313,14 +313,26 @@ export function finishRecord(
 }
 
 /**
- * Whether any of the response reached the connection. Node marks a head sent once `writeHead` ran,
- * also when the client's connection broke before it could be written (a close the event loop had
- * not seen yet): the client got nothing, which is the 499 of a client that left first. An HTTP/2
- * head is refused on a closed stream, so only HTTP/1.x can get here with nothing written.
+ * `finishRecord` for a request's response, with the status it sent, or 499 when none of it reached
+ * the connection. Node marks a head sent once `writeHead` ran, also when the client's connection
+ * broke before it could be written (a close the event loop had not seen yet): the client got
+ * nothing, which is the 499 of a client that left first. An HTTP/2 head is refused on a closed
+ * stream, so only HTTP/1.x can get here with nothing written. The connection's byte count is read
+ * once for both (Node's getter copies the socket's write queue on each read).
  */
-export function responseWentOut(record: RequestRecord, source: Duplex): boolean {
-  if (record.protocol === 'HTTP/2.0' && 'sentHeaders' in source) return true;
-  return record.bytesSent + socketBytes(source) > 0;
+export function finishResponse(
+  record: RequestRecord,
+  source: Duplex,
+  headersSent: boolean,
+  statusCode: number,
+): void {
+  const stream = record.protocol === 'HTTP/2.0' && 'sentHeaders' in source;
+  const bytes = stream ? streamHeadBytes(source) : socketBytes(source);
+  const wentOut = headersSent && (stream || record.bytesSent + bytes > 0);
+  record.status = wentOut ? statusCode : 499;
+  record.bytesSent += bytes;
+  record.requestTime = (performance.now() - record.start) / 1000;
+  requestLogged.publish(record);
 }
 
 /** `finishRecord` when `emitter` closes, with the status `status()` says then. */

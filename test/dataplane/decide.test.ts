@@ -483,3 +483,24 @@ t.test(
     );
   },
 );
+
+t.test('proxied requests get one decision shape and one context shape, whatever the route', async (t) => {
+  const heads = [
+    { url: '/', host: 'a.com' },
+    { url: '/shop/cart?x=1', host: 'rw.com' },
+    { url: '/', host: 'allow.com', peer: '10.1.2.3' },
+    { url: '/', host: 'limited.com', peer: '10.1.4.9' },
+  ];
+  const shapes = new Set<string>();
+  const contexts = new Set<string>();
+  for (const head of heads) {
+    const decision = decide(runtime, http(), headOf(head));
+    if (decision.kind !== 'proxy') throw new Error(`${head.host}: not proxied`);
+    decision.release?.();
+    // an object literal with the same keys in the same order has the same hidden class
+    shapes.add(Object.keys(decision).join(','));
+    contexts.add(Object.keys(decision.context).join(','));
+  }
+  t.equal(shapes.size, 1, [...shapes].join(' | '));
+  t.equal(contexts.size, 1, [...contexts].join(' | '));
+});

@@ -15,15 +15,20 @@ export interface Waiting {
   arrival: Arrival;
 }
 
-/** An HTTP/1.1 connection while one of its requests is served: that one's response, and the requests after it. */
+/**
+ * An HTTP/1.1 connection's pipeline: the response being served (null between requests), and the
+ * requests after it. Made at the connection's first request and kept with it: a keep-alive
+ * connection's later requests reuse it (no object per request, and the socket's shape changes
+ * once, not twice per request).
+ */
 interface Pipeline {
   /** kept here: `res.req.socket` is null once Node detached the connection from the response */
   socket: PipelinedSocket;
-  current: ServerResponse;
+  current: ServerResponse | null;
   waiting: Waiting[];
 }
 
-type PipelinedSocket = IncomingMessage['socket'] & { [PIPELINE]?: Pipeline | undefined };
+type PipelinedSocket = IncomingMessage['socket'] & { [PIPELINE]?: Pipeline };
 /** Each HTTP/1.x response knows its connection's pipeline. */
 type PipelinedResponse = ServerResponse & { [PIPELINE]?: Pipeline };
 
@@ -46,16 +51,18 @@ function reading(socket: IncomingMessage['socket'], on: boolean): void {
 export function waitsInPipeline(req: IncomingMessage, res: ServerResponse, arrival: Arrival): boolean {
   if ((req as IncomingMessage & { stream?: unknown }).stream !== undefined) return false;
   const socket = req.socket as PipelinedSocket;
-  const pipeline = socket[PIPELINE];
-  if (pipeline !== undefined) {
+  let pipeline = socket[PIPELINE];
+  if (pipeline !== undefined && pipeline.current !== null) {
     (res as PipelinedResponse)[PIPELINE] = pipeline;
     // and no more is read meanwhile: what waits is bounded by one read, not by what the client sends
     if (pipeline.waiting.push({ req, res, arrival }) === 1) reading(socket, false);
     return true;
   }
-  const started: Pipeline = { socket, current: res, waiting: [] };
-  socket[PIPELINE] = started;
-  (res as PipelinedResponse)[PIPELINE] = started;
+  if (pipeline === undefined) {
+    pipeline = { socket, current: res, waiting: [] };
+    socket[PIPELINE] = pipeline;
+  } else pipeline.current = res;
+  (res as PipelinedResponse)[PIPELINE] = pipeline;
   return false;
 }
 
@@ -73,13 +80,15 @@ export function nextPipelined(
   const socket = pipeline.socket;
   if (socket.destroyed || !res.shouldKeepAlive) {
     // never answered (Node never closes their responses), so none of them goes upstream
-    socket[PIPELINE] = undefined;
-    for (const waiting of pipeline.waiting) dropped(waiting.res);
+    pipeline.current = null;
+    const waiting = pipeline.waiting;
+    pipeline.waiting = [];
+    for (const next of waiting) dropped(next.res);
     return;
   }
   const next = pipeline.waiting.shift();
   if (next === undefined) {
-    socket[PIPELINE] = undefined;
+    pipeline.current = null;
     return;
   }
   // the last request read so far: its body, and the requests after it, may be read again

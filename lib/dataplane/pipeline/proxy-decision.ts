@@ -194,14 +194,17 @@ export function proxyDecision(
         action.mirror === null
           ? null
           : mirrorRequestOf(action.mirror, { req: head, uri, host: hostname, https, remoteAddress }),
-      ...(certHeaders === undefined ? {} : { clientCertHeaders: certHeaders }),
-      ...(rewritten === null ? {} : { path: rewritten.path, forwardedPrefix: rewritten.forwardedPrefix }),
+      // every field present, undefined when unused: one object shape for every request (a spread
+      // of an optional part would allocate it and leave the context in a shape of its own)
+      clientCertHeaders: certHeaders,
+      path: rewritten === null ? undefined : rewritten.path,
+      forwardedPrefix: rewritten === null ? undefined : rewritten.forwardedPrefix,
     },
     host: hostname,
     match,
     requestId,
     clientAddress: remoteAddress,
-    ...(allowlisted ? { allowlisted } : {}),
+    allowlisted,
   };
 }
 

@@ -22,9 +22,8 @@ import { dropIgnoredHeaders } from '../listening/header-names.ts';
 import {
   byteSourceOf,
   finishOnClose,
-  finishRecord,
+  finishResponse,
   type RequestRecord,
-  responseWentOut,
   socketBytes,
   unparsedRecord,
 } from '../request-record.ts';
@@ -271,7 +270,7 @@ export class RequestPipeline {
     if (recording != null) {
       // the source kept from the start: `res.req.socket` is null once the connection was detached
       const { record, source } = recording;
-      finishRecord(record, source, res.headersSent && responseWentOut(record, source) ? res.statusCode : 499);
+      finishResponse(record, source, res.headersSent, res.statusCode);
     }
     nextPipelined(res, this.#servePipelined, this.#dropPipelined);
     if (!this.#draining) return;

@@ -62,15 +62,24 @@ const POOL_OPTIONS: Record<PoolProtocol, { origin: string; options: Pool.Options
   },
 };
 
-/** proxy-ssl: every request of a TLS pool with settings carries their constant servername (BackendTls). */
-export function withServername(
-  opts: Dispatcher.DispatchOptions,
-  protocol: PoolProtocol,
-  target: ProxyTarget,
-): void {
-  const tls = target.backendTls;
-  if (tls == null || !isTls(protocol)) return;
-  (opts as Dispatcher.DispatchOptions & { servername?: string }).servername = tls.requestServername;
+/** What a request's dispatch options carry: undici's, and the servername its types leave out. */
+export type UpstreamDispatch = Dispatcher.DispatchOptions & { servername?: string | undefined };
+
+/**
+ * A plain (cleartext) pool's requests name a servername that nothing reads: undici's connector
+ * ignores it without TLS, and given one undici does not derive it from the Host header, which costs
+ * two IP-address regular expressions per request.
+ */
+const CLEARTEXT_SERVERNAME = 'cleartext';
+
+/**
+ * The servername of a request's dispatch: proxy-ssl's constant one for a TLS pool with settings
+ * (BackendTls), undici's own choice (the Host) for a TLS pool without, and an unread constant for a
+ * cleartext pool.
+ */
+export function servernameOf(protocol: PoolProtocol, target: ProxyTarget): string | undefined {
+  if (!isTls(protocol)) return CLEARTEXT_SERVERNAME;
+  return target.backendTls?.requestServername;
 }
 
 /** undici's connector with the settings' TLS; the SNI is theirs, never the request's Host. */

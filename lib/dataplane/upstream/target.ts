@@ -112,11 +112,11 @@ export interface RequestContext {
   /** upstream-vhost evaluated for this request (ProxyTarget.upstreamHostOf), when it has variables */
   upstreamHost?: string | null;
   /** rewrite-target: the upstream request target (path and query) instead of the client's */
-  path?: string;
+  path?: string | undefined;
   /** x-forwarded-prefix (only with rewrite-target): replaces any X-Forwarded-Prefix of the client */
   forwardedPrefix?: string | undefined;
   /** auth-tls: the ssl-client-* headers for the upstream (name, value pairs), replacing the client's */
-  clientCertHeaders?: readonly string[];
+  clientCertHeaders?: readonly string[] | undefined;
   /** mirror-target: where this request's copy goes (mirror.ts), or null/absent: not mirrored */
   mirror?: MirrorRequest | null;
 }

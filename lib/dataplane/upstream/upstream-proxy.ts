@@ -29,7 +29,8 @@ import {
   type PoolProtocol,
   type ProxyOptions,
   poolProtocol,
-  withServername,
+  servernameOf,
+  type UpstreamDispatch,
 } from './pools.ts';
 import { forwardHeaders, upstreamPath } from './request-headers.ts';
 import { generateRequestId } from './request-id.ts';
@@ -109,17 +110,17 @@ export class UpstreamProxy {
     // grpc_pass sends `TE: trailers` (h2 forbids any other TE; gRPC servers expect it)
     if (grpc) headers.push('te', 'trailers');
     const method = req.method ?? 'GET';
-    const opts: Dispatcher.DispatchOptions = {
+    const opts: UpstreamDispatch = {
       path: ctx.path ?? upstreamPath(req.url),
       method,
       headers,
       body: null,
       headersTimeout: target.readTimeoutMs,
       bodyTimeout: target.readTimeoutMs,
+      servername: servernameOf(protocol, target),
     };
     // undici then writes `connection: close` and does not reuse the connection (h2 has no such header)
     if (target.closeConnection === true && !grpc) opts.reset = true;
-    withServername(opts, protocol, target);
     const limit = target.maxBodySize ?? 0;
     // gRPC streams are never buffered (they may last as long as the call)
     if (hasBody && limit > 0 && target.bufferRequest === true && !grpc) {
@@ -219,13 +220,15 @@ export class UpstreamProxy {
       code,
       requestId,
     );
-    const opts: Dispatcher.DispatchOptions = {
+    const opts: UpstreamDispatch = {
       path: '/',
       method: req.method ?? 'GET',
       headers,
       body: null,
       headersTimeout: target.readTimeoutMs,
       bodyTimeout: target.readTimeoutMs,
+      // the error backend's pool is a cleartext one (the exchange's protocol stays HTTP)
+      servername: servernameOf('HTTP', target),
     };
     const exchange = new WebExchange(this, req, res, target, opts, false, ctx.hsts, record);
     if (ctx.policy !== undefined) exchange.policy = ctx.policy;
@@ -242,7 +245,10 @@ export class UpstreamProxy {
     record: RequestRecord | null = null,
   ): void {
     const { headers } = forwardHeaders(req, ctx, ctx.upstreamHost ?? target.upstreamHost);
-    const opts: Dispatcher.DispatchOptions = {
+    // a WebSocket tunnel is HTTP/1.1: TLS to HTTPS/GRPCS peers, cleartext otherwise
+    const poolKind = poolProtocol(target.protocol, ctx.https);
+    const protocol = poolKind === 'GRPCS' ? 'HTTPS' : poolKind === 'GRPC' ? 'HTTP' : poolKind;
+    const opts: UpstreamDispatch = {
       path: ctx.path ?? upstreamPath(req.url),
       method: req.method ?? 'GET',
       headers,
@@ -250,14 +256,12 @@ export class UpstreamProxy {
       upgrade: req.headers.upgrade || 'websocket',
       headersTimeout: target.readTimeoutMs,
       bodyTimeout: target.readTimeoutMs,
+      servername: servernameOf(protocol, target),
     };
     const exchange = new UpgradeExchange(this, socket, head, target, opts, record);
     exchange.hashKey = ctx.hashKey;
     exchange.session = ctx.session;
-    // a WebSocket tunnel is HTTP/1.1: TLS to HTTPS/GRPCS peers, cleartext otherwise
-    const protocol = poolProtocol(target.protocol, ctx.https);
-    exchange.protocol = protocol === 'GRPCS' ? 'HTTPS' : protocol === 'GRPC' ? 'HTTP' : protocol;
-    withServername(opts, exchange.protocol, target);
+    exchange.protocol = protocol;
     if (ctx.policy !== undefined) exchange.policy = ctx.policy;
     exchange.next();
   }

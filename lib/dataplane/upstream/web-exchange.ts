@@ -38,6 +38,13 @@ export class WebExchange extends Exchange {
    * the stream, as the gRPC protocol requires.
    */
   private held: { status: number; headers: Array<string | string[]> } | null = null;
+  /**
+   * Body bytes of a Content-Length response still to come (-1: no length, or paced by limit-rate).
+   * The chunk that completes the body is kept for `res.end(chunk)`: one call instead of a write and
+   * an end, and no cork-and-flush tick of Node's for that write.
+   */
+  private bodyLeft = -1;
+  private lastChunk: Buffer | null = null;
 
   constructor(
     proxy: UpstreamProxy,
@@ -190,6 +197,9 @@ export class WebExchange extends Exchange {
       this.held = { status: statusCode, headers: out };
       return;
     }
+    const length = headers['content-length'];
+    // undici has checked the length against the body it parses; NaN never matches a chunk
+    if (typeof length === 'string' && this.target.limitRate == null) this.bodyLeft = Number(length);
     this.writeHead(controller, statusCode, out);
   }
 
@@ -220,6 +230,13 @@ export class WebExchange extends Exchange {
       if (!this.pacer.push(chunk)) controller.pause();
       return;
     }
+    // the body's last chunk: undici ends the response right after it, and it goes out with the end
+    if (chunk.length === this.bodyLeft) {
+      this.bodyLeft = 0;
+      this.lastChunk = chunk;
+      return;
+    }
+    if (this.bodyLeft > 0) this.bodyLeft -= chunk.length;
     if (!this.res.write(chunk)) {
       controller.pause();
       if (!this.drainHooked) {
@@ -276,7 +293,12 @@ export class WebExchange extends Exchange {
       }
       if (any) this.res.addTrailers(trailers as Record<string, string | string[]>);
     }
-    this.res.end();
+    const last = this.lastChunk;
+    if (last === null) this.res.end();
+    else {
+      this.lastChunk = null;
+      this.res.end(last);
+    }
   }
 }
 
