@@ -2,6 +2,7 @@
 // certificates. Owned by whoever calls buildModel (the controller keeps one for the process), never
 // module state, so the model stays a function of its inputs plus caches someone chose to pass.
 
+import { IngressCheckCache } from './ingress-checks.ts';
 import { PathRegexCache } from './path-regex.ts';
 import { CertificateParseCache } from './tls.ts';
 
@@ -9,9 +10,11 @@ export interface BuildCaches {
   /** rotated by each build; may be shared with a data plane on the same thread */
   readonly pathRegexes: PathRegexCache;
   readonly certificates: CertificateParseCache;
+  /** each Ingress object checked (rules, paths, annotations) once, with its diagnostics */
+  readonly ingressChecks: IngressCheckCache;
 }
 
 /** Fresh caches; `pathRegexes` lets the caller share one with the data plane's compiles. */
 export function createBuildCaches(pathRegexes: PathRegexCache = new PathRegexCache()): BuildCaches {
-  return { pathRegexes, certificates: new CertificateParseCache() };
+  return { pathRegexes, certificates: new CertificateParseCache(), ingressChecks: new IngressCheckCache() };
 }

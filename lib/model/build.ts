@@ -24,7 +24,8 @@ import { resolveDhParam } from './configmap/tls-session-keys.ts';
 import { resolveCustomDefaultBackends, resolveDefaultBackendFlag } from './default-backends.ts';
 import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
 import { modelFingerprints } from './hash.ts';
-import { type CheckedIngress, checkIngress } from './ingress.ts';
+import type { CheckedIngress } from './ingress.ts';
+import { checkContext, checkIngressOnce } from './ingress-checks.ts';
 import { isOurIngress, ownedClassNames } from './ingress-class.ts';
 import { objectKey, type Snapshot } from './k8s.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
@@ -140,11 +141,11 @@ export function selectIngresses(state: BuildState): void {
     const id = objectKey(namespace, name);
     copies.set(id, (copies.get(id) ?? 0) + 1);
   }
+  const policy = { blocklist: config.annotationValueWordBlocklist, riskLevel: config.annotationsRiskLevel };
+  const checks = state.caches.ingressChecks;
+  checks.begin(checkContext(options, policy));
   for (const ingress of sortIngresses(ours)) {
-    const checked = checkIngress(ingress, options, diagnostics, {
-      blocklist: config.annotationValueWordBlocklist,
-      riskLevel: config.annotationsRiskLevel,
-    });
+    const checked = checkIngressOnce(ingress, options, diagnostics, policy, checks);
     if (checked === null) continue;
     if ((copies.get(refName(checked.ref)) ?? 0) > 1) {
       diagnostics.report(
@@ -159,6 +160,7 @@ export function selectIngresses(state: BuildState): void {
     if (checked.annotations.ingress.canary.enabled) state.canaries.push(checked);
     else state.ingresses.push(checked);
   }
+  checks.end();
 }
 
 /**

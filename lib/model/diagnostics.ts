@@ -260,10 +260,20 @@ export class DiagnosticsCollector {
   ): void {
     // Messages quote values: whatever a parser interpolated, no credential leaves the build.
     const message = redactText(written);
-    const key = `${kind}\u0000${ref.namespace}\u0000${ref.name}\u0000${code}\u0000${message}`;
+    this.#add({ kind, namespace: ref.namespace, name: ref.name, severity, code, message });
+  }
+
+  /** A diagnostic an earlier build found (redacted then), in its place in this build's order. */
+  replay(found: Diagnostic): void {
+    this.#add({ ...found });
+  }
+
+  #add(diagnostic: Diagnostic): void {
+    const { kind, namespace, name, code, message } = diagnostic;
+    const key = `${kind}\u0000${namespace}\u0000${name}\u0000${code}\u0000${message}`;
     if (this.#seen.has(key)) return;
     this.#seen.add(key);
-    this.#items.push({ kind, namespace: ref.namespace, name: ref.name, severity, code, message });
+    this.#items.push(diagnostic);
   }
 
   /** In the order they were found, which follows the Ingress order and is therefore deterministic. */
