@@ -2,9 +2,11 @@
 // certificates. Owned by whoever calls buildModel (the controller keeps one for the process), never
 // module state, so the model stays a function of its inputs plus caches someone chose to pass.
 
+import { BackendIndexCache } from './backend-index.ts';
 import { IngressCheckCache } from './ingress-checks.ts';
 import { PathRegexCache } from './path-regex.ts';
 import { CertificateParseCache } from './tls.ts';
+import { UpstreamCache } from './upstream-cache.ts';
 
 export interface BuildCaches {
   /** rotated by each build; may be shared with a data plane on the same thread */
@@ -12,9 +14,19 @@ export interface BuildCaches {
   readonly certificates: CertificateParseCache;
   /** each Ingress object checked (rules, paths, annotations) once, with its diagnostics */
   readonly ingressChecks: IngressCheckCache;
+  /** the Services and EndpointSlices indexed, patched from build to build */
+  readonly backendIndex: BackendIndexCache;
+  /** each upstream's endpoints (or problem) while its Service and slices stay; the upstream order */
+  readonly upstreams: UpstreamCache;
 }
 
 /** Fresh caches; `pathRegexes` lets the caller share one with the data plane's compiles. */
 export function createBuildCaches(pathRegexes: PathRegexCache = new PathRegexCache()): BuildCaches {
-  return { pathRegexes, certificates: new CertificateParseCache(), ingressChecks: new IngressCheckCache() };
+  return {
+    pathRegexes,
+    certificates: new CertificateParseCache(),
+    ingressChecks: new IngressCheckCache(),
+    backendIndex: new BackendIndexCache(),
+    upstreams: new UpstreamCache(),
+  };
 }

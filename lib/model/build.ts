@@ -70,6 +70,7 @@ export function buildModel(
   const diagnostics = new DiagnosticsCollector();
   const lookups = createObjectLookups(snapshot, caches.certificates);
   const config = readGlobalConfig(snapshot, options, lookups, diagnostics);
+  caches.upstreams.begin(String(options.disableSvcExternalName));
   const state = createBuildState(snapshot, options, diagnostics, lookups, config, caches);
   selectIngresses(state);
   resolveLocationReferences(state);
@@ -83,7 +84,9 @@ export function buildModel(
   combineSharedAffinity(state);
   const servers = finishServers(state);
   const defaultCertificate = resolveDefaultCertificateFlag(state);
-  return assembleResult(state, servers, defaultCertificate);
+  const result = assembleResult(state, servers, defaultCertificate);
+  caches.upstreams.end();
+  return result;
 }
 
 /**
