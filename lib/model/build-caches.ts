@@ -3,6 +3,7 @@
 // module state, so the model stays a function of its inputs plus caches someone chose to pass.
 
 import { BackendIndexCache } from './backend-index.ts';
+import { FingerprintCache } from './hash.ts';
 import { IngressCheckCache } from './ingress-checks.ts';
 import { PathRegexCache } from './path-regex.ts';
 import { CertificateParseCache } from './tls.ts';
@@ -18,6 +19,8 @@ export interface BuildCaches {
   readonly backendIndex: BackendIndexCache;
   /** each upstream's endpoints (or problem) while its Service and slices stay; the upstream order */
   readonly upstreams: UpstreamCache;
+  /** the model's hash: annotation objects' digests, each server's and upstream's line, reused */
+  readonly fingerprints: FingerprintCache;
 }
 
 /** Fresh caches; `pathRegexes` lets the caller share one with the data plane's compiles. */
@@ -28,5 +31,6 @@ export function createBuildCaches(pathRegexes: PathRegexCache = new PathRegexCac
     ingressChecks: new IngressCheckCache(),
     backendIndex: new BackendIndexCache(),
     upstreams: new UpstreamCache(),
+    fingerprints: new FingerprintCache(),
   };
 }

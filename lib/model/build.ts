@@ -263,7 +263,7 @@ function assembleResult(
     config,
     streams: streams.table,
   };
-  const model: Model = { ...body, ...modelFingerprints(body) };
+  const model: Model = { ...body, ...modelFingerprints(body, state.caches.fingerprints) };
   const found = state.diagnostics.list();
   if (config.allowSnippetAnnotations) {
     for (const d of found) {

@@ -15,6 +15,7 @@ import type {
   Backend,
   ContentHashes,
   DefaultRoute,
+  Endpoint,
   Model,
   ObjectRef,
   Server,
@@ -24,15 +25,64 @@ import type {
 
 type ModelBody = Omit<Model, 'hash' | 'routesHash' | 'contentHashes'>;
 
+/** A line written before and its digest. */
+interface Printed {
+  text: string;
+  digest: string;
+}
+
+/**
+ * What one build's fingerprint keeps for the next (BuildCaches.fingerprints): the digest of each
+ * shared object (annotation groups) by identity, and each server's and upstream's line with its
+ * digest, so that a line written again as it was is not digested again. The build never changes an
+ * object once made, which is what makes identity stand for content.
+ */
+export class FingerprintCache {
+  readonly ids = new WeakMap<object, string>();
+  servers = new Map<string, Printed>();
+  upstreams = new Map<string, Printed>();
+  /** an upstream's endpoints as the endpoints fingerprint writes them, by endpoint list */
+  readonly endpoints = new WeakMap<readonly Endpoint[], string>();
+}
+
 /** A short content digest: names a record by what it holds. */
 const digest = (text: string): string => digestOf('sha1', text, 'base64');
 
 /** Streams records into a sha256 in 64 KiB chunks; shared objects become `#n`, defined on first use. */
 class Fingerprint {
   readonly #hash = createHash('sha256');
-  readonly #ids = new Map<object, string>();
+  readonly #ids: WeakMap<object, string>;
   readonly #byContent = new Map<string, string>();
+  readonly #kept: FingerprintCache | undefined;
+  readonly #servers = new Map<string, Printed>();
+  readonly #upstreams = new Map<string, Printed>();
   #buffer = '';
+
+  constructor(kept?: FingerprintCache) {
+    this.#kept = kept;
+    this.#ids = kept?.ids ?? new WeakMap();
+  }
+
+  /** What the next fingerprint may reuse: the lines written by this one. */
+  keep(): void {
+    if (this.#kept === undefined) return;
+    this.#kept.servers = this.#servers;
+    this.#kept.upstreams = this.#upstreams;
+  }
+
+  /** Writes a record's line; returns its digest, the last fingerprint's when the line is the same. */
+  #print(
+    kept: ReadonlyMap<string, Printed> | undefined,
+    next: Map<string, Printed>,
+    key: string,
+    text: string,
+  ) {
+    const last = kept?.get(key);
+    const printed = last !== undefined && last.text === text ? last : { text, digest: digest(text) };
+    if (this.#kept !== undefined) next.set(key, printed);
+    this.line(text);
+    return printed.digest;
+  }
 
   line(text: string): void {
     this.#buffer += `${text}\n`;
@@ -83,36 +133,46 @@ class Fingerprint {
   }
 
   /** Writes the server's lines; returns their digest (the server's content hash). */
-  server(server: Server): string {
+  server(server: Server, key: string = server.hostname): string {
+    return this.#print(this.#kept?.servers, this.#servers, key, this.#serverText(server));
+  }
+
+  #serverText(server: Server): string {
     let text = `S\t${server.hostname}\t${this.ref(server.ingress)}\t${this.tls(server.tls)}\t${server.regex}\t${this.shared(
       server.annotations,
     )}\t${this.defaultRoute(server.defaultRoute)}\t${clientAuthKey(server.clientAuth)}\t${passthroughKey(server.passthrough)}`;
     for (const route of server.routes) {
       text += `\nR\t${JSON.stringify(route.path)}\t${route.pathType}\t${route.pathTypeAsWritten}\t${this.ref(route.ingress)}\t${this.backend(route.backend)}\t${this.shared(route.annotations)}\t${route.canary === null ? '' : JSON.stringify(route.canary)}\t${route.setsAffinityCookie}`;
     }
-    this.line(text);
-    return digest(text);
+    return text;
   }
 
   /** Writes the upstream's line (all but its endpoints); returns its digest. */
   upstream(upstream: Upstream): string {
+    return this.#print(this.#kept?.upstreams, this.#upstreams, upstream.name, this.#upstreamText(upstream));
+  }
+
+  #upstreamText(upstream: Upstream): string {
     const { service } = upstream;
     const text = `U\t${upstream.name}\t${service.namespace}/${service.name}:${service.port}\t${upstream.externalName}\t${upstream.loadBalance}\t${upstream.hashBy === null ? '' : JSON.stringify(upstream.hashBy)}\t${upstream.affinity === null ? '' : JSON.stringify(upstream.affinity)}`;
-    this.line(text);
-    return digest(text);
+    return text;
   }
 }
 
 /** The model's hashes (`hash`, `routesHash`) and the content hash of each server and upstream. */
-export function modelFingerprints(body: ModelBody): {
+export function modelFingerprints(
+  body: ModelBody,
+  kept?: FingerprintCache,
+): {
   hash: string;
   routesHash: string;
   contentHashes: ContentHashes;
 } {
-  const print = new Fingerprint();
+  const print = new Fingerprint(kept);
   const servers = body.servers.map((server) => print.server(server));
   print.line('catch-all');
-  const catchAll = print.server(body.catchAll);
+  // a key no host can have ('_' is not a valid host name either, but a hand-made model may hold it)
+  const catchAll = print.server(body.catchAll, '\u0000catch-all');
   // by name: a built model's record already is (then this sort is one pass), one made by hand may not be
   const upstreams = Object.values(body.upstreams).sort((a, b) =>
     a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
@@ -135,11 +195,16 @@ export function modelFingerprints(body: ModelBody): {
   for (const { endpoints: _endpoints, ...stream } of streams) print.line(`L4\t${JSON.stringify(stream)}`);
   const routesHash = print.digest();
 
+  print.keep();
   const endpoints = new Fingerprint();
   for (const upstream of upstreams) {
-    let line = upstream.name;
-    for (const endpoint of upstream.endpoints) line += `\t${endpoint.address}|${endpoint.port}`;
-    endpoints.line(line);
+    let written = kept?.endpoints.get(upstream.endpoints);
+    if (written === undefined) {
+      written = '';
+      for (const endpoint of upstream.endpoints) written += `\t${endpoint.address}|${endpoint.port}`;
+      kept?.endpoints.set(upstream.endpoints, written);
+    }
+    endpoints.line(upstream.name + written);
   }
   for (const stream of streams) {
     let line = `${stream.protocol}:${stream.port}`;
