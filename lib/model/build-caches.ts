@@ -3,6 +3,7 @@
 // module state, so the model stays a function of its inputs plus caches someone chose to pass.
 
 import { BackendIndexCache } from './backend-index.ts';
+import { SortedNames } from './build-memo.ts';
 import { FingerprintCache } from './hash.ts';
 import { IngressCheckCache } from './ingress-checks.ts';
 import { PathRegexCache } from './path-regex.ts';
@@ -19,6 +20,8 @@ export interface BuildCaches {
   readonly backendIndex: BackendIndexCache;
   /** each upstream's endpoints (or problem) while its Service and slices stay; the upstream order */
   readonly upstreams: UpstreamCache;
+  /** the hosts in name order (the model's servers), kept while they stay */
+  readonly hostOrder: SortedNames;
   /** the model's hash: annotation objects' digests, each server's and upstream's line, reused */
   readonly fingerprints: FingerprintCache;
 }
@@ -31,6 +34,7 @@ export function createBuildCaches(pathRegexes: PathRegexCache = new PathRegexCac
     ingressChecks: new IngressCheckCache(),
     backendIndex: new BackendIndexCache(),
     upstreams: new UpstreamCache(),
+    hostOrder: new SortedNames(),
     fingerprints: new FingerprintCache(),
   };
 }

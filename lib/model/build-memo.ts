@@ -41,3 +41,41 @@ export class BuildMemo<K, V> {
     return size;
   }
 }
+
+const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * A set of names in sorted order (code units, as `<` compares strings), kept from build to build:
+ * the same names as last time are not sorted again, and a few names added or removed are inserted
+ * into or dropped from the last order.
+ */
+export class SortedNames {
+  #names: readonly string[] = [];
+
+  of(names: ReadonlyMap<string, unknown>): readonly string[] {
+    const last = this.#names;
+    if (last.length === names.size && last.every((name) => names.has(name))) return last;
+    const kept = last.filter((name) => names.has(name));
+    const known = new Set(kept);
+    const added: string[] = [];
+    for (const name of names.keys()) if (!known.has(name)) added.push(name);
+    let sorted: string[];
+    if (added.length > 64) {
+      sorted = [...names.keys()].sort(byCodeUnits);
+    } else {
+      sorted = kept;
+      for (const name of added) {
+        let low = 0;
+        let high = sorted.length;
+        while (low < high) {
+          const middle = (low + high) >>> 1;
+          if ((sorted[middle] as string) < name) low = middle + 1;
+          else high = middle;
+        }
+        sorted.splice(low, 0, name);
+      }
+    }
+    this.#names = sorted;
+    return sorted;
+  }
+}

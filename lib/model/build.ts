@@ -14,6 +14,7 @@ import {
   createObjectLookups,
   type ObjectLookups,
   refName,
+  type ServerDraft,
   splitKey,
 } from './build-state.ts';
 import { attachCanaries } from './canaries.ts';
@@ -223,8 +224,7 @@ export function resolveLocationReferences(state: BuildState): void {
  */
 export function finishServers(state: BuildState): Server[] {
   const { catchAll, drafts, diagnostics } = state;
-  const servers = [...drafts.values()].map((draft) => draft.server);
-  servers.sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
+  const servers = state.caches.hostOrder.of(drafts).map((host) => (drafts.get(host) as ServerDraft).server);
   for (const server of [catchAll.server, ...servers]) finishRoutes(server, diagnostics, state.caches);
   resolveAliases(servers, drafts, diagnostics);
   resolveWwwRedirects(servers, drafts, diagnostics);

@@ -4,7 +4,7 @@
 // upstreams of that Ingress and sorts nothing. --disable-svc-external-name is the memo's context.
 
 import type { FoundUpstream, ServiceBackendRef } from './backends.ts';
-import { BuildMemo } from './build-memo.ts';
+import { BuildMemo, SortedNames } from './build-memo.ts';
 import type { EndpointSlice, Service } from './k8s.ts';
 
 interface Kept {
@@ -23,7 +23,7 @@ const sameList = <T>(a: readonly T[] | undefined, b: readonly T[] | undefined): 
 };
 
 export class UpstreamCache extends BuildMemo<string, Kept> {
-  #names: readonly string[] = [];
+  readonly #order = new SortedNames();
 
   /** `find()`'s result for these inputs: the last build's when they are the same objects. */
   found(
@@ -52,11 +52,8 @@ export class UpstreamCache extends BuildMemo<string, Kept> {
     return found;
   }
 
-  /** The names in sorted order: the last build's order when the names are the same. */
+  /** The names in sorted order, kept from the last build's. */
   order(names: ReadonlyMap<string, unknown>): readonly string[] {
-    const last = this.#names;
-    if (last.length === names.size && last.every((name) => names.has(name))) return last;
-    this.#names = [...names.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    return this.#names;
+    return this.#order.of(names);
   }
 }

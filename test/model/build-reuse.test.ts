@@ -7,6 +7,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
+import { SortedNames } from '../../lib/model/build-memo.ts';
 import {
   type BuildCaches,
   type BuildResult,
@@ -424,5 +425,40 @@ t.test('one cache for every sequence: nothing one world left behind leaks into t
   fc.assert(
     fc.property(fc.array(arbitraryStep, { minLength: 1, maxLength: 15 }), (steps) => run(t, steps, caches)),
     { numRuns: 60, seed: 7 },
+  );
+});
+
+t.test('names kept in order from build to build equal the names sorted', async (t) => {
+  const kept = new SortedNames();
+  const name = fc.constantFrom(
+    'a',
+    'b',
+    'b.a',
+    'B',
+    'c-1',
+    'c-10',
+    'c-2',
+    'é',
+    'z',
+    '',
+    '*.w',
+    'x'.repeat(3),
+  );
+  fc.assert(
+    fc.property(
+      fc.array(fc.uniqueArray(fc.oneof(name, fc.string()), { maxLength: 90 }), { maxLength: 8 }),
+      (sets) => {
+        for (const set of sets) {
+          const names = new Map(set.map((n) => [n, true]));
+          const sorted = [...names.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+          if (!isDeepStrictEqual([...kept.of(names)], sorted)) {
+            t.strictSame(kept.of(names), sorted);
+            return false;
+          }
+        }
+        return true;
+      },
+    ),
+    { numRuns: 300, seed: 11 },
   );
 });
