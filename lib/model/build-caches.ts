@@ -6,6 +6,7 @@ import { BackendIndexCache } from './backend-index.ts';
 import { SortedNames } from './build-memo.ts';
 import { FingerprintCache } from './hash.ts';
 import { IngressCheckCache } from './ingress-checks.ts';
+import { IngressOrder } from './order.ts';
 import { PathRegexCache } from './path-regex.ts';
 import { CertificateParseCache } from './tls.ts';
 import { UpstreamCache } from './upstream-cache.ts';
@@ -16,6 +17,8 @@ export interface BuildCaches {
   readonly certificates: CertificateParseCache;
   /** each Ingress object checked (rules, paths, annotations) once, with its diagnostics */
   readonly ingressChecks: IngressCheckCache;
+  /** our Ingresses oldest first, kept while they stay */
+  readonly ingressOrder: IngressOrder;
   /** the Services and EndpointSlices indexed, patched from build to build */
   readonly backendIndex: BackendIndexCache;
   /** each upstream's endpoints (or problem) while its Service and slices stay; the upstream order */
@@ -32,6 +35,7 @@ export function createBuildCaches(pathRegexes: PathRegexCache = new PathRegexCac
     pathRegexes,
     certificates: new CertificateParseCache(),
     ingressChecks: new IngressCheckCache(),
+    ingressOrder: new IngressOrder(),
     backendIndex: new BackendIndexCache(),
     upstreams: new UpstreamCache(),
     hostOrder: new SortedNames(),

@@ -30,7 +30,6 @@ import { checkContext, checkIngressOnce } from './ingress-checks.ts';
 import { isOurIngress, ownedClassNames } from './ingress-class.ts';
 import { objectKey, type Snapshot } from './k8s.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
-import { sortIngresses } from './order.ts';
 import { markPassthrough } from './passthrough.ts';
 import { type ProxySslLookups, resolveProxySsl } from './proxy-ssl.ts';
 import { addRoutes, finishRoutes } from './routes.ts';
@@ -148,7 +147,7 @@ export function selectIngresses(state: BuildState): void {
   const policy = { blocklist: config.annotationValueWordBlocklist, riskLevel: config.annotationsRiskLevel };
   const checks = state.caches.ingressChecks;
   checks.begin(checkContext(options, policy));
-  for (const ingress of sortIngresses(ours)) {
+  for (const ingress of state.caches.ingressOrder.sort(ours)) {
     const checked = checkIngressOnce(ingress, options, diagnostics, policy, checks);
     if (checked === null) continue;
     if ((copies.get(refName(checked.ref)) ?? 0) > 1) {

@@ -22,6 +22,7 @@ import {
   type Service,
   type Snapshot,
 } from '../../lib/model/index.ts';
+import { IngressOrder, sortIngresses } from '../../lib/model/order.ts';
 import { ingress, ingressClass, path, pem, rule, service, slice, tlsSecret } from './helpers.ts';
 
 t.setTimeout(240_000);
@@ -460,5 +461,31 @@ t.test('names kept in order from build to build equal the names sorted', async (
       },
     ),
     { numRuns: 300, seed: 11 },
+  );
+});
+
+t.test('Ingresses kept in order from build to build equal the Ingresses sorted', async (t) => {
+  const order = new IngressOrder();
+  // same creation second for many, one namespace/name twice (a hand-made snapshot): ties
+  const universe = Array.from({ length: 14 }, (_, i) =>
+    ingress(i === 13 ? 'ing-0' : `ing-${i}`, { namespace: i % 3 === 0 ? 'team' : 'default', created: i % 4 }),
+  );
+  fc.assert(
+    fc.property(
+      fc.array(fc.array(fc.nat(universe.length - 1), { maxLength: 20 }), { maxLength: 8 }),
+      (lists) => {
+        for (const list of lists) {
+          const ingresses = list.map((i) => universe[i] as Ingress);
+          const kept = order.sort(ingresses);
+          const sorted = sortIngresses(ingresses);
+          if (kept.length !== sorted.length || kept.some((ing, i) => ing !== sorted[i])) {
+            t.strictSame(kept, sorted);
+            return false;
+          }
+        }
+        return true;
+      },
+    ),
+    { numRuns: 400, seed: 13 },
   );
 });
