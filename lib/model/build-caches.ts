@@ -1,6 +1,11 @@
-// What a build may remember from the builds before it: compiled regex-mode paths and parsed TLS
-// certificates. Owned by whoever calls buildModel (the controller keeps one for the process), never
-// module state, so the model stays a function of its inputs plus caches someone chose to pass.
+// What a build may remember from the builds before it: compiled regex-mode paths, parsed TLS
+// certificates, and what a one-Ingress change need not redo (each Ingress checked, each upstream
+// resolved, the object index, the orders, the hash's records). Owned by whoever calls buildModel
+// (the controller keeps one for the process), never module state, so the model stays a function of
+// its inputs plus caches someone chose to pass. The result is the same as without them for any
+// snapshot (test/model/build-reuse.test.ts), on one condition: an object handed to a build is never
+// changed in place afterwards (the store and both sources replace an object that changes); a caller
+// that edits objects must pass fresh caches.
 
 import { BackendIndexCache } from './backend-index.ts';
 import { SortedNames } from './build-memo.ts';
