@@ -260,24 +260,23 @@ export class DiagnosticsCollector {
   ): void {
     // Messages quote values: whatever a parser interpolated, no credential leaves the build.
     const message = redactText(written);
-    this.#add({ kind, namespace: ref.namespace, name: ref.name, severity, code, message });
-  }
-
-  /** A diagnostic an earlier build found (redacted then), in its place in this build's order. */
-  replay(found: Diagnostic): void {
-    this.#add({ ...found });
-  }
-
-  #add(diagnostic: Diagnostic): void {
-    const { kind, namespace, name, code, message } = diagnostic;
-    const key = `${kind}\u0000${namespace}\u0000${name}\u0000${code}\u0000${message}`;
+    const key = `${kind}\u0000${ref.namespace}\u0000${ref.name}\u0000${code}\u0000${message}`;
     if (this.#seen.has(key)) return;
     this.#seen.add(key);
-    this.#items.push(diagnostic);
+    this.#items.push({ kind, namespace: ref.namespace, name: ref.name, severity, code, message });
   }
 
   /** In the order they were found, which follows the Ingress order and is therefore deterministic. */
   list(): Diagnostic[] {
     return this.#items;
+  }
+
+  /** A diagnostic an earlier build found (redacted then), in its place in this build's order:
+   * kept unless report's key (the same) was seen; a copy, as the build may extend its message. */
+  replay(found: Diagnostic): void {
+    const key = `${found.kind}\u0000${found.namespace}\u0000${found.name}\u0000${found.code}\u0000${found.message}`;
+    if (this.#seen.has(key)) return;
+    this.#seen.add(key);
+    this.#items.push({ ...found });
   }
 }
