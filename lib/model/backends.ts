@@ -3,10 +3,12 @@
 // names the same Service and port.
 
 import { BlockList, isIP } from 'node:net';
+import { type BackendIndex, ByNamespace } from './backend-index.ts';
 import { isDNS1123Subdomain } from './hosts.ts';
-import { type EndpointSlice, objectKey, SERVICE_NAME_LABEL, type Service, type ServicePort } from './k8s.ts';
+import { type EndpointSlice, objectKey, type Service, type ServicePort } from './k8s.ts';
 import { sortSmall } from './sort.ts';
 import type { Endpoint, HashBy, Upstream } from './types.ts';
+import { UpstreamCache } from './upstream-cache.ts';
 
 export interface ServiceBackendRef {
   namespace: string;
@@ -23,6 +25,13 @@ export type UpstreamProblem =
   | { code: 'EXTERNAL_NAME_DISABLED'; message: string }
   | { code: 'SERVICE_UPSTREAM_NO_CLUSTER_IP'; message: string };
 
+/** What resolving a backend found, before it becomes an Upstream (kept across builds). */
+export interface FoundUpstream {
+  externalName: boolean;
+  endpoints: Endpoint[];
+  problem: UpstreamProblem | null;
+}
+
 export interface ResolvedUpstream {
   upstream: Upstream;
   problem: UpstreamProblem | null;
@@ -33,8 +42,6 @@ export interface ResolvedUpstream {
 export function upstreamName(ref: ServiceBackendRef): string {
   return `${ref.namespace}-${ref.service}-${ref.port}`;
 }
-
-const compareNames = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 function compareEndpoints(a: Endpoint, b: Endpoint): number {
   if (a.address !== b.address) return a.address < b.address ? -1 : 1;
@@ -58,35 +65,9 @@ const listOf = <T>(value: T[] | undefined): Array<T | null> => (Array.isArray(va
 const isPortNumber = (value: unknown): value is number =>
   typeof value === 'number' && Number.isInteger(value) && value > 0 && value <= 65535;
 
-/** namespace → name → value: lookups without building `namespace/name` strings (hot at 10k+ objects). */
-class ByNamespace<T> {
-  readonly #namespaces = new Map<string, Map<string, T>>();
-  // consecutive lookups mostly share a namespace (every path of one Ingress)
-  #lastNamespace: string | undefined;
-  #lastNames: Map<string, T> | undefined;
-
-  get(namespace: string, name: string): T | undefined {
-    if (namespace !== this.#lastNamespace) {
-      this.#lastNamespace = namespace;
-      this.#lastNames = this.#namespaces.get(namespace);
-    }
-    return this.#lastNames?.get(name);
-  }
-
-  set(namespace: string, name: string, value: T): void {
-    let names = this.#namespaces.get(namespace);
-    if (names === undefined) {
-      names = new Map();
-      this.#namespaces.set(namespace, names);
-      if (namespace === this.#lastNamespace) this.#lastNames = names;
-    }
-    names.set(name, value);
-  }
-}
-
 export class UpstreamResolver {
-  readonly #services = new ByNamespace<Service>();
-  readonly #slices = new ByNamespace<EndpointSlice[]>();
+  readonly #services: ByNamespace<Service>;
+  readonly #slices: ByNamespace<EndpointSlice[]>;
   /** namespace → service → its resolved upstreams (a Service is named with one or two ports) */
   readonly #byService = new ByNamespace<ResolvedUpstream[]>();
   /** every resolved upstream in resolve order (deterministic: the build walks Ingresses in order) */
@@ -94,22 +75,16 @@ export class UpstreamResolver {
   /** `namespace/name` of the Services resolved, in first-use order */
   readonly #referencedServices: string[] = [];
   readonly #disableExternalName: boolean;
+  readonly #kept: UpstreamCache;
+  /** upstreams(), while nothing more was resolved */
+  #record: { size: number; upstreams: Record<string, Upstream> } | null = null;
 
-  constructor(services: readonly Service[], slices: readonly EndpointSlice[], disableExternalName: boolean) {
+  /** `kept`: what earlier builds resolved (default: nothing, a cache of this build only). */
+  constructor(index: BackendIndex, disableExternalName: boolean, kept: UpstreamCache = new UpstreamCache()) {
     this.#disableExternalName = disableExternalName;
-    for (const service of services) {
-      const { namespace, name } = service.metadata ?? {};
-      if (typeof namespace === 'string' && typeof name === 'string')
-        this.#services.set(namespace, name, service);
-    }
-    for (const slice of slices) {
-      const namespace = slice.metadata?.namespace;
-      const owner = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
-      if (typeof namespace !== 'string' || typeof owner !== 'string') continue;
-      const list = this.#slices.get(namespace, owner);
-      if (list === undefined) this.#slices.set(namespace, owner, [slice]);
-      else list.push(slice);
-    }
+    this.#services = index.services;
+    this.#slices = index.slices;
+    this.#kept = kept;
   }
 
   service(namespace: string, name: string): Service | undefined {
@@ -158,17 +133,22 @@ export class UpstreamResolver {
    * data-plane thread would rebuild the whole record for it (tens of thousands of keys).
    */
   upstreams(): Record<string, Upstream> {
-    // stable: of two upstreams with one name the later resolved wins, as it always has
-    const sorted = this.#resolved.toSorted((a, b) => compareNames(a.upstream.name, b.upstream.name));
-    const out: Record<string, Upstream> = {};
-    for (const { upstream } of sorted) out[upstream.name] = upstream;
-    return out;
+    if (this.#record?.size === this.#resolved.length) return this.#record.upstreams;
+    // of two upstreams with one name the later resolved wins, as it always has
+    const byName = new Map<string, Upstream>();
+    for (const { upstream } of this.#resolved) byName.set(upstream.name, upstream);
+    const upstreams: Record<string, Upstream> = {};
+    for (const name of this.#kept.order(byName)) upstreams[name] = byName.get(name) as Upstream;
+    this.#record = { size: this.#resolved.length, upstreams };
+    return upstreams;
   }
 
   referencedServices(): string[] {
     return [...new Set(this.#referencedServices)];
   }
 
+  /** The upstream of `ref` named `name`: what an earlier build found for the same Service object
+   * and slices, or found now. The Upstream itself is new (the build sets its affinity later). */
   #compute(
     ref: ServiceBackendRef,
     name: string,
@@ -176,45 +156,47 @@ export class UpstreamResolver {
     hashBy: HashBy | null,
     serviceUpstream: boolean,
   ): ResolvedUpstream {
+    const service = this.#services.get(ref.namespace, ref.service);
+    const slices = this.#slices.get(ref.namespace, ref.service);
+    const found = this.#kept.found(name, ref, service, slices, serviceUpstream, () =>
+      this.#find(ref, service, serviceUpstream),
+    );
     const upstream: Upstream = {
       name,
       service: { namespace: ref.namespace, name: ref.service, port: ref.port },
-      externalName: false,
+      externalName: found.externalName,
       loadBalance,
       hashBy,
       affinity: null,
-      endpoints: [],
+      endpoints: found.endpoints,
     };
+    return { upstream, backend: { type: 'upstream', upstream: name }, problem: found.problem };
+  }
+
+  /** What the Service and its slices give `ref`: endpoints, or the problem that left it without. */
+  #find(ref: ServiceBackendRef, service: Service | undefined, serviceUpstream: boolean): FoundUpstream {
     const serviceId = (): string => objectKey(ref.namespace, ref.service);
-    const service = this.#services.get(ref.namespace, ref.service);
-    if (service === undefined) {
-      return {
-        upstream,
-        backend: { type: 'upstream', upstream: upstream.name },
-        problem: { code: 'SERVICE_NOT_FOUND', message: `Service ${serviceId()} not found` },
-      };
-    }
+    const problem = (code: UpstreamProblem['code'], message: string): FoundUpstream => ({
+      externalName: false,
+      endpoints: [],
+      problem: { code, message } as UpstreamProblem,
+    });
+    if (service === undefined) return problem('SERVICE_NOT_FOUND', `Service ${serviceId()} not found`);
     const noClusterIp = (): UpstreamProblem => ({
       code: 'SERVICE_UPSTREAM_NO_CLUSTER_IP',
       message: `Service ${serviceId()} has no ClusterIP for service-upstream; its endpoints are used`,
     });
     if (service.spec?.type === 'ExternalName') {
-      const resolved = this.#externalName(upstream, service, ref);
-      return serviceUpstream && resolved.problem === null
-        ? { ...resolved, problem: noClusterIp() }
-        : resolved;
+      const found = this.#externalName(service, ref);
+      return serviceUpstream && found.problem === null ? { ...found, problem: noClusterIp() } : found;
     }
 
     const port = findServicePort(service, ref.port);
     if (port === undefined) {
-      return {
-        upstream,
-        backend: { type: 'upstream', upstream: upstream.name },
-        problem: {
-          code: 'SERVICE_PORT_NOT_FOUND',
-          message: `Service ${serviceId()} has no port matching "${ref.port}" (by port, targetPort or name)`,
-        },
-      };
+      return problem(
+        'SERVICE_PORT_NOT_FOUND',
+        `Service ${serviceId()} has no port matching "${ref.port}" (by port, targetPort or name)`,
+      );
     }
     // service-upstream: the one peer is the ClusterIP and the Service port (kube-proxy balances)
     const clusterIP: unknown = service.spec?.clusterIP ?? '';
@@ -224,51 +206,38 @@ export class UpstreamResolver {
       isIP(clusterIP) !== 0 &&
       isPortNumber(port.port)
     ) {
-      upstream.endpoints = [{ address: clusterIP, port: port.port }];
-      return { upstream, backend: { type: 'upstream', upstream: upstream.name }, problem: null };
+      return { externalName: false, endpoints: [{ address: clusterIP, port: port.port }], problem: null };
     }
-    upstream.endpoints = endpointsFromSlices(this.#slices.get(ref.namespace, ref.service) ?? [], port);
-    if (serviceUpstream && upstream.endpoints.length > 0) {
-      return { upstream, backend: { type: 'upstream', upstream: upstream.name }, problem: noClusterIp() };
+    const endpoints = endpointsFromSlices(this.#slices.get(ref.namespace, ref.service) ?? [], port);
+    if (serviceUpstream && endpoints.length > 0) {
+      return { externalName: false, endpoints, problem: noClusterIp() };
     }
-    if (upstream.endpoints.length === 0) {
-      return {
-        upstream,
-        backend: { type: 'upstream', upstream: upstream.name },
-        problem: {
-          code: 'ENDPOINTS_NONE',
-          message: `Service ${serviceId()} port ${ref.port} has no ready endpoints`,
-        },
-      };
+    if (endpoints.length === 0) {
+      return problem('ENDPOINTS_NONE', `Service ${serviceId()} port ${ref.port} has no ready endpoints`);
     }
-    return { upstream, backend: { type: 'upstream', upstream: upstream.name }, problem: null };
+    return { externalName: false, endpoints, problem: null };
   }
 
-  #externalName(upstream: Upstream, service: Service, ref: ServiceBackendRef): ResolvedUpstream {
+  #externalName(service: Service, ref: ServiceBackendRef): FoundUpstream {
     const serviceId = objectKey(ref.namespace, ref.service);
-    upstream.externalName = true;
+    const problem = (code: UpstreamProblem['code'], message: string): FoundUpstream => ({
+      externalName: true,
+      endpoints: [],
+      problem: { code, message } as UpstreamProblem,
+    });
     if (this.#disableExternalName) {
-      return {
-        upstream,
-        backend: { type: 'upstream', upstream: upstream.name },
-        problem: {
-          code: 'EXTERNAL_NAME_DISABLED',
-          message: `Service ${serviceId} is of type ExternalName, which --disable-svc-external-name refuses`,
-        },
-      };
+      return problem(
+        'EXTERNAL_NAME_DISABLED',
+        `Service ${serviceId} is of type ExternalName, which --disable-svc-external-name refuses`,
+      );
     }
     const rawName: unknown = service.spec?.externalName ?? '';
     const externalName = typeof rawName === 'string' ? rawName : JSON.stringify(rawName);
-    const invalid = !isUsableExternalName(externalName);
-    if (invalid) {
-      return {
-        upstream,
-        backend: { type: 'upstream', upstream: upstream.name },
-        problem: {
-          code: 'EXTERNAL_NAME_INVALID',
-          message: `Service ${serviceId} has externalName "${externalName}", which is not a usable remote host`,
-        },
-      };
+    if (!isUsableExternalName(externalName)) {
+      return problem(
+        'EXTERNAL_NAME_INVALID',
+        `Service ${serviceId} has externalName "${externalName}", which is not a usable remote host`,
+      );
     }
     const port = findServicePort(service, ref.port);
     let portNumber: number;
@@ -279,17 +248,12 @@ export class UpstreamResolver {
       portNumber = /^\d+$/.test(ref.port) ? Number(ref.port) : 0;
     }
     if (!(portNumber > 0 && portNumber < 65536)) {
-      return {
-        upstream,
-        backend: { type: 'upstream', upstream: upstream.name },
-        problem: {
-          code: 'SERVICE_PORT_NOT_FOUND',
-          message: `ExternalName Service ${serviceId} has no port matching "${ref.port}"`,
-        },
-      };
+      return problem(
+        'SERVICE_PORT_NOT_FOUND',
+        `ExternalName Service ${serviceId} has no port matching "${ref.port}"`,
+      );
     }
-    upstream.endpoints = [{ address: externalName, port: portNumber }];
-    return { upstream, backend: { type: 'upstream', upstream: upstream.name }, problem: null };
+    return { externalName: true, endpoints: [{ address: externalName, port: portNumber }], problem: null };
   }
 }
 

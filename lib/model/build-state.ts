@@ -77,9 +77,9 @@ export function createBuildState(
     config,
     caches,
     resolver: new UpstreamResolver(
-      snapshot.services,
-      snapshot.endpointSlices,
+      caches.backendIndex.index(snapshot.services, snapshot.endpointSlices),
       options.disableSvcExternalName,
+      caches.upstreams,
     ),
     ingresses: [],
     canaries: [],

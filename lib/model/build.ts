@@ -14,6 +14,7 @@ import {
   createObjectLookups,
   type ObjectLookups,
   refName,
+  type ServerDraft,
   splitKey,
 } from './build-state.ts';
 import { attachCanaries } from './canaries.ts';
@@ -24,11 +25,11 @@ import { resolveDhParam } from './configmap/tls-session-keys.ts';
 import { resolveCustomDefaultBackends, resolveDefaultBackendFlag } from './default-backends.ts';
 import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
 import { modelFingerprints } from './hash.ts';
-import { type CheckedIngress, checkIngress } from './ingress.ts';
+import type { CheckedIngress } from './ingress.ts';
+import { checkContext, checkIngressOnce } from './ingress-checks.ts';
 import { isOurIngress, ownedClassNames } from './ingress-class.ts';
 import { objectKey, type Snapshot } from './k8s.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from './options.ts';
-import { sortIngresses } from './order.ts';
 import { markPassthrough } from './passthrough.ts';
 import { type ProxySslLookups, resolveProxySsl } from './proxy-ssl.ts';
 import { addRoutes, finishRoutes } from './routes.ts';
@@ -69,6 +70,7 @@ export function buildModel(
   const diagnostics = new DiagnosticsCollector();
   const lookups = createObjectLookups(snapshot, caches.certificates);
   const config = readGlobalConfig(snapshot, options, lookups, diagnostics);
+  caches.upstreams.begin(String(options.disableSvcExternalName));
   const state = createBuildState(snapshot, options, diagnostics, lookups, config, caches);
   selectIngresses(state);
   resolveLocationReferences(state);
@@ -82,7 +84,9 @@ export function buildModel(
   combineSharedAffinity(state);
   const servers = finishServers(state);
   const defaultCertificate = resolveDefaultCertificateFlag(state);
-  return assembleResult(state, servers, defaultCertificate);
+  const result = assembleResult(state, servers, defaultCertificate);
+  caches.upstreams.end();
+  return result;
 }
 
 /**
@@ -140,11 +144,11 @@ export function selectIngresses(state: BuildState): void {
     const id = objectKey(namespace, name);
     copies.set(id, (copies.get(id) ?? 0) + 1);
   }
-  for (const ingress of sortIngresses(ours)) {
-    const checked = checkIngress(ingress, options, diagnostics, {
-      blocklist: config.annotationValueWordBlocklist,
-      riskLevel: config.annotationsRiskLevel,
-    });
+  const policy = { blocklist: config.annotationValueWordBlocklist, riskLevel: config.annotationsRiskLevel };
+  const checks = state.caches.ingressChecks;
+  checks.begin(checkContext(options, policy));
+  for (const ingress of state.caches.ingressOrder.sort(ours)) {
+    const checked = checkIngressOnce(ingress, options, diagnostics, policy, checks);
     if (checked === null) continue;
     if ((copies.get(refName(checked.ref)) ?? 0) > 1) {
       diagnostics.report(
@@ -159,6 +163,7 @@ export function selectIngresses(state: BuildState): void {
     if (checked.annotations.ingress.canary.enabled) state.canaries.push(checked);
     else state.ingresses.push(checked);
   }
+  checks.end();
 }
 
 /**
@@ -218,8 +223,7 @@ export function resolveLocationReferences(state: BuildState): void {
  */
 export function finishServers(state: BuildState): Server[] {
   const { catchAll, drafts, diagnostics } = state;
-  const servers = [...drafts.values()].map((draft) => draft.server);
-  servers.sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
+  const servers = state.caches.hostOrder.of(drafts).map((host) => (drafts.get(host) as ServerDraft).server);
   for (const server of [catchAll.server, ...servers]) finishRoutes(server, diagnostics, state.caches);
   resolveAliases(servers, drafts, diagnostics);
   resolveWwwRedirects(servers, drafts, diagnostics);
@@ -258,7 +262,7 @@ function assembleResult(
     config,
     streams: streams.table,
   };
-  const model: Model = { ...body, ...modelFingerprints(body) };
+  const model: Model = { ...body, ...modelFingerprints(body, state.caches.fingerprints) };
   const found = state.diagnostics.list();
   if (config.allowSnippetAnnotations) {
     for (const d of found) {

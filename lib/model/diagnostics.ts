@@ -295,4 +295,13 @@ export class DiagnosticsCollector {
   list(): Diagnostic[] {
     return this.#items;
   }
+
+  /** A diagnostic an earlier build found (redacted then), in its place in this build's order:
+   * kept unless report's key (the same) was seen; a copy, as the build may extend its message. */
+  replay(found: Diagnostic): void {
+    const key = `${found.kind}\u0000${found.namespace}\u0000${found.name}\u0000${found.code}\u0000${found.message}`;
+    if (this.#seen.has(key)) return;
+    this.#seen.add(key);
+    this.#items.push({ ...found });
+  }
 }

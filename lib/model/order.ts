@@ -33,3 +33,65 @@ export function sortIngresses<T extends Ingress>(ingresses: readonly T[]): T[] {
     .sort(compareOldestFirst)
     .map((entry) => entry.ingress);
 }
+
+interface Ordered<T> extends Sortable {
+  ingress: T;
+}
+
+/**
+ * sortIngresses kept from build to build (BuildCaches.ingressOrder): the same Ingress objects as
+ * last time are not sorted again, and a few replaced, added or removed are dropped from and inserted
+ * into the last order. Two Ingresses with one namespace/name compare equal, and then the order of
+ * the input decides: with such a pair the list is sorted in full.
+ */
+export class IngressOrder<T extends Ingress = Ingress> {
+  #sorted: Ordered<T>[] = [];
+  #members = new Set<T>();
+
+  sort(ingresses: readonly T[]): T[] {
+    const next = new Set(ingresses);
+    const added: T[] = [];
+    for (const ingress of next) if (!this.#members.has(ingress)) added.push(ingress);
+    let sorted: Ordered<T>[] | null = null;
+    if (next.size === ingresses.length && added.length <= 64) {
+      sorted = this.#sorted.filter((entry) => next.has(entry.ingress));
+      for (const ingress of added) {
+        const entry = ordered(ingress);
+        let low = 0;
+        let high = sorted.length;
+        while (low < high) {
+          const middle = (low + high) >>> 1;
+          const order = compareOldestFirst(sorted[middle] as Ordered<T>, entry);
+          if (order === 0) break;
+          if (order < 0) low = middle + 1;
+          else high = middle;
+        }
+        if (low < high) {
+          sorted = null;
+          break;
+        }
+        sorted.splice(low, 0, entry);
+      }
+    }
+    // a tie between neighbours (one namespace/name twice) leaves the order to the input
+    if (sorted === null || hasTie(sorted)) sorted = ingresses.map(ordered).sort(compareOldestFirst);
+    this.#sorted = sorted;
+    this.#members = next;
+    return sorted.map((entry) => entry.ingress);
+  }
+}
+
+function ordered<T extends Ingress>(ingress: T): Ordered<T> {
+  return {
+    ingress,
+    seconds: creationSeconds(ingress),
+    key: `${ingress.metadata?.namespace ?? ''}/${ingress.metadata?.name ?? ''}`,
+  };
+}
+
+function hasTie(sorted: readonly Sortable[]): boolean {
+  for (let i = 1; i < sorted.length; i++) {
+    if (compareOldestFirst(sorted[i - 1] as Sortable, sorted[i] as Sortable) === 0) return true;
+  }
+  return false;
+}

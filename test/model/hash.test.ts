@@ -2,7 +2,7 @@
 // leaf of a model that uses every model feature and requires the right hash to change, so a field
 // added to the model but forgotten in the hash fails here.
 import t from 'tap';
-import { modelHashes } from '../../lib/model/hash.ts';
+import { FingerprintCache, modelFingerprints, modelHashes } from '../../lib/model/hash.ts';
 import type { Model } from '../../lib/model/index.ts';
 import {
   build,
@@ -146,6 +146,19 @@ t.test('changing any leaf changes the hash; endpoints change only `hash`', async
     t.not(next.hash, hash, `hash covers ${label}`);
     if (keys.includes('endpoints')) t.equal(next.routesHash, routesHash, `routesHash ignores ${label}`);
     else t.not(next.routesHash, routesHash, `routesHash covers ${label}`);
+  }
+});
+
+t.test('a fingerprint that reuses the last one still sees any leaf changed', async (t) => {
+  for (const keys of leaves(model as unknown as Json)) {
+    const kept = new FingerprintCache();
+    t.equal(modelFingerprints(body, kept).hash, hash, 'the first fingerprint is the plain one');
+    const { hash: _hash, routesHash: _routes, ...rest } = mutate(model, keys);
+    const label = keys.join('.');
+    const next = modelFingerprints(rest, kept);
+    t.not(next.hash, hash, `hash covers ${label}`);
+    t.strictSame(next, modelFingerprints(rest), `equal to a fingerprint from scratch (${label})`);
+    t.equal(modelFingerprints(body, kept).hash, hash, `and back (${label})`);
   }
 });
 
