@@ -9,7 +9,8 @@
 //    heap spaces, through the inspector), and the heap after two full GCs half-way and at the end.
 //    What survives a full GC growing with the requests is a leak; RSS that rises with the young
 //    generation and the old space's garbage and falls back after a full GC is the heap settling.
-// 3. scale: --ingresses Ingresses (support/scale-manifests.ts), one process per --scale-threads
+// 3. scale: --ingresses Ingresses (support/scale-manifests.ts, with the managedFields and kubectl's
+//    last-applied annotation a cluster adds unless --plain-objects), one process per --scale-threads
 //    value (`worker-processes`, default 1); RSS at the first 200, 20 s
 //    later (the collection ingress-ts starts after its first build has handed the pages back by then)
 //    and after two forced full GCs, the heap inside, and with --snapshot FILE a heap snapshot then.
@@ -56,11 +57,13 @@ interface Options {
   /** worker-processes values of the scale part */
   scaleThreads: number[];
   snapshot: string | null;
+  /** the scale part's objects without managedFields and kubectl's last-applied annotation */
+  plainObjects: boolean;
   parts: Set<string>;
   out: string | null;
 }
 
-const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threads LIST] [--stages N] [--stage-seconds S] [--ingresses N] [--scale-threads LIST] [--snapshot FILE] [--no-write]
+const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threads LIST] [--stages N] [--stage-seconds S] [--ingresses N] [--scale-threads LIST] [--snapshot FILE] [--plain-objects] [--no-write]
   --parts LIST       which parts to run [threads,load,scale]
   --threads LIST     worker-processes values for the threads part, ascending, starting with 1 [1,2,4]
   --stages N         wrk stages of the load part (2-20) [6]
@@ -68,6 +71,8 @@ const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threa
   --ingresses N      Ingresses of the scale part (10-50000) [10000]
   --scale-threads L  worker-processes values of the scale part, one process each [1]
   --snapshot FILE    write a heap snapshot of the scale part's process after its GCs
+  --plain-objects    the scale part's objects without the managedFields and the kubectl
+                     last-applied annotation a cluster adds (as before 2026-11-26's thread-rss)
   --no-write         print the report only, do not write bench/results/memory-YYYY-MM-DD.md
 `;
 
@@ -79,6 +84,7 @@ function parseOptions(args: readonly string[]): Options {
     ingresses: 10000,
     scaleThreads: [1],
     snapshot: null,
+    plainObjects: false,
     parts: new Set(['threads', 'load', 'scale']),
     out: join(REPO, 'bench', 'results', `memory-${new Date().toISOString().slice(0, 10)}.md`),
   };
@@ -106,6 +112,7 @@ function parseOptions(args: readonly string[]): Options {
     else if (arg === '--scale-threads')
       options.scaleThreads = (args[++i] ?? '').split(',').map((n) => bounded(arg, n, 1, 64));
     else if (arg === '--snapshot') options.snapshot = args[++i] ?? fail(2, '--snapshot expects a file');
+    else if (arg === '--plain-objects') options.plainObjects = true;
     else if (arg === '--no-write') options.out = null;
     else if (arg === '--help') {
       process.stdout.write(USAGE);
@@ -260,9 +267,15 @@ async function loadPart(context: Context, options: Options): Promise<string> {
 async function scalePart(context: Context, options: Options, threads: number): Promise<string> {
   const dir = join(context.dir, `scale-${threads}`);
   mkdirSync(dir);
-  const manifests = writeScaleManifests(dir, options.ingresses, context.upstreamPort, 'json');
+  const manifests = writeScaleManifests(
+    dir,
+    options.ingresses,
+    context.upstreamPort,
+    'json',
+    !options.plainObjects,
+  );
   writeFileSync(join(dir, 'configmap.yaml'), benchConfigMap({ 'worker-processes': String(threads) }));
-  log(`scale: ${int(manifests.ingresses)} Ingresses written, starting`);
+  log(`scale: ${int(manifests.ingresses)} Ingresses written (${mib(manifests.bytes, 'B')} MiB), starting`);
   const spawned = performance.now();
   const started = await start(context, dir, manifests.host, 180000, 'info', threads > 1 ? '0,1' : 0);
   const firstTrafficMs = performance.now() - spawned;
@@ -279,9 +292,9 @@ async function scalePart(context: Context, options: Options, threads: number): P
   inspector.close();
   await stopProcess(started, 'SIGINT', 10000);
   return [
-    '| Ingresses | first 200 after ms | collection started after the first build | RSS MiB at the first 200 | RSS MiB 20 s later | RSS MiB after 2 full GCs | heapUsed MiB | external MiB | arrayBuffers MiB |',
-    '|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
-    `| ${int(manifests.ingresses)} | ${int(firstTrafficMs)} | ${collected ? 'yes' : 'no'} | ${mib(ready)} | ${mib(rss)} | ${mib(rssAfterGc)} | ${mib(inside.heapUsed, 'B')} | ${mib(inside.external, 'B')} | ${mib(inside.arrayBuffers, 'B')} |`,
+    '| Ingresses | manifests MiB | first 200 after ms | collection started after the first build | RSS MiB at the first 200 | RSS MiB 20 s later | RSS MiB after 2 full GCs | heapUsed MiB | external MiB | arrayBuffers MiB |',
+    '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    `| ${int(manifests.ingresses)} | ${mib(manifests.bytes, 'B')} | ${int(firstTrafficMs)} | ${collected ? 'yes' : 'no'} | ${mib(ready)} | ${mib(rss)} | ${mib(rssAfterGc)} | ${mib(inside.heapUsed, 'B')} | ${mib(inside.external, 'B')} | ${mib(inside.arrayBuffers, 'B')} |`,
   ].join('\n');
 }
 
