@@ -18,6 +18,7 @@ import { isMap, isSeq, LineCounter, type Node, parseAllDocuments } from 'yaml';
 import type { DiagnosticCode } from '../../model/diagnostics.ts';
 import type { KubeObject } from '../../model/k8s.ts';
 import type { StoreKind } from '../../store/store.ts';
+import { withoutUnreadMetadata } from '../../store/unread.ts';
 
 export type ManifestCode = Extract<DiagnosticCode, `MANIFEST_${string}`>;
 
@@ -237,10 +238,10 @@ function keep(value: Fields, kind: StoreKind, apiVersion: unknown, line: number 
     });
     return;
   }
-  const meta: Fields = { ...metadata };
-  if (spec.clusterScoped) delete meta.namespace;
-  else meta.namespace = namespace;
-  delete meta.resourceVersion;
+  // without managedFields and kubectl's last-applied copy (store/unread.ts), and without the
+  // resourceVersion and, cluster-scoped, the namespace: rest copies, not `delete` (dictionary objects)
+  const { resourceVersion: _version, namespace: _namespace, ...meta } = withoutUnreadMetadata(metadata);
+  if (!spec.clusterScoped) meta.namespace = namespace;
   coerceStringMap(meta, 'labels');
   coerceStringMap(meta, 'annotations');
   const object: Fields = { ...value, apiVersion, kind, metadata: meta };
