@@ -287,7 +287,7 @@ t.test('managedFields and kubectl last-applied copies are not kept, listed or wa
   const snapshot = source.snapshot();
   for (const object of [...snapshot.ingresses, ...snapshot.secrets]) {
     const metadata = object.metadata as Record<string, unknown>;
-    const label = object.metadata?.name ?? "";
+    const label = object.metadata?.name ?? '';
     t.notOk('managedFields' in metadata, `${label}: no managedFields`);
     t.same(
       object.metadata?.annotations,
