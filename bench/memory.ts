@@ -41,6 +41,7 @@ import { benchConfigMap, parseLogLine, plainManifests, startIngressTs } from './
 import { type MemoryInside, memoryInside, openInspector } from './support/inspector.ts';
 import { startNginx, upstreamConf } from './support/nginx.ts';
 import { writeScaleManifests } from './support/scale-manifests.ts';
+import { smapsBreakdown } from './support/smaps.ts';
 import { wrk, wrkCommands } from './support/wrk.ts';
 
 const HOST = 'memory.test';
@@ -59,11 +60,12 @@ interface Options {
   snapshot: string | null;
   /** the scale part's objects without managedFields and kubectl's last-applied annotation */
   plainObjects: boolean;
+  env: Record<string, string>;
   parts: Set<string>;
   out: string | null;
 }
 
-const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threads LIST] [--stages N] [--stage-seconds S] [--ingresses N] [--scale-threads LIST] [--snapshot FILE] [--plain-objects] [--no-write]
+const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threads LIST] [--stages N] [--stage-seconds S] [--ingresses N] [--scale-threads LIST] [--snapshot FILE] [--plain-objects] [--env K=V] [--no-write]
   --parts LIST       which parts to run [threads,load,scale]
   --threads LIST     worker-processes values for the threads part, ascending, starting with 1 [1,2,4]
   --stages N         wrk stages of the load part (2-20) [6]
@@ -73,6 +75,7 @@ const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threa
   --snapshot FILE    write a heap snapshot of the scale part's process after its GCs
   --plain-objects    the scale part's objects without the managedFields and the kubectl
                      last-applied annotation a cluster adds (as before 2026-11-26's thread-rss)
+  --env K=V          a variable for every ingress-ts's environment (repeatable), e.g. MALLOC_ARENA_MAX=2
   --no-write         print the report only, do not write bench/results/memory-YYYY-MM-DD.md
 `;
 
@@ -85,6 +88,7 @@ function parseOptions(args: readonly string[]): Options {
     scaleThreads: [1],
     snapshot: null,
     plainObjects: false,
+    env: {},
     parts: new Set(['threads', 'load', 'scale']),
     out: join(REPO, 'bench', 'results', `memory-${new Date().toISOString().slice(0, 10)}.md`),
   };
@@ -113,7 +117,12 @@ function parseOptions(args: readonly string[]): Options {
       options.scaleThreads = (args[++i] ?? '').split(',').map((n) => bounded(arg, n, 1, 64));
     else if (arg === '--snapshot') options.snapshot = args[++i] ?? fail(2, '--snapshot expects a file');
     else if (arg === '--plain-objects') options.plainObjects = true;
-    else if (arg === '--no-write') options.out = null;
+    else if (arg === '--env') {
+      const pair = args[++i] ?? '';
+      const eq = pair.indexOf('=');
+      if (eq <= 0) fail(2, '--env expects NAME=VALUE');
+      options.env[pair.slice(0, eq)] = pair.slice(eq + 1);
+    } else if (arg === '--no-write') options.out = null;
     else if (arg === '--help') {
       process.stdout.write(USAGE);
       process.exit(0);
@@ -127,6 +136,8 @@ const mib = (bytesOrKib: number | null, unit: 'B' | 'KiB' = 'KiB') =>
 
 interface Context {
   dir: string;
+  /** variables added to every ingress-ts's environment (--env) */
+  env: Record<string, string>;
   upstreamPort: number;
   commands: string[];
 }
@@ -150,8 +161,10 @@ async function start(
     readyHost,
     readyTimeoutMs,
     cores,
+    env: context.env,
   });
-  if (!context.commands.includes(command)) context.commands.push(command);
+  const shown = [...Object.entries(context.env).map(([k, v]) => `${k}=${v}`), command].join(' ');
+  if (!context.commands.includes(shown)) context.commands.push(shown);
   (started as Started & { port: number }).port = ports.http;
   return started;
 }
@@ -285,6 +298,7 @@ async function scalePart(context: Context, options: Options, threads: number): P
     .map(parseLogLine)
     .some((line) => line?.msg === 'heap collected after the first build');
   const { rss, rssAfterGc, inside, inspector } = await settled(started);
+  const maps = smapsBreakdown(started.pid);
   if (options.snapshot !== null) {
     await inspector.heapSnapshot(options.snapshot);
     log(`heap snapshot written to ${options.snapshot}`);
@@ -295,6 +309,12 @@ async function scalePart(context: Context, options: Options, threads: number): P
     '| Ingresses | manifests MiB | first 200 after ms | collection started after the first build | RSS MiB at the first 200 | RSS MiB 20 s later | RSS MiB after 2 full GCs | heapUsed MiB | external MiB | arrayBuffers MiB |',
     '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     `| ${int(manifests.ingresses)} | ${mib(manifests.bytes, 'B')} | ${int(firstTrafficMs)} | ${collected ? 'yes' : 'no'} | ${mib(ready)} | ${mib(rss)} | ${mib(rssAfterGc)} | ${mib(inside.heapUsed, 'B')} | ${mib(inside.external, 'B')} | ${mib(inside.arrayBuffers, 'B')} |`,
+    '',
+    "After the GCs, RSS by kind of mapping (bench/support/smaps.ts), MiB; the heap is the main thread's V8 heap committed:",
+    '',
+    '| files | brk heap (malloc main arena) | malloc thread arenas (count) | other anonymous (V8 heaps, large malloc blocks, thread stacks) | main V8 heap committed |',
+    '|--:|--:|--:|--:|--:|',
+    `| ${mib(maps?.files ?? null)} | ${mib(maps?.brkHeap ?? null)} | ${mib(maps?.arenas ?? null)} (${maps?.arenaCount ?? 'n/a'}) | ${mib(maps?.otherAnon ?? null)} | ${mib(inside.heapTotal, 'B')} |`,
   ].join('\n');
 }
 
@@ -309,7 +329,7 @@ async function main(): Promise<void> {
   const prefix = join(dir, 'upstream');
   const upstream = await startNginx(prefix, upstreamConf(prefix, dir, [upstreamPort]), 1);
   await waitFor('upstream nginx', async () => (await probe(upstreamPort, false, '/', HOST))?.status === 200);
-  const context: Context = { dir, upstreamPort, commands: [] };
+  const context: Context = { dir, upstreamPort, env: options.env, commands: [] };
   const sections: string[] = [];
   if (options.parts.has('threads'))
     sections.push(

@@ -41,6 +41,8 @@ const SCRAPE_MS = 5000;
 interface Variant {
   label: string;
   env: Record<string, string>;
+  /** another checkout of ingress-ts to run (label@DIR) */
+  checkout?: string;
 }
 
 interface Options {
@@ -55,7 +57,8 @@ interface Options {
 }
 
 const USAGE = `Usage: node bench/thread-rss.ts [--variants LIST] [--threads N] [--rounds N] [--duration S] [--warmup S] [--idle LIST] [--out FILE]
-  --variants LIST  ;-separated label=ENV=VALUE,ENV=VALUE (or just a label: no variable)
+  --variants LIST  ;-separated label=ENV=VALUE,ENV=VALUE (or just a label: no variable);
+                   label@DIR runs the checkout in DIR (e.g. the commit before a change)
                    [default;arena-2=MALLOC_ARENA_MAX=2]
   --threads N      worker-processes (2-16) [2]
   --rounds N       interleaved rounds (1-30) [4]
@@ -76,7 +79,9 @@ function parseVariant(text: string): Variant {
     env[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   if (!label) fail(2, `--variants: "${text}" has no label`);
-  return { label, env };
+  const at = label.indexOf('@');
+  if (at === -1) return { label, env };
+  return { label: label.slice(0, at), env, checkout: resolve(label.slice(at + 1)) };
 }
 
 function parseOptions(args: readonly string[]): Options {
@@ -163,6 +168,7 @@ async function startContender(dir: string, upstreamPort: number, variant: Varian
     cores: '0,1',
     readyTimeoutMs: 30000,
     env: variant.env,
+    checkout: variant.checkout,
   });
   const contender: Contender = {
     variant,
