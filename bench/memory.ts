@@ -18,7 +18,7 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import {
   cleanup,
   ensureTools,
@@ -61,11 +61,12 @@ interface Options {
   /** the scale part's objects without managedFields and kubectl's last-applied annotation */
   plainObjects: boolean;
   env: Record<string, string>;
+  checkout: string | undefined;
   parts: Set<string>;
   out: string | null;
 }
 
-const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threads LIST] [--stages N] [--stage-seconds S] [--ingresses N] [--scale-threads LIST] [--snapshot FILE] [--plain-objects] [--env K=V] [--no-write]
+const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threads LIST] [--stages N] [--stage-seconds S] [--ingresses N] [--scale-threads LIST] [--snapshot FILE] [--plain-objects] [--env K=V] [--checkout DIR] [--no-write]
   --parts LIST       which parts to run [threads,load,scale]
   --threads LIST     worker-processes values for the threads part, ascending, starting with 1 [1,2,4]
   --stages N         wrk stages of the load part (2-20) [6]
@@ -76,6 +77,7 @@ const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threa
   --plain-objects    the scale part's objects without the managedFields and the kubectl
                      last-applied annotation a cluster adds (as before 2026-11-26's thread-rss)
   --env K=V          a variable for every ingress-ts's environment (repeatable), e.g. MALLOC_ARENA_MAX=2
+  --checkout DIR     run the ingress-ts checked out in DIR (e.g. the commit before a change)
   --no-write         print the report only, do not write bench/results/memory-YYYY-MM-DD.md
 `;
 
@@ -89,6 +91,7 @@ function parseOptions(args: readonly string[]): Options {
     snapshot: null,
     plainObjects: false,
     env: {},
+    checkout: undefined,
     parts: new Set(['threads', 'load', 'scale']),
     out: join(REPO, 'bench', 'results', `memory-${new Date().toISOString().slice(0, 10)}.md`),
   };
@@ -116,6 +119,8 @@ function parseOptions(args: readonly string[]): Options {
     else if (arg === '--scale-threads')
       options.scaleThreads = (args[++i] ?? '').split(',').map((n) => bounded(arg, n, 1, 64));
     else if (arg === '--snapshot') options.snapshot = args[++i] ?? fail(2, '--snapshot expects a file');
+    else if (arg === '--checkout')
+      options.checkout = resolve(args[++i] ?? fail(2, '--checkout expects a directory'));
     else if (arg === '--plain-objects') options.plainObjects = true;
     else if (arg === '--env') {
       const pair = args[++i] ?? '';
@@ -138,6 +143,8 @@ interface Context {
   dir: string;
   /** variables added to every ingress-ts's environment (--env) */
   env: Record<string, string>;
+  /** another checkout of ingress-ts to run (--checkout) */
+  checkout: string | undefined;
   upstreamPort: number;
   commands: string[];
 }
@@ -162,6 +169,7 @@ async function start(
     readyTimeoutMs,
     cores,
     env: context.env,
+    checkout: context.checkout,
   });
   const shown = [...Object.entries(context.env).map(([k, v]) => `${k}=${v}`), command].join(' ');
   if (!context.commands.includes(shown)) context.commands.push(shown);
@@ -329,7 +337,7 @@ async function main(): Promise<void> {
   const prefix = join(dir, 'upstream');
   const upstream = await startNginx(prefix, upstreamConf(prefix, dir, [upstreamPort]), 1);
   await waitFor('upstream nginx', async () => (await probe(upstreamPort, false, '/', HOST))?.status === 200);
-  const context: Context = { dir, upstreamPort, env: options.env, commands: [] };
+  const context: Context = { dir, upstreamPort, env: options.env, checkout: options.checkout, commands: [] };
   const sections: string[] = [];
   if (options.parts.has('threads'))
     sections.push(
