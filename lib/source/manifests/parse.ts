@@ -29,14 +29,17 @@ export interface ObjectId {
   name: string;
 }
 
+/** "Ingress default/web" (an IngressClass: "IngressClass nginx"), for messages; made when one is
+ * written rather than kept per entry (70,000 strings at 10,000 Ingresses). */
+export const labelOf = (id: ObjectId): string =>
+  id.namespace === '' ? `${id.kind} ${id.name}` : `${id.kind} ${id.namespace}/${id.name}`;
+
 /** One kept object of a file. */
 export interface Entry {
   /** kind/namespace/name */
   key: string;
   kind: StoreKind;
   id: ObjectId;
-  /** "Ingress default/web", for messages. */
-  label: string;
   line: number | null;
   /** Normalized object (namespace defaulted), without a filled-in creationTimestamp. */
   object: KubeObject;
@@ -227,13 +230,12 @@ function keep(value: Fields, kind: StoreKind, apiVersion: unknown, line: number 
     return;
   }
   const namespace = spec.clusterScoped ? '' : metadata.namespace || DEFAULT_NAMESPACE;
-  const label = spec.clusterScoped ? `${kind} ${name}` : `${kind} ${namespace}/${name}`;
   const id: ObjectId = { kind, namespace, name };
   if (apiVersion !== spec.apiVersion) {
     result.findings.push({
       line,
       code: 'MANIFEST_API_VERSION_IGNORED',
-      message: `${label} has apiVersion ${String(apiVersion)}, only ${spec.apiVersion} is read: ignored`,
+      message: `${labelOf(id)} has apiVersion ${String(apiVersion)}, only ${spec.apiVersion} is read: ignored`,
       id,
     });
     return;
@@ -250,7 +252,6 @@ function keep(value: Fields, kind: StoreKind, apiVersion: unknown, line: number 
     key: `${kind}/${namespace}/${name}`,
     kind,
     id,
-    label,
     line,
     object: object as KubeObject,
   });
