@@ -9,7 +9,8 @@
 //    heap spaces, through the inspector), and the heap after two full GCs half-way and at the end.
 //    What survives a full GC growing with the requests is a leak; RSS that rises with the young
 //    generation and the old space's garbage and falls back after a full GC is the heap settling.
-// 3. scale: --ingresses Ingresses (support/scale-manifests.ts), one process per --scale-threads
+// 3. scale: --ingresses Ingresses (support/scale-manifests.ts, with the managedFields and kubectl's
+//    last-applied annotation a cluster adds unless --plain-objects), one process per --scale-threads
 //    value (`worker-processes`, default 1); RSS at the first 200, 20 s
 //    later (the collection ingress-ts starts after its first build has handed the pages back by then)
 //    and after two forced full GCs, the heap inside, and with --snapshot FILE a heap snapshot then.
@@ -17,7 +18,7 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import {
   cleanup,
   ensureTools,
@@ -40,6 +41,7 @@ import { benchConfigMap, parseLogLine, plainManifests, startIngressTs } from './
 import { type MemoryInside, memoryInside, openInspector } from './support/inspector.ts';
 import { startNginx, upstreamConf } from './support/nginx.ts';
 import { writeScaleManifests } from './support/scale-manifests.ts';
+import { smapsBreakdown } from './support/smaps.ts';
 import { wrk, wrkCommands } from './support/wrk.ts';
 
 const HOST = 'memory.test';
@@ -56,11 +58,15 @@ interface Options {
   /** worker-processes values of the scale part */
   scaleThreads: number[];
   snapshot: string | null;
+  /** the scale part's objects without managedFields and kubectl's last-applied annotation */
+  plainObjects: boolean;
+  env: Record<string, string>;
+  checkout: string | undefined;
   parts: Set<string>;
   out: string | null;
 }
 
-const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threads LIST] [--stages N] [--stage-seconds S] [--ingresses N] [--scale-threads LIST] [--snapshot FILE] [--no-write]
+const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threads LIST] [--stages N] [--stage-seconds S] [--ingresses N] [--scale-threads LIST] [--snapshot FILE] [--plain-objects] [--env K=V] [--checkout DIR] [--no-write]
   --parts LIST       which parts to run [threads,load,scale]
   --threads LIST     worker-processes values for the threads part, ascending, starting with 1 [1,2,4]
   --stages N         wrk stages of the load part (2-20) [6]
@@ -68,6 +74,10 @@ const USAGE = `Usage: node bench/memory.ts [--parts threads,load,scale] [--threa
   --ingresses N      Ingresses of the scale part (10-50000) [10000]
   --scale-threads L  worker-processes values of the scale part, one process each [1]
   --snapshot FILE    write a heap snapshot of the scale part's process after its GCs
+  --plain-objects    the scale part's objects without the managedFields and the kubectl
+                     last-applied annotation a cluster adds (as before 2026-11-26's thread-rss)
+  --env K=V          a variable for every ingress-ts's environment (repeatable), e.g. MALLOC_ARENA_MAX=2
+  --checkout DIR     run the ingress-ts checked out in DIR (e.g. the commit before a change)
   --no-write         print the report only, do not write bench/results/memory-YYYY-MM-DD.md
 `;
 
@@ -79,6 +89,9 @@ function parseOptions(args: readonly string[]): Options {
     ingresses: 10000,
     scaleThreads: [1],
     snapshot: null,
+    plainObjects: false,
+    env: {},
+    checkout: undefined,
     parts: new Set(['threads', 'load', 'scale']),
     out: join(REPO, 'bench', 'results', `memory-${new Date().toISOString().slice(0, 10)}.md`),
   };
@@ -106,7 +119,15 @@ function parseOptions(args: readonly string[]): Options {
     else if (arg === '--scale-threads')
       options.scaleThreads = (args[++i] ?? '').split(',').map((n) => bounded(arg, n, 1, 64));
     else if (arg === '--snapshot') options.snapshot = args[++i] ?? fail(2, '--snapshot expects a file');
-    else if (arg === '--no-write') options.out = null;
+    else if (arg === '--checkout')
+      options.checkout = resolve(args[++i] ?? fail(2, '--checkout expects a directory'));
+    else if (arg === '--plain-objects') options.plainObjects = true;
+    else if (arg === '--env') {
+      const pair = args[++i] ?? '';
+      const eq = pair.indexOf('=');
+      if (eq <= 0) fail(2, '--env expects NAME=VALUE');
+      options.env[pair.slice(0, eq)] = pair.slice(eq + 1);
+    } else if (arg === '--no-write') options.out = null;
     else if (arg === '--help') {
       process.stdout.write(USAGE);
       process.exit(0);
@@ -120,6 +141,10 @@ const mib = (bytesOrKib: number | null, unit: 'B' | 'KiB' = 'KiB') =>
 
 interface Context {
   dir: string;
+  /** variables added to every ingress-ts's environment (--env) */
+  env: Record<string, string>;
+  /** another checkout of ingress-ts to run (--checkout) */
+  checkout: string | undefined;
   upstreamPort: number;
   commands: string[];
 }
@@ -143,8 +168,11 @@ async function start(
     readyHost,
     readyTimeoutMs,
     cores,
+    env: context.env,
+    checkout: context.checkout,
   });
-  if (!context.commands.includes(command)) context.commands.push(command);
+  const shown = [...Object.entries(context.env).map(([k, v]) => `${k}=${v}`), command].join(' ');
+  if (!context.commands.includes(shown)) context.commands.push(shown);
   (started as Started & { port: number }).port = ports.http;
   return started;
 }
@@ -260,9 +288,15 @@ async function loadPart(context: Context, options: Options): Promise<string> {
 async function scalePart(context: Context, options: Options, threads: number): Promise<string> {
   const dir = join(context.dir, `scale-${threads}`);
   mkdirSync(dir);
-  const manifests = writeScaleManifests(dir, options.ingresses, context.upstreamPort, 'json');
+  const manifests = writeScaleManifests(
+    dir,
+    options.ingresses,
+    context.upstreamPort,
+    'json',
+    !options.plainObjects,
+  );
   writeFileSync(join(dir, 'configmap.yaml'), benchConfigMap({ 'worker-processes': String(threads) }));
-  log(`scale: ${int(manifests.ingresses)} Ingresses written, starting`);
+  log(`scale: ${int(manifests.ingresses)} Ingresses written (${mib(manifests.bytes, 'B')} MiB), starting`);
   const spawned = performance.now();
   const started = await start(context, dir, manifests.host, 180000, 'info', threads > 1 ? '0,1' : 0);
   const firstTrafficMs = performance.now() - spawned;
@@ -272,6 +306,7 @@ async function scalePart(context: Context, options: Options, threads: number): P
     .map(parseLogLine)
     .some((line) => line?.msg === 'heap collected after the first build');
   const { rss, rssAfterGc, inside, inspector } = await settled(started);
+  const maps = smapsBreakdown(started.pid);
   if (options.snapshot !== null) {
     await inspector.heapSnapshot(options.snapshot);
     log(`heap snapshot written to ${options.snapshot}`);
@@ -279,9 +314,15 @@ async function scalePart(context: Context, options: Options, threads: number): P
   inspector.close();
   await stopProcess(started, 'SIGINT', 10000);
   return [
-    '| Ingresses | first 200 after ms | collection started after the first build | RSS MiB at the first 200 | RSS MiB 20 s later | RSS MiB after 2 full GCs | heapUsed MiB | external MiB | arrayBuffers MiB |',
-    '|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
-    `| ${int(manifests.ingresses)} | ${int(firstTrafficMs)} | ${collected ? 'yes' : 'no'} | ${mib(ready)} | ${mib(rss)} | ${mib(rssAfterGc)} | ${mib(inside.heapUsed, 'B')} | ${mib(inside.external, 'B')} | ${mib(inside.arrayBuffers, 'B')} |`,
+    '| Ingresses | manifests MiB | first 200 after ms | collection started after the first build | RSS MiB at the first 200 | RSS MiB 20 s later | RSS MiB after 2 full GCs | heapUsed MiB | external MiB | arrayBuffers MiB |',
+    '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    `| ${int(manifests.ingresses)} | ${mib(manifests.bytes, 'B')} | ${int(firstTrafficMs)} | ${collected ? 'yes' : 'no'} | ${mib(ready)} | ${mib(rss)} | ${mib(rssAfterGc)} | ${mib(inside.heapUsed, 'B')} | ${mib(inside.external, 'B')} | ${mib(inside.arrayBuffers, 'B')} |`,
+    '',
+    "After the GCs, RSS by kind of mapping (bench/support/smaps.ts), MiB; the heap is the main thread's V8 heap committed:",
+    '',
+    '| files | brk heap (malloc main arena) | malloc thread arenas (count) | other anonymous (V8 heaps, large malloc blocks, thread stacks) | main V8 heap committed |',
+    '|--:|--:|--:|--:|--:|',
+    `| ${mib(maps?.files ?? null)} | ${mib(maps?.brkHeap ?? null)} | ${mib(maps?.arenas ?? null)} (${maps?.arenaCount ?? 'n/a'}) | ${mib(maps?.otherAnon ?? null)} | ${mib(inside.heapTotal, 'B')} |`,
   ].join('\n');
 }
 
@@ -296,7 +337,7 @@ async function main(): Promise<void> {
   const prefix = join(dir, 'upstream');
   const upstream = await startNginx(prefix, upstreamConf(prefix, dir, [upstreamPort]), 1);
   await waitFor('upstream nginx', async () => (await probe(upstreamPort, false, '/', HOST))?.status === 200);
-  const context: Context = { dir, upstreamPort, commands: [] };
+  const context: Context = { dir, upstreamPort, env: options.env, checkout: options.checkout, commands: [] };
   const sections: string[] = [];
   if (options.parts.has('threads'))
     sections.push(

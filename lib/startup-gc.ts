@@ -7,29 +7,11 @@
 // pause on a 155 MiB heap, 1.5-2 s in a thread at 10,000 Ingresses), which with `worker-processes: 1`
 // would land on the serving thread just after ready. A small heap is left alone.
 
-import { getHeapStatistics, setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { getHeapStatistics } from 'node:v8';
+import { v8Gc } from './dataplane/v8-gc.ts';
 
 /** below this heap size (the V8 heap's committed memory) the collection is not worth starting */
 export const STARTUP_GC_MIN_HEAP_BYTES = 128 * 2 ** 20;
-
-/** V8's gc extension's options: a major collection, now (`sync`) or in a later task (`async`). */
-interface GcOptions {
-  type: 'major';
-  execution: 'sync' | 'async';
-}
-
-/** V8's gc(): given to a fresh context while --expose-gc is on, never put on this one's global. */
-function v8Gc(): (options: GcOptions) => void {
-  const exposed = (globalThis as { gc?: unknown }).gc;
-  if (typeof exposed === 'function') return exposed as (options: GcOptions) => void;
-  setFlagsFromString('--expose-gc');
-  try {
-    return runInNewContext('gc') as (options: GcOptions) => void;
-  } finally {
-    setFlagsFromString('--no-expose-gc');
-  }
-}
 
 /**
  * Runs one major collection when the heap is at least `minHeapBytes` and returns the heap's size

@@ -19,6 +19,8 @@ export interface Inspector {
   collectGarbage(): Promise<void>;
   /** a heap snapshot of the main thread written to `file` */
   heapSnapshot(file: string): Promise<void>;
+  /** an expression evaluated in every worker thread (NodeWorker domain), each value through JSON */
+  evaluateInWorkers<T>(expression: string, timeoutMs?: number): Promise<T[]>;
   close(): void;
 }
 
@@ -63,15 +65,28 @@ export async function openInspector(started: Started, timeoutMs = 20000): Promis
   let next = 0;
   const waiting = new Map<number, (reply: { result?: Record<string, unknown>; error?: unknown }) => void>();
   let onChunk: ((chunk: string) => void) | null = null;
+  /** worker sessions attached (NodeWorker.attachedToWorker), and the replies awaited from them */
+  const workerSessions = new Set<string>();
+  const workerWaiting = new Map<string, (message: { result?: { result?: { value?: unknown } } }) => void>();
   socket.onmessage = (event) => {
     const message = JSON.parse(String(event.data)) as {
       id?: number;
       method?: string;
-      params?: { chunk?: string };
+      params?: { chunk?: string; sessionId?: string; message?: string };
       result?: Record<string, unknown>;
       error?: unknown;
     };
     if (message.method === 'HeapProfiler.addHeapSnapshotChunk') onChunk?.(message.params?.chunk ?? '');
+    if (message.method === 'NodeWorker.attachedToWorker') workerSessions.add(message.params?.sessionId ?? '');
+    if (message.method === 'NodeWorker.detachedFromWorker')
+      workerSessions.delete(message.params?.sessionId ?? '');
+    if (message.method === 'NodeWorker.receivedMessageFromWorker') {
+      const inner = JSON.parse(message.params?.message ?? '{}') as {
+        id?: number;
+        result?: { result?: { value?: unknown } };
+      };
+      workerWaiting.get(`${message.params?.sessionId}:${inner.id}`)?.(inner);
+    }
     if (message.id !== undefined) waiting.get(message.id)?.(message);
   };
   const call = (method: string, params: Record<string, unknown> = {}, callTimeoutMs = timeoutMs) =>
@@ -109,9 +124,39 @@ export async function openInspector(started: Started, timeoutMs = 20000): Promis
       onChunk = null;
       await new Promise<void>((resolve) => out.end(resolve));
     },
+    async evaluateInWorkers<T>(expression: string, callTimeoutMs = timeoutMs): Promise<T[]> {
+      if (workerSessions.size === 0) {
+        await call('NodeWorker.enable', { waitForDebuggerOnStart: false });
+        await waitFor('worker sessions', async () => workerSessions.size > 0, 5000, 20);
+      }
+      return Promise.all(
+        [...workerSessions].map(
+          (sessionId) =>
+            new Promise<T>((resolve, reject) => {
+              const id = ++next;
+              const key = `${sessionId}:${id}`;
+              const timer = setTimeout(() => {
+                workerWaiting.delete(key);
+                reject(new Error(`a worker did not answer within ${callTimeoutMs} ms`));
+              }, callTimeoutMs);
+              workerWaiting.set(key, (reply) => {
+                clearTimeout(timer);
+                workerWaiting.delete(key);
+                resolve(JSON.parse(String(reply.result?.result?.value)) as T);
+              });
+              const inner = { id, method: 'Runtime.evaluate', params: { expression, returnByValue: true } };
+              void call('NodeWorker.sendMessageToWorker', { sessionId, message: JSON.stringify(inner) });
+            }),
+        ),
+      );
+    },
     close: () => socket.close(),
   };
 }
 
 export const memoryInside = (inspector: Inspector): Promise<MemoryInside> =>
   inspector.evaluate<MemoryInside>(MEMORY_EXPRESSION);
+
+/** The same figures in every worker thread (rss is the whole process's). */
+export const memoryInWorkers = (inspector: Inspector): Promise<MemoryInside[]> =>
+  inspector.evaluateInWorkers<MemoryInside>(MEMORY_EXPRESSION);

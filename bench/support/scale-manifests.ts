@@ -17,6 +17,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EndpointSlice, Ingress, KubeObject, ObjectMeta, Service } from '../../lib/model/index.ts';
 import { generateCluster } from '../model-build.ts';
+import { applied, managed } from './realistic-metadata.ts';
 
 export interface ScaleManifests {
   /** files written */
@@ -147,6 +148,8 @@ export function writeScaleManifests(
   size: number,
   upstreamPort: number,
   format: ManifestFormat = 'yaml',
+  /** add the managedFields and kubectl's last-applied annotation a cluster would (realistic-metadata.ts) */
+  realistic = false,
 ): ScaleManifests {
   const { snapshot } = generateCluster(size, false);
   const ingressClass = snapshot.ingressClasses.find((c) => nameOf(c) === 'ingress-ts');
@@ -166,12 +169,15 @@ export function writeScaleManifests(
     const objects = byNamespace.get(namespace) ?? [];
     byNamespace.set(namespace, objects);
     for (const service of (servicesByApp.get(nameOf(ingress)) ?? []).sort(byName)) {
-      objects.push(adaptService(service, upstreamPort));
+      const adapted = adaptService(service, upstreamPort);
+      objects.push(realistic ? applied(adapted) : adapted);
       for (const slice of slicesByService.get(`${namespace}/${nameOf(service)}`) ?? []) {
-        objects.push(adaptSlice(slice, upstreamPort));
+        const sliceObject = adaptSlice(slice, upstreamPort);
+        objects.push(realistic ? managed(sliceObject, 'kube-controller-manager') : sliceObject);
       }
     }
-    objects.push({ ...ingress, metadata: gitopsMeta(ingress.metadata) } satisfies Ingress);
+    const object = { ...ingress, metadata: gitopsMeta(ingress.metadata) } satisfies Ingress;
+    objects.push(realistic ? applied(object, true) : object);
   }
 
   let bytes = 0;

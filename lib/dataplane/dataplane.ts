@@ -25,6 +25,7 @@ import {
   type SwapResult,
 } from './handle.ts';
 import { DEFAULT_HTTP_POLICY } from './http-policy.ts';
+import { type IdleHeap, startIdleHeap } from './idle-heap.ts';
 import {
   applyHeaderSize,
   type HeaderSizeLimited,
@@ -96,6 +97,8 @@ export interface DataPlaneOptions {
    * address, so with several data-plane threads only one opens them (worker/pool.ts).
    */
   udpServices?: boolean;
+  /** how long without a request or connection before the young generation is given back (idle-heap.ts); 0: never */
+  idleHeapMs?: number;
 }
 
 export type { DataPlaneStats, ListenAddresses } from './handle.ts';
@@ -144,6 +147,8 @@ export class DataPlane implements DataPlaneHandle {
   /** ConfigMap max-worker-connections and large-client-header-buffers, set at each swap */
   #maxConnections = DEFAULT_GLOBAL_CONFIG.maxWorkerConnections;
   #headerBufferSize = maxRequestLine(DEFAULT_GLOBAL_CONFIG);
+  /** while listening: the young generation given back when idle */
+  #idleHeap: IdleHeap | null = null;
 
   constructor(options: DataPlaneOptions) {
     this.#options = options;
@@ -347,6 +352,13 @@ export class DataPlane implements DataPlaneHandle {
     this.#requests.http.port = http.port;
     const https = await listen(this.#https, ports?.https ?? this.#options.httpsPort);
     await this.#streams.listen();
+    if (this.#options.idleHeapMs !== 0) {
+      const stats = this.#stats;
+      this.#idleHeap ??= startIdleHeap({
+        activity: () => stats.requests + stats.accepted,
+        intervalMs: this.#options.idleHeapMs,
+      });
+    }
     return { http, https };
   }
 
@@ -384,6 +396,7 @@ export class DataPlane implements DataPlaneHandle {
   }
 
   async #drainOnce(drainMs: number): Promise<void> {
+    this.#idleHeap?.stop();
     const servers = [this.#http, this.#https];
     this.#serversClosed = Promise.all(
       servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),

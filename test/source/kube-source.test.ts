@@ -250,3 +250,51 @@ t.test('--watch-namespace-selector: the namespaces the server selects, as they c
   while (names(source.snapshot().ingresses).includes('site')) await new Promise<void>((r) => (wake = r));
   t.same(names(source.snapshot().ingresses), ['data'], 'one that loses it leaves');
 });
+
+t.test('managedFields and kubectl last-applied copies are not kept, listed or watched', async (t) => {
+  const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+  const applied = (object: KubeObject, marker: string): KubeObject => ({
+    ...object,
+    metadata: {
+      ...object.metadata,
+      annotations: {
+        'nginx.ingress.kubernetes.io/use-regex': 'true',
+        [LAST_APPLIED]: `{"kind":"${object.kind}","marker":"${marker}"}\n`,
+      },
+      managedFields: [{ manager: 'kubectl-client-side-apply', operation: 'Update', fieldsV1: { marker } }],
+    },
+  });
+  const api = await startFakeApiServer({
+    objects: [
+      ingressClass,
+      applied(ingress('site', 'ingress-ts'), 'listed'),
+      applied(secret('tls', 'a'), 'a'),
+    ],
+  });
+  t.teardown(() => api.close());
+  let wake: () => void = () => {};
+  const source = createKubeSource({
+    kubeConfig: api.kubeConfig(),
+    watchNamespace: null,
+    namespaceSelector: null,
+    model: DEFAULT_MODEL_OPTIONS,
+    onChange: () => wake(),
+  });
+  t.teardown(() => source.stop());
+  await source.start();
+  api.apply(applied(ingress('mine', 'ingress-ts'), 'watched'));
+  while (!names(source.snapshot().ingresses).includes('mine')) await new Promise<void>((r) => (wake = r));
+  const snapshot = source.snapshot();
+  for (const object of [...snapshot.ingresses, ...snapshot.secrets]) {
+    const metadata = object.metadata as Record<string, unknown>;
+    const label = object.metadata?.name ?? '';
+    t.notOk('managedFields' in metadata, `${label}: no managedFields`);
+    t.same(
+      object.metadata?.annotations,
+      { 'nginx.ingress.kubernetes.io/use-regex': 'true' },
+      `${label}: the other annotations stay, the last-applied copy does not`,
+    );
+    t.ok(object.metadata?.uid && object.metadata.resourceVersion, `${label}: uid and resourceVersion stay`);
+  }
+  t.notMatch(JSON.stringify(snapshot), /marker/, 'nothing of either is left anywhere in the snapshot');
+});

@@ -242,6 +242,59 @@ t.test(
   },
 );
 
+t.test(
+  'an export from a cluster: managedFields and the kubectl last-applied copy are not kept',
+  async (t) => {
+    const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+    const exported = (kind: string, name: string, extra: object) => ({
+      apiVersion: kind === 'Ingress' ? 'networking.k8s.io/v1' : 'v1',
+      kind,
+      metadata: {
+        name,
+        namespace: 'team',
+        uid: `uid-${name}`,
+        resourceVersion: '42',
+        labels: { app: name },
+        annotations: {
+          'nginx.ingress.kubernetes.io/ssl-redirect': 'false',
+          [LAST_APPLIED]: `{"kind":"${kind}","marker":"applied"}\n`,
+        },
+        managedFields: [
+          { manager: 'kubectl-client-side-apply', operation: 'Update', fieldsV1: { marker: 1 } },
+        ],
+      },
+      ...extra,
+    });
+    const h = await harness(t, {
+      'export.json': JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [
+          exported('Ingress', 'site', { spec: { rules: [{ host: 'site.example.com' }] } }),
+          exported('Secret', 'tls', { type: 'kubernetes.io/tls', data: { 'tls.crt': 'Y2VydA==' } }),
+        ],
+      }),
+    });
+    const s = h.source.snapshot();
+    for (const object of [...s.ingresses, ...s.secrets]) {
+      const name = object.metadata?.name ?? '';
+      const { creationTimestamp: _filled, ...metadata } = object.metadata ?? {};
+      t.same(
+        metadata,
+        {
+          name,
+          namespace: 'team',
+          uid: `uid-${name}`,
+          labels: { app: name },
+          annotations: { 'nginx.ingress.kubernetes.io/ssl-redirect': 'false' },
+        },
+        `${name}: no managedFields, no last-applied copy; the rest of its metadata as before`,
+      );
+    }
+    t.notMatch(JSON.stringify(s), /marker/, 'nothing of either is left in the snapshot');
+  },
+);
+
 t.test('creationTimestamp: first-seen time, kept across edits of its file and of others', async (t) => {
   const h = await harness(t, {
     'a.yaml': ingressYaml('a'),

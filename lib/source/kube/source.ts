@@ -17,6 +17,7 @@
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { KubeObject, ModelOptions, ModelReferences, Snapshot } from '../../model/index.ts';
 import { ObjectStore, type StoreKind } from '../../store/store.ts';
+import { dropUnreadMetadata } from '../../store/unread.ts';
 import { type Backoff, createInformer, type ResilientInformer, type WatchTarget } from './informer.ts';
 
 export interface KubeSourceOptions {
@@ -171,7 +172,8 @@ export function createKubeSource(options: KubeSourceOptions): KubeSource {
             },
           }
         : {
-            onUpsert: (object: KubernetesObject) => changed(store.upsert(kind, plain(object))),
+            onUpsert: (object: KubernetesObject) =>
+              changed(store.upsert(kind, dropUnreadMetadata(plain(object)))),
             onDelete: (object: KubernetesObject) => changed(store.remove(kind, plain(object))),
           };
     return createInformer({

@@ -18,7 +18,7 @@
 import { hash } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { type Entry, errorMessage, isRecord, parseManifestFile } from './parse.ts';
+import { type Entry, errorMessage, isRecord, labelOf, parseManifestFile } from './parse.ts';
 import { type ManifestProblem, problemOf } from './problems.ts';
 
 export interface Stamp {
@@ -177,7 +177,7 @@ export function mergeFiles(
           display(rel),
           entry.line,
           'MANIFEST_DUPLICATE',
-          `${entry.label} is also defined in ${display(first.rel)}${where}, which comes first: this one is ignored`,
+          `${labelOf(entry.id)} is also defined in ${display(first.rel)}${where}, which comes first: this one is ignored`,
           entry.id,
         ),
       );
