@@ -3,7 +3,7 @@
 // the graceful stop stops it. Also with --disable-leader-election (leader from the start).
 import { X509Certificate } from 'node:crypto';
 import { request } from 'node:https';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { parseFlags } from '../../lib/config/flags.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
@@ -31,29 +31,37 @@ const configuration: KubeObject = {
   ],
 };
 
+/** The fake API server with the webhook configuration, and the flags of a controller keeping the certificate. */
+async function controllerWith(t: Test, extra: string[]) {
+  const api = await startFakeApiServer({ objects: [...threads.objects, configuration] });
+  t.teardown(() => api.close());
+  const parsed = parseFlags([
+    '--kubeconfig',
+    await api.writeKubeconfig(),
+    ...LOOPBACK_PORT_0,
+    ...threads.flags,
+    '--validating-webhook-secret=ingress/edge-admission',
+    '--validating-webhook-service=ingress/edge-admission',
+    '--validating-webhook-configuration=edge-admission',
+    ...extra,
+  ]);
+  if (parsed.kind !== 'run') throw new Error('expected run');
+  return { api, config: parsed.config };
+}
+
 for (const election of [true, false]) {
   t.test(
     `the controller provisions the webhook certificate (leader election ${election ? 'on' : 'off'})`,
     async (t) => {
-      const api = await startFakeApiServer({ objects: [...threads.objects, configuration] });
-      t.teardown(() => api.close());
-      const parsed = parseFlags([
-        '--kubeconfig',
-        await api.writeKubeconfig(),
-        ...LOOPBACK_PORT_0,
-        ...threads.flags,
-        '--validating-webhook-secret=ingress/edge-admission',
-        '--validating-webhook-service=ingress/edge-admission',
-        '--validating-webhook-configuration=edge-admission',
+      const { api, config } = await controllerWith(t, [
         ...(election ? ['--election-ttl=2s'] : ['--disable-leader-election']),
       ]);
-      if (parsed.kind !== 'run') throw new Error('expected run');
       const created = api.waitForRequest({ verb: 'create', resource: 'secrets' }, 20_000);
       const patched = api.waitForRequest(
         { verb: 'patch', resource: 'validatingwebhookconfigurations' },
         20_000,
       );
-      const controller = await start(parsed.config, createLogger('silent'), {
+      const controller = await start(config, createLogger('silent'), {
         env: { POD_NAME: 'pod-a', POD_NAMESPACE: 'ingress' },
       });
       let stopped = false;
@@ -111,23 +119,13 @@ function postReview(port: number, ca: string, body: string): Promise<Record<stri
 }
 
 t.test('the webhook serves the provisioned certificate: the caBundle written verifies it', async (t) => {
-  const api = await startFakeApiServer({ objects: [...threads.objects, configuration] });
-  t.teardown(() => api.close());
-  const parsed = parseFlags([
-    '--kubeconfig',
-    await api.writeKubeconfig(),
-    ...LOOPBACK_PORT_0,
-    ...threads.flags,
+  const { api, config } = await controllerWith(t, [
     '--validating-webhook=127.0.0.1:0',
-    '--validating-webhook-secret=ingress/edge-admission',
-    '--validating-webhook-service=ingress/edge-admission',
-    '--validating-webhook-configuration=edge-admission',
     '--disable-leader-election',
     '--watch-ingress-without-class',
   ]);
-  if (parsed.kind !== 'run') throw new Error('expected run');
   const patched = api.waitForRequest({ verb: 'patch', resource: 'validatingwebhookconfigurations' }, 20_000);
-  const controller = await start(parsed.config, createLogger('silent'), {
+  const controller = await start(config, createLogger('silent'), {
     env: { POD_NAME: 'pod-a', POD_NAMESPACE: 'ingress' },
   });
   t.teardown(() => controller.stop(0));
