@@ -8,7 +8,6 @@
 // profile is summed by function and by module. Run with `node bench/hot-path.ts [flags]` (see --help).
 
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { get } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
@@ -32,7 +31,7 @@ import {
 } from './support/harness.ts';
 import { plainManifests, startIngressTs } from './support/ingress-ts.ts';
 import { startNginx, upstreamConf } from './support/nginx.ts';
-import { wrk } from './support/wrk.ts';
+import { scrapedWhile, wrk } from './support/wrk.ts';
 
 const HOST = 'bench.test';
 const WATCHDOG_MS = 30 * 60 * 1000;
@@ -181,25 +180,9 @@ async function ingressTsContender(
   };
 }
 
-/** GET /metrics every SCRAPE_MS while `run` lasts, as a Prometheus would (more often than its default). */
-async function scraped<T>(port: number | null, run: () => Promise<T>): Promise<T> {
-  if (port === null) return run();
-  const scrape = () =>
-    get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => res.resume()).on(
-      'error',
-      () => {},
-    );
-  const timer = setInterval(scrape, SCRAPE_MS);
-  try {
-    return await run();
-  } finally {
-    clearInterval(timer);
-  }
-}
-
 async function load(c: Contender, seconds: number, options: Options) {
   const started = c.started!;
-  return scraped(c.metricsPort, () =>
+  return scrapedWhile(c.metricsPort, SCRAPE_MS, () =>
     wrk(`http://127.0.0.1:${c.port}/`, options.connections, seconds, HOST, () => [started.pid]),
   );
 }

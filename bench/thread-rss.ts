@@ -10,7 +10,6 @@
 // memory. Run with `node bench/thread-rss.ts [flags]` (see --help).
 
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { get } from 'node:http';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
@@ -33,7 +32,7 @@ import { plainManifests, startIngressTs } from './support/ingress-ts.ts';
 import { type Inspector, type MemoryInside, memoryInWorkers, openInspector } from './support/inspector.ts';
 import { startNginx, upstreamConf } from './support/nginx.ts';
 import { type SmapsBreakdown, smapsBreakdown } from './support/smaps.ts';
-import { wrk, wrkCommands } from './support/wrk.ts';
+import { scrapedWhile, wrk, wrkCommands } from './support/wrk.ts';
 
 const HOST = 'thread-rss.test';
 const SCRAPE_MS = 5000;
@@ -185,19 +184,9 @@ async function startContender(dir: string, upstreamPort: number, variant: Varian
 }
 
 async function load(c: Contender, seconds: number, options: Options) {
-  const scrape = () =>
-    get({ host: '127.0.0.1', port: c.healthz, path: '/metrics', agent: false }, (res) => res.resume()).on(
-      'error',
-      () => {},
-    );
-  const timer = setInterval(scrape, SCRAPE_MS);
-  try {
-    return await wrk(`http://127.0.0.1:${c.port}/`, options.connections, seconds, HOST, () => [
-      c.started.pid,
-    ]);
-  } finally {
-    clearInterval(timer);
-  }
+  return scrapedWhile(c.healthz, SCRAPE_MS, () =>
+    wrk(`http://127.0.0.1:${c.port}/`, options.connections, seconds, HOST, () => [c.started.pid]),
+  );
 }
 
 async function read(c: Contender, at: string, withWorkers: boolean): Promise<void> {

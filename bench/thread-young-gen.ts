@@ -11,7 +11,6 @@
 // Run with `node bench/thread-young-gen.ts [flags]` (see --help).
 
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { get } from 'node:http';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { YOUNG_GENERATION_ENV } from '../lib/dataplane/worker/thread-heap.ts';
@@ -36,7 +35,7 @@ import {
 import { benchPath, plainManifests, startIngressTs } from './support/ingress-ts.ts';
 import { type Inspector, type MemoryInside, memoryInside, openInspector } from './support/inspector.ts';
 import { startNginx, upstreamConf } from './support/nginx.ts';
-import { wrk, wrkCommands } from './support/wrk.ts';
+import { scrapedWhile, wrk, wrkCommands } from './support/wrk.ts';
 
 const HOST = 'young.test';
 const SCRAPE_MS = 5000;
@@ -199,19 +198,9 @@ async function startContender(
 
 /** One wrk run against `c` with /metrics scraped every SCRAPE_MS, as a Prometheus would. */
 async function load(c: Contender, seconds: number, options: Options) {
-  const scrape = () =>
-    get({ host: '127.0.0.1', port: c.healthz, path: '/metrics', agent: false }, (res) => res.resume()).on(
-      'error',
-      () => {},
-    );
-  const timer = setInterval(scrape, SCRAPE_MS);
-  try {
-    return await wrk(`http://127.0.0.1:${c.port}/`, options.connections, seconds, HOST, () => [
-      c.started.pid,
-    ]);
-  } finally {
-    clearInterval(timer);
-  }
+  return scrapedWhile(c.healthz, SCRAPE_MS, () =>
+    wrk(`http://127.0.0.1:${c.port}/`, options.connections, seconds, HOST, () => [c.started.pid]),
+  );
 }
 
 /** `count` changes, each one more Ingress (a host of its own), each waited for until its host answers. */

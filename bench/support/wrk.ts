@@ -2,6 +2,7 @@
 // `wrk` for a fixed duration, `startWrk` for a run stopped with SIGINT when the caller is done (wrk
 // then prints its usual summary, over the time it actually ran).
 
+import { get } from 'node:http';
 import { cpuTicks, fail, pinned, run, sleep, startProcess } from './harness.ts';
 
 export interface WrkResult {
@@ -173,3 +174,26 @@ export const errorsOf = (r: WrkResult) =>
   r.errors.connect + r.errors.read + r.errors.write + r.errors.timeout;
 export const errorText = (r: WrkResult) =>
   `connect ${r.errors.connect}, read ${r.errors.read}, write ${r.errors.write}, timeout ${r.errors.timeout}`;
+
+/**
+ * GET /metrics on `port` every `everyMs` while `work` lasts, as a Prometheus would (more often than
+ * its default); null: no scrapes.
+ */
+export async function scrapedWhile<T>(
+  port: number | null,
+  everyMs: number,
+  work: () => Promise<T>,
+): Promise<T> {
+  if (port === null) return work();
+  const scrape = () =>
+    get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => res.resume()).on(
+      'error',
+      () => {},
+    );
+  const timer = setInterval(scrape, everyMs);
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
