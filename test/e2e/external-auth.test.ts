@@ -88,6 +88,10 @@ t.test('external authentication through the proxy', async (t) => {
         'x-auth-user': String(seen.headers['x-token']),
       });
       res.end();
+    } else if (path === '/big') {
+      // a 6 KiB head: over the default proxy-buffer-size (4k), under 16k
+      res.writeHead(200, { 'x-auth-user': 'bob', 'x-auth-padding': 'p'.repeat(6 * 1024) });
+      res.end();
     } else if (path === '/global') {
       res.writeHead(seen.headers['x-let-in'] === 'yes' ? 204 : 401);
       res.end();
@@ -149,6 +153,8 @@ data: { X-Extra: "yes" }
         'auth-cache-duration': '200 1h',
         'auth-response-headers': 'X-Auth-User',
       }),
+      site('bighead', { 'auth-url': `${base}/big` }),
+      site('bigbuffer', { 'auth-url': `${base}/big`, 'proxy-buffer-size': '16k' }),
       site('global', {}),
       ingressYaml({ name: 'acme', host: 'global.test', path: '/.well-known/acme-challenge', service: 'web' }),
       site('optout', { 'enable-global-auth': 'false' }),
@@ -239,6 +245,16 @@ data: { X-Extra: "yes" }
     }
     t.equal(backend.seen.length, before, 'nothing reached the backend');
   });
+
+  await t.test(
+    "the auth service's response head is bounded by the location's proxy-buffer-size",
+    async (t) => {
+      const before = backend.seen.length;
+      t.equal((await fetch(port, 'bighead.test', '/')).status, 500, 'over the default 4k: the check fails');
+      t.equal(backend.seen.length, before, 'nothing reached the backend');
+      t.equal((await fetch(port, 'bigbuffer.test', '/')).status, 200, 'proxy-buffer-size: 16k takes it');
+    },
+  );
 
   await t.test('auth-signin: a 401 becomes a redirect with rd=', async (t) => {
     const reply = await fetch(port, 'signin.test', '/p?q=1');

@@ -54,6 +54,8 @@ export function compileRouteAuth(
   config: GlobalConfig,
   http: HttpPolicy,
   bcryptResults?: BcryptResults,
+  /** the route's proxy-buffer-size: the auth service's response head limit (0: undici's default) */
+  maxResponseHead = 0,
 ): RouteAuth | 'denied' | null {
   const basic = annotations.basicAuth.auth;
   let external = annotations.externalAuth.auth;
@@ -82,7 +84,7 @@ export function compileRouteAuth(
   }
   if (basic === null && external === null) return null;
   if (basic?.denied != null || external?.denied != null) return 'denied';
-  const check = external === null ? null : compileExternalAuth(external);
+  const check = external === null ? null : compileExternalAuth(external, maxResponseHead);
   const names = [...(basic === null ? [] : ['authorization']), ...(check?.responseHeaders ?? [])];
   return {
     basic: basic === null ? null : compileBasicAuth(basic, bcryptResults),

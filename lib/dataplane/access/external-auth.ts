@@ -35,6 +35,12 @@ export interface ExternalAuthCheck {
   alwaysSetCookie: boolean;
   /** auth-cache-key: responses cached per expanded key, for auth-cache-duration; null: no cache */
   cache: AuthCache | null;
+  /**
+   * The largest response head taken from the auth service, bytes: the location's proxy-buffer-size,
+   * as NGINX's auth location sets `proxy_buffer_size` from it; a larger head fails the check (500).
+   * 0: undici's default.
+   */
+  maxResponseHead: number;
 }
 
 /** What is kept of an auth response. */
@@ -121,7 +127,7 @@ export function signinTemplate(signin: string, param: string): string {
   return `${signin}&${rd}`;
 }
 
-export function compileExternalAuth(auth: ExternalAuth): ExternalAuthCheck {
+export function compileExternalAuth(auth: ExternalAuth, maxResponseHead = 0): ExternalAuthCheck {
   const proxyHeaders: string[] = [];
   for (const [name, value] of auth.proxyHeaders) proxyHeaders.push(name, value);
   return {
@@ -142,6 +148,7 @@ export function compileExternalAuth(auth: ExternalAuth): ExternalAuthCheck {
             ttl: cacheTtl(auth.cacheDuration),
             entries: new LRUCache<string, AuthResponse>({ max: 10_000, ttl: 1, ttlAutopurge: false }),
           },
+    maxResponseHead,
   };
 }
 
@@ -183,14 +190,27 @@ function joined(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
-/** Sends auth requests: one undici Agent (a connection pool per auth origin), closed with the data plane. */
+/**
+ * Sends auth requests: an undici Agent (a connection pool per auth origin) per response-head limit in
+ * use (proxy-buffer-size: one or a few values), closed with the data plane.
+ */
 export class ExternalAuthClient {
-  readonly #agent = new Agent({
-    connect: { timeout: 5_000, rejectUnauthorized: false },
-    headersTimeout: 60_000,
-    bodyTimeout: 60_000,
-    keepAliveTimeout: 60_000,
-  });
+  readonly #agents = new Map<number, Agent>();
+
+  #agentFor(maxResponseHead: number): Agent {
+    let agent = this.#agents.get(maxResponseHead);
+    if (agent === undefined) {
+      agent = new Agent({
+        connect: { timeout: 5_000, rejectUnauthorized: false },
+        headersTimeout: 60_000,
+        bodyTimeout: 60_000,
+        keepAliveTimeout: 60_000,
+        ...(maxResponseHead > 0 ? { maxHeaderSize: maxResponseHead } : {}),
+      });
+      this.#agents.set(maxResponseHead, agent);
+    }
+    return agent;
+  }
 
   async check(check: ExternalAuthCheck, input: AuthRequestInput): Promise<ExternalAuthResult> {
     const { req } = input;
@@ -247,7 +267,7 @@ export class ExternalAuthClient {
     let response = cache?.entries.get(cacheKey);
     if (response === undefined) {
       try {
-        const answer = await this.#agent.request({
+        const answer = await this.#agentFor(check.maxResponseHead).request({
           origin: url.origin,
           path: `${url.pathname}${url.search}`,
           method: (check.method ?? req.method ?? 'GET') as 'GET',
@@ -288,6 +308,7 @@ export class ExternalAuthClient {
   }
 
   async close(): Promise<void> {
-    await this.#agent.close();
+    await Promise.all([...this.#agents.values()].map((agent) => agent.close()));
+    this.#agents.clear();
   }
 }

@@ -408,6 +408,7 @@ export function routedAction(
     model.config,
     http,
     state.caches.bcrypt,
+    settingsOf(state, route.annotations).maxResponseHead,
   );
   if (auth === 'denied' && action.type !== 'redirect') {
     return {
