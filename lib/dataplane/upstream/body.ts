@@ -3,9 +3,7 @@
 
 import type { IncomingMessage } from 'node:http';
 import { Transform } from 'node:stream';
-import { BODY_TOO_LARGE, ProxyError } from './failures.ts';
-
-function noop(): void {}
+import { BODY_TOO_LARGE, noop, ProxyError } from './failures.ts';
 
 /**
  * Reads a whole request body; `done(null)` as soon as it grows past `limit` bytes (the rest is read

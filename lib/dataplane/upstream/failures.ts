@@ -53,3 +53,6 @@ export function classify(code: string): FailureKind {
       return code.startsWith('HPE_') ? INVALID : ERROR;
   }
 }
+
+/** An error listener for an error that is handled elsewhere (an emitter without one would throw). */
+export function noop(): void {}

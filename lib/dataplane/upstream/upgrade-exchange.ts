@@ -7,12 +7,10 @@ import type { Dispatcher } from 'undici';
 import type { RequestRecord } from '../request-record.ts';
 import { sendSocketErrorPage } from '../responses/error-pages.ts';
 import { Exchange } from './exchange.ts';
-import { CLIENT_ABORTED, ProxyError } from './failures.ts';
+import { CLIENT_ABORTED, noop, ProxyError } from './failures.ts';
 import { rawHead, responseHeaders } from './response-headers.ts';
 import type { ProxyTarget } from './target.ts';
 import type { UpstreamProxy } from './upstream-proxy.ts';
-
-function noop(): void {}
 
 /** An HTTP/1.1 Upgrade (WebSocket): on 101 the two sockets are piped together. */
 export class UpgradeExchange extends Exchange {

@@ -21,6 +21,7 @@ import { type CustomErrors, errorRequestHeaders } from '../responses/custom-erro
 import { sendErrorPage } from '../responses/error-pages.ts';
 import type { BackendTls } from './backend-tls.ts';
 import { limitBody, readBody } from './body.ts';
+import { noop } from './failures.ts';
 import { MirrorClient } from './mirror.ts';
 import {
   createPool,
@@ -38,8 +39,6 @@ import { setOwnResponseHeaders } from './response-headers.ts';
 import type { ProxyTarget, RequestContext } from './target.ts';
 import { UpgradeExchange } from './upgrade-exchange.ts';
 import { WebExchange } from './web-exchange.ts';
-
-function noop(): void {}
 
 /** The client's response is gone: a closed HTTP/1.x response, or an HTTP/2 one whose stream closed. */
 function responseClosed(res: ServerResponse): boolean {

@@ -9,13 +9,11 @@ import type { RequestRecord } from '../request-record.ts';
 import { type CustomErrors, intercepts, interceptsResponse } from '../responses/custom-errors.ts';
 import { sendErrorPage } from '../responses/error-pages.ts';
 import { Exchange } from './exchange.ts';
-import { CLIENT_ABORTED, NEXT_STATUS, ProxyError, SEND_TIMEOUT } from './failures.ts';
+import { CLIENT_ABORTED, NEXT_STATUS, noop, ProxyError, SEND_TIMEOUT } from './failures.ts';
 import { type PaceLimit, Pacer } from './pacer.ts';
 import { responseHeaders, rewriteHeaders, setOwnResponseHeaders } from './response-headers.ts';
 import type { ProxyTarget, RequestContext } from './target.ts';
 import type { UpstreamProxy } from './upstream-proxy.ts';
-
-function noop(): void {}
 
 /** A plain HTTP request: response to a ServerResponse. */
 export class WebExchange extends Exchange {
