@@ -1,6 +1,7 @@
 // The API server misbehaving for a while, without going away (the outage itself:
-// test/e2e/kube-outage.test.ts): every watch stream cut every two seconds, lists and watches
-// answered 500 and 429, lists answered late, while a client sends requests in a loop. Every request
+// test/e2e/kube-outage.test.ts): in each of six rounds every watch stream is cut, lists and watches
+// answered 500 and 429 and lists answered late, while a client sends requests in a loop (a round
+// ends once the controller has met its watch faults and watches again). Every request
 // is served by the last good configuration, and what changed meanwhile (an Ingress created, one
 // deleted, a Service's endpoints moved) is applied once the faults stop.
 import { setTimeout as delay } from 'node:timers/promises';
@@ -13,9 +14,9 @@ import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.t
 import { get, LOOPBACK_PORT_0, listen } from '../support/http.ts';
 import { TEST_THREAD_COUNT, testThreadsKube } from '../support/threads.ts';
 
-/** Fault rounds, two seconds apart. */
+/** Fault rounds: each cuts the watches and fails the next three. */
 const ROUNDS = 6;
-const ROUND_MS = 2000;
+const WATCH_FAULTS = 3;
 t.setTimeout(120_000);
 
 function ingress(name: string, host: string): KubeObject {
@@ -61,7 +62,7 @@ const service = (name: string): KubeObject => ({
   spec: { ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
 });
 
-t.test(`API server faults for ${(ROUNDS * ROUND_MS) / 1000} s under a request loop`, async (t) => {
+t.test(`API server faults in ${ROUNDS} rounds under a request loop`, async (t) => {
   const web = echoServer('web');
   const moved = echoServer('moved');
   const webPort = await listen(web);
@@ -111,7 +112,9 @@ t.test(`API server faults for ${(ROUNDS * ROUND_MS) / 1000} s under a request lo
   })();
 
   const watchesBefore = api.count({ verb: 'watch' });
+  const failedWatches = () => api.requests.filter((r) => r.verb === 'watch' && (r.status ?? 0) >= 429).length;
   for (let round = 0; round < ROUNDS; round++) {
+    const failuresDue = failedWatches() + WATCH_FAULTS;
     api.failNext({ verb: 'list' }, { status: 500, count: 2 });
     api.failNext({ verb: 'watch' }, { status: 429, count: 2 });
     api.failNext({ verb: 'watch' }, { status: 500, count: 1 });
@@ -125,9 +128,12 @@ t.test(`API server faults for ${(ROUNDS * ROUND_MS) / 1000} s under a request lo
     // real cluster too)
     if (round === 3) api.apply(slice('web', movedPort));
     if (round === 4) api.compact(); // the history is gone as well: 410 on the next watch, a relist
-    // a span of faults under traffic, not a wait for one event: the client loop above keeps sending
-    // requests while the informers fail, back off and relist; what is awaited is convergence, below
-    await delay(ROUND_MS);
+    // the round lasts until the informers have met its watch faults (backing off, relisting) and one
+    // watches again; the client loop above keeps sending requests all along
+    while (failedWatches() < failuresDue) await api.waitForRequest({ verb: 'watch' }, 30_000);
+    const since = api.requests.length;
+    const watchingAgain = () => api.requests.slice(since).some((r) => r.verb === 'watch' && r.status === 200);
+    while (!watchingAgain()) await api.waitForRequest({ verb: 'watch' }, 30_000);
   }
   const failed = api.requests.filter((r) => (r.status ?? 0) >= 429).length;
   t.ok(failed >= ROUNDS, `${failed} requests of the controller answered 429 or 500`);
