@@ -9,7 +9,12 @@ import { DEFAULT_GLOBAL_CONFIG, type GlobalConfig } from '../model/configmap/glo
 /** What ingress-ts calls itself in `Server` when server-tokens is on (NGINX would say nginx/<version>). */
 export const SERVER_TOKEN = 'ingress-ts';
 
-/** Response headers never passed on: hop-by-hop. */
+/**
+ * Response headers never passed on: hop-by-hop, and what NGINX's proxy module hides by default
+ * (proxy_hide_header: the upstream's Date, replaced by the proxy's own, X-Pad and the X-Accel-*
+ * instructions meant for NGINX itself). The upstream's Server is dropped unless
+ * allow-backend-server-header passes it.
+ */
 const RESPONSE_DROP: readonly string[] = [
   'connection',
   'keep-alive',
@@ -18,6 +23,13 @@ const RESPONSE_DROP: readonly string[] = [
   'te',
   'trailer',
   'upgrade',
+  'date',
+  'x-pad',
+  'x-accel-redirect',
+  'x-accel-expires',
+  'x-accel-limit-rate',
+  'x-accel-buffering',
+  'x-accel-charset',
 ];
 
 export interface HttpPolicy {

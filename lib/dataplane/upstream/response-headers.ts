@@ -47,6 +47,17 @@ export function responseHeaders(headers: IncomingHttpHeaders, policy: HttpPolicy
   return out;
 }
 
+/** Removes a header (lower-case name) from a flat [name, value, ...] list. */
+export function withoutHeader(out: Array<string | string[]>, name: string): void {
+  let w = 0;
+  for (let r = 0; r < out.length; r += 2) {
+    if (out[r] === name) continue;
+    out[w++] = out[r] as string;
+    out[w++] = out[r + 1] as string | string[];
+  }
+  out.length = w;
+}
+
 /** A `;`-separated cookie attribute whose value a rewrite may change: `; Domain=x`, `; Path=/x`. */
 const COOKIE_DOMAIN = /(;\s*domain\s*=\s*)([^;]*)/gi;
 const COOKIE_PATH = /(;\s*path\s*=\s*)([^;]*)/gi;

@@ -91,7 +91,8 @@ export class UpgradeExchange extends Exchange {
     }
     if (this.record !== null) this.record.status = statusCode;
     const out = responseHeaders(headers, this.policy);
-    out.push('connection', 'close');
+    // the upstream's Date is dropped (NGINX's own replaces it) and this head is written by hand
+    out.push('date', new Date().toUTCString(), 'connection', 'close');
     this.socket.write(rawHead(statusCode, statusText || 'Unknown', out));
   }
 
