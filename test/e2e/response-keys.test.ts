@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { connect as http2Connect } from 'node:http2';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -205,6 +206,22 @@ t.test('ConfigMap response keys through the proxy', async (t) => {
     t.equal(await ref('https://CASINO.example/x'), 403);
     t.equal(await ref('https://news.example/'), 200);
     t.equal((await send(port, 'web.test', '/', { headers: {} })).status, 200, 'no User-Agent nor Referer');
+    const upgrade = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () =>
+        socket.write(
+          'GET /ws HTTP/1.1\r\nHost: web.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+            'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nUser-Agent: EvilBot\r\n\r\n',
+        ),
+      );
+      let data = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (chunk: string) => {
+        data += chunk;
+      });
+      socket.on('close', () => resolve(data));
+      socket.on('error', reject);
+    });
+    t.match(upgrade, /^HTTP\/1\.1 403 /, 'a WebSocket upgrade is refused the same way');
     // format-agnostic (the access log's format is configurable): the line names the referer and 403
     const line = await logLine('https://CASINO.example/x');
     t.match(line, /\b403\b/, 'the refused request has its access log line, with its status');
