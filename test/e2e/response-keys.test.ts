@@ -2,7 +2,8 @@
 // allow-backend-server-header (with and without server-tokens, as ingress-nginx's template combines
 // them), proxy-add-original-uri-header (with rewrite-target, and a client sending its own
 // X-Original-URI), default-type (the proxy's own `return 403 "text"`, never a proxied response),
-// block-user-agents and block-referers (403 before routing, logged; no header: not blocked).
+// block-user-agents and block-referers (403 before routing, logged; no header: not blocked), and a
+// WebSocket's 101 getting the same response headers as any response.
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -12,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import t from 'tap';
+import { WebSocket, WebSocketServer } from 'ws';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { listen, send, testConfig } from '../support/http.ts';
@@ -42,6 +44,15 @@ function backend() {
   });
 }
 
+/** A WebSocket backend echoing messages; its 101 carries Server and X-Powered-By. */
+function wsBackend() {
+  const server = createServer((_req, res) => res.end());
+  const wss = new WebSocketServer({ server });
+  wss.on('headers', (headers) => headers.push('Server: ws-backend/1.0', 'X-Powered-By: php/5'));
+  wss.on('connection', (socket) => socket.on('message', (data) => socket.send(`echo ${data}`)));
+  return { server, wss };
+}
+
 const configMap = (data: Record<string, string>) => `---
 apiVersion: v1
 kind: ConfigMap
@@ -64,6 +75,12 @@ t.test('ConfigMap response keys through the proxy', async (t) => {
   const web = backend();
   const webPort = await listen(web);
   t.teardown(() => web.close());
+  const ws = wsBackend();
+  const wsPort = await listen(ws.server);
+  t.teardown(() => {
+    for (const client of ws.wss.clients) client.terminate();
+    ws.server.close();
+  });
   const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-response-keys-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const ca = await readFile(new URL('../fixtures/backend-tls/ca.crt', import.meta.url));
@@ -72,6 +89,8 @@ t.test('ConfigMap response keys through the proxy', async (t) => {
     [
       INGRESS_CLASS,
       serviceYaml('web', [webPort]),
+      serviceYaml('ws', [wsPort]),
+      ingressYaml({ name: 'ws', host: 'ws.test', service: 'ws' }),
       ingressYaml({ name: 'web', host: 'web.test', service: 'web' }),
       rewriteIngress,
       `---\napiVersion: v1\nkind: Secret\nmetadata: { name: ca, namespace: e2e }\ndata:\n  ca.crt: ${ca.toString('base64')}\n`,
@@ -243,6 +262,36 @@ t.test('ConfigMap response keys through the proxy', async (t) => {
     t.equal(await status({ 'user-agent': 'SomeBot' }), 403);
     t.equal(await status({ referer: 'http://spam.example/' }), 403);
     t.equal(await status({ 'user-agent': 'Mozilla/5.0' }), 200);
+  });
+
+  await t.test("a WebSocket's 101 goes through the same response headers", async (t) => {
+    const swapped = nextSwap();
+    await writeFile(
+      join(dir, 'config.yaml'),
+      configMap({
+        'server-tokens': 'true',
+        'allow-backend-server-header': 'true',
+        'hide-headers': 'X-Powered-By',
+        'add-headers': 'ingress/down',
+      }) +
+        `---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: down, namespace: ingress }\ndata: { X-Frame-Options: DENY }\n`,
+    );
+    await swapped;
+    const client = new WebSocket(`ws://127.0.0.1:${port}/chat`, { headers: { host: 'ws.test' } });
+    t.teardown(() => client.terminate());
+    // 'open' follows 'upgrade' in the same tick: both are listened for first
+    const opened = once(client, 'open');
+    const [response] = (await once(client, 'upgrade')) as [{ headers: IncomingHttpHeaders }];
+    await opened;
+    t.equal(response.headers['x-frame-options'], 'DENY', 'add-headers');
+    t.equal(response.headers['x-powered-by'], undefined, 'hide-headers');
+    t.equal(response.headers.server, 'ws-backend/1.0', 'allow-backend-server-header with server-tokens');
+    t.equal(response.headers.connection, 'upgrade');
+    t.equal(response.headers.upgrade, 'websocket');
+    t.ok(response.headers.date, 'a Date');
+    client.send('hi');
+    const [message] = (await once(client, 'message')) as [Buffer];
+    t.equal(message.toString(), 'echo hi', 'the tunnel works');
   });
 
   await t.test('block lists emptied: nothing is checked', async (t) => {
