@@ -9,7 +9,12 @@ import { DEFAULT_GLOBAL_CONFIG, type GlobalConfig } from '../model/configmap/glo
 /** What ingress-ts calls itself in `Server` when server-tokens is on (NGINX would say nginx/<version>). */
 export const SERVER_TOKEN = 'ingress-ts';
 
-/** Response headers never passed on: hop-by-hop, and the upstream's `Server`. */
+/**
+ * Response headers never passed on: hop-by-hop, and what NGINX's proxy module hides by default
+ * (proxy_hide_header: the upstream's Date, replaced by the proxy's own, X-Pad and the X-Accel-*
+ * instructions meant for NGINX itself). The upstream's Server is dropped unless
+ * allow-backend-server-header passes it.
+ */
 const RESPONSE_DROP: readonly string[] = [
   'connection',
   'keep-alive',
@@ -18,7 +23,13 @@ const RESPONSE_DROP: readonly string[] = [
   'te',
   'trailer',
   'upgrade',
-  'server',
+  'date',
+  'x-pad',
+  'x-accel-redirect',
+  'x-accel-expires',
+  'x-accel-limit-rate',
+  'x-accel-buffering',
+  'x-accel-charset',
 ];
 
 export interface HttpPolicy {
@@ -44,6 +55,15 @@ export interface HttpPolicy {
   readonly responseDrop: Readonly<Record<string, true>>;
   /** add-headers and Server (server-tokens) as a flat list, for every response to the client */
   readonly responseHeaders: readonly string[];
+  /**
+   * allow-backend-server-header with server-tokens: the upstream's Server is passed on, and this
+   * one is sent when it has none (NGINX adds its own only then); null: the upstream's is dropped
+   */
+  readonly serverFallback: string | null;
+  /** proxy-add-original-uri-header: X-Original-URI (the request URI as the client sent it) upstream */
+  readonly originalUriHeader: boolean;
+  /** default-type: the Content-Type of the proxy's own text answers that name none */
+  readonly defaultType: string;
   /** client-body-timeout in ms: the longest a request body may stay idle (then 408) */
   readonly clientBodyTimeoutMs: number;
 }
@@ -98,6 +118,11 @@ export function compileHttpPolicy(config: GlobalConfig): HttpPolicy {
     upstreamHeaderNames ??= Object.create(null) as Record<string, true>;
     upstreamHeaderNames[name.toLowerCase()] = true;
   }
+  // the client's own X-Original-URI must not reach the upstream as if the proxy had set it
+  if (headers.proxyAddOriginalUriHeader) {
+    upstreamHeaderNames ??= Object.create(null) as Record<string, true>;
+    upstreamHeaderNames['x-original-uri'] = true;
+  }
   const responseDrop = Object.create(null) as Record<string, true>;
   for (const name of RESPONSE_DROP) responseDrop[name] = true;
   for (const name of headers.hideHeaders) responseDrop[name] = true;
@@ -106,7 +131,11 @@ export function compileHttpPolicy(config: GlobalConfig): HttpPolicy {
     responseDrop[name.toLowerCase()] = true;
     responseHeaders.push(name, value);
   }
-  if (headers.serverTokens) responseHeaders.push('server', SERVER_TOKEN);
+  // ingress-nginx: `proxy_pass_header Server` only with allow-backend-server-header, and with
+  // server-tokens off `more_clear_headers Server` removes every Server, the upstream's too
+  const passServer = headers.allowBackendServerHeader && headers.serverTokens;
+  if (!passServer) responseDrop.server = true;
+  if (headers.serverTokens && !passServer) responseHeaders.push('server', SERVER_TOKEN);
   return {
     clientAddress: realIp ? createClientAddress(forwarding.realIpCidrs, trustedPeer) : null,
     proxyProtocol: forwarding.useProxyProtocol
@@ -121,6 +150,9 @@ export function compileHttpPolicy(config: GlobalConfig): HttpPolicy {
     upstreamHeaderNames,
     responseDrop,
     responseHeaders,
+    serverFallback: passServer ? SERVER_TOKEN : null,
+    originalUriHeader: headers.proxyAddOriginalUriHeader,
+    defaultType: headers.defaultType,
     clientBodyTimeoutMs: config.client.bodyTimeout * 1000,
   };
 }

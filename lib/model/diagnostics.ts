@@ -172,7 +172,10 @@ export const DIAGNOSTIC_CODES = {
     'info',
     "The ConfigMap key tunes NGINX itself (workers, hash sizes, Lua dictionaries...) or asks for what Node's TLS cannot do (ssl-early-data; the message says why); it means nothing here and is ignored.",
   ],
-  CONFIG_VALUE_INVALID: ['warning', 'A ConfigMap value fails its validator; the default is used.'],
+  CONFIG_VALUE_INVALID: [
+    'warning',
+    'A ConfigMap value fails its validator; the default is used (of a block list, only the failing entry is left out).',
+  ],
   CANARY_NOT_ENABLED: [
     'warning',
     'canary-* annotations without canary: "true"; they are ignored and the Ingress is an ordinary one.',

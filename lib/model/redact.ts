@@ -13,7 +13,7 @@
 // - The value of ssl-session-ticket-key (whoever holds it decrypts every session ticket) is `***`.
 // Every function is idempotent: redacting twice is redacting once.
 
-import type { GlobalConfig } from './configmap/global-config.ts';
+import type { GlobalConfig, HeaderBlock } from './configmap/global-config.ts';
 
 export const REDACTED = '***';
 
@@ -126,9 +126,16 @@ export function redactHeaders(headers: ReadonlyArray<readonly [string, string]>)
 
 /** The ConfigMap's settings as /debug/model shows them: URLs and header values redacted. */
 export function redactConfig(config: GlobalConfig): GlobalConfig {
-  const { globalAuth, headers, proxy, sslHandshake } = config;
+  const { access, globalAuth, headers, proxy, sslHandshake } = config;
+  // a Referer entry may be a whole URL, with userinfo or a query token
+  const blocks = (list: readonly HeaderBlock[]) => list.map((b) => ({ ...b, value: redactText(b.value) }));
   return {
     ...config,
+    access: {
+      ...access,
+      blockUserAgents: blocks(access.blockUserAgents),
+      blockReferers: blocks(access.blockReferers),
+    },
     sslHandshake: {
       ...sslHandshake,
       sessionTicketKey: sslHandshake.sessionTicketKey === '' ? '' : REDACTED,

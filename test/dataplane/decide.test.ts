@@ -105,6 +105,20 @@ const blocking = compileRuntime(
   null,
   deps,
 );
+// `~^$` would match an empty value, but NGINX's map tries no regex on one: no header is no match
+const headerBlocking = compileRuntime(
+  build(
+    {
+      ...world,
+      configMaps: [
+        configMap({ 'block-user-agents': '~*bot, ~^$', 'block-referers': 'HTTP://Spam.Example/' }),
+      ],
+    },
+    { configMap: 'ingress/ingress-ts' },
+  ).model,
+  null,
+  deps,
+);
 
 interface Head {
   url: string;
@@ -416,6 +430,60 @@ const rows: Row[] = [
     name: 'block-cidrs: a bad target is refused first (400)',
     head: { url: '/%zz', host: 'a.com', peer: '198.51.100.20' },
     runtime: blocking,
+    want: { kind: 'error', status: 400 },
+  },
+  {
+    name: 'block-user-agents: a match answers 403 on its host, before any route',
+    head: { url: '/api', host: 'a.com', headers: [['User-Agent', 'Googlebot/2.1']] },
+    runtime: headerBlocking,
+    want: { kind: 'error', host: 'a.com', ingress: null, status: 403 },
+  },
+  {
+    name: "block-user-agents: before the server's www redirect",
+    head: { url: '/', host: 'www.b.com', headers: [['User-Agent', 'SomeBOT']] },
+    runtime: headerBlocking,
+    want: { kind: 'error', host: 'www.b.com', status: 403 },
+  },
+  {
+    name: 'block-user-agents: before app-root',
+    head: { url: '/', host: 'app.com', headers: [['User-Agent', 'bot']] },
+    runtime: headerBlocking,
+    want: { kind: 'error', host: 'app.com', status: 403 },
+  },
+  {
+    name: 'block-user-agents: on the catch-all too',
+    head: { url: '/', host: 'unknown.example', headers: [['User-Agent', 'bot']] },
+    runtime: headerBlocking,
+    want: { kind: 'error', host: 'unknown.example', status: 403 },
+  },
+  {
+    name: 'block-user-agents: another agent is proxied',
+    head: { url: '/', host: 'a.com', headers: [['User-Agent', 'Mozilla/5.0']] },
+    runtime: headerBlocking,
+    want: { kind: 'proxy', host: 'a.com', upstream: 'default-web-80' },
+  },
+  {
+    name: 'block-user-agents: no User-Agent is no match, even for a regex matching ""',
+    head: { url: '/', host: 'a.com' },
+    runtime: headerBlocking,
+    want: { kind: 'proxy', host: 'a.com', upstream: 'default-web-80' },
+  },
+  {
+    name: 'block-referers: an exact entry, compared without case',
+    head: { url: '/', host: 'a.com', headers: [['Referer', 'http://spam.example/']] },
+    runtime: headerBlocking,
+    want: { kind: 'error', host: 'a.com', status: 403 },
+  },
+  {
+    name: 'block-referers: exact is the whole value',
+    head: { url: '/', host: 'a.com', headers: [['Referer', 'http://spam.example/page']] },
+    runtime: headerBlocking,
+    want: { kind: 'proxy', host: 'a.com' },
+  },
+  {
+    name: 'block lists: a bad target is refused first (400)',
+    head: { url: '/%zz', host: 'a.com', headers: [['User-Agent', 'bot']] },
+    runtime: headerBlocking,
     want: { kind: 'error', status: 400 },
   },
   // canary

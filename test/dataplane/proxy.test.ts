@@ -358,6 +358,44 @@ t.test('Strict-Transport-Security from the context: on proxied responses and on 
   t.equal((await request(plain.port)).headers['strict-transport-security'], undefined, 'none without it');
 });
 
+t.test("response: what NGINX's proxy hides by default, and HSTS replacing the upstream's", async (t) => {
+  const raw = net.createServer((socket) => {
+    socket.once('data', () => {
+      socket.end(
+        'HTTP/1.1 200 OK\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\nX-Pad: avoid browser bug\r\n' +
+          'X-Accel-Redirect: /internal/file\r\nX-Accel-Buffering: no\r\nX-Accel-Expires: 10\r\n' +
+          'X-Accel-Limit-Rate: 1024\r\nX-Accel-Charset: utf-8\r\nStrict-Transport-Security: max-age=1\r\n' +
+          'X-Kept: 1\r\nContent-Length: 2\r\n\r\nok',
+      );
+    });
+  });
+  const port = await backend(t, raw);
+  const plain = await front(t, target([port]));
+  const reply = await request(plain.port);
+  t.equal(reply.body, 'ok');
+  t.not(reply.headers.date, 'Thu, 01 Jan 1970 00:00:00 GMT', "the upstream's Date is replaced");
+  t.ok(Math.abs(Date.parse(reply.headers.date ?? '') - Date.now()) < 60_000, 'by the current date');
+  for (const name of [
+    'x-pad',
+    'x-accel-redirect',
+    'x-accel-buffering',
+    'x-accel-expires',
+    'x-accel-limit-rate',
+    'x-accel-charset',
+  ])
+    t.equal(reply.headers[name], undefined, name);
+  t.equal(reply.headers['x-kept'], '1');
+  t.equal(reply.headers['strict-transport-security'], 'max-age=1', "without HSTS on: the upstream's passes");
+  const hsts = 'max-age=60';
+  const secure = await front(t, target([port]), true, new UpstreamProxy(), hsts);
+  const replaced = await request(secure.port);
+  t.same(
+    replaced.rawHeaders.filter((_, i) => i % 2 === 1 && /^max-age/.test(replaced.rawHeaders[i] ?? '')),
+    [hsts],
+    "HSTS on: ours replaces the upstream's, sent once",
+  );
+});
+
 t.test('request bodies reach the upstream: fixed length and chunked', async (t) => {
   const echoPort = await backend(t, echoServer());
   const f = await front(t, target([echoPort]));

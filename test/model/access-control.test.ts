@@ -152,6 +152,8 @@ runCases(t, [
         limitConnStatus: 503,
         limitRate: 0,
         limitRateAfter: 0,
+        blockUserAgents: [],
+        blockReferers: [],
       }),
   },
   {

@@ -34,6 +34,9 @@ runCases(t, [
         proxySetHeaders: { source: '', headers: [] },
         addHeaders: { source: '', headers: [] },
         hideHeaders: [],
+        allowBackendServerHeader: false,
+        proxyAddOriginalUriHeader: false,
+        defaultType: 'text/html',
       });
       t.strictSame(model.config.client, {
         keepAlive: 75,
@@ -63,6 +66,9 @@ runCases(t, [
         'proxy-set-headers': 'ingress/up',
         'add-headers': 'ingress/down',
         'hide-headers': 'X-Powered-By, x-internal',
+        'allow-backend-server-header': 'true',
+        'proxy-add-original-uri-header': 'true',
+        'default-type': 'application/octet-stream',
         'keep-alive': '10',
         'keep-alive-requests': '5',
         'client-header-timeout': '7s',
@@ -99,6 +105,9 @@ runCases(t, [
         },
         addHeaders: { source: 'ingress/down', headers: [['X-Frame-Options', 'DENY']] },
         hideHeaders: ['x-powered-by', 'x-internal'],
+        allowBackendServerHeader: true,
+        proxyAddOriginalUriHeader: true,
+        defaultType: 'application/octet-stream',
       });
       t.strictSame(model.config.client, {
         keepAlive: 10,
@@ -124,6 +133,9 @@ runCases(t, [
         'proxy-set-headers': 'not-a-ref',
         'add-headers': 'ingress/missing',
         'hide-headers': 'bad header',
+        'allow-backend-server-header': 'yes',
+        'proxy-add-original-uri-header': '1x',
+        'default-type': 'text/html; charset=utf-8',
         'keep-alive': '-1',
         'keep-alive-requests': '0',
         'client-header-timeout': '0',
@@ -136,7 +148,7 @@ runCases(t, [
       }),
     ],
     options: OPTIONS,
-    diagnostics: Array.from({ length: 15 }, () => INVALID),
+    diagnostics: Array.from({ length: 18 }, () => INVALID),
     messages: ['the ConfigMap ingress/missing does not exist', '"10.0.0.0/33" is not an IPv4 or IPv6'],
     check: (t, { model }) => t.strictSame(model.config, DEFAULT_GLOBAL_CONFIG),
   },

@@ -87,3 +87,21 @@ t.test('redactConfig: global auth URLs, proxy-redirect and ConfigMap header valu
   t.strictSame(out.headers.addHeaders.headers, [['x-frame-options', '***']]);
   t.equal(redactConfig(DEFAULT_GLOBAL_CONFIG).globalAuth.signin, null);
 });
+
+t.test('redactConfig: block-referers entries that are URLs', async (t) => {
+  const config = structuredClone(DEFAULT_GLOBAL_CONFIG) as GlobalConfig;
+  config.access.blockReferers = [
+    { kind: 'exact', value: 'http://user:pass@spam.example/?token=abc' },
+    { kind: 'iregex', value: 'casino' },
+  ];
+  const out = redactConfig(config);
+  t.strictSame(out.access.blockReferers, [
+    { kind: 'exact', value: 'http://***@spam.example/?token=***' },
+    { kind: 'iregex', value: 'casino' },
+  ]);
+  t.equal(
+    config.access.blockReferers[0]?.value,
+    'http://user:pass@spam.example/?token=abc',
+    'the model is not touched',
+  );
+});

@@ -422,14 +422,24 @@ function page(title: string, heading = title, detail?: string): Buffer {
 
 const REJECTIONS = new Map(([495, 496, 403, 421] as const).map((status) => [status, rejection(status)]));
 
-/** Answers a client-auth rejection (`status` 495/496 become 400 with NGINX's bodies; 403; 421). */
+/**
+ * The Content-Type of a rejection: NGINX's own pages are text/html whatever default_type says;
+ * `return 403 "text"` (match-cn) takes default_type.
+ */
+const typeOf = (status: number, defaultType: string): string => (status === 403 ? defaultType : 'text/html');
+
+/**
+ * Answers a client-auth rejection (`status` 495/496 become 400 with NGINX's bodies; 403; 421);
+ * `defaultType`: the ConfigMap's default-type.
+ */
 export function sendClientAuthRejection(
   req: IncomingMessage,
   res: ServerResponse,
   status: 495 | 496 | 403 | 421,
+  defaultType = 'text/html',
 ): void {
   const answer = REJECTIONS.get(status)!;
-  const headers = { 'content-type': 'text/html', 'content-length': answer.body.length };
+  const headers = { 'content-type': typeOf(status, defaultType), 'content-length': answer.body.length };
   // HTTP/2 has no reason phrase (Node warns when given one)
   if (req.httpVersionMajor === 2) res.writeHead(answer.status, headers);
   else res.writeHead(answer.status, answer.phrase, headers);
@@ -437,10 +447,14 @@ export function sendClientAuthRejection(
 }
 
 /** The same on an upgrade request's raw socket (HTTP/1.1), closing it. */
-export function sendSocketClientAuthRejection(socket: Duplex, status: 495 | 496 | 403 | 421): number {
+export function sendSocketClientAuthRejection(
+  socket: Duplex,
+  status: 495 | 496 | 403 | 421,
+  defaultType = 'text/html',
+): number {
   const answer = REJECTIONS.get(status)!;
   socket.end(
-    `HTTP/1.1 ${answer.status} ${answer.phrase}\r\nContent-Type: text/html\r\nContent-Length: ${answer.body.length}\r\nConnection: close\r\n\r\n${answer.body.toString('latin1')}`,
+    `HTTP/1.1 ${answer.status} ${answer.phrase}\r\nContent-Type: ${typeOf(status, defaultType)}\r\nContent-Length: ${answer.body.length}\r\nConnection: close\r\n\r\n${answer.body.toString('latin1')}`,
   );
   return answer.status;
 }

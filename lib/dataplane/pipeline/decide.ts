@@ -1,5 +1,5 @@
 // What a request gets, decided from the compiled runtime and the request's head alone, in
-// ingress-nginx's phase order: the server (client certificate, www redirect, app-root), then the
+// ingress-nginx's phase order: the server (blocked User-Agent or Referer, client certificate, www redirect, app-root), then the
 // location's rewrite phase (CORS preflight, the route's redirect, body size, rewrite-target, a
 // denied location, ssl-redirect), then the access phase and the content (a status, the error backend
 // or the upstream: proxy-decision.ts). The socket code (requests.ts, respond.ts) only carries the
@@ -13,6 +13,7 @@
 import type { IncomingMessage } from 'node:http';
 import { listed, peerOf, unmapped } from '../access/access.ts';
 import { serverClientAuth } from '../access/client-cert.ts';
+import { blockedByHeaders } from '../access/header-blocks.ts';
 import { clientAddressOf, forwardedHttps } from '../listening/connection-settings.ts';
 import type { CustomErrors } from '../responses/custom-errors.ts';
 import { applyRewrite } from '../responses/rewrite.ts';
@@ -117,6 +118,11 @@ export function decide(runtime: Runtime | null, arrival: Arrival, head: RequestH
   const hostname = normalizeHost(host);
   const server = runtime.hosts.lookup(hostname);
   if (incomingId === '') incomingId = undefined;
+  // block-user-agents, block-referers: ingress-nginx's `if ($block_ua) { return 403; }` opens every
+  // server block, before anything of the server or its locations
+  if (runtime.headerBlocks !== null && blockedByHeaders(runtime.headerBlocks, head)) {
+    return { kind: 'error', status: 403, host: hostname, match: null, requestId: incomingId };
+  }
   // server level: the client certificate (auth-tls), before any redirect or location
   const clientAuth = serverClientAuth(head, arrival.https, hostname, server.clientAuth);
   if (clientAuth !== null) {

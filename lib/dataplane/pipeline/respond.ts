@@ -54,7 +54,8 @@ export function respond(
   }
   if (decision.kind === 'preflight') sendPreflight(res);
   else if (decision.kind === 'error') sendErrorPage(res, decision.status);
-  else if (decision.kind === 'clientAuth') sendClientAuthRejection(req, res, decision.status);
+  else if (decision.kind === 'clientAuth')
+    sendClientAuthRejection(req, res, decision.status, runtime?.http.defaultType);
   else if (decision.kind === 'redirect') {
     sendRedirect(req, res, decision.code, decision.location);
   } else if (decision.kind === 'customError')
@@ -79,7 +80,7 @@ export function respondUpgrade(
   proxy: UpstreamProxy,
 ): void {
   if (decision.kind === 'clientAuth') {
-    const status = sendSocketClientAuthRejection(socket, decision.status);
+    const status = sendSocketClientAuthRejection(socket, decision.status, runtime?.http.defaultType);
     if (record !== null) record.status = status;
   } else if (decision.kind === 'preflight') {
     if (record !== null) record.status = 204;

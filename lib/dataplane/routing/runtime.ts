@@ -11,6 +11,7 @@ import type { Model } from '../../model/index.ts';
 import { type AccessPolicy, type CidrSet, cidrSetOf } from '../access/access.ts';
 import type { RouteAuth } from '../access/auth.ts';
 import type { CompiledClientAuth } from '../access/client-cert.ts';
+import { compileHeaderBlocks, type HeaderBlocks } from '../access/header-blocks.ts';
 import type { Zone } from '../access/rate-limit.ts';
 import { createRuntimeCaches, type RuntimeCaches } from '../caches.ts';
 import type { HttpPolicy } from '../http-policy.ts';
@@ -142,6 +143,8 @@ export interface Runtime {
   readonly http: HttpPolicy;
   /** block-cidrs: client addresses denied on every request (403), or null */
   readonly blockCidrs: CidrSet | null;
+  /** block-user-agents, block-referers: requests denied (403) whatever the host, or null */
+  readonly headerBlocks: HeaderBlocks | null;
   /**
    * ssl-passthrough: by ClientHello server name (exact, then `*.` wildcard, as the host table), the
    * target to relay to, or null for names whose TLS is terminated here; null when no host passes
@@ -214,6 +217,7 @@ export function compileRuntime(model: Model, previous: Runtime | null, deps: Run
     tlsPolicy: tlsPolicyOf(model),
     http: routes.http,
     blockCidrs: cidrSetOf(model.config.access.blockCidrs),
+    headerBlocks: compileHeaderBlocks(model.config.access),
     passthrough,
     rateLimitZones: routes.access.zones,
     reuse: servers.reuse,

@@ -1,5 +1,5 @@
 // The request headers sent upstream, as ingress-nginx's template sets them: the proxy's own X-Forwarded-*
-// and X-Real-IP, proxy-set-headers, the client's headers without the hop-by-hop ones; and the request
+// and X-Real-IP, X-Original-URI (proxy-add-original-uri-header), proxy-set-headers, the client's headers without the hop-by-hop ones; and the request
 // target in origin form. One pass over rawHeaders per request.
 
 import type { IncomingMessage } from 'node:http';
@@ -89,6 +89,8 @@ export function forwardHeaders(req: IncomingMessage, ctx: RequestContext, vhost?
     scheme,
   ];
   if (ctx.requestId !== '') out.push('x-request-id', ctx.requestId);
+  // $request_uri: the target as the client sent it, before rewrite-target
+  if (policy.originalUriHeader) out.push('x-original-uri', req.url ?? '/');
   // proxy-set-headers replace the client's headers of the same names
   const replaced = policy.upstreamHeaderNames;
   if (replaced !== null) for (const h of policy.upstreamHeaders) out.push(h);

@@ -26,7 +26,7 @@ function connectionNamed(connection: string | string[] | undefined): Set<string>
 /**
  * The upstream response's headers for the client as a flat [name, value, ...] list (what
  * `writeHead` takes without building another object): without the hop-by-hop headers, those its
- * Connection header names, `Server`, hide-headers and those add-headers replaces (`drop`), followed
+ * Connection header names, `Server` (unless allow-backend-server-header passes it), hide-headers and those add-headers replaces (`drop`), followed
  * by the add-headers. One pass, no `delete` (which would turn undici's header object into a slow
  * dictionary).
  */
@@ -42,7 +42,20 @@ export function responseHeaders(headers: IncomingHttpHeaders, policy: HttpPolicy
   }
   const extra = policy.responseHeaders;
   for (let i = 0; i < extra.length; i++) out.push(extra[i] as string);
+  const fallback = policy.serverFallback;
+  if (fallback !== null && headers.server === undefined) out.push('server', fallback);
   return out;
+}
+
+/** Removes a header (lower-case name) from a flat [name, value, ...] list. */
+export function withoutHeader(out: Array<string | string[]>, name: string): void {
+  let w = 0;
+  for (let r = 0; r < out.length; r += 2) {
+    if (out[r] === name) continue;
+    out[w++] = out[r] as string;
+    out[w++] = out[r + 1] as string | string[];
+  }
+  out.length = w;
 }
 
 /** A `;`-separated cookie attribute whose value a rewrite may change: `; Domain=x`, `; Path=/x`. */
@@ -104,6 +117,7 @@ export function rewriteHeaders(out: Array<string | string[]>, rewrite: ResponseR
 export function setOwnResponseHeaders(res: ServerResponse, policy: HttpPolicy): void {
   const extra = policy.responseHeaders;
   for (let i = 0; i < extra.length; i += 2) res.setHeader(extra[i] as string, extra[i + 1] as string);
+  if (policy.serverFallback !== null) res.setHeader('server', policy.serverFallback);
 }
 
 /** An HTTP/1.1 response head written straight to a socket (upgrade exchanges). */

@@ -65,11 +65,12 @@ export class UpgradeExchange extends Exchange {
     this.done = true;
     this.responded = true;
     const client = this.socket;
-    const out: Array<string | string[]> = [];
-    for (const name in headers) {
-      const value = headers[name];
-      if (value !== undefined && name !== 'server') out.push(name, value);
-    }
+    // NGINX sends a 101 through its header filters like any response (hide-headers, Server,
+    // add-headers, its own Date), then `Connection: upgrade` and the upstream's Upgrade, which the
+    // common list drops as hop-by-hop
+    const out = responseHeaders(headers, this.policy);
+    out.push('date', new Date().toUTCString(), 'connection', 'upgrade');
+    if (headers.upgrade !== undefined) out.push('upgrade', headers.upgrade);
     client.write(rawHead(statusCode, 'Switching Protocols', out));
     if (this.head.length > 0) upstream.write(this.head);
     this.proxy.tunnel(client, upstream);
@@ -91,7 +92,8 @@ export class UpgradeExchange extends Exchange {
     }
     if (this.record !== null) this.record.status = statusCode;
     const out = responseHeaders(headers, this.policy);
-    out.push('connection', 'close');
+    // the upstream's Date is dropped (NGINX's own replaces it) and this head is written by hand
+    out.push('date', new Date().toUTCString(), 'connection', 'close');
     this.socket.write(rawHead(statusCode, statusText || 'Unknown', out));
   }
 

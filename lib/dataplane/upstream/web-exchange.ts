@@ -11,7 +11,7 @@ import { sendErrorPage } from '../responses/error-pages.ts';
 import { Exchange } from './exchange.ts';
 import { CLIENT_ABORTED, NEXT_STATUS, noop, ProxyError, SEND_TIMEOUT } from './failures.ts';
 import { type PaceLimit, Pacer } from './pacer.ts';
-import { responseHeaders, rewriteHeaders, setOwnResponseHeaders } from './response-headers.ts';
+import { responseHeaders, rewriteHeaders, setOwnResponseHeaders, withoutHeader } from './response-headers.ts';
 import type { ProxyTarget, RequestContext } from './target.ts';
 import type { UpstreamProxy } from './upstream-proxy.ts';
 
@@ -189,7 +189,11 @@ export class WebExchange extends Exchange {
     }
     const out = responseHeaders(headers, this.policy);
     if (this.target.rewrite != null) rewriteHeaders(out, this.target.rewrite);
-    if (this.hsts !== null) out.push('strict-transport-security', this.hsts);
+    if (this.hsts !== null) {
+      // ingress-nginx's Lua sets the header: the upstream's own value is replaced, not doubled
+      if (headers['strict-transport-security'] !== undefined) withoutHeader(out, 'strict-transport-security');
+      out.push('strict-transport-security', this.hsts);
+    }
     if (this.newCookie !== null) out.push('set-cookie', this.newCookie);
     if (this.h2 && headers['grpc-status'] !== undefined) {
       this.held = { status: statusCode, headers: out };

@@ -1,7 +1,9 @@
 // ConfigMap keys of access control and limits: the address lists routes without their own use,
-// block-cidrs for every request, the statuses of requests over a limit, response rate limits.
+// block-cidrs, block-user-agents and block-referers for every request, the statuses of requests
+// over a limit, response rate limits.
 
 import type { GlobalConfig } from './global-config.ts';
+import { headerBlockList } from './header-blocks.ts';
 import { cidrList, count, type KeyParser, type KeyTable } from './key-parser.ts';
 
 /** limit_req_status / limit_conn_status: NGINX accepts 400-599. */
@@ -23,6 +25,8 @@ export const ACCESS_KEYS: KeyTable = {
   'block-cidrs': cidrList((config, cidrs) => {
     config.access.blockCidrs = cidrs;
   }),
+  'block-user-agents': headerBlockList('blockUserAgents'),
+  'block-referers': headerBlockList('blockReferers'),
   'limit-req-status-code': limitStatus((config, status) => {
     config.access.limitReqStatus = status;
   }),

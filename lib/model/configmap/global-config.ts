@@ -131,6 +131,21 @@ export interface AccessConfig {
   limitRate: number;
   /** `limit-rate-after`: KB of a response body before limit-rate applies */
   limitRateAfter: number;
+  /** `block-user-agents`: a request whose User-Agent matches one entry gets 403 before routing */
+  blockUserAgents: HeaderBlock[];
+  /** `block-referers`: the same for the Referer header */
+  blockReferers: HeaderBlock[];
+}
+
+/**
+ * One entry of block-user-agents / block-referers as NGINX's `map` reads it: an exact string
+ * (compared case-insensitively, as map's hash lower-cases its keys), `~regex` or `~*regex`
+ * (case-insensitive); the regexes are RE2 syntax that RE2 accepted.
+ */
+export interface HeaderBlock {
+  kind: 'exact' | 'regex' | 'iregex';
+  /** the exact string lower-cased, or the regex as written after its `~` / `~*` */
+  value: string;
 }
 
 export interface ForwardingConfig {
@@ -161,6 +176,16 @@ export interface HeadersConfig {
   addHeaders: { source: string; headers: Array<[string, string]> };
   /** `hide-headers`: upstream response headers never passed on, lower-case */
   hideHeaders: string[];
+  /**
+   * `allow-backend-server-header`: the upstream's `Server` is passed on (NGINX proxy_pass_header
+   * Server); as in ingress-nginx it only shows with server-tokens on, whose `more_clear_headers Server`
+   * otherwise removes every Server header
+   */
+  allowBackendServerHeader: boolean;
+  /** `proxy-add-original-uri-header`: X-Original-URI (the client's request URI) sent upstream */
+  proxyAddOriginalUriHeader: boolean;
+  /** `default-type`: the Content-Type of the proxy's own text answers that name no type (NGINX default_type) */
+  defaultType: string;
 }
 
 /** The ConfigMap's global external authentication (global-auth-keys.ts). */
@@ -264,6 +289,9 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
     proxySetHeaders: { source: '', headers: [] },
     addHeaders: { source: '', headers: [] },
     hideHeaders: [],
+    allowBackendServerHeader: false,
+    proxyAddOriginalUriHeader: false,
+    defaultType: 'text/html',
   },
   client: { keepAlive: 75, keepAliveRequests: 1000, headerTimeout: 60, bodyTimeout: 60 },
   largeClientHeaderBuffers: { count: 4, size: 8192 },
@@ -294,6 +322,8 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
     limitConnStatus: 503,
     limitRate: 0,
     limitRateAfter: 0,
+    blockUserAgents: [],
+    blockReferers: [],
   },
   workerShutdownTimeoutMs: 240_000,
   // ingress-nginx's default: one worker per CPU of the container's quota, else of the machine

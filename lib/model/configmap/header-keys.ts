@@ -1,5 +1,6 @@
 // ConfigMap keys of the headers ingress-ts adds, removes or generates: on every upstream request
-// (proxy-set-headers), on every response (add-headers, hide-headers, server-tokens), the request id.
+// (proxy-set-headers, proxy-add-original-uri-header), on every response (add-headers, hide-headers,
+// server-tokens, allow-backend-server-header, default-type), the request id.
 
 import { bool, type KeyParser, type KeyTable } from './key-parser.ts';
 import { isHeaderName, isHeaderValue } from './values.ts';
@@ -37,6 +38,23 @@ export const HEADER_KEYS: KeyTable = {
   'server-tokens': bool((config, value) => {
     config.headers.serverTokens = value;
   }),
+  'allow-backend-server-header': bool((config, value) => {
+    config.headers.allowBackendServerHeader = value;
+  }),
+  'proxy-add-original-uri-header': bool((config, value) => {
+    config.headers.proxyAddOriginalUriHeader = value;
+  }),
+  // written into nginx.conf as one token: a quoted value may hold `; charset=...`, an unquoted one
+  // may not (NGINX would not load it)
+  'default-type': (value, config) => {
+    const quoted = value.length > 1 && value.startsWith('"') && value.endsWith('"');
+    const type = quoted ? value.slice(1, -1) : value;
+    if ((!quoted && /[\s;{}"']/.test(type)) || type.includes('"') || type === '' || !isHeaderValue(type)) {
+      return 'expected a media type such as text/html';
+    }
+    config.headers.defaultType = type;
+    return null;
+  },
   'proxy-set-headers': headerMap('proxySetHeaders'),
   'add-headers': headerMap('addHeaders'),
   'hide-headers': (value, config) => {

@@ -59,7 +59,15 @@ export function parseGlobalConfig(
       continue;
     }
     if (value === '') continue;
-    const problem = parse(value, config, lookup);
+    const dropped = (problem: string): void => {
+      diagnostics.report(
+        'ConfigMap',
+        ref,
+        'CONFIG_VALUE_INVALID',
+        `ConfigMap key ${key}: ${problem}; the other entries are used`,
+      );
+    };
+    const problem = parse(value, config, lookup, dropped);
     if (problem !== null) {
       diagnostics.report(
         'ConfigMap',

@@ -9,8 +9,19 @@ import { parseCidr } from './values.ts';
 /** Looks a ConfigMap up by namespace and name (and records that the model depends on it). */
 export type ConfigMapLookup = (namespace: string, name: string) => ConfigMap | undefined;
 
-/** Applies the value to the config and returns null, or returns why the value is invalid. */
-export type KeyParser = (value: string, config: GlobalConfig, lookup: ConfigMapLookup) => string | null;
+/** Reports a part of a value that is left out while the rest is used (an entry of a list). */
+export type PartDropped = (problem: string) => void;
+
+/**
+ * Applies the value to the config and returns null, or returns why the value is invalid. A list
+ * whose bad entries are left out and the rest used says so through `dropped`.
+ */
+export type KeyParser = (
+  value: string,
+  config: GlobalConfig,
+  lookup: ConfigMapLookup,
+  dropped: PartDropped,
+) => string | null;
 
 /** One topic's keys, by ConfigMap key. */
 export type KeyTable = Record<string, KeyParser>;
