@@ -178,7 +178,7 @@ export function compileClientAuth(
     cas: parseBundle(auth.caPem),
     passCertificate: auth.passCertificate,
     matchCN,
-    matchCNRefusesPlainHttp: matchCN !== null && !matchCN.matcher('').find(),
+    matchCNRefusesPlainHttp: matchCN !== null && !matchCN.test(''),
     errorPage: auth.errorPage,
     verifiedLeaves,
   };
@@ -352,8 +352,7 @@ export function authorizeClient(
       : { kind: 'redirect', location: auth.errorPage };
   }
   // `if ($ssl_client_s_dn !~ <match-cn>) { return 403 ... }`
-  if (auth.matchCN !== null && !auth.matchCN.matcher(peer.subjectDN).find())
-    return { kind: 'reject', status: 403 };
+  if (auth.matchCN !== null && !auth.matchCN.test(peer.subjectDN)) return { kind: 'reject', status: 403 };
   const verify = !peer.present
     ? 'NONE'
     : peer.error === null

@@ -54,7 +54,7 @@ export function routeToCanary(req: IncomingMessage, canary: CanaryAction, random
         if (value === canary.headerValue) return true;
       } else if (canary.headerPattern !== null) {
         if (canary.headerPattern === 'invalid') return false;
-        if (canary.headerPattern.matcher(value).find()) return true;
+        if (canary.headerPattern.test(value)) return true;
       } else if (value === 'always') {
         return true;
       } else if (value === 'never') {
