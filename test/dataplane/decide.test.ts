@@ -148,6 +148,8 @@ function summary(decision: Decision): Record<string, unknown> {
       return { ...placed, code: decision.code, location: decision.location };
     case 'preflight':
       return placed;
+    case 'fixed':
+      return { ...placed, status: decision.status, body: decision.body };
     case 'customError':
       return { ...placed, code: decision.code, upstream: decision.errors.target.upstream };
     case 'proxy':

@@ -4,7 +4,7 @@
 
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Rewrite } from '../../model/index.ts';
-import type { HttpPolicy } from '../http-policy.ts';
+import { ADD_HEADER_STATUS, type HttpPolicy } from '../http-policy.ts';
 import { CONNECTION_OPTIONS } from './request-headers.ts';
 import type { ResponseRewrite } from './target.ts';
 
@@ -30,19 +30,34 @@ function connectionNamed(connection: string | string[] | undefined): Set<string>
  * by the add-headers. One pass, no `delete` (which would turn undici's header object into a slow
  * dictionary).
  */
-export function responseHeaders(headers: IncomingHttpHeaders, policy: HttpPolicy): Array<string | string[]> {
+export function responseHeaders(
+  headers: IncomingHttpHeaders,
+  policy: HttpPolicy,
+  status: number,
+): Array<string | string[]> {
   const named = connectionNamed(headers.connection);
   const drop = policy.responseDrop;
+  const prefixes = policy.responseDropPrefixes;
   const out: Array<string | string[]> = [];
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || drop[name] === true) continue;
     if (named?.has(name)) continue;
+    if (prefixes !== null && droppedByPrefix(name, prefixes)) continue;
     out.push(name, value);
   }
   const extra = policy.responseHeaders;
   for (let i = 0; i < extra.length; i++) out.push(extra[i] as string);
+  const onStatus = policy.statusHeaders;
+  if (onStatus.length !== 0 && ADD_HEADER_STATUS[status] === true) {
+    for (let i = 0; i < onStatus.length; i++) out.push(onStatus[i] as string);
+  }
   return out;
+}
+
+function droppedByPrefix(name: string, prefixes: readonly string[]): boolean {
+  for (const prefix of prefixes) if (name.startsWith(prefix)) return true;
+  return false;
 }
 
 /** A `;`-separated cookie attribute whose value a rewrite may change: `; Domain=x`, `; Path=/x`. */
@@ -100,10 +115,18 @@ export function rewriteHeaders(out: Array<string | string[]>, rewrite: ResponseR
   }
 }
 
-/** add-headers and Server on a response the proxy answers itself (error page, redirect). */
-export function setOwnResponseHeaders(res: ServerResponse, policy: HttpPolicy): void {
+/**
+ * add-headers and Server on a response the proxy answers itself (error page, redirect); `status`
+ * (absent: an error) decides whether a snippet's add_header without `always` goes too.
+ */
+export function setOwnResponseHeaders(res: ServerResponse, policy: HttpPolicy, status?: number): void {
   const extra = policy.responseHeaders;
   for (let i = 0; i < extra.length; i += 2) res.setHeader(extra[i] as string, extra[i + 1] as string);
+  const onStatus = policy.statusHeaders;
+  if (onStatus.length !== 0 && status !== undefined && ADD_HEADER_STATUS[status] === true) {
+    for (let i = 0; i < onStatus.length; i += 2)
+      res.appendHeader(onStatus[i] as string, onStatus[i + 1] as string);
+  }
 }
 
 /** An HTTP/1.1 response head written straight to a socket (upgrade exchanges). */

@@ -90,7 +90,7 @@ export class UpgradeExchange extends Exchange {
       return;
     }
     if (this.record !== null) this.record.status = statusCode;
-    const out = responseHeaders(headers, this.policy);
+    const out = responseHeaders(headers, this.policy, statusCode);
     out.push('connection', 'close');
     this.socket.write(rawHead(statusCode, statusText || 'Unknown', out));
   }
