@@ -207,7 +207,7 @@ function invariantBroken(text: string, rules: SnippetRules): string | null {
   if (answer?.location != null && (/[\s"\\]/.test(answer.location) || CONTROL.test(answer.location))) {
     return 'a Location with a space, a quote or a control character';
   }
-  if (answer?.text != null && answer.text.includes('$')) return 'a return text with a variable';
+  if (answer?.text?.includes('$')) return 'a return text with a variable';
   return null;
 }
 
@@ -259,7 +259,7 @@ t.test('fuzz: generated statements read back word for word', async (t) => {
     const statements: string[][] = [];
     const count = 1 + Math.floor(next() * 4);
     for (let s = 0; s < count; s++) {
-      const statement = ['d' + String(s)];
+      const statement = [`d${String(s)}`];
       const args = Math.floor(next() * 4);
       for (let a = 0; a < args; a++) {
         let word = '';
@@ -270,7 +270,7 @@ t.test('fuzz: generated statements read back word for word', async (t) => {
       statements.push(statement);
     }
     const text = statements
-      .map((s) => s.map((w, k) => (k === 0 ? w : quote(w, next()))).join(' ') + ';')
+      .map((s) => `${s.map((w, k) => (k === 0 ? w : quote(w, next()))).join(' ')};`)
       .join(next() < 0.5 ? '\n' : ' ');
     const expected = statements.map((s) => [...s, ';']);
     const got = words(text);
