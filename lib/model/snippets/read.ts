@@ -298,7 +298,11 @@ export function readSnippet(text: string, scope: SnippetScope): SnippetRead {
     return { ok: false, directive: null, reason: `longer than ${MAX_SNIPPET_LENGTH} characters` };
   }
   const parsed = statementsOf(text);
-  if (!parsed.ok) return { ok: false, directive: null, reason: `line ${parsed.line}: ${parsed.reason}` };
+  if (!parsed.ok) {
+    const directive =
+      parsed.directive !== null && DIRECTIVE_NAME.test(parsed.directive) ? parsed.directive : null;
+    return { ok: false, directive, reason: `line ${parsed.line}: NGINX's reader finds ${parsed.reason}` };
+  }
   if (parsed.statements.length > MAX_STATEMENTS) {
     return { ok: false, directive: null, reason: `more than ${MAX_STATEMENTS} statements` };
   }
@@ -312,8 +316,8 @@ export function readSnippet(text: string, scope: SnippetScope): SnippetRead {
   };
   for (const statement of parsed.statements) {
     const directive = statement.words[0] ?? '';
-    // a directive is a lower-case name; anything else is shown as "a statement" (it may be a value)
-    const shown = /^[a-z_][a-z0-9_]{0,63}$/.test(directive) ? directive : null;
+    // a directive is a lower-case name; anything else is never shown (it may be a value)
+    const shown = DIRECTIVE_NAME.test(directive) ? directive : null;
     if (statement.block) {
       return { ok: false, directive: shown, reason: 'a block ({ ... }) is not read' };
     }
@@ -328,6 +332,9 @@ export function readSnippet(text: string, scope: SnippetScope): SnippetRead {
   }
   return { ok: true, rules };
 }
+
+/** What may be shown as a directive's name: anything else could be a value. */
+const DIRECTIVE_NAME = /^[a-z_][a-z0-9_]{0,63}$/;
 
 /** A refusal as a phrase: `the directive add_header (expected 2 to 3 arguments)`. */
 export function describeRefusal(read: { directive: string | null; reason: string }): string {

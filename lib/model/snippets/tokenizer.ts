@@ -7,7 +7,10 @@
 
 export type Token = { kind: 'word'; text: string; line: number } | { kind: ';' | '{' | '}'; line: number };
 
-export type TokenizeResult = { ok: true; tokens: Token[] } | { ok: false; reason: string; line: number };
+/** A refusal names the top-level statement it happened in by its first word (`directive`), if any. */
+export type TokenizeResult =
+  | { ok: true; tokens: Token[] }
+  | { ok: false; reason: string; line: number; directive: string | null };
 
 /** NGINX's NGX_CONF_BUFFER: a longer word is "too long parameter" there. */
 export const MAX_WORD = 4096;
@@ -56,16 +59,24 @@ export function tokenize(text: string): TokenizeResult {
   let double = false;
   /** words since the last `;`, `{` or `}` (NGINX's cf->args) */
   let args = 0;
-  const fail = (reason: string): TokenizeResult => ({ ok: false, reason, line });
+  /** block depth, and the first word of the top-level statement under way */
+  let depth = 0;
+  let outer: string | null = null;
+  const fail = (reason: string): TokenizeResult => ({ ok: false, reason, line, directive: outer });
   const word = (end: number): string | null => {
     if (end - start > MAX_WORD) return null;
-    tokens.push({ kind: 'word', text: wordText(text.slice(start, end)), line: startLine });
+    const read = wordText(text.slice(start, end));
+    tokens.push({ kind: 'word', text: read, line: startLine });
+    if (depth === 0 && args === 0) outer = read;
     args++;
     return '';
   };
   const punct = (kind: ';' | '{' | '}') => {
     tokens.push({ kind, line });
     args = 0;
+    if (kind === '{') depth++;
+    else if (kind === '}') depth = Math.max(0, depth - 1);
+    if (depth === 0) outer = null;
   };
   for (let i = 0; i < text.length; i++) {
     const ch = text[i] as string;
@@ -186,7 +197,7 @@ export interface Statement {
 
 export type StatementsResult =
   | { ok: true; statements: Statement[] }
-  | { ok: false; reason: string; line: number };
+  | { ok: false; reason: string; line: number; directive: string | null };
 
 /**
  * The top-level statements of a snippet. A block is returned as its opening statement (the caller
@@ -207,8 +218,14 @@ export function statementsOf(text: string): StatementsResult {
       continue;
     }
     if (token.kind === '}') {
-      if (depth === 0)
-        return { ok: false, reason: 'a "}" that closes no block of the snippet', line: token.line };
+      if (depth === 0) {
+        return {
+          ok: false,
+          reason: 'a "}" that closes no block of the snippet',
+          line: token.line,
+          directive: null,
+        };
+      }
       depth--;
       continue;
     }
@@ -216,6 +233,6 @@ export function statementsOf(text: string): StatementsResult {
     if (token.kind === '{') depth++;
     words = [];
   }
-  if (depth !== 0) return { ok: false, reason: 'a block that is never closed', line };
+  if (depth !== 0) return { ok: false, reason: 'a block that is never closed', line, directive: null };
   return { ok: true, statements: out };
 }
