@@ -88,8 +88,17 @@ const OWN_REQUEST_HEADERS: ReadonlySet<string> = new Set([
   'x-request-id',
   'x-real-ip',
   'x-scheme',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-port',
+  'x-forwarded-proto',
+  'x-forwarded-scheme',
+  'x-forwarded-prefix',
+  'x-original-forwarded-for',
+  'x-original-forwarded-host',
+  'x-original-uri',
 ]);
-const OWN_REQUEST_PREFIXES = ['x-forwarded-', 'x-original-', 'ssl-client-', ':'];
+const OWN_REQUEST_PREFIXES = ['ssl-client-', ':'];
 
 /**
  * proxy_set_header lines that say what ingress-ts (and ingress-nginx's own location) already sends:
