@@ -16,7 +16,13 @@ const NO_SNIPPET: SnippetAnnotations = { rules: null };
 /** configuration-snippet: on every route of its Ingress. */
 export const configurationSnippet: AnnotationGroup<SnippetAnnotations> = {
   scope: 'location',
-  annotations: [],
+  annotations: [
+    {
+      name: 'configuration-snippet',
+      default: '',
+      doc: 'Header and return directives read as data (never run), with allow-snippet-annotations "true" and annotations-risk-level Critical; anything else drops the Ingress.',
+    },
+  ],
   defaults: NO_SNIPPET,
   parse: () => NO_SNIPPET,
 };
@@ -24,7 +30,13 @@ export const configurationSnippet: AnnotationGroup<SnippetAnnotations> = {
 /** server-snippet: on the whole host, from the oldest Ingress of the host that has one. */
 export const serverSnippet: AnnotationGroup<SnippetAnnotations> = {
   scope: 'server',
-  annotations: [],
+  annotations: [
+    {
+      name: 'server-snippet',
+      default: '',
+      doc: 'Header directives read as data for the whole host, as configuration-snippet (without return); the oldest Ingress of the host wins.',
+    },
+  ],
   defaults: NO_SNIPPET,
   parse: () => NO_SNIPPET,
   isSet: (value) => value.rules !== null,
