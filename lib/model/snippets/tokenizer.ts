@@ -44,148 +44,151 @@ function wordText(raw: string): string {
   return out;
 }
 
-/** The tokens of `text`, or why NGINX would not read it as a complete list of statements. */
-export function tokenize(text: string): TokenizeResult {
-  const tokens: Token[] = [];
-  let line = 1;
-  let startLine = 1;
-  let start = 0;
-  let lastSpace = true;
-  let needSpace = false;
-  let comment = false;
-  let variable = false;
-  let escaped = false;
-  let single = false;
-  let double = false;
+/** NGINX's reader as a state machine, one character at a time (its variables keep NGINX's names). */
+class ConfReader {
+  readonly text: string;
+  readonly tokens: Token[] = [];
+  line = 1;
+  startLine = 1;
+  start = 0;
+  lastSpace = true;
+  needSpace = false;
+  comment = false;
+  variable = false;
+  escaped = false;
+  single = false;
+  double = false;
   /** words since the last `;`, `{` or `}` (NGINX's cf->args) */
-  let args = 0;
+  args = 0;
   /** block depth, and the first word of the top-level statement under way */
-  let depth = 0;
-  let outer: string | null = null;
-  const fail = (reason: string): TokenizeResult => ({ ok: false, reason, line, directive: outer });
-  const word = (end: number): string | null => {
-    if (end - start > MAX_WORD) return null;
-    const read = wordText(text.slice(start, end));
-    tokens.push({ kind: 'word', text: read, line: startLine });
-    if (depth === 0 && args === 0) outer = read;
-    args++;
-    return '';
-  };
-  const punct = (kind: ';' | '{' | '}') => {
-    tokens.push({ kind, line });
-    args = 0;
-    if (kind === '{') depth++;
-    else if (kind === '}') depth = Math.max(0, depth - 1);
-    if (depth === 0) outer = null;
-  };
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i] as string;
-    if (ch === '\0') return fail('a NUL character');
+  depth = 0;
+  outer: string | null = null;
+
+  constructor(text: string) {
+    this.text = text;
+  }
+
+  word(end: number): boolean {
+    if (end - this.start > MAX_WORD) return false;
+    const read = wordText(this.text.slice(this.start, end));
+    this.tokens.push({ kind: 'word', text: read, line: this.startLine });
+    if (this.depth === 0 && this.args === 0) this.outer = read;
+    this.args++;
+    return true;
+  }
+
+  punct(kind: ';' | '{' | '}'): void {
+    this.tokens.push({ kind, line: this.line });
+    this.args = 0;
+    if (kind === '{') this.depth++;
+    else if (kind === '}') this.depth = Math.max(0, this.depth - 1);
+    if (this.depth === 0) this.outer = null;
+  }
+
+  /** One character: null when read, else why the text is refused. */
+  step(ch: string, i: number): string | null {
+    if (ch === '\0') return 'a NUL character';
     if (ch === '\n') {
-      line++;
-      if (comment) comment = false;
+      this.line++;
+      this.comment = false;
+    } else if (this.comment) return null;
+    if (this.escaped) {
+      this.escaped = false;
+      return null;
     }
-    if (comment) continue;
-    if (escaped) {
-      escaped = false;
-      continue;
-    }
-    if (needSpace) {
-      if (isSpace(ch)) {
-        lastSpace = true;
-        needSpace = false;
-        continue;
-      }
+    if (this.needSpace) {
+      this.needSpace = false;
+      this.lastSpace = true;
+      if (isSpace(ch)) return null;
       if (ch === ';' || ch === '{') {
-        punct(ch);
-        lastSpace = true;
-        needSpace = false;
-        continue;
+        this.punct(ch);
+        return null;
       }
       // NGINX lets `)` follow a quoted word (an `if` condition) and reads it as the next word
-      if (ch !== ')') return fail(`an unexpected ${JSON.stringify(ch)} right after a quoted string`);
-      lastSpace = true;
-      needSpace = false;
+      if (ch !== ')') return `an unexpected ${JSON.stringify(ch)} right after a quoted string`;
     }
-    if (lastSpace) {
-      start = i;
-      startLine = line;
-      if (isSpace(ch)) continue;
-      switch (ch) {
-        case ';':
-        case '{':
-          if (args === 0) return fail(`an unexpected ${JSON.stringify(ch)}`);
-          punct(ch);
-          continue;
-        case '}':
-          if (args !== 0) return fail('an unexpected "}"');
-          punct('}');
-          continue;
-        case '#':
-          comment = true;
-          continue;
-        case '\\':
-          escaped = true;
-          lastSpace = false;
-          continue;
-        case '"':
-          start = i + 1;
-          double = true;
-          lastSpace = false;
-          continue;
-        case "'":
-          start = i + 1;
-          single = true;
-          lastSpace = false;
-          continue;
-        case '$':
-          variable = true;
-          lastSpace = false;
-          continue;
-        default:
-          lastSpace = false;
-          continue;
-      }
+    return this.lastSpace ? this.wordStart(ch, i) : this.inWord(ch, i);
+  }
+
+  /** Between words: a punctuation, a comment, or the first character of a word. */
+  wordStart(ch: string, i: number): string | null {
+    this.start = i;
+    this.startLine = this.line;
+    if (isSpace(ch)) return null;
+    if (ch === ';' || ch === '{') {
+      if (this.args === 0) return `an unexpected ${JSON.stringify(ch)}`;
+      this.punct(ch);
+      return null;
     }
-    // inside a word: `${` does not open a block
-    if (ch === '{' && variable) continue;
-    variable = false;
+    if (ch === '}') {
+      if (this.args !== 0) return 'an unexpected "}"';
+      this.punct('}');
+      return null;
+    }
+    if (ch === '#') {
+      this.comment = true;
+      return null;
+    }
+    this.lastSpace = false;
+    if (ch === '\\') this.escaped = true;
+    else if (ch === '"' || ch === "'") {
+      this.start = i + 1;
+      if (ch === '"') this.double = true;
+      else this.single = true;
+    } else if (ch === '$') this.variable = true;
+    return null;
+  }
+
+  /** Inside a word: its end (a closing quote, or a space, `;` or `{` after a bare word). */
+  inWord(ch: string, i: number): string | null {
+    // `${` does not open a block
+    if (ch === '{' && this.variable) return null;
+    this.variable = false;
     if (ch === '\\') {
-      escaped = true;
-      continue;
+      this.escaped = true;
+      return null;
     }
     if (ch === '$') {
-      variable = true;
-      continue;
+      this.variable = true;
+      return null;
     }
-    let found = false;
-    if (double) {
-      if (ch === '"') {
-        double = false;
-        needSpace = true;
-        found = true;
-      }
-    } else if (single) {
-      if (ch === "'") {
-        single = false;
-        needSpace = true;
-        found = true;
-      }
+    if (this.double || this.single) {
+      if (ch !== (this.double ? '"' : "'")) return null;
+      this.double = false;
+      this.single = false;
+      this.needSpace = true;
     } else if (isSpace(ch) || ch === ';' || ch === '{') {
-      lastSpace = true;
-      found = true;
+      this.lastSpace = true;
+    } else {
+      return null;
     }
-    if (!found) continue;
-    if (word(i) === null) return fail(`a word longer than ${MAX_WORD} characters`);
-    if (ch === ';' || ch === '{') punct(ch);
+    if (!this.word(i)) return `a word longer than ${MAX_WORD} characters`;
+    if (ch === ';' || ch === '{') this.punct(ch);
+    return null;
   }
-  if (double || single) return fail('a quoted string that is never closed');
-  if (escaped) return fail('a backslash at the end');
-  // a word still open at the end, or a statement without its `;`: pasted into a block, NGINX would
-  // read the generated lines that follow as its arguments
-  if (!lastSpace && !needSpace) return fail('a statement without its ";" at the end');
-  if (args !== 0) return fail('a statement without its ";" at the end');
-  return { ok: true, tokens };
+
+  /** At the end of the text: only complete statements. */
+  end(): string | null {
+    if (this.double || this.single) return 'a quoted string that is never closed';
+    if (this.escaped) return 'a backslash at the end';
+    // a word still open at the end, or a statement without its `;`: pasted into a block, NGINX would
+    // read the generated lines that follow as its arguments
+    if ((!this.lastSpace && !this.needSpace) || this.args !== 0)
+      return 'a statement without its ";" at the end';
+    return null;
+  }
+}
+
+/** The tokens of `text`, or why NGINX would not read it as a complete list of statements. */
+export function tokenize(text: string): TokenizeResult {
+  const reader = new ConfReader(text);
+  for (let i = 0; i < text.length; i++) {
+    const refused = reader.step(text[i] as string, i);
+    if (refused !== null) return { ok: false, reason: refused, line: reader.line, directive: reader.outer };
+  }
+  const refused = reader.end();
+  if (refused !== null) return { ok: false, reason: refused, line: reader.line, directive: reader.outer };
+  return { ok: true, tokens: reader.tokens };
 }
 
 /** A statement: its words, and whether it opens a block (`{`) rather than ending with `;`. */
