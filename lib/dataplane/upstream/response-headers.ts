@@ -37,15 +37,16 @@ export function responseHeaders(
 ): Array<string | string[]> {
   const named = connectionNamed(headers.connection);
   const drop = policy.responseDrop;
-  const prefixes = policy.responseDropPrefixes;
   const out: Array<string | string[]> = [];
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || drop[name] === true) continue;
     if (named?.has(name)) continue;
-    if (prefixes !== null && droppedByPrefix(name, prefixes)) continue;
     out.push(name, value);
   }
+  // a snippet's `more_clear_headers X-*`: a second pass only on the routes that have one
+  const prefixes = policy.responseDropPrefixes;
+  if (prefixes !== null) dropByPrefix(out, prefixes);
   const extra = policy.responseHeaders;
   for (let i = 0; i < extra.length; i++) out.push(extra[i] as string);
   const onStatus = policy.statusHeaders;
@@ -55,9 +56,16 @@ export function responseHeaders(
   return out;
 }
 
-function droppedByPrefix(name: string, prefixes: readonly string[]): boolean {
-  for (const prefix of prefixes) if (name.startsWith(prefix)) return true;
-  return false;
+function dropByPrefix(out: Array<string | string[]>, prefixes: readonly string[]): void {
+  let kept = 0;
+  for (let i = 0; i < out.length; i += 2) {
+    const name = out[i] as string;
+    if (prefixes.some((prefix) => name.startsWith(prefix))) continue;
+    out[kept] = name;
+    out[kept + 1] = out[i + 1] as string | string[];
+    kept += 2;
+  }
+  out.length = kept;
 }
 
 /** A `;`-separated cookie attribute whose value a rewrite may change: `; Domain=x`, `; Path=/x`. */
