@@ -8,10 +8,11 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { send } from '../support/echo.ts';
-import { listen, testConfig } from '../support/http.ts';
+import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { withTestThreads } from '../support/threads.ts';
 
@@ -190,6 +191,25 @@ t.test('header snippets through the proxy', async (t) => {
     t.equal(b.headers['x-location'], 'loc');
     t.equal(b.headers['x-server'], undefined, "a location's add_header replaces the server's whole");
     t.equal(b.headers['x-server-more'], '1', "headers-more's directives add up");
+  });
+
+  await t.test('/debug/model shows what each snippet does, never a value', async (t) => {
+    const reply = await get(controller.healthz.port, 'localhost', '/debug/model');
+    const model = JSON.parse(reply.body) as ModelDescription;
+    const host = (name: string) => model.hosts.find((h) => h.host === name);
+    t.strictSame(host('set.test')?.routes[0]?.snippet, {
+      responseHeaders: ['set X-Frame-Options', 'set X-Snippet', 'clear x-powered-by', 'clear x-debug-*'],
+    });
+    t.strictSame(host('add.test')?.routes[0]?.snippet, { addHeaders: ['X-Added', 'X-Always always'] });
+    t.strictSame(host('request.test')?.routes[0]?.snippet, {
+      requestHeaders: ['set X-Team', 'clear X-Drop', 'set X-Input', 'clear x-gone'],
+    });
+    t.strictSame(host('redirect.test')?.routes[0]?.snippet, { return: 301 });
+    t.strictSame(host('server.test')?.serverSnippet, {
+      responseHeaders: ['set X-Server-More'],
+      addHeaders: ['X-Server always'],
+    });
+    t.notMatch(reply.body, /hello from a snippet|elsewhere\.test|everywhere|on-success/, 'no value');
   });
 
   await t.test('one statement outside the set drops the Ingress', async (t) => {
