@@ -99,7 +99,7 @@ export function respondUpgrade(
     socket.end('HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n');
   } else if (decision.kind === 'fixed' && (decision.body !== null || decision.status < 400)) {
     if (record !== null) record.status = decision.status;
-    const body = Buffer.from(decision.body ?? '', 'latin1');
+    const body = Buffer.from(decision.body ?? '', 'utf8');
     socket.end(
       Buffer.concat([
         Buffer.from(
@@ -159,7 +159,7 @@ function sendFixed(req: IncomingMessage, res: ServerResponse, status: number, bo
     sendErrorPage(res, status);
     return;
   }
-  const bytes = Buffer.from(body ?? '', 'latin1');
+  const bytes = Buffer.from(body ?? '', 'utf8');
   if (body === null || status === 204) {
     res.writeHead(status, status === 204 ? {} : { 'Content-Length': '0' });
     res.end();
