@@ -5,7 +5,7 @@
 // without dropping anything comes back as warnings. Pure: the snapshot, the options and the time
 // are given; the clock, when given, only measures.
 
-import type { AnnotationPolicy } from '../model/annotation-policy.ts';
+import { annotationPolicyOf } from '../model/annotation-policy.ts';
 import { buildModel } from '../model/build.ts';
 import type { BuildCaches } from '../model/build-caches.ts';
 import type { GlobalConfig } from '../model/configmap/global-config.ts';
@@ -163,10 +163,7 @@ function overlapsOf(
   options: ModelOptions,
   config: GlobalConfig,
 ): string[] {
-  const policy: AnnotationPolicy = {
-    blocklist: config.annotationValueWordBlocklist,
-    riskLevel: config.annotationsRiskLevel,
-  };
+  const policy = annotationPolicyOf(config);
   const entries: OverlapEntry[] = [];
   let mine: OverlapEntry | null = null;
   for (const ingress of sortIngresses(ingresses)) {

@@ -64,6 +64,10 @@ export interface HttpPolicy {
   readonly originalUriHeader: boolean;
   /** default-type: the Content-Type of the proxy's own text answers that name none */
   readonly defaultType: string;
+  /** a snippet's add_header without `always`: appended only to a status of ADD_HEADER_STATUS */
+  readonly statusHeaders: readonly string[];
+  /** a snippet's more_clear_headers with a trailing `*`: upstream headers starting so (lower-case) are dropped */
+  readonly responseDropPrefixes: readonly string[] | null;
   /** client-body-timeout in ms: the longest a request body may stay idle (then 408) */
   readonly clientBodyTimeoutMs: number;
 }
@@ -153,9 +157,18 @@ export function compileHttpPolicy(config: GlobalConfig): HttpPolicy {
     serverFallback: passServer ? SERVER_TOKEN : null,
     originalUriHeader: headers.proxyAddOriginalUriHeader,
     defaultType: headers.defaultType,
+    statusHeaders: [],
+    responseDropPrefixes: null,
     clientBodyTimeoutMs: config.client.bodyTimeout * 1000,
   };
 }
+
+/** NGINX's add_header statuses (ngx_http_headers_module) for a header without `always`. */
+export const ADD_HEADER_STATUS: readonly boolean[] = (() => {
+  const table: boolean[] = [];
+  for (const status of [200, 201, 204, 206, 301, 302, 303, 304, 307, 308]) table[status] = true;
+  return table;
+})();
 
 /** The default policy (no runtime yet). */
 export const DEFAULT_HTTP_POLICY: HttpPolicy = compileHttpPolicy(DEFAULT_GLOBAL_CONFIG);

@@ -12,9 +12,31 @@ export interface AnnotationPolicy {
   blocklist: readonly string[];
   /** `annotations-risk-level`: annotations of a higher risk are refused */
   riskLevel: AnnotationRisk;
+  /**
+   * configuration-snippet and server-snippet are read as data: `allow-snippet-annotations` is true
+   * and the risk level is Critical (ingress-nginx 1.12+ needs both to accept a snippet)
+   */
+  allowSnippets: boolean;
 }
 
-export const NO_ANNOTATION_POLICY: AnnotationPolicy = { blocklist: [], riskLevel: 'Critical' };
+export const NO_ANNOTATION_POLICY: AnnotationPolicy = {
+  blocklist: [],
+  riskLevel: 'Critical',
+  allowSnippets: false,
+};
+
+/** The policy the global ConfigMap sets. */
+export function annotationPolicyOf(config: {
+  annotationValueWordBlocklist: readonly string[];
+  annotationsRiskLevel: AnnotationRisk;
+  allowSnippetAnnotations: boolean;
+}): AnnotationPolicy {
+  return {
+    blocklist: config.annotationValueWordBlocklist,
+    riskLevel: config.annotationsRiskLevel,
+    allowSnippets: config.allowSnippetAnnotations && config.annotationsRiskLevel === 'Critical',
+  };
+}
 
 const REFUSED: Record<AnnotationRisk, ReadonlySet<string>> = {
   Low: refusedAt('Low'),

@@ -5,6 +5,7 @@
 // (servers.ts, server-tls.ts, routes.ts, canaries.ts, ...). Each is exported so a test can run it
 // alone on a prepared state.
 
+import { annotationPolicyOf } from './annotation-policy.ts';
 import { resolveCustomHeaders } from './annotations/index.ts';
 import { type AuthLookups, resolveAuthReferences } from './auth-refs.ts';
 import { type BuildCaches, createBuildCaches } from './build-caches.ts';
@@ -144,7 +145,7 @@ export function selectIngresses(state: BuildState): void {
     const id = objectKey(namespace, name);
     copies.set(id, (copies.get(id) ?? 0) + 1);
   }
-  const policy = { blocklist: config.annotationValueWordBlocklist, riskLevel: config.annotationsRiskLevel };
+  const policy = annotationPolicyOf(config);
   const checks = state.caches.ingressChecks;
   checks.begin(checkContext(options, policy));
   for (const ingress of state.caches.ingressOrder.sort(ours)) {
@@ -264,11 +265,10 @@ function assembleResult(
   };
   const model: Model = { ...body, ...modelFingerprints(body, state.caches.fingerprints) };
   const found = state.diagnostics.list();
-  if (config.allowSnippetAnnotations) {
+  if (config.allowSnippetAnnotations && config.annotationsRiskLevel !== 'Critical') {
     for (const d of found) {
       if (d.code === 'SNIPPET_REFUSED')
-        d.message +=
-          ' (allow-snippet-annotations is true in the ConfigMap, but ingress-ts refuses snippets regardless)';
+        d.message += ` (allow-snippet-annotations is true in the ConfigMap, but as in ingress-nginx a snippet is only read with annotations-risk-level Critical, not ${config.annotationsRiskLevel})`;
     }
   }
   return {

@@ -152,6 +152,10 @@ export const DIAGNOSTIC_CODES = {
     'error',
     'Snippet annotations are configuration code and are never executed; the Ingress is dropped. The message names the annotations or ConfigMap keys that do the job of its directives, where it can tell.',
   ],
+  SNIPPET_READ: [
+    'info',
+    'A configuration-snippet or server-snippet was read as data (allow-snippet-annotations true, annotations-risk-level Critical): every statement is one of the header or return directives ingress-ts carries out. The message counts what it does, never a value.',
+  ],
   CONFIGMAP_NOT_FOUND: [
     'warning',
     'The --configmap ConfigMap does not exist; ingress-nginx defaults are used.',

@@ -22,6 +22,7 @@ export type { ModelOptions } from './options.ts';
 export { DEFAULT_MODEL_OPTIONS } from './options.ts';
 export { PathRegexCache } from './path-regex.ts';
 export { REDACTED, redactConfig, redactHeaders, redactOptionalUrl, redactText, redactUrl } from './redact.ts';
+export type { SnippetReturn, SnippetRules } from './snippets/read.ts';
 export type { StreamProtocol, StreamService, StreamTable } from './streams.ts';
 export { EMPTY_STREAM_TABLE } from './streams.ts';
 export type * from './types.ts';

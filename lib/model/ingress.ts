@@ -170,7 +170,13 @@ function checkAnnotations(
   ) {
     return null;
   }
-  const parsed = parseAnnotations(annotations ?? undefined, options.annotationsPrefix, ref, diagnostics);
+  const parsed = parseAnnotations(
+    annotations ?? undefined,
+    options.annotationsPrefix,
+    ref,
+    diagnostics,
+    policy.allowSnippets,
+  );
   if (parsed.dropped) return null;
   if (parsed.ingress.canary.configuredButNotEnabled) {
     diagnostics.report(

@@ -90,6 +90,7 @@ export const EFFECTS = {
   ANNOTATION_TOO_RISKY: 'drops-ingress',
   BACKEND_PROTOCOL_UNSUPPORTED: 'denies-paths',
   SNIPPET_REFUSED: 'drops-ingress',
+  SNIPPET_READ: 'none',
   CONFIGMAP_NOT_FOUND: 'differs',
   CONFIG_KEY_UNSUPPORTED: 'differs',
   CONFIG_KEY_UNKNOWN: 'none',

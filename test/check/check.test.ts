@@ -126,6 +126,73 @@ t.test('only served Ingresses (differences allowed): exit 0', async (t) => {
   t.match(ran.stdout, /1 Ingress: 0 served, 1 served-with-differences/);
 });
 
+t.test(
+  'a header snippet where ingress-nginx accepts snippets: served, the same build as the proxy',
+  async (t) => {
+    const ingress = (name: string, snippet: string) =>
+      [
+        '---',
+        'apiVersion: networking.k8s.io/v1',
+        'kind: Ingress',
+        `metadata: { name: ${name}, namespace: shop, annotations: { nginx.ingress.kubernetes.io/configuration-snippet: ${JSON.stringify(snippet)} } }`,
+        'spec:',
+        '  rules:',
+        `    - host: ${name}.example.com`,
+        '      http: { paths: [ { path: /, pathType: Prefix, backend: { service: { name: web, port: { number: 80 } } } } ] }',
+      ].join('\n');
+    const manifests = [
+      ingress(
+        'headers',
+        'more_set_headers "X-Frame-Options: DENY";\nadd_header Cache-Control no-store always;',
+      ),
+      ingress('lua', 'more_set_headers "X-A: 1";\naccess_by_lua_block { ngx.exit(403) }'),
+    ].join('\n');
+    const config = (data: string) =>
+      `---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: ingress }\ndata: { ${data} }\n`;
+    const dir = t.testdir({
+      'ingresses.yaml': manifests,
+      'config.yaml': config('allow-snippet-annotations: "true", annotations-risk-level: Critical'),
+    });
+    const ran = await check(
+      '--manifests',
+      dir,
+      '--watch-ingress-without-class',
+      '--configmap',
+      'ingress/ingress-ts',
+      '-o',
+      'json',
+    );
+    t.equal(ran.code, 1, 'the Lua one is not served');
+    const report = JSON.parse(ran.stdout) as CheckReport;
+    const of = (name: string) => report.ingresses.find((i) => i.name === name);
+    t.match(of('headers'), { verdict: 'served', findings: [{ code: 'SNIPPET_READ', severity: 'info' }] });
+    t.match(of('lua'), {
+      verdict: 'not-served',
+      findings: [{ code: 'SNIPPET_REFUSED', message: /access_by_lua_block/ }],
+    });
+
+    const before = t.testdir({
+      'ingresses.yaml': manifests,
+      'config.yaml': config('allow-snippet-annotations: "true"'),
+    });
+    const refused = await check(
+      '--manifests',
+      before,
+      '--watch-ingress-without-class',
+      '--configmap',
+      'ingress/ingress-ts',
+      '-o',
+      'json',
+    );
+    const all = (JSON.parse(refused.stdout) as CheckReport).ingresses;
+    t.match(
+      all,
+      [{ verdict: 'not-served' }, { verdict: 'not-served' }],
+      'without the Critical risk level: as before',
+    );
+  },
+);
+
 t.test('the output of kubectl get ... -A -o yaml: a List of every kind', async (t) => {
   const ignored = await check('--manifests', kubectl);
   t.equal(ignored.code, 0, 'nothing of the class to fail');

@@ -119,6 +119,38 @@ const headerBlocking = compileRuntime(
   null,
   deps,
 );
+// configuration-snippets read as data (where ingress-nginx accepts them): a `return` ends the rewrite
+// phase before the redirect annotations, ssl-redirect and the access phase
+const snippets = compileRuntime(
+  build(
+    {
+      ...world,
+      ingresses: [
+        ...world.ingresses,
+        ingress('snip-redirect', {
+          nginx: {
+            'configuration-snippet': 'return 307 $scheme://$host/new$request_uri;',
+            'permanent-redirect': 'https://new.example/',
+            'force-ssl-redirect': 'true',
+          },
+          rules: [rule('snip.com', path('/', 'web:80'))],
+        }),
+        ingress('snip-text', {
+          nginx: {
+            'configuration-snippet': 'return 200 "up";',
+            'force-ssl-redirect': 'true',
+            'whitelist-source-range': '10.0.0.0/8',
+          },
+          rules: [rule('text.com', path('/', 'web:80'))],
+        }),
+      ],
+      configMaps: [configMap({ 'allow-snippet-annotations': 'true', 'annotations-risk-level': 'Critical' })],
+    },
+    { configMap: 'ingress/ingress-ts' },
+  ).model,
+  null,
+  deps,
+);
 
 interface Head {
   url: string;
@@ -162,6 +194,8 @@ function summary(decision: Decision): Record<string, unknown> {
       return { ...placed, code: decision.code, location: decision.location };
     case 'preflight':
       return placed;
+    case 'fixed':
+      return { ...placed, status: decision.status, body: decision.body };
     case 'customError':
       return { ...placed, code: decision.code, upstream: decision.errors.target.upstream };
     case 'proxy':
@@ -329,6 +363,18 @@ const rows: Row[] = [
       code: 301,
       location: 'https://new.example/landing',
     },
+  },
+  {
+    name: "a snippet's return URL: its variables per request, before permanent-redirect and ssl-redirect",
+    head: { url: '/p?q=1', host: 'snip.com' },
+    runtime: snippets,
+    want: { kind: 'redirect', ingress: 'snip-redirect', code: 307, location: 'http://snip.com/new/p?q=1' },
+  },
+  {
+    name: "a snippet's return text: before ssl-redirect and the allow list",
+    head: { url: '/x', host: 'text.com' },
+    runtime: snippets,
+    want: { kind: 'fixed', ingress: 'snip-text', status: 200, body: 'up' },
   },
   {
     name: 'temporal-redirect: 302',

@@ -197,7 +197,7 @@ runCases(t, [
     },
   },
   {
-    name: 'allow-snippet-annotations: true is accepted, snippets stay refused and the diagnostic says so',
+    name: 'allow-snippet-annotations: true alone (risk level High) keeps snippets refused and the diagnostic says why',
     ingresses: [
       ingress('snip', {
         nginx: { 'configuration-snippet': 'more_set_headers "X: y";' },
@@ -209,7 +209,7 @@ runCases(t, [
     routes: [],
     diagnostics: ['SNIPPET_REFUSED snip'],
     messages: [
-      'allow-snippet-annotations is true in the ConfigMap, but ingress-ts refuses snippets regardless',
+      'allow-snippet-annotations is true in the ConfigMap, but as in ingress-nginx a snippet is only read with annotations-risk-level Critical, not High',
     ],
   },
   {

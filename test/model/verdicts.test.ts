@@ -382,6 +382,16 @@ const ROWS: Row[] = [
     findings: ['SNIPPET_REFUSED drops-ingress'],
   },
   {
+    name: 'SNIPPET_READ: a header snippet where ingress-nginx accepts snippets',
+    ingresses: [site('x', { 'configuration-snippet': 'more_set_headers "X-Frame-Options: DENY";' })],
+    configMaps: [
+      configMap('ingress-ts', { 'allow-snippet-annotations': 'true', 'annotations-risk-level': 'Critical' }),
+    ],
+    options: GLOBAL,
+    verdict: 'served',
+    findings: ['SNIPPET_READ none'],
+  },
+  {
     name: 'CANARY_NOT_ENABLED',
     ingresses: [site('x', { 'canary-weight': '10' })],
     verdict: 'served-with-differences',

@@ -18,7 +18,7 @@ import { upstreamSettings } from '../../model/upstream-settings.ts';
 import type { Runtime } from '../routing/runtime.ts';
 import { peerKey } from '../upstream/balancer.ts';
 import { bundleInfo, type CertificateInfoCache } from './certificates.ts';
-import { canaryOf, pathSettingsOf, redactSettings } from './route-settings.ts';
+import { canaryOf, pathSettingsOf, redactSettings, snippetOf } from './route-settings.ts';
 import type {
   BackendDescription,
   ClientAuthDescription,
@@ -27,6 +27,7 @@ import type {
   PassthroughDescription,
   RouteDescription,
   RuntimeDescription,
+  SnippetDescription,
 } from './types.ts';
 
 /** What a route or a default route sends requests to: an upstream name, or the controller's default. */
@@ -156,6 +157,11 @@ function describeRoute(d: Describing, route: Server['routes'][number]): RouteDes
   };
 }
 
+function serverSnippetOf(server: Server): { serverSnippet?: SnippetDescription } {
+  const snippet = snippetOf(server.annotations.snippet.rules);
+  return snippet === null ? {} : { serverSnippet: snippet };
+}
+
 function describeServer(d: Describing, server: Server): HostDescription {
   const aliases = server.annotations.alias.aliases;
   const { defaultRoute } = server;
@@ -170,6 +176,7 @@ function describeServer(d: Describing, server: Server): HostDescription {
     tls: tlsOf(d, server),
     ...(server.clientAuth === null ? {} : { clientAuth: describeClientAuth(server.clientAuth) }),
     ...passthroughOf(d.runtime, server),
+    ...serverSnippetOf(server),
     routes: server.routes.map((route) => describeRoute(d, route)),
     defaultRoute: {
       ingress: refOf(defaultRoute.ingress),

@@ -3,7 +3,7 @@
 // backend TLS, mirror and canary. URLs lose their userinfo and query values (model/redact.ts).
 
 import type { ProxySslAnnotations } from '../../model/annotations/proxy-ssl.ts';
-import type { Canary, LocationAnnotations, UpstreamSettings } from '../../model/index.ts';
+import type { Canary, LocationAnnotations, SnippetRules, UpstreamSettings } from '../../model/index.ts';
 import { REDACTED, redactOptionalUrl, redactText, redactUrl } from '../../model/redact.ts';
 import { bundleInfo, parseCertificate } from './certificates.ts';
 import type {
@@ -11,6 +11,7 @@ import type {
   CanaryDescription,
   PathSettingsDescription,
   ProxySslDescription,
+  SnippetDescription,
 } from './types.ts';
 
 function proxySslOf(value: ProxySslAnnotations): ProxySslDescription | null {
@@ -85,6 +86,8 @@ export function pathSettingsOf(annotations: LocationAnnotations, path: string): 
       ...(denied === null ? {} : { denied: redactText(denied) }),
     };
   }
+  const snippet = snippetOf(annotations.snippet.rules);
+  if (snippet !== null) out.snippet = snippet;
   const { allow, deny } = annotations.accessControl;
   if (allow !== null) out.allowlistSourceRange = allow;
   if (deny !== null) out.denylistSourceRange = deny;
@@ -94,6 +97,22 @@ export function pathSettingsOf(annotations: LocationAnnotations, path: string): 
   if (proxySsl !== null) out.proxySsl = proxySsl;
   const { mirror } = annotations;
   if (mirror.target !== null) out.mirror = { ...mirror, target: redactUrl(mirror.target) };
+  return out;
+}
+
+/** A snippet's rules without a value: header names and the return status. */
+export function snippetOf(rules: SnippetRules | null): SnippetDescription | null {
+  if (rules === null) return null;
+  const out: SnippetDescription = {};
+  const ops = (list: SnippetRules['responseOps']) =>
+    list.map(([name, value]) => `${value === null ? 'clear' : 'set'} ${name}`);
+  if (rules.responseOps.length > 0) out.responseHeaders = ops(rules.responseOps);
+  if (rules.addHeaders.length > 0) {
+    out.addHeaders = rules.addHeaders.map((a) => (a.always ? `${a.name} always` : a.name));
+  }
+  if (rules.hideHeaders.length > 0) out.hideHeaders = [...rules.hideHeaders];
+  if (rules.requestOps.length > 0) out.requestHeaders = ops(rules.requestOps);
+  if (rules.return !== null) out.return = rules.return.code;
   return out;
 }
 

@@ -68,6 +68,8 @@ export interface PathSettingsDescription {
   /** custom-headers: the ConfigMap, its header names (values shown as `***`), and why the location
    * is denied (503), if it is */
   customHeaders?: { configMap: string; headers: Record<string, string>; denied?: string };
+  /** configuration-snippet read as data: what it does, header names only (values never shown) */
+  snippet?: SnippetDescription;
   /** allowlist-source-range / denylist-source-range as `address/prefix` (unset: the ConfigMap's lists) */
   allowlistSourceRange?: string[];
   denylistSourceRange?: string[];
@@ -155,6 +157,8 @@ export interface HostDescription {
   clientAuth?: ClientAuthDescription;
   /** ssl-passthrough: present only on hosts whose TLS connections are relayed untouched */
   passthrough?: PassthroughDescription;
+  /** server-snippet read as data (names only) */
+  serverSnippet?: SnippetDescription;
   routes: RouteDescription[];
   /** where requests matching no route go */
   /** `canary`: the catch-all's canary, when a canary Ingress's spec.defaultBackend shares it */
@@ -239,4 +243,17 @@ export interface ThreadDescription {
   /** requests it received and connections it accepted so far */
   requests: number;
   accepted: number;
+}
+
+/** A snippet read as data, without any value (docs/snippets.md). */
+export interface SnippetDescription {
+  /** more_set_headers / more_clear_headers in order: `set Name`, `clear name`, `clear x-*` */
+  responseHeaders?: string[];
+  /** add_header names, `always` marked */
+  addHeaders?: string[];
+  hideHeaders?: string[];
+  /** proxy_set_header / more_*_input_headers in order: `set Name`, `clear name` */
+  requestHeaders?: string[];
+  /** the `return` status (its URL or text not shown) */
+  return?: number;
 }

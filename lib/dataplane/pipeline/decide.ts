@@ -70,6 +70,8 @@ export type Decision = Placement &
     | { kind: 'preflight' }
     /** `location`: permanent-/temporal-redirect's URL; null: the ssl-redirect to https */
     | { kind: 'redirect'; code: number; location: string }
+    /** a snippet's `return <code> [text]`: the text with NGINX's default_type, or the error page (null) */
+    | { kind: 'fixed'; status: number; body: string | null }
     /** `canary`: the canary upstream when the canary serves this request ($proxy_alternative_upstream_name), else '';
      * `release`: frees the request's limit-connections slot when it ends, or null */
     | {
@@ -191,8 +193,17 @@ function locationDecision(
   }
   // a route's own redirect comes before ssl-redirect (ingress-nginx's rewrite phase order)
   if (action.type === 'redirect') {
-    const { code, location } = action;
+    const { code, locationOf } = action;
+    const location =
+      locationOf == null
+        ? action.location
+        : locationOf({ req: head, uri: path, host: hostname, https: arrival.https });
     return { kind: 'redirect', code, location, host: hostname, match, requestId: incomingId };
+  }
+  // a configuration-snippet's `return <code> [text]`: the rewrite phase ends there
+  if (action.type === 'fixed') {
+    const { status, body } = action;
+    return { kind: 'fixed', status, body, host: hostname, match, requestId: incomingId };
   }
   // proxy-body-size: a declared length over the location's limit, before the upstream is involved
   if (contentLength !== undefined && action.type === 'proxy' && tooLarge(contentLength, action.target)) {

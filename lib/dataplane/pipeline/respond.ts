@@ -1,7 +1,7 @@
 // Carrying out a decision (decide.ts): on a request's response, or on the raw socket of an upgrade
 // request. The proxy and the error backend take over from here; everything else is answered here.
 
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { sendClientAuthRejection, sendSocketClientAuthRejection } from '../access/client-cert.ts';
 import { DEFAULT_HTTP_POLICY } from '../http-policy.ts';
@@ -42,9 +42,21 @@ export function respond(
     decision.kind === 'error' ||
     decision.kind === 'redirect' ||
     decision.kind === 'preflight' ||
-    decision.kind === 'clientAuth'
+    decision.kind === 'clientAuth' ||
+    decision.kind === 'fixed'
   ) {
-    if (runtime !== null) setOwnResponseHeaders(res, responsePolicy(req, routeResponse, runtime.http));
+    if (runtime !== null) {
+      // the status decides whether a snippet's add_header (without `always`) goes too
+      const status =
+        decision.kind === 'redirect'
+          ? decision.code
+          : decision.kind === 'preflight'
+            ? 204
+            : decision.kind === 'fixed'
+              ? decision.status
+              : undefined;
+      setOwnResponseHeaders(res, responsePolicy(req, routeResponse, runtime.http), status);
+    }
   } else if (routeResponse !== null) {
     decision.context.policy = responsePolicy(
       req,
@@ -58,7 +70,8 @@ export function respond(
     sendClientAuthRejection(req, res, decision.status, runtime?.http.defaultType);
   else if (decision.kind === 'redirect') {
     sendRedirect(req, res, decision.code, decision.location);
-  } else if (decision.kind === 'customError')
+  } else if (decision.kind === 'fixed') sendFixed(req, res, decision.status, decision.body);
+  else if (decision.kind === 'customError')
     proxy.customError(req, res, decision.errors, decision.code, decision.context, record);
   else {
     if (decision.release) res.once('close', decision.release);
@@ -85,9 +98,25 @@ export function respondUpgrade(
   } else if (decision.kind === 'preflight') {
     if (record !== null) record.status = 204;
     socket.end('HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n');
-  } else if (decision.kind === 'error' || decision.kind === 'customError') {
+  } else if (decision.kind === 'fixed' && (decision.body !== null || decision.status < 400)) {
+    if (record !== null) record.status = decision.status;
+    const body = Buffer.from(decision.body ?? '', 'utf8');
+    socket.end(
+      Buffer.concat([
+        Buffer.from(
+          `HTTP/1.1 ${decision.status} ${STATUS_CODES[decision.status] ?? 'Unknown'}\r\nContent-Type: ${DEFAULT_TYPE}\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`,
+        ),
+        body,
+      ]),
+    );
+  } else if (decision.kind === 'error' || decision.kind === 'customError' || decision.kind === 'fixed') {
     // an upgrade is not sent to an error backend: the plain error page
-    const status = decision.kind === 'error' ? decision.status : decision.code;
+    const status =
+      decision.kind === 'error'
+        ? decision.status
+        : decision.kind === 'fixed'
+          ? decision.status
+          : decision.code;
     if (record !== null) record.status = status;
     sendSocketErrorPage(socket, status);
   } else if (decision.kind === 'redirect') {
@@ -114,6 +143,31 @@ export function routeResponseOf(decision: Decision): RouteResponse | null {
 function sendPreflight(res: ServerResponse): void {
   res.writeHead(204, { 'Content-Type': 'text/plain charset=UTF-8', 'Content-Length': '0' });
   res.end();
+}
+
+/**
+ * NGINX's default_type as ingress-nginx configures it (its ConfigMap key default-type, default
+ * text/html): the Content-Type of a `return <code> text`.
+ */
+const DEFAULT_TYPE = 'text/html';
+
+/**
+ * A snippet's `return <code> [text]`: the text with the default type (NGINX sends the text of any
+ * code so); without text, a 4xx/5xx gets the error page and any other code an empty body.
+ */
+function sendFixed(req: IncomingMessage, res: ServerResponse, status: number, body: string | null): void {
+  if (body === null && status >= 400) {
+    sendErrorPage(res, status);
+    return;
+  }
+  const bytes = Buffer.from(body ?? '', 'utf8');
+  if (body === null || status === 204) {
+    res.writeHead(status, status === 204 ? {} : { 'Content-Length': '0' });
+    res.end();
+    return;
+  }
+  res.writeHead(status, { 'Content-Type': DEFAULT_TYPE, 'Content-Length': bytes.length });
+  res.end(req.method === 'HEAD' ? undefined : bytes);
 }
 
 /** A redirect answered by the proxy itself, with NGINX's body. */

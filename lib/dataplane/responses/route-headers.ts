@@ -10,7 +10,7 @@
 // before writeHead. Upstream responses get the same through `RequestContext.policy`.
 
 import type { IncomingMessage } from 'node:http';
-import type { LocationAnnotations } from '../../model/index.ts';
+import type { LocationAnnotations, SnippetRules } from '../../model/index.ts';
 import type { HttpPolicy } from '../http-policy.ts';
 
 export interface CompiledCors {
@@ -57,14 +57,90 @@ export function compileOrigins(origins: readonly string[]): RegExp | null {
   return new RegExp(`^(?:${alternatives.join('|')})$`, 'i');
 }
 
-/** The route's response headers, or null when it adds nothing to the runtime's policy. */
+const without = (list: readonly string[], drop: (lower: string) => boolean): string[] => {
+  const out: string[] = [];
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i] as string;
+    if (!drop(name.toLowerCase())) out.push(name, list[i + 1] as string);
+  }
+  return out;
+};
+
+/**
+ * The policy of a route with a server-snippet and a configuration-snippet (snippets/read.ts), as
+ * NGINX merges them: headers-more's operations run the server's first, then the location's, each
+ * in order (a set replaces, a clear removes, `X-*` removes by prefix); add_header is NGINX's, where a
+ * location's list replaces the server's whole; proxy_hide_header names are dropped; request headers
+ * set or removed the same way on the way upstream.
+ */
+export function snippetPolicy(
+  base: HttpPolicy,
+  server: SnippetRules | null,
+  location: SnippetRules | null,
+): HttpPolicy {
+  if (server === null && location === null) return base;
+  const levels = [server, location].filter((rules): rules is SnippetRules => rules !== null);
+  let responseHeaders = [...base.responseHeaders];
+  const responseDrop = Object.assign(Object.create(null) as Record<string, true>, base.responseDrop);
+  const prefixes = [...(base.responseDropPrefixes ?? [])];
+  let upstreamHeaders = [...base.upstreamHeaders];
+  let upstreamHeaderNames = base.upstreamHeaderNames;
+  for (const rules of levels) {
+    for (const [name, value] of rules.responseOps) {
+      const lower = name.toLowerCase();
+      if (lower.endsWith('*')) {
+        const prefix = lower.slice(0, -1);
+        prefixes.push(prefix);
+        responseHeaders = without(responseHeaders, (n) => n.startsWith(prefix));
+        continue;
+      }
+      responseDrop[lower] = true;
+      responseHeaders = without(responseHeaders, (n) => n === lower);
+      if (value !== null) responseHeaders.push(name, value);
+    }
+    for (const name of rules.hideHeaders) responseDrop[name] = true;
+    for (const [name, value] of rules.requestOps) {
+      const lower = name.toLowerCase();
+      upstreamHeaderNames = { ...upstreamHeaderNames, [lower]: true };
+      upstreamHeaders = without(upstreamHeaders, (n) => n === lower);
+      if (value !== null) upstreamHeaders.push(name, value);
+    }
+  }
+  const statusHeaders = [...base.statusHeaders];
+  const adds =
+    location !== null && location.addHeaders.length > 0 ? location.addHeaders : (server?.addHeaders ?? []);
+  for (const { name, value, always } of adds) {
+    // NGINX adds nothing for an empty value
+    if (value === '') continue;
+    if (always) responseHeaders.push(name, value);
+    else statusHeaders.push(name, value);
+  }
+  return {
+    ...base,
+    responseHeaders,
+    responseDrop,
+    responseDropPrefixes: prefixes.length === 0 ? null : prefixes,
+    statusHeaders,
+    upstreamHeaders,
+    upstreamHeaderNames,
+  };
+}
+
+/**
+ * The route's response headers, or null when it adds nothing to the runtime's policy. `server`:
+ * the rules of its host's server-snippet, if any.
+ */
 export function compileRouteResponse(
   annotations: LocationAnnotations,
   base: HttpPolicy,
+  server: SnippetRules | null = null,
 ): RouteResponse | null {
   const { cors, customHeaders } = annotations;
-  if (!cors.enabled && customHeaders.headers.length === 0) return null;
-  const policy = extend(base, customHeaders.headers);
+  const location = annotations.snippet.rules;
+  if (!cors.enabled && customHeaders.headers.length === 0 && server === null && location === null)
+    return null;
+  // ingress-nginx's location: the snippet's lines come before its custom-headers lines
+  const policy = extend(snippetPolicy(base, server, location), customHeaders.headers);
   if (!cors.enabled) return { policy, cors: null };
   const anyOrigin = cors.allowOrigin.length === 1 && cors.allowOrigin[0] === '*';
   const headers: Array<[string, string]> = [];

@@ -268,6 +268,24 @@ function routeInfo(state: RouteCompileState, route: Route | DefaultRoute): Route
 /** What a route does before the per-path settings: redirect, a denied or unsupported location, or a proxy. */
 function actionFor(state: RouteCompileState, route: Route | DefaultRoute): Action {
   const { model } = state;
+  // a configuration-snippet's `return` comes before the redirect annotations' in ingress-nginx's location
+  const answer = route.annotations.snippet.rules?.return ?? null;
+  if (answer !== null) {
+    const info = routeInfo(state, route);
+    const accessLog = routeLogs(model, route.annotations);
+    if (answer.location !== null) {
+      const variables = answer.location.includes('$');
+      return {
+        type: 'redirect',
+        code: answer.code,
+        location: answer.location,
+        locationOf: variables ? compileHashKey(answer.location) : null,
+        route: info,
+        accessLog,
+      };
+    }
+    return { type: 'fixed', status: answer.code, body: answer.text, route: info, accessLog };
+  }
   const redirect = route.annotations.redirect.redirect;
   if (redirect !== null) {
     return {
@@ -395,6 +413,7 @@ export function routedAction(
 ): RoutedAction {
   const { model, http } = state;
   const { target, forwardedPrefix } = route.annotations.rewrite;
+  const response = compileRouteResponse(route.annotations, http, server.annotations.snippet.rules);
   const unmirrored = actionFor(state, route);
   const mirror = unmirrored.type === 'proxy' ? mirrorOf(state, route.annotations.mirror) : null;
   const action: Action =
@@ -410,7 +429,7 @@ export function routedAction(
     state.caches.bcrypt,
     settingsOf(state, route.annotations).maxResponseHead,
   );
-  if (auth === 'denied' && action.type !== 'redirect') {
+  if (auth === 'denied' && action.type !== 'redirect' && action.type !== 'fixed') {
     return {
       type: 'status',
       status: 503,
@@ -419,7 +438,7 @@ export function routedAction(
       denied: true,
       httpsRedirect: null,
       rewrite: null,
-      response: compileRouteResponse(route.annotations, http),
+      response,
       // NGINX's `return 503` in the rewrite phase: the access phase never runs
       access: null,
     };
@@ -428,6 +447,7 @@ export function routedAction(
     auth === null ||
     auth === 'denied' ||
     action.type === 'redirect' ||
+    action.type === 'fixed' ||
     (action.type === 'status' && action.status === 503)
       ? action
       : { ...action, auth };
@@ -435,7 +455,7 @@ export function routedAction(
     ...guarded,
     httpsRedirect: httpsRedirectOf(model.config, route.annotations, locationPath, server.tls !== null),
     rewrite: compileRewrite(locationPath, target, forwardedPrefix),
-    response: compileRouteResponse(route.annotations, http),
+    response,
     access: state.access.policyOf(route.annotations, route.ingress),
   };
 }

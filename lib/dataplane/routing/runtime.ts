@@ -21,6 +21,7 @@ import type { CompiledRewrite } from '../responses/rewrite.ts';
 import type { RouteResponse } from '../responses/route-headers.ts';
 import type { Balancer, BalancerEnv } from '../upstream/balancer.ts';
 import type { EwmaStore } from '../upstream/balancers/ewma.ts';
+import type { HashKey } from '../upstream/hash-key.ts';
 import type { CompiledMirror } from '../upstream/mirror.ts';
 import type { ProxyTarget } from '../upstream/target.ts';
 import type { CanaryAction } from './canary.ts';
@@ -78,8 +79,27 @@ export type Action =
       denied?: boolean;
       auth?: RouteAuth | null;
     }
-  /** permanent-redirect / temporal-redirect: `code` to `location`, as written */
-  | { type: 'redirect'; code: number; location: string; route: RouteInfo | null; accessLog: boolean };
+  /** permanent-redirect / temporal-redirect: `code` to `location`, as written; a snippet's `return`
+   * URL with variables: `locationOf` builds it per request */
+  | {
+      type: 'redirect';
+      code: number;
+      location: string;
+      locationOf?: HashKey | null;
+      route: RouteInfo | null;
+      accessLog: boolean;
+    }
+  /** a configuration-snippet's `return <code> [text]`: this status and body (null: the error page
+   * of a 4xx/5xx, nothing for any other code), answered first in the location */
+  | {
+      type: 'fixed';
+      status: number;
+      body: string | null;
+      route: RouteInfo | null;
+      accessLog: boolean;
+      /** never: a return ends the rewrite phase, before the access phase */
+      auth?: null;
+    };
 
 /** Per-path settings every matched action carries (the same action object may serve many paths). */
 export interface PathSettings {

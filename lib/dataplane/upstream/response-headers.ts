@@ -4,7 +4,7 @@
 
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Rewrite } from '../../model/index.ts';
-import type { HttpPolicy } from '../http-policy.ts';
+import { ADD_HEADER_STATUS, type HttpPolicy } from '../http-policy.ts';
 import { CONNECTION_OPTIONS } from './request-headers.ts';
 import type { ResponseRewrite } from './target.ts';
 
@@ -30,7 +30,11 @@ function connectionNamed(connection: string | string[] | undefined): Set<string>
  * by the add-headers. One pass, no `delete` (which would turn undici's header object into a slow
  * dictionary).
  */
-export function responseHeaders(headers: IncomingHttpHeaders, policy: HttpPolicy): Array<string | string[]> {
+export function responseHeaders(
+  headers: IncomingHttpHeaders,
+  policy: HttpPolicy,
+  status: number,
+): Array<string | string[]> {
   const named = connectionNamed(headers.connection);
   const drop = policy.responseDrop;
   const out: Array<string | string[]> = [];
@@ -40,10 +44,17 @@ export function responseHeaders(headers: IncomingHttpHeaders, policy: HttpPolicy
     if (named?.has(name)) continue;
     out.push(name, value);
   }
+  // a snippet's `more_clear_headers X-*`: a second pass only on the routes that have one
+  const prefixes = policy.responseDropPrefixes;
+  if (prefixes !== null) dropByPrefix(out, prefixes);
   const extra = policy.responseHeaders;
   for (let i = 0; i < extra.length; i++) out.push(extra[i] as string);
   const fallback = policy.serverFallback;
   if (fallback !== null && headers.server === undefined) out.push('server', fallback);
+  const onStatus = policy.statusHeaders;
+  if (onStatus.length !== 0 && ADD_HEADER_STATUS[status] === true) {
+    for (let i = 0; i < onStatus.length; i++) out.push(onStatus[i] as string);
+  }
   return out;
 }
 
@@ -56,6 +67,18 @@ export function withoutHeader(out: Array<string | string[]>, name: string): void
     out[w++] = out[r + 1] as string | string[];
   }
   out.length = w;
+}
+
+function dropByPrefix(out: Array<string | string[]>, prefixes: readonly string[]): void {
+  let kept = 0;
+  for (let i = 0; i < out.length; i += 2) {
+    const name = out[i] as string;
+    if (prefixes.some((prefix) => name.startsWith(prefix))) continue;
+    out[kept] = name;
+    out[kept + 1] = out[i + 1] as string | string[];
+    kept += 2;
+  }
+  out.length = kept;
 }
 
 /** A `;`-separated cookie attribute whose value a rewrite may change: `; Domain=x`, `; Path=/x`. */
@@ -113,11 +136,19 @@ export function rewriteHeaders(out: Array<string | string[]>, rewrite: ResponseR
   }
 }
 
-/** add-headers and Server on a response the proxy answers itself (error page, redirect). */
-export function setOwnResponseHeaders(res: ServerResponse, policy: HttpPolicy): void {
+/**
+ * add-headers and Server on a response the proxy answers itself (error page, redirect); `status`
+ * (absent: an error) decides whether a snippet's add_header without `always` goes too.
+ */
+export function setOwnResponseHeaders(res: ServerResponse, policy: HttpPolicy, status?: number): void {
   const extra = policy.responseHeaders;
   for (let i = 0; i < extra.length; i += 2) res.setHeader(extra[i] as string, extra[i + 1] as string);
   if (policy.serverFallback !== null) res.setHeader('server', policy.serverFallback);
+  const onStatus = policy.statusHeaders;
+  if (onStatus.length !== 0 && status !== undefined && ADD_HEADER_STATUS[status] === true) {
+    for (let i = 0; i < onStatus.length; i += 2)
+      res.appendHeader(onStatus[i] as string, onStatus[i + 1] as string);
+  }
 }
 
 /** An HTTP/1.1 response head written straight to a socket (upgrade exchanges). */

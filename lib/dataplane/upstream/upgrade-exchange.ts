@@ -68,7 +68,7 @@ export class UpgradeExchange extends Exchange {
     // NGINX sends a 101 through its header filters like any response (hide-headers, Server,
     // add-headers, its own Date), then `Connection: upgrade` and the upstream's Upgrade, which the
     // common list drops as hop-by-hop
-    const out = responseHeaders(headers, this.policy);
+    const out = responseHeaders(headers, this.policy, statusCode);
     out.push('date', new Date().toUTCString(), 'connection', 'upgrade');
     if (headers.upgrade !== undefined) out.push('upgrade', headers.upgrade);
     client.write(rawHead(statusCode, 'Switching Protocols', out));
@@ -91,7 +91,7 @@ export class UpgradeExchange extends Exchange {
       return;
     }
     if (this.record !== null) this.record.status = statusCode;
-    const out = responseHeaders(headers, this.policy);
+    const out = responseHeaders(headers, this.policy, statusCode);
     // the upstream's Date is dropped (NGINX's own replaces it) and this head is written by hand
     out.push('date', new Date().toUTCString(), 'connection', 'close');
     this.socket.write(rawHead(statusCode, statusText || 'Unknown', out));

@@ -187,7 +187,7 @@ export class WebExchange extends Exchange {
       this.handOff(this.errors, statusCode, controller);
       return;
     }
-    const out = responseHeaders(headers, this.policy);
+    const out = responseHeaders(headers, this.policy, statusCode);
     if (this.target.rewrite != null) rewriteHeaders(out, this.target.rewrite);
     if (this.hsts !== null) {
       // ingress-nginx's Lua sets the header: the upstream's own value is replaced, not doubled

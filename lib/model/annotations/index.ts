@@ -10,6 +10,7 @@ import { isNginxInternalKey } from '../configmap/nginx-internal-keys.ts';
 import type { DiagnosticsCollector } from '../diagnostics.ts';
 import { editDistance } from '../edit-distance.ts';
 import { redactValue } from '../redact.ts';
+import { describeRefusal, readSnippet, type SnippetRules, type SnippetScope } from '../snippets/read.ts';
 import type { ObjectRef } from '../types.ts';
 import { accessControl } from './access-control.ts';
 import { accessLog } from './access-log.ts';
@@ -47,6 +48,7 @@ import { rewrite } from './rewrite.ts';
 import { satisfy } from './satisfy.ts';
 import { serverAlias } from './server-alias.ts';
 import { snippetHint } from './snippet-hints.ts';
+import { configurationSnippet, type SnippetAnnotations, serverSnippet } from './snippets.ts';
 import { sslPassthrough } from './ssl-passthrough.ts';
 import { type SslRedirectAnnotations, sslRedirect } from './ssl-redirect.ts';
 import { upstreamHash } from './upstream-hash.ts';
@@ -72,8 +74,9 @@ const locationGroups = {
   cors,
   customHeaders,
   mirror,
+  snippet: configurationSnippet,
 } as const;
-const serverGroups = { alias: serverAlias, appRoot, fromToWww, authTls } as const;
+const serverGroups = { alias: serverAlias, appRoot, fromToWww, authTls, snippet: serverSnippet } as const;
 const ingressGroups = {
   affinity,
   canary,
@@ -131,6 +134,66 @@ export const NOT_APPLICABLE_ANNOTATIONS: Readonly<Record<string, string>> = {
 const SNIPPET_ANNOTATIONS: ReadonlySet<string> = new Set(
   [...INGRESS_NGINX_ANNOTATIONS].filter((name) => name.endsWith('-snippet')),
 );
+
+/** The snippets ingress-ts reads as data (allow-snippet-annotations and risk level Critical), by scope. */
+const READABLE_SNIPPETS: Readonly<Record<string, SnippetScope>> = {
+  'configuration-snippet': 'location',
+  'server-snippet': 'server',
+};
+
+/**
+ * A readable snippet's rules (reported as read), or null when one of its statements refuses it all
+ * (reported as SNIPPET_REFUSED, naming the directive, never a value). An empty snippet is none.
+ */
+function readSnippetAnnotation(
+  annotation: string,
+  value: string,
+  scope: SnippetScope,
+  ref: ObjectRef,
+  diagnostics: DiagnosticsCollector,
+): SnippetAnnotations | null {
+  if (value.trim() === '') return { rules: null };
+  const read = readSnippet(value, scope);
+  if (!read.ok) {
+    const hint = snippetHint(value);
+    diagnostics.report(
+      'Ingress',
+      ref,
+      'SNIPPET_REFUSED',
+      `annotation ${annotation} is read as data, and ${describeRefusal(read)}: the whole snippet is refused (nothing is ever run), so the Ingress is ignored${
+        hint === null ? '' : `; ${hint}`
+      }`,
+    );
+    return null;
+  }
+  const { noEffect } = read.rules;
+  diagnostics.report(
+    'Ingress',
+    ref,
+    'SNIPPET_READ',
+    `annotation ${annotation} is read as data (${snippetSummary(read.rules)})${
+      noEffect.length === 0
+        ? ''
+        : `; ${noEffect.join(', ')} ${noEffect.length === 1 ? 'has' : 'have'} no effect (ingress-ts already does what ${noEffect.length === 1 ? 'it says' : 'they say'}, or ingress-nginx would not apply ${noEffect.length === 1 ? 'it' : 'them'} there)`
+    }`,
+    'info',
+  );
+  return { rules: read.rules };
+}
+
+/** What a snippet does, by kind of directive, without any value. */
+function snippetSummary(rules: SnippetRules): string {
+  const parts: string[] = [];
+  const count = (n: number, what: string) => {
+    if (n > 0) parts.push(`${n} ${what}`);
+  };
+  count(rules.responseOps.length, 'response header set or cleared');
+  count(rules.addHeaders.length, 'add_header');
+  count(rules.hideHeaders.length, 'proxy_hide_header');
+  count(rules.requestOps.length, 'request header set or cleared');
+  if (rules.return !== null) parts.push(`return ${rules.return.code}`);
+  return parts.length === 0 ? 'nothing to apply' : parts.join(', ');
+}
 
 /**
  * Why a name is not an annotation, when it can be told: a removed one, a ConfigMap key written as
@@ -199,6 +262,7 @@ export function parseAnnotations(
   prefix: string,
   ref: ObjectRef,
   diagnostics: DiagnosticsCollector,
+  allowSnippets = false,
 ): ParsedAnnotations {
   if (annotations === undefined) return NONE;
   const lead = `${prefix}/`;
@@ -210,8 +274,14 @@ export function parseAnnotations(
   if (own.size === 0) return NONE;
 
   let dropped = false;
+  const snippets: Partial<Record<SnippetScope, SnippetAnnotations>> = {};
   for (const [name, value] of own) {
-    if (SNIPPET_ANNOTATIONS.has(name)) {
+    const scope = READABLE_SNIPPETS[name];
+    if (allowSnippets && scope !== undefined) {
+      const read = readSnippetAnnotation(`${lead}${name}`, value, scope, ref, diagnostics);
+      if (read === null) dropped = true;
+      else snippets[scope] = read;
+    } else if (SNIPPET_ANNOTATIONS.has(name)) {
       dropped = true;
       const hint = snippetHint(value);
       diagnostics.report(
@@ -288,7 +358,9 @@ export function parseAnnotations(
     }
     return out as { [K in keyof T]: ValueOf<T[K]> };
   };
-  const location = parseAll(locationGroups);
+  const parsedLocation = parseAll(locationGroups);
+  const location =
+    snippets.location === undefined ? parsedLocation : { ...parsedLocation, snippet: snippets.location };
   if (location.backendProtocol.protocol === 'FCGI') {
     diagnostics.report(
       'Ingress',
@@ -297,7 +369,8 @@ export function parseAnnotations(
       `annotation ${lead}backend-protocol=FCGI: ingress-ts does not speak FastCGI; the paths of this Ingress answer 502`,
     );
   }
-  const server = parseAll(serverGroups);
+  const parsedServer = parseAll(serverGroups);
+  const server = snippets.server === undefined ? parsedServer : { ...parsedServer, snippet: snippets.server };
   const ingress = parseAll(ingressGroups);
   return { location, server, ingress, dropped };
 }
