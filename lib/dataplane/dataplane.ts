@@ -54,7 +54,7 @@ import { StreamListeners, type StreamPortDescription } from './streams/stream-li
 import type { BalancerEnv } from './upstream/balancer.ts';
 import { createEwmaStore } from './upstream/balancers/ewma.ts';
 import { defaultBalancerEnv } from './upstream/balancers/index.ts';
-import { UpstreamProxy } from './upstream/upstream-proxy.ts';
+import { listenForClose, UpstreamProxy } from './upstream/upstream-proxy.ts';
 
 export interface DataPlaneOptions {
   httpPort: number;
@@ -173,6 +173,10 @@ export class DataPlane implements DataPlaneHandle {
     // what fails in the proxy's deferred work (a next try, a buffered body's end) meets the same boundary
     this.#proxy.contain = (error, req, res) => requests.failed(error, 'proxy', req, res);
     this.#proxy.containSocket = (error) => publishFailure(error, 'upgrade', null);
+    // a proxied response keeps one 'close' listener: the pipeline's tells the exchange
+    this.#proxy.watchClose = (res, exchange) => {
+      if (!requests.watch(res, exchange)) listenForClose(res, exchange);
+    };
     // Node checks client-header-timeout every connectionsCheckingInterval (30 s by default): each
     // second keeps the limit within a second of NGINX's
     // requireHostHeader: rejectedStatus checks Host instead, answering with NGINX's page

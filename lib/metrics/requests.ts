@@ -323,14 +323,49 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
   let definedHosts = new Set<string>();
   const filterHosts = options.perHost && !options.perUndefinedHost;
   let tree: SeriesTree = new Map();
+  // The series of the request observed last, with its labels: consecutive requests mostly share a
+  // route, and their label strings are the route's own (compared by reference first), so this
+  // skips the eight lookups of the tree.
+  let last: Series | null = null;
+  let lastNamespace = '';
+  let lastIngress = '';
+  let lastService = '';
+  let lastPath = '';
+  let lastCanary = '';
+  let lastHost = '';
+  let lastMethod = '';
+  let lastStatus = '';
   const reset = () => {
     series.clear();
     tree = new Map();
+    last = null;
   };
   registerRecordedMetrics(registry, series, reset, !excluded.has('requests'), specs, active);
 
   // per histogram: its buckets, or null when --exclude-socket-metrics leaves it out
   const bounds = specs.map((spec, index) => (active[index] ? spec.buckets : null));
+
+  /** The series of a request's labels: from the tree, else the flat map, else a new one. */
+  const seriesOf = (record: MeasuredRequest, status: string, host: string): Series => {
+    let node = child(tree, record.namespace);
+    node = child(node, record.ingress);
+    node = child(node, record.service);
+    node = child(node, record.path);
+    node = child(node, record.canary);
+    node = child(node, host);
+    node = child(node, record.method);
+    let entry = node.get(status) as Series | undefined;
+    if (entry === undefined) {
+      const key = `${status}\u0001${record.method}\u0001${host}\u0001${record.path}\u0001${record.namespace}\u0001${record.ingress}\u0001${record.service}\u0001${record.canary}`;
+      entry = series.get(key);
+      if (entry === undefined) {
+        entry = newSeries(record, status, options.perHost, specs);
+        series.set(key, entry);
+      }
+      node.set(status, entry);
+    }
+    return entry;
+  };
 
   return {
     observe(record) {
@@ -340,22 +375,30 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
         ? (STATUS_CLASS_LABELS[Math.trunc(code / 100)] ?? `${Math.trunc(code / 100)}xx`)
         : (STATUS_LABELS[code] ?? String(code));
       const host = options.perHost ? record.host : '';
-      let node = child(tree, record.namespace);
-      node = child(node, record.ingress);
-      node = child(node, record.service);
-      node = child(node, record.path);
-      node = child(node, record.canary);
-      node = child(node, host);
-      node = child(node, record.method);
-      let entry = node.get(status) as Series | undefined;
-      if (entry === undefined) {
-        const key = `${status}\u0001${record.method}\u0001${host}\u0001${record.path}\u0001${record.namespace}\u0001${record.ingress}\u0001${record.service}\u0001${record.canary}`;
-        entry = series.get(key);
-        if (entry === undefined) {
-          entry = newSeries(record, status, options.perHost, specs);
-          series.set(key, entry);
-        }
-        node.set(status, entry);
+      let entry: Series;
+      if (
+        last !== null &&
+        status === lastStatus &&
+        record.method === lastMethod &&
+        record.path === lastPath &&
+        host === lastHost &&
+        record.service === lastService &&
+        record.ingress === lastIngress &&
+        record.namespace === lastNamespace &&
+        record.canary === lastCanary
+      ) {
+        entry = last;
+      } else {
+        entry = seriesOf(record, status, host);
+        last = entry;
+        lastNamespace = record.namespace;
+        lastIngress = record.ingress;
+        lastService = record.service;
+        lastPath = record.path;
+        lastCanary = record.canary;
+        lastHost = host;
+        lastMethod = record.method;
+        lastStatus = status;
       }
       entry.requests++;
       // the histograms' values in histogramSpecs' order, read here rather than through each spec's
@@ -375,7 +418,10 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
       definedHosts = hosts;
       if (series.size === 0) return; // nothing to remove (the first build, at any size)
       // the lookup cache still holds the removed series: start it again
-      if (removeGoneIngresses(series, model)) tree = new Map();
+      if (removeGoneIngresses(series, model)) {
+        tree = new Map();
+        last = null;
+      }
     },
     get seriesCount() {
       return series.size;

@@ -1,4 +1,7 @@
-// Controller metrics: what a failed build does, and the hash gauge's value.
+// Controller metrics: what a failed build does, the hash gauge's value, and how often the default
+// metrics wake an idle process.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import t from 'tap';
 import { createControllerMetrics, hashValue } from '../../lib/metrics/controller.ts';
 import { record } from '../support/request-record.ts';
@@ -67,4 +70,28 @@ t.test('connections by state: writing = requests in progress, waiting = the othe
   stats.requests = 20; // more in flight than connections (never in HTTP/1.1): capped
   t.equal(await state('writing'), 4);
   t.equal(await state('waiting'), 0);
+});
+
+t.test('the default metrics wake an idle process ~10 times a second, not 100', async (t) => {
+  // a process of its own: the count of its event loop's iterations over a second of idling with
+  // the controller's metrics registered (libuv counts them; the event-loop-delay sampler is a timer)
+  const script = `
+    import { createControllerMetrics } from ${JSON.stringify(new URL('../../lib/metrics/controller.ts', import.meta.url).href)};
+    createControllerMetrics({ controllerClass: 'c', podNamespace: 'n', podName: 'p', version: '1' });
+    // counted once the start has settled
+    setTimeout(() => {
+      const before = performance.nodeTiming.uvMetricsInfo.loopCount;
+      setTimeout(() => {
+        console.log(performance.nodeTiming.uvMetricsInfo.loopCount - before);
+        process.exit(0);
+      }, 1000);
+    }, 300);
+  `;
+  // without the test runner's NODE_OPTIONS (its hooks in the child would be counted too)
+  const env = { ...process.env, NODE_OPTIONS: '' };
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+    env,
+  });
+  const iterations = Number(stdout.trim());
+  t.ok(iterations > 0 && iterations <= 30, `${iterations} iterations of the event loop in a second`);
 });

@@ -208,6 +208,53 @@ t.test('the series of an Ingress that left the model are removed', async (t) => 
   t.equal(sampleValue(site, 'nginx_ingress_controller_requests', { ingress: 'site' }), 2);
 });
 
+t.test('consecutive requests of one series, and of series that differ in one label each', async (t) => {
+  const registry = new Registry();
+  const metrics = createRequestMetrics(registry, DEFAULT_REQUEST_METRICS_OPTIONS);
+  metrics.setModel(model(true));
+  const variants: Array<[Partial<RequestRecord>, Record<string, string>]> = [
+    [{}, {}],
+    [{ status: 404 }, { status: '404' }],
+    [{ method: 'POST' }, { method: 'POST' }],
+    [{ path: '/' }, { path: '/' }],
+    [
+      { host: 'b.test', ingress: 'other' },
+      { host: 'b.test', ingress: 'other' },
+    ],
+    [{ canary: 'ns-canary-80' }, { canary: 'ns-canary-80' }],
+    [{ service: 'api' }, { service: 'api' }],
+  ];
+  // each variant twice in a row, then all of them again interleaved with the first
+  for (const [overrides] of variants) {
+    metrics.observe(record(overrides));
+    metrics.observe(record(overrides));
+  }
+  for (const [overrides] of variants) {
+    metrics.observe(record(overrides));
+    metrics.observe(record());
+  }
+  t.equal(metrics.seriesCount, variants.length);
+  const m = parseExposition(await registry.metrics());
+  for (const [, labels] of variants.slice(1)) {
+    t.equal(sampleValue(m, 'nginx_ingress_controller_requests', { ...SITE, host: 'a.test', ...labels }), 3);
+  }
+  t.equal(sampleValue(m, 'nginx_ingress_controller_requests', { ...SITE, host: 'a.test' }), 2 + 1 + 7);
+});
+
+t.test('the series observed last is not counted again after its Ingress left the model', async (t) => {
+  const registry = new Registry();
+  const metrics = createRequestMetrics(registry, DEFAULT_REQUEST_METRICS_OPTIONS);
+  const other = () => record({ host: 'b.test', ingress: 'other', path: '/' });
+  metrics.setModel(model(true));
+  metrics.observe(other());
+  metrics.setModel(model(false));
+  metrics.setModel(model(true));
+  metrics.observe(other());
+  const m = parseExposition(await registry.metrics());
+  t.equal(sampleValue(m, 'nginx_ingress_controller_requests', { ingress: 'other', host: 'b.test' }), 1);
+  t.equal(metrics.seriesCount, 1);
+});
+
 t.test('excludedSocketMetrics', async (t) => {
   const { names, unknown } = excludedSocketMetrics([
     'requests',

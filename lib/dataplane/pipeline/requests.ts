@@ -44,10 +44,20 @@ import { respond, respondUpgrade, routeResponseOf, sendRedirect } from './respon
 /** What authentication answers when it says no. */
 type AuthDenial = Extract<AuthVerdict, { allowed: false }>;
 
-/** A request's record and what its bytes are counted on, from its start (request-record.ts). */
-interface Recording {
-  record: RequestRecord;
-  source: Duplex;
+/** Who else is told when a response closes: the exchange proxying it (web-exchange.ts). */
+export interface ResponseWatcher {
+  responseClosed(): void;
+}
+
+/**
+ * A request whose response has not closed yet: its record and what its bytes are counted on, from
+ * its start (request-record.ts), when a record is kept; the exchange proxying it, once there is one.
+ * The response's one 'close' listener reads both, so an exchange adds no listener of its own.
+ */
+class InFlight {
+  record: RequestRecord | null = null;
+  source: Duplex | null = null;
+  watcher: ResponseWatcher | null = null;
 }
 
 export interface RequestPipelineDeps {
@@ -73,7 +83,7 @@ export class RequestPipeline {
   readonly https: Arrival;
   /** requests (not WebSocket tunnels) whose response has not closed yet, with the request's record
    * when one is kept (published when the response closes) */
-  readonly #inFlight = new Map<ServerResponse, Recording | null>();
+  readonly #inFlight = new Map<ServerResponse, InFlight>();
   /** a drain has begun: responses say Connection: close, connections are closed as they go idle */
   #draining = false;
   #drained: () => void = () => {};
@@ -125,10 +135,11 @@ export class RequestPipeline {
   handle(req: IncomingMessage, res: ServerResponse, arrival: Arrival): void {
     try {
       this.#deps.counters.requests++;
-      this.#inFlight.set(res, null);
+      const entry = new InFlight();
+      this.#inFlight.set(res, entry);
       res.on('close', this.#onResponseClose);
       if (waitsInPipeline(req, res, arrival)) return;
-      this.#serve(req, res, arrival);
+      this.#serve(req, res, arrival, entry);
     } catch (error) {
       this.failed(error, 'request', req, res);
     }
@@ -136,7 +147,18 @@ export class RequestPipeline {
 
   /** An unexpected exception while serving `req` (failures.ts), with the request id of its record. */
   failed(error: unknown, where: RequestFailure['where'], req: IncomingMessage, res: ServerResponse): void {
-    failRequest(error, where, req, res, this.#inFlight.get(res)?.record.requestId);
+    failRequest(error, where, req, res, this.#inFlight.get(res)?.record?.requestId);
+  }
+
+  /**
+   * `watcher` hears when `res` closes, from the listener every response has already; false when
+   * `res` is not one of this pipeline's responses in flight (the caller then listens itself).
+   */
+  watch(res: ServerResponse, watcher: ResponseWatcher): boolean {
+    const entry = this.#inFlight.get(res);
+    if (entry === undefined) return false;
+    entry.watcher = watcher;
+    return true;
   }
 
   /**
@@ -155,7 +177,7 @@ export class RequestPipeline {
   }
 
   /** The phases of a request, in order. */
-  #serve(req: IncomingMessage, res: ServerResponse, arrival: Arrival): void {
+  #serve(req: IncomingMessage, res: ServerResponse, arrival: Arrival, entry: InFlight): void {
     if (this.#draining) res.shouldKeepAlive = false;
     const runtime = this.#deps.runtime();
     if (runtime !== null) {
@@ -170,7 +192,8 @@ export class RequestPipeline {
       // published when the response closes (#requestClosed)
       const source = byteSourceOf(req);
       record = recordOf(req, source, decision, arrival.https, recordedClientAddress(runtime, req, decision));
-      this.#inFlight.set(res, { record, source });
+      entry.record = record;
+      entry.source = source;
     }
     const auth = authOf(decision);
     if (auth === null) respond(req, res, decision, record, runtime, this.#deps.proxy);
@@ -252,25 +275,34 @@ export class RequestPipeline {
     else sendErrorPage(res, verdict.status);
   }
 
-  /** One listener for every response (no closure per request): `this` is the response. */
+  /**
+   * The one listener of every response (no closure per request): `this` is the response. The
+   * pipeline's bookkeeping first, then the exchange, each with its own boundary.
+   */
   readonly #onResponseClose = ((pipeline: RequestPipeline) =>
     function (this: ServerResponse): void {
+      const entry = pipeline.#inFlight.get(this);
       try {
-        pipeline.#requestClosed(this);
+        pipeline.#requestClosed(this, entry);
       } catch (error) {
         pipeline.#inFlight.delete(this);
+        publishFailure(error, 'close', this.req);
+      }
+      const watcher = entry?.watcher;
+      if (watcher == null) return;
+      try {
+        watcher.responseClosed();
+      } catch (error) {
         publishFailure(error, 'close', this.req);
       }
     })(this);
 
   /** A request's response closed (sent or aborted): while draining, its connection may now be idle. */
-  #requestClosed(res: ServerResponse): void {
-    const recording = this.#inFlight.get(res);
+  #requestClosed(res: ServerResponse, entry: InFlight | undefined): void {
     this.#inFlight.delete(res);
-    if (recording != null) {
+    if (entry !== undefined && entry.record !== null && entry.source !== null) {
       // the source kept from the start: `res.req.socket` is null once the connection was detached
-      const { record, source } = recording;
-      finishResponse(record, source, res.headersSent, res.statusCode);
+      finishResponse(entry.record, entry.source, res.headersSent, res.statusCode);
     }
     nextPipelined(res, this.#servePipelined, this.#dropPipelined);
     if (!this.#draining) return;
@@ -280,13 +312,15 @@ export class RequestPipeline {
   }
 
   /** A request that waited on a connection that ended: never answered, it counts as closed. */
-  readonly #dropPipelined = (res: ServerResponse): void => this.#requestClosed(res);
+  readonly #dropPipelined = (res: ServerResponse): void => this.#requestClosed(res, this.#inFlight.get(res));
 
   /** The next request of a pipelined connection, with its own boundary: this runs in the close
    * listener of the response before it. */
   readonly #servePipelined = (next: Waiting): void => {
     try {
-      this.#serve(next.req, next.res, next.arrival);
+      // in flight since it arrived
+      const entry = this.#inFlight.get(next.res) ?? new InFlight();
+      this.#serve(next.req, next.res, next.arrival, entry);
     } catch (error) {
       this.failed(error, 'request', next.req, next.res);
     }

@@ -60,6 +60,11 @@ function endedAfterHeaders(req: IncomingMessage): boolean {
   );
 }
 
+/** An exchange's own 'close' listener on its response. */
+export function listenForClose(res: ServerResponse, exchange: WebExchange): void {
+  res.on('close', () => exchange.responseClosed());
+}
+
 export class UpstreamProxy {
   private keepAliveTimeoutMs: number | undefined;
   private connections: number | undefined;
@@ -79,6 +84,11 @@ export class UpstreamProxy {
   };
   /** The same for a WebSocket tunnel's exchange (its socket is already closed). */
   containSocket: (error: unknown) => void = noop;
+  /**
+   * How an exchange hears that its client's response closed. The data plane hands this to the
+   * request pipeline, whose listener every response has anyway; alone, the exchange listens itself.
+   */
+  watchClose: (res: ServerResponse, exchange: WebExchange) => void = listenForClose;
 
   constructor(options: ProxyOptions = {}) {
     this.configure(options);
@@ -184,6 +194,7 @@ export class UpstreamProxy {
     // ran): an exchange now would hear no 'close' and could hold its upstream request open
     if (responseClosed(res)) return;
     const exchange = new WebExchange(this, req, res, target, opts, streamed, ctx.hsts, record);
+    this.watchClose(res, exchange);
     exchange.hashKey = ctx.hashKey;
     exchange.session = ctx.session;
     exchange.protocol = protocol;
@@ -230,6 +241,7 @@ export class UpstreamProxy {
       servername: servernameOf('HTTP', target),
     };
     const exchange = new WebExchange(this, req, res, target, opts, false, ctx.hsts, record);
+    this.watchClose(res, exchange);
     if (ctx.policy !== undefined) exchange.policy = ctx.policy;
     exchange.next();
   }

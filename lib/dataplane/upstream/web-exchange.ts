@@ -59,10 +59,6 @@ export class WebExchange extends Exchange {
     this.res = res;
     this.hsts = hsts;
     this.h2 = req.httpVersionMajor === 2;
-    res.on('close', () => {
-      // an Http2ServerResponse reads as finished once its stream closed, reset or not: `done` tells
-      if (!res.writableFinished || this.h2) this.clientGone();
-    });
     if (hasBody) {
       // undici pauses the request body while the upstream socket is full: that wait is the send timeout
       req.on('error', noop);
@@ -73,6 +69,15 @@ export class WebExchange extends Exchange {
       });
       req.on('resume', () => this.clearSendTimer());
     }
+  }
+
+  /**
+   * The client's response closed (UpstreamProxy.watchClose says how this is heard: normally from
+   * the pipeline's own listener, so a response has one 'close' listener, not two).
+   */
+  responseClosed(): void {
+    // an Http2ServerResponse reads as finished once its stream closed, reset or not: `done` tells
+    if (!this.res.writableFinished || this.h2) this.clientGone();
   }
 
   /** A method, its closure made only when a body makes the timer start: none per exchange. */
