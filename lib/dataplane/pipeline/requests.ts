@@ -23,6 +23,7 @@ import {
   byteSourceOf,
   finishOnClose,
   finishResponse,
+  responseHeadLength,
   type RequestRecord,
   socketBytes,
   unparsedRecord,
@@ -270,7 +271,7 @@ export class RequestPipeline {
     if (recording != null) {
       // the source kept from the start: `res.req.socket` is null once the connection was detached
       const { record, source } = recording;
-      finishResponse(record, source, res.headersSent, res.statusCode);
+      finishResponse(record, source, res.headersSent, res.statusCode, responseHeadLength(res));
     }
     nextPipelined(res, this.#servePipelined, this.#dropPipelined);
     if (!this.#draining) return;
