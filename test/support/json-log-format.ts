@@ -18,3 +18,8 @@ export const JSON_LOG_KEYS: Readonly<Record<string, string>> = {
   'log-format-upstream': JSON_LOG_FORMAT,
   'log-format-escape-json': 'true',
 };
+
+/** The same as YAML flow-map entries, each with its trailing comma (`log-format-upstream: "...", `). */
+export const JSON_LOG_ENTRIES: string = Object.entries(JSON_LOG_KEYS)
+  .map(([key, value]) => `${key}: ${JSON.stringify(value)}, `)
+  .join('');
