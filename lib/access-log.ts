@@ -20,15 +20,11 @@
 // after the other, into its batch (`writeLines`): the one destination gets whole lines.
 
 import { type DestinationStream, pino } from 'pino';
-import {
-  type LogFormatSettings,
-  type LogLineEncoder,
-  logEncoderOf,
-} from './dataplane/access-log-format.ts';
-import { DEFAULT_LOG_FORMAT_UPSTREAM } from './model/configmap/log-format.ts';
-import { recordConnectionDetails } from './dataplane/request-record.ts';
+import { type LogFormatSettings, type LogLineEncoder, logEncoderOf } from './dataplane/access-log-format.ts';
 import type { RequestRecord } from './dataplane/request-record.ts';
+import { recordConnectionDetails } from './dataplane/request-record.ts';
 import type { Logger } from './log.ts';
+import { DEFAULT_LOG_FORMAT_UPSTREAM } from './model/configmap/log-format.ts';
 
 /** ingress-nginx's default access-log-path, which its image links to /dev/stdout. */
 export const NGINX_ACCESS_LOG_PATH = '/var/log/nginx/access.log';

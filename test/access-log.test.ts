@@ -6,15 +6,15 @@ import fc from 'fast-check';
 import t from 'tap';
 import { BATCH_BYTES, createAccessLog } from '../lib/access-log.ts';
 import { compileLogFormat, type LogEscape } from '../lib/dataplane/access-log-format.ts';
-import { DEFAULT_LOG_FORMAT_UPSTREAM, parseLogFormat } from '../lib/model/configmap/log-format.ts';
 import { createLogger } from '../lib/log.ts';
+import { DEFAULT_LOG_FORMAT_UPSTREAM, parseLogFormat } from '../lib/model/configmap/log-format.ts';
 import { JSON_LOG_FORMAT } from './support/json-log-format.ts';
 import { record } from './support/request-record.ts';
 
-function encoderOf(format: string, escape: LogEscape) {
+function encoderOf(format: string, escaping: LogEscape) {
   const parsed = parseLogFormat(format);
   if ('problem' in parsed) throw new Error(parsed.problem);
-  return compileLogFormat(parsed.parts, escape);
+  return compileLogFormat(parsed.parts, escaping);
 }
 
 /** Strings a client can send: Node reads request lines and headers as latin1, a character a byte. */
@@ -47,26 +47,29 @@ t.test('escape=json: any string a client sends comes back intact from JSON', asy
 const unescapeDefault = (text: string) =>
   text.replace(/\\x([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
 
-t.test('escape=default: printable ASCII only, no quote inside a value, and the bytes recoverable', async (t) => {
-  const encoder = encoderOf(DEFAULT_LOG_FORMAT_UPSTREAM, 'default');
-  const buf = Buffer.alloc(64 * 1024);
-  fc.assert(
-    fc.property(clientText, clientText, (userAgent, referer) => {
-      const end = encoder.encode(buf, 0, record({ userAgent, referer }), 0);
-      const line = buf.toString('latin1', 0, end);
-      if (/[^\x20-\x7e]/.test(line)) return false;
-      const quoted = line.split('"');
-      // "$request" "$http_referer" "$http_user_agent": six quotes, never one more
-      return (
-        quoted.length === 7 &&
-        unescapeDefault(quoted[3] as string) === (referer === '' ? '-' : referer) &&
-        unescapeDefault(quoted[5] as string) === (userAgent === '' ? '-' : userAgent)
-      );
-    }),
-    { numRuns: 1000 },
-  );
-  t.pass('every line was printable ASCII with its six quotes');
-});
+t.test(
+  'escape=default: printable ASCII only, no quote inside a value, and the bytes recoverable',
+  async (t) => {
+    const encoder = encoderOf(DEFAULT_LOG_FORMAT_UPSTREAM, 'default');
+    const buf = Buffer.alloc(64 * 1024);
+    fc.assert(
+      fc.property(clientText, clientText, (userAgent, referer) => {
+        const end = encoder.encode(buf, 0, record({ userAgent, referer }), 0);
+        const line = buf.toString('latin1', 0, end);
+        if (/[^\x20-\x7e]/.test(line)) return false;
+        const quoted = line.split('"');
+        // "$request" "$http_referer" "$http_user_agent": six quotes, never one more
+        return (
+          quoted.length === 7 &&
+          unescapeDefault(quoted[3] as string) === (referer === '' ? '-' : referer) &&
+          unescapeDefault(quoted[5] as string) === (userAgent === '' ? '-' : userAgent)
+        );
+      }),
+      { numRuns: 1000 },
+    );
+    t.pass('every line was printable ASCII with its six quotes');
+  },
+);
 
 t.test('escape=none: a client never ends a line', async (t) => {
   const encoder = encoderOf(DEFAULT_LOG_FORMAT_UPSTREAM, 'none');
@@ -174,10 +177,7 @@ t.test('lines wait to be written together; close() writes what waits', async (t)
   t.equal(out.writes.length, 0, 'nothing written per line');
   await log.close();
   t.equal(out.writes.length, 1, 'one write for both');
-  t.strictSame(
-    urisOf(out.lines()),
-    ['/one', '/two'],
-  );
+  t.strictSame(urisOf(out.lines()), ['/one', '/two']);
 });
 
 t.test('a quiet log is written out by the timer', async (t) => {
@@ -216,10 +216,7 @@ t.test('bytes from 0x80 are escaped as NGINX does; a line longer than a batch on
   log.write(record({ uri: huge }));
   log.write(record({ uri: '/after' }));
   await log.close();
-  t.strictSame(
-    urisOf(out.lines()),
-    [utf8, huge, '/after'],
-  );
+  t.strictSame(urisOf(out.lines()), [utf8, huge, '/after']);
   t.match(out.lines()[0], '"GET /caf\\xC3\\xA9/\\xE6\\x97\\xA5\\xE6\\x9C\\xAC HTTP/1.1"');
   t.equal(out.writes.length, 3, 'the batch before, the long line, the batch after');
 });
@@ -234,10 +231,7 @@ t.test('what is not logged: disabled, skipped URLs, routes without a log', async
   log.configure({ ...SETTINGS, disabled: true });
   log.write(record({ uri: '/while-disabled' }));
   await log.close();
-  t.strictSame(
-    urisOf(out.lines()),
-    ['/kept'],
-  );
+  t.strictSame(urisOf(out.lines()), ['/kept']);
 });
 
 t.test("a data-plane thread's lines join the batch whole, in the order they come", async (t) => {
@@ -257,15 +251,12 @@ t.test("a data-plane thread's lines join the batch whole, in the order they come
   await log.close();
   t.equal(out.writes.length, 3);
   for (const write of out.writes) t.ok(write.endsWith('\n'), 'every write ends with a whole line');
-  t.strictSame(
-    urisOf(out.lines()),
-    [
-      '/here',
-      '/thread-1/a',
-      '/thread-1/b',
-      '/thread-2/a',
-      ...Array.from({ length: Math.ceil(BATCH_BYTES / 100) }, (_, i) => `/long/${i}`),
-      '/thread-1/c',
-    ],
-  );
+  t.strictSame(urisOf(out.lines()), [
+    '/here',
+    '/thread-1/a',
+    '/thread-1/b',
+    '/thread-2/a',
+    ...Array.from({ length: Math.ceil(BATCH_BYTES / 100) }, (_, i) => `/long/${i}`),
+    '/thread-1/c',
+  ]);
 });

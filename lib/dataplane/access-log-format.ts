@@ -78,10 +78,13 @@ function putHex(buf: Buffer, at: number, byte: number): number {
 }
 
 /** A character above 0xff: its UTF-8 bytes, escaped or not; returns [end, units consumed]. */
-function putWide(buf: Buffer, at: number, value: string, k: number, escape: boolean): [number, number] {
+function putWide(buf: Buffer, at: number, value: string, k: number, hex: boolean): [number, number] {
   const bytes = utf8Of(value, k);
   let i = at;
-  for (const b of bytes) i = escape ? putHex(buf, i, b) : ((buf[i] = b), i + 1);
+  for (const b of bytes) {
+    if (hex) i = putHex(buf, i, b);
+    else buf[i++] = b;
+  }
   return [i, (value.codePointAt(k) as number) > 0xffff ? 2 : 1];
 }
 
@@ -101,7 +104,7 @@ const putDefault: PutString = (buf, at, value) => {
   return i;
 };
 
-const JSON_SHORT: Record<number, number> = { 0x0a: 0x6e, 0x0d: 0x72, 0x09: 0x74, 0x08: 0x62, 0x0c: 0x66 };
+const JSON_SHORT: Record<number, number> = { 10: 0x6e, 13: 0x72, 9: 0x74, 8: 0x62, 12: 0x66 };
 
 const putJson: PutString = (buf, at, value) => {
   let i = at;
@@ -203,14 +206,24 @@ function listWriter(previous: (r: RequestRecord) => string, last: Last, missing:
   };
 }
 
-function dashOr(value: number, write: (buf: Buffer, at: number, v: number) => number): Last {
-  return (buf, at) => (value < 0 ? ((buf[at] = DASH), at + 1) : write(buf, at, value));
+/** `-` for a value not observed (negative), else the value. */
+function putDashOr(
+  buf: Buffer,
+  at: number,
+  value: number,
+  write: (buf: Buffer, at: number, v: number) => number,
+): number {
+  if (value >= 0) return write(buf, at, value);
+  buf[at] = DASH;
+  return at + 1;
 }
 
 const secondsOrDash =
   (get: (r: RequestRecord) => number): Last =>
   (buf, at, r) =>
-    dashOr(get(r), putSeconds)(buf, at, r);
+    putDashOr(buf, at, get(r), putSeconds);
+
+const intOrDash = (buf: Buffer, at: number, v: number) => putInt(buf, at, v);
 
 /** The upstream lists, by variable. */
 function upstreamWriter(name: string, str: PutString, missing: Writer): Writer | undefined {
@@ -224,19 +237,31 @@ function upstreamWriter(name: string, str: PutString, missing: Writer): Writer |
     case 'upstream_status':
       return listWriter(
         (r) => r.previousStatuses,
-        (buf, at, r) => (r.upstreamStatus === 0 ? ((buf[at] = DASH), at + 1) : putInt(buf, at, r.upstreamStatus)),
+        (buf, at, r) => putDashOr(buf, at, r.upstreamStatus === 0 ? -1 : r.upstreamStatus, intOrDash),
         missing,
       );
     case 'upstream_response_time':
-      return listWriter((r) => r.previousTimes, secondsOrDash((r) => r.responseTime), missing);
+      return listWriter(
+        (r) => r.previousTimes,
+        secondsOrDash((r) => r.responseTime),
+        missing,
+      );
     case 'upstream_connect_time':
-      return listWriter((r) => r.previousConnectTimes, secondsOrDash((r) => r.connectTime), missing);
+      return listWriter(
+        (r) => r.previousConnectTimes,
+        secondsOrDash((r) => r.connectTime),
+        missing,
+      );
     case 'upstream_header_time':
-      return listWriter((r) => r.previousHeaderTimes, secondsOrDash((r) => r.headerTime), missing);
+      return listWriter(
+        (r) => r.previousHeaderTimes,
+        secondsOrDash((r) => r.headerTime),
+        missing,
+      );
     case 'upstream_response_length':
       return listWriter(
         (r) => r.previousLengths,
-        (buf, at, r) => dashOr(r.upstreamResponseLength, (b, i, v) => putInt(b, i, v))(buf, at, r),
+        (buf, at, r) => putDashOr(buf, at, r.upstreamResponseLength, intOrDash),
         missing,
       );
     default:
@@ -293,9 +318,9 @@ const DASH_BYTES = Buffer.from('-');
 const CONNECTION_DETAILS: ReadonlySet<string> = new Set(['server_port', 'ssl_protocol', 'ssl_cipher']);
 
 /** The encoder of a parsed format. */
-export function compileLogFormat(parts: readonly LogFormatPart[], escape: LogEscape): LogLineEncoder {
-  const str = escape === 'json' ? putJson : escape === 'none' ? putNone : putDefault;
-  const missing: Writer = escape === 'default' ? (buf, at) => put(buf, at, DASH_BYTES) : (_buf, at) => at;
+export function compileLogFormat(parts: readonly LogFormatPart[], escaping: LogEscape): LogLineEncoder {
+  const str = escaping === 'json' ? putJson : escaping === 'none' ? putNone : putDefault;
+  const missing: Writer = escaping === 'default' ? (buf, at) => put(buf, at, DASH_BYTES) : (_buf, at) => at;
   // literal i comes before writer i; the last literal after the last writer
   const literals: Uint8Array[] = [];
   const writers: Writer[] = [];
@@ -318,7 +343,8 @@ export function compileLogFormat(parts: readonly LogFormatPart[], escape: LogEsc
     connectionDetails: details,
     encode(buf, at, r, time) {
       let i = at;
-      for (let k = 0; k < n; k++) i = (writers[k] as Writer)(buf, put(buf, i, literals[k] as Uint8Array), r, time);
+      for (let k = 0; k < n; k++)
+        i = (writers[k] as Writer)(buf, put(buf, i, literals[k] as Uint8Array), r, time);
       return put(buf, i, tail);
     },
   };
@@ -336,13 +362,16 @@ let cached: { key: string; encoder: LogLineEncoder } | null = null;
  * before (a model swap that keeps the format keeps its encoder and its time caches).
  */
 export function logEncoderOf(settings: LogFormatSettings): LogLineEncoder {
-  const escape = escapeOf(settings);
-  const key = `${escape}\n${settings.format}`;
+  const escaping = escapeOf(settings);
+  const key = `${escaping}\n${settings.format}`;
   if (cached !== null && cached.key === key) return cached.encoder;
   const parsed = parseLogFormat(settings.format);
   // the model accepted it; should it not parse, the default format is what the key falls back to
-  const parts = 'parts' in parsed ? parsed.parts : (parseLogFormat(DEFAULT_LOG_FORMAT_UPSTREAM) as { parts: LogFormatPart[] }).parts;
-  const encoder = compileLogFormat(parts, escape);
+  const parts =
+    'parts' in parsed
+      ? parsed.parts
+      : (parseLogFormat(DEFAULT_LOG_FORMAT_UPSTREAM) as { parts: LogFormatPart[] }).parts;
+  const encoder = compileLogFormat(parts, escaping);
   cached = { key, encoder };
   return encoder;
 }

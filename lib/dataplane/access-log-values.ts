@@ -32,7 +32,9 @@ function decodedPath(uri: string): string {
   const q = queryAt(uri);
   const path = q === -1 ? uri : uri.slice(0, q);
   if (!path.includes('%')) return path;
-  return path.replace(/%([0-9A-Fa-f]{2})/g, (_m, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+  return path.replace(/%([0-9A-Fa-f]{2})/g, (_m, hex: string) =>
+    String.fromCharCode(Number.parseInt(hex, 16)),
+  );
 }
 
 /** $remote_user: the user of Basic credentials (never the password); undefined without them. */
@@ -69,7 +71,8 @@ function argValue(uri: string, name: string): string | undefined {
   if (q === -1) return undefined;
   for (const pair of uri.slice(q + 1).split('&')) {
     const eq = pair.indexOf('=');
-    if (eq !== -1 && eq === name.length && pair.slice(0, eq).toLowerCase() === name) return pair.slice(eq + 1);
+    if (eq !== -1 && eq === name.length && pair.slice(0, eq).toLowerCase() === name)
+      return pair.slice(eq + 1);
   }
   return undefined;
 }

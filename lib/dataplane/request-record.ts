@@ -215,7 +215,17 @@ export function unparsedRecord(
     packet?.length ?? 0,
     '',
     '',
-    { host: '', path: '', route: null, upstream: '', canary: '', requestId, https, accessLog: true, refused: true },
+    {
+      host: '',
+      path: '',
+      route: null,
+      upstream: '',
+      canary: '',
+      requestId,
+      https,
+      accessLog: true,
+      refused: true,
+    },
     NO_HEADERS,
   );
 }

@@ -28,14 +28,14 @@ function partsOf(format: string): LogFormatPart[] {
   return parsed.parts;
 }
 
-function line(format: string, r: RequestRecord, escape: LogEscape = 'default'): Buffer {
-  const encoder = compileLogFormat(partsOf(format), escape);
+function line(format: string, r: RequestRecord, escaping: LogEscape = 'default'): Buffer {
+  const encoder = compileLogFormat(partsOf(format), escaping);
   const buf = Buffer.alloc(4096);
   return buf.subarray(0, encoder.encode(buf, 0, r, TIME));
 }
 
-const text = (format: string, r: RequestRecord, escape: LogEscape = 'default') =>
-  line(format, r, escape).toString('latin1');
+const text = (format: string, r: RequestRecord, escaping: LogEscape = 'default') =>
+  line(format, r, escaping).toString('latin1');
 
 t.test('the default format: ingress-nginx config.go, and a proxied request as NGINX writes it', async (t) => {
   t.equal(
@@ -49,34 +49,48 @@ t.test('the default format: ingress-nginx config.go, and a proxied request as NG
   );
 });
 
-t.test('values NGINX does not find are "-"; lists of tries; no upstream; refused before routing', async (t) => {
-  const tries = record({
-    previousAddrs: '10.0.0.2:8080, ',
-    previousStatuses: '502, ',
-    previousTimes: '0.001, ',
-    previousLengths: '0, ',
-    upstreamStatus: 0,
-    responseTime: -1,
-    upstreamResponseLength: -1,
-  });
-  t.equal(
-    text('$upstream_addr $upstream_status $upstream_response_time $upstream_response_length', tries),
-    '10.0.0.2:8080, 10.0.0.1:8080 502, - 0.001, - 0, -',
-  );
-  const none = record({ upstream: '', upstreamAddr: '', upstreamStatus: 0, responseTime: -1 });
-  t.equal(
-    text('[$proxy_upstream_name] $upstream_addr $upstream_status $upstream_response_time $upstream_connect_time', none),
-    '[-] - - - -',
-    'routed without an upstream: NGINX\'s server-level "-"',
-  );
-  const refused = record({ ...none, refused: true, method: '', protocol: '', uri: '\x16\x03\x01', host: '', status: 400 });
-  t.equal(
-    text('[$proxy_upstream_name] "$request" $status $host $request_method $server_protocol', refused),
-    '[] "\\x16\\x03\\x01" 400 _ - -',
-    'a first line that was no request line is $request as it came (escaped)',
-  );
-  t.equal(text('$status', record({ status: 9 })), '009', 'three digits');
-});
+t.test(
+  'values NGINX does not find are "-"; lists of tries; no upstream; refused before routing',
+  async (t) => {
+    const tries = record({
+      previousAddrs: '10.0.0.2:8080, ',
+      previousStatuses: '502, ',
+      previousTimes: '0.001, ',
+      previousLengths: '0, ',
+      upstreamStatus: 0,
+      responseTime: -1,
+      upstreamResponseLength: -1,
+    });
+    t.equal(
+      text('$upstream_addr $upstream_status $upstream_response_time $upstream_response_length', tries),
+      '10.0.0.2:8080, 10.0.0.1:8080 502, - 0.001, - 0, -',
+    );
+    const none = record({ upstream: '', upstreamAddr: '', upstreamStatus: 0, responseTime: -1 });
+    t.equal(
+      text(
+        '[$proxy_upstream_name] $upstream_addr $upstream_status $upstream_response_time $upstream_connect_time',
+        none,
+      ),
+      '[-] - - - -',
+      'routed without an upstream: NGINX\'s server-level "-"',
+    );
+    const refused = record({
+      ...none,
+      refused: true,
+      method: '',
+      protocol: '',
+      uri: '\x16\x03\x01',
+      host: '',
+      status: 400,
+    });
+    t.equal(
+      text('[$proxy_upstream_name] "$request" $status $host $request_method $server_protocol', refused),
+      '[] "\\x16\\x03\\x01" 400 _ - -',
+      'a first line that was no request line is $request as it came (escaped)',
+    );
+    t.equal(text('$status', record({ status: 9 })), '009', 'three digits');
+  },
+);
 
 t.test('escape=default, json and none on hostile bytes', async (t) => {
   const hostile = 'a"b\\c\nd\re\tf\x01\x1f\x7f\xe9';
@@ -96,9 +110,16 @@ t.test('escape=default, json and none on hostile bytes', async (t) => {
     'json: controls escaped, other bytes as the client sent them',
   );
   const none = line('$http_user_agent', r, 'none');
-  t.same(none, Buffer.from('a"b\\c\\x0Ad\\x0De\tf\x01\x1f\x7f\xe9', 'latin1'), 'none: raw, but never CR or LF');
-  for (const escape of ['default', 'json', 'none'] as const)
-    t.notOk(line(DEFAULT_LOG_FORMAT_UPSTREAM, r, escape).includes(0x0a), `${escape}: no newline from the client`);
+  t.same(
+    none,
+    Buffer.from('a"b\\c\\x0Ad\\x0De\tf\x01\x1f\x7f\xe9', 'latin1'),
+    'none: raw, but never CR or LF',
+  );
+  for (const escaping of ['default', 'json', 'none'] as const)
+    t.notOk(
+      line(DEFAULT_LOG_FORMAT_UPSTREAM, r, escaping).includes(0x0a),
+      `${escape}: no newline from the client`,
+    );
   t.equal(text('[$remote_user]', record(), 'json'), '[]', 'json: not found is empty');
   t.equal(text('[$remote_user]', record(), 'none'), '[]', 'none: not found is empty');
 });
@@ -121,7 +142,11 @@ t.test('request headers, cookies, arguments and credentials', async (t) => {
     text('$http_x_forwarded_for|$cookie_session|$arg_page|$arg_q|$arg_flag|$http_x_empty|$http_x_none', r),
     '1.1.1.1, 2.2.2.2|s3|2|x%20y|-||-',
   );
-  t.equal(text('$remote_user $http_authorization', r), 'alice Basic', 'the user, the scheme: never the password');
+  t.equal(
+    text('$remote_user $http_authorization', r),
+    'alice Basic',
+    'the user, the scheme: never the password',
+  );
   t.notMatch(text('$remote_user $http_authorization $http_cookie', r), /secret|YWxpY2U6c2VjcmV0/);
   t.equal(text('$uri|$args|$is_args|$query_string', r), '/p q/r|page=2&Q=x%20y&flag|?|page=2&Q=x%20y&flag');
   t.equal(text('$uri|$args|$is_args', record({ uri: '/a' })), '/a|-|');
@@ -129,8 +154,16 @@ t.test('request headers, cookies, arguments and credentials', async (t) => {
   t.equal(text('$proxy_add_x_forwarded_for', record()), '127.0.0.1');
 });
 
+// biome-ignore lint/suspicious/noTemplateCurlyInString: NGINX's ${name} syntax
 t.test('times, route and connection variables; ${name}', async (t) => {
-  const r = record({ https: true, connection: 7, connectionRequests: 3, serverPort: 443, sslProtocol: 'TLSv1.3' });
+  const r = record({
+    https: true,
+    connection: 7,
+    connectionRequests: 3,
+    serverPort: 443,
+    sslProtocol: 'TLSv1.3',
+  });
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: NGINX's ${name} syntax
   t.equal(text('$time_iso8601 $msec ${status}x', r), '2026-11-26T18:52:07+00:00 1795719127.123 200x');
   t.equal(
     text('$namespace/$ingress_name/$service_name:$service_port $location_path $host $server_name', r),
@@ -141,7 +174,10 @@ t.test('times, route and connection variables; ${name}', async (t) => {
     'https on 7 3 443 TLSv1.3 - .',
   );
   t.equal(text('$https|$server_name', record({ namespace: '' })), '|_');
-  t.equal(text('$upstream_connect_time $upstream_header_time $realip_remote_addr', r), '0.001 0.003 127.0.0.1');
+  t.equal(
+    text('$upstream_connect_time $upstream_header_time $realip_remote_addr', r),
+    '0.001 0.003 127.0.0.1',
+  );
   t.ok(compileLogFormat(partsOf('$ssl_cipher'), 'default').connectionDetails);
   t.notOk(compileLogFormat(partsOf(DEFAULT_LOG_FORMAT_UPSTREAM), 'default').connectionDetails);
 });
@@ -157,6 +193,7 @@ t.test('formats NGINX refuses are refused, naming the problem', async (t) => {
     ['$sent_http_content_type', /unknown variable/],
     ['$ cost', /without a variable name/],
     ['${status', /without its/],
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: NGINX's ${name} syntax
     ['${sta-tus}', /invalid variable name/],
     ["it's", /'/],
     ['$http_', /unknown variable/],
@@ -217,11 +254,14 @@ t.test('the JSON format of the docs reproduces the fields ingress-ts logged befo
   });
 });
 
-t.test('the encoder of a model: escape=none over json; compiled again only when the format changes', async (t) => {
-  t.equal(escapeOf({ format: '', escapeJson: true, escapeNone: true }), 'none');
-  t.equal(escapeOf({ format: '', escapeJson: true, escapeNone: false }), 'json');
-  const settings = { format: '$status', escapeJson: false, escapeNone: false };
-  const a = logEncoderOf(settings);
-  t.equal(logEncoderOf({ ...settings }), a);
-  t.not(logEncoderOf({ ...settings, escapeJson: true }), a);
-});
+t.test(
+  'the encoder of a model: escape=none over json; compiled again only when the format changes',
+  async (t) => {
+    t.equal(escapeOf({ format: '', escapeJson: true, escapeNone: true }), 'none');
+    t.equal(escapeOf({ format: '', escapeJson: true, escapeNone: false }), 'json');
+    const settings = { format: '$status', escapeJson: false, escapeNone: false };
+    const a = logEncoderOf(settings);
+    t.equal(logEncoderOf({ ...settings }), a);
+    t.not(logEncoderOf({ ...settings, escapeJson: true }), a);
+  },
+);

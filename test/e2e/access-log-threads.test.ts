@@ -134,11 +134,15 @@ t.test('the graceful stop writes the line of every request it drained', async (t
   const arrived = new Promise<void>((resolve) => {
     allHeld = resolve;
   });
-  const { controller, accessLog, running } = await setUp(t, `{ ${JSON_LOG_ENTRIES}worker-processes: "2" }`, (req, res) => {
-    req.resume();
-    held.push(() => res.end('late'));
-    if (held.length === N) allHeld();
-  });
+  const { controller, accessLog, running } = await setUp(
+    t,
+    `{ ${JSON_LOG_ENTRIES}worker-processes: "2" }`,
+    (req, res) => {
+      req.resume();
+      held.push(() => res.end('late'));
+      if (held.length === N) allHeld();
+    },
+  );
   const replies = Promise.all(
     Array.from({ length: N }, (_, i) => send(controller.http.port, 'site.test', `/held/${i}`)),
   );

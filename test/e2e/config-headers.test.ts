@@ -15,8 +15,8 @@ import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { listen, type Reply, send as sendRequest, testConfig } from '../support/http.ts';
-import { parseNginxLine } from '../support/nginx-log-line.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { parseNginxLine } from '../support/nginx-log-line.ts';
 import { nextSwap } from '../support/swaps.ts';
 import { withTestThreads } from '../support/threads.ts';
 

@@ -86,14 +86,19 @@ async function setUp(t: Test, extraYaml = '') {
   });
   // the access log's lines, parsed (with data-plane threads, the threads encode them)
   const accessLines: Array<Record<string, unknown>> = [];
-  const controller = await start(testConfig(dir, '--configmap', 'ingress/ingress-ts'), createLogger('warn', logSink), {
-    accessLogStdout: new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString().split('\n')) if (line !== '') accessLines.push(accessFields(line));
-        done();
-      },
-    }),
-  });
+  const controller = await start(
+    testConfig(dir, '--configmap', 'ingress/ingress-ts'),
+    createLogger('warn', logSink),
+    {
+      accessLogStdout: new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          for (const line of chunk.toString().split('\n'))
+            if (line !== '') accessLines.push(accessFields(line));
+          done();
+        },
+      }),
+    },
+  );
   t.teardown(() => controller.stop(0));
   const scrape = async () =>
     parseExposition((await get(controller.healthz.port, 'localhost', '/metrics')).body);

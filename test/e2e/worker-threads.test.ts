@@ -14,9 +14,9 @@ import { resolveWorkerCount } from '../../lib/dataplane/worker/worker-count.ts';
 import { send } from '../support/echo.ts';
 import { get } from '../support/http.ts';
 import { untilRefused } from '../support/listening.ts';
+import { parseNginxLine } from '../support/nginx-log-line.ts';
 import { parseExposition, samplesOf, sampleValue } from '../support/prometheus.ts';
 import { nextSwap } from '../support/swaps.ts';
-import { parseNginxLine } from '../support/nginx-log-line.ts';
 import { configMap, startSite } from '../support/threads-site.ts';
 
 type Line = Record<string, unknown>;

@@ -26,7 +26,7 @@ export interface NginxLogLine {
   req_id: string;
 }
 
-const unescape = (text: string) =>
+const unescapeBytes = (text: string) =>
   text.replace(/\\x([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
 
 const LINE =
@@ -49,11 +49,11 @@ export function parseNginxLine(line: string): NginxLogLine {
   if (m === null) throw new Error(`not a line of the default format: ${JSON.stringify(line)}`);
   const tail = upstreamFields(m[13] as string);
   if (tail.length !== 4) throw new Error(`upstream fields: ${JSON.stringify(m[13])}`);
-  const request = unescape(m[4] as string);
+  const request = unescapeBytes(m[4] as string);
   const parts = /^(\S+) (\S+) (HTTP\/\d\.\d)$/.exec(request);
   return {
     remote_addr: m[1] as string,
-    remote_user: unescape(m[2] as string),
+    remote_user: unescapeBytes(m[2] as string),
     time_local: m[3] as string,
     request,
     request_method: parts?.[1] ?? '',
@@ -61,12 +61,12 @@ export function parseNginxLine(line: string): NginxLogLine {
     server_protocol: parts?.[3] ?? '',
     status: Number(m[5]),
     body_bytes_sent: Number(m[6]),
-    http_referer: unescape(m[7] as string),
-    http_user_agent: unescape(m[8] as string),
+    http_referer: unescapeBytes(m[7] as string),
+    http_user_agent: unescapeBytes(m[8] as string),
     request_length: Number(m[9]),
     request_time: Number(m[10]),
-    proxy_upstream_name: unescape(m[11] as string),
-    proxy_alternative_upstream_name: unescape(m[12] as string),
+    proxy_upstream_name: unescapeBytes(m[11] as string),
+    proxy_alternative_upstream_name: unescapeBytes(m[12] as string),
     upstream_addr: tail[0] as string,
     upstream_response_length: tail[1] as string,
     upstream_response_time: tail[2] as string,
@@ -81,5 +81,12 @@ const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', '
 export function timeLocalMs(text: string): number {
   const m = /^(\d\d)\/(\w{3})\/(\d{4}):(\d\d):(\d\d):(\d\d) \+0000$/.exec(text);
   if (m === null) return Number.NaN;
-  return Date.UTC(Number(m[3]), MONTHS.indexOf(m[2] as string), Number(m[1]), Number(m[4]), Number(m[5]), Number(m[6]));
+  return Date.UTC(
+    Number(m[3]),
+    MONTHS.indexOf(m[2] as string),
+    Number(m[1]),
+    Number(m[4]),
+    Number(m[5]),
+    Number(m[6]),
+  );
 }

@@ -23,8 +23,8 @@ import {
   byteSourceOf,
   finishOnClose,
   finishResponse,
-  responseHeadLength,
   type RequestRecord,
+  responseHeadLength,
   socketBytes,
   unparsedRecord,
 } from '../request-record.ts';

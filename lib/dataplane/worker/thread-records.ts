@@ -8,10 +8,10 @@
 // The time of a line is taken here, when the request ends, as in one-thread mode.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { DEFAULT_LOG_FORMAT_UPSTREAM } from '../../model/configmap/log-format.ts';
 import { type LogFormatSettings, type LogLineEncoder, logEncoderOf } from '../access-log-format.ts';
 import { requestLogged, requestMeasured, requestRefused } from '../events.ts';
 import { measureOf } from '../request-measure.ts';
-import { DEFAULT_LOG_FORMAT_UPSTREAM } from '../../model/configmap/log-format.ts';
 import { type RequestRecord, recordConnectionDetails } from '../request-record.ts';
 
 /** The lines leave when about this many bytes wait (about 200 lines), or with the next batch... */

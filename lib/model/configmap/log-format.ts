@@ -80,9 +80,7 @@ export function isLogVariable(name: string): boolean {
 
 /** NGINX's variable name characters (ngx_http_log_compile_format). */
 function isNameChar(c: number): boolean {
-  return (
-    (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) || c === 0x5f
-  );
+  return (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) || c === 0x5f;
 }
 
 /** The value as NGINX reads it between single quotes: its escapes resolved; null if a quote ends it. */
@@ -115,7 +113,8 @@ function unquote(value: string): string | null {
  */
 export function parseLogFormat(value: string): { parts: LogFormatPart[] } | { problem: string } {
   const text = unquote(value);
-  if (text === null) return { problem: "a ' must be written \\' (NGINX reads the format between single quotes)" };
+  if (text === null)
+    return { problem: "a ' must be written \\' (NGINX reads the format between single quotes)" };
   const parts: LogFormatPart[] = [];
   let literal = '';
   let i = 0;
@@ -128,6 +127,7 @@ export function parseLogFormat(value: string): { parts: LogFormatPart[] } | { pr
     let name: string;
     if (text[i + 1] === '{') {
       const close = text.indexOf('}', i + 2);
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: NGINX's ${name} syntax
       if (close === -1) return { problem: 'a "${" without its "}"' };
       name = text.slice(i + 2, close);
       for (let k = 0; k < name.length; k++)

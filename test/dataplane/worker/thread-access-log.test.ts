@@ -188,37 +188,43 @@ t.test('the log settings of a model apply in every thread with its swap', async 
   t.equal((await round(40)).length, 40, 'back on everywhere');
 });
 
-t.test('the log format of a model reaches every thread with its swap: whole lines in the new format', async (t) => {
-  const { pool, port, backendPort } = await threads(t, echoBackend('web'));
-  const { lines, atLeast, partial } = collectLines(t, (line) => line);
-  const round = async () => {
-    const from = lines.length;
-    const before = await perThread(pool);
-    await Promise.all(Array.from({ length: 40 }, (_, i) => send(port, 'log.test', `/f/${i}`)));
-    await atLeast(from + 40);
-    const counts = served(before, await perThread(pool));
-    t.ok(
-      counts.every((n) => n > 0),
-      `both threads served (${counts.join(' + ')})`,
+t.test(
+  'the log format of a model reaches every thread with its swap: whole lines in the new format',
+  async (t) => {
+    const { pool, port, backendPort } = await threads(t, echoBackend('web'));
+    const { lines, atLeast, partial } = collectLines(t, (line) => line);
+    const round = async () => {
+      const from = lines.length;
+      const before = await perThread(pool);
+      await Promise.all(Array.from({ length: 40 }, (_, i) => send(port, 'log.test', `/f/${i}`)));
+      await atLeast(from + 40);
+      const counts = served(before, await perThread(pool));
+      t.ok(
+        counts.every((n) => n > 0),
+        `both threads served (${counts.join(' + ')})`,
+      );
+      return lines.slice(from);
+    };
+    // ingress-nginx's default text format, as a ConfigMap without log-format-upstream gets it
+    await pool.apply(model(backendPort, { 'log-format-upstream': '', 'log-format-escape-json': 'false' }));
+    for (const line of await round())
+      t.match(
+        line,
+        /^127\.0\.0\.1 - - \[\d\d\/\w{3}\/\d{4}:\d\d:\d\d:\d\d \+0000\] "GET \/f\/\d+ HTTP\/1\.1" 200 \d+ "-" "-" \d+ \d+\.\d{3} \[default-web-80\] \[\] 127\.0\.0\.1:\d+ \d+ \d+\.\d{3} 200 [0-9a-f]{32}$/,
+      );
+    await pool.apply(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: NGINX's ${name} syntax
+      model(backendPort, { 'log-format-upstream': 'uri=$request_uri ns=$namespace ${status}' }),
     );
-    return lines.slice(from);
-  };
-  // ingress-nginx's default text format, as a ConfigMap without log-format-upstream gets it
-  await pool.apply(model(backendPort, { 'log-format-upstream': '', 'log-format-escape-json': 'false' }));
-  for (const line of await round())
-    t.match(
-      line,
-      /^127\.0\.0\.1 - - \[\d\d\/\w{3}\/\d{4}:\d\d:\d\d:\d\d \+0000\] "GET \/f\/\d+ HTTP\/1\.1" 200 \d+ "-" "-" \d+ \d+\.\d{3} \[default-web-80\] \[\] 127\.0\.0\.1:\d+ \d+ \d+\.\d{3} 200 [0-9a-f]{32}$/,
+    const custom = await round();
+    t.strictSame(
+      custom.sort(),
+      Array.from({ length: 40 }, (_, i) => `uri=/f/${i} ns=default 200`).sort(),
+      'the custom format in both threads',
     );
-  await pool.apply(model(backendPort, { 'log-format-upstream': 'uri=$request_uri ns=$namespace ${status}' }));
-  const custom = await round();
-  t.strictSame(
-    custom.sort(),
-    Array.from({ length: 40 }, (_, i) => `uri=/f/${i} ns=default 200`).sort(),
-    'the custom format in both threads',
-  );
-  t.strictSame(partial, [], 'whole lines only');
-});
+    t.strictSame(partial, [], 'whole lines only');
+  },
+);
 
 t.test('close drains the requests in flight in both threads and loses none of their lines', async (t) => {
   const held: Array<() => void> = [];
