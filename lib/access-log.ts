@@ -20,11 +20,15 @@
 // after the other, into its batch (`writeLines`): the one destination gets whole lines.
 
 import { type DestinationStream, pino } from 'pino';
-import { type LogFormatSettings, type LogLineEncoder, logEncoderOf } from './dataplane/access-log-format.ts';
+import {
+  defaultLogEncoder,
+  type LogFormatSettings,
+  type LogLineEncoder,
+  logEncoderOf,
+} from './dataplane/access-log-format.ts';
 import type { RequestRecord } from './dataplane/request-record.ts';
 import { recordConnectionDetails } from './dataplane/request-record.ts';
 import type { Logger } from './log.ts';
-import { DEFAULT_LOG_FORMAT_UPSTREAM } from './model/configmap/log-format.ts';
 
 /** ingress-nginx's default access-log-path, which its image links to /dev/stdout. */
 export const NGINX_ACCESS_LOG_PATH = '/var/log/nginx/access.log';
@@ -126,6 +130,13 @@ function stdoutSink(options: AccessLogOptions): Sink {
   return byteSink(sonicBoom(1));
 }
 
+/** A line longer than a batch (`bytes` long), in a buffer of its size with its newline. */
+function lineAlone(encoder: LogLineEncoder, record: RequestRecord, time: number, bytes: number): Buffer {
+  const line = Buffer.allocUnsafe(bytes + 1);
+  line[encoder.encode(line, 0, record, time)] = NEWLINE;
+  return line;
+}
+
 export function createAccessLog(options: AccessLogOptions): AccessLog {
   const stdout = stdoutSink(options);
 
@@ -154,11 +165,7 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
     target.write(bytes);
   };
 
-  let encoder: LogLineEncoder = logEncoderOf({
-    format: DEFAULT_LOG_FORMAT_UPSTREAM,
-    escapeJson: false,
-    escapeNone: false,
-  });
+  let encoder: LogLineEncoder = defaultLogEncoder();
 
   const closeFile = (stream: FileDestination) =>
     new Promise<void>((resolve) => {
@@ -184,10 +191,7 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
         end = encoder.encode(batch, 0, record, time);
       }
       if (end >= BATCH_CAPACITY) {
-        // longer than a batch: encoded in a buffer of its size, written on its own
-        const line = Buffer.allocUnsafe(end + 1);
-        line[encoder.encode(line, 0, record, time)] = NEWLINE;
-        target.write(line);
+        target.write(lineAlone(encoder, record, time, end));
         return;
       }
       used = end;

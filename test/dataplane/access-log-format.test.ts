@@ -1,6 +1,7 @@
 // The compiled log format: a format and a record in, the bytes NGINX would write out. Expected lines
 // are written by hand from NGINX's rules (ngx_http_log_module: `-` for a value not found, escape=
 // default/json/none; the upstream module's lists), not by this encoder.
+import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import {
   compileLogFormat,
@@ -265,3 +266,9 @@ t.test(
     t.not(logEncoderOf({ ...settings, escapeJson: true }), a);
   },
 );
+
+t.test('docs/observability.md gives the default format and the JSON value exactly', async (t) => {
+  const docs = await readFile(new URL('../../docs/observability.md', import.meta.url), 'utf8');
+  t.ok(docs.includes(`\n${DEFAULT_LOG_FORMAT_UPSTREAM}\n`), 'the default format');
+  t.ok(docs.includes(`log-format-upstream: '${JSON_LOG_FORMAT}'`), 'the JSON line of before');
+});

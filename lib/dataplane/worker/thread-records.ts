@@ -8,8 +8,12 @@
 // The time of a line is taken here, when the request ends, as in one-thread mode.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { DEFAULT_LOG_FORMAT_UPSTREAM } from '../../model/configmap/log-format.ts';
-import { type LogFormatSettings, type LogLineEncoder, logEncoderOf } from '../access-log-format.ts';
+import {
+  defaultLogEncoder,
+  type LogFormatSettings,
+  type LogLineEncoder,
+  logEncoderOf,
+} from '../access-log-format.ts';
 import { requestLogged, requestMeasured, requestRefused } from '../events.ts';
 import { measureOf } from '../request-measure.ts';
 import { type RequestRecord, recordConnectionDetails } from '../request-record.ts';
@@ -51,11 +55,7 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
   let used = 0;
   /** full buffers waiting to be taken, in the order of their lines */
   let ready: Uint8Array[] = [];
-  let encoder: LogLineEncoder = logEncoderOf({
-    format: DEFAULT_LOG_FORMAT_UPSTREAM,
-    escapeJson: false,
-    escapeNone: false,
-  });
+  let encoder: LogLineEncoder = defaultLogEncoder();
 
   /** The buffer's lines join the ready ones; the next lines go to a buffer of `capacity`. */
   const seal = (capacity: number) => {
