@@ -119,7 +119,7 @@ t.test('escape=default, json and none on hostile bytes', async (t) => {
   for (const escaping of ['default', 'json', 'none'] as const)
     t.notOk(
       line(DEFAULT_LOG_FORMAT_UPSTREAM, r, escaping).includes(0x0a),
-      `${escape}: no newline from the client`,
+      `${escaping}: no newline from the client`,
     );
   t.equal(text('[$remote_user]', record(), 'json'), '[]', 'json: not found is empty');
   t.equal(text('[$remote_user]', record(), 'none'), '[]', 'none: not found is empty');
