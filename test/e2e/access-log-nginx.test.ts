@@ -2,8 +2,8 @@
 // X-Request-ID, a query) sent to ingress-ts and to an NGINX configured as ingress-nginx configures it
 // (its log_format, its `set $namespace ...` per location, its $req_id map), both proxying to one
 // backend; the lines must be the same but for what differs per process (the time, durations). Three
-// formats: ingress-nginx's default, a custom text one, a JSON one with escape=json. Skipped when no
-// nginx binary is installed.
+// formats: ingress-nginx's default, a custom text one, a JSON one with escape=json; then requests
+// refused before routing, field by field. Skipped when no nginx binary is installed.
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, watch } from 'node:fs';
@@ -19,6 +19,7 @@ import { start } from '../../lib/main.ts';
 import { DEFAULT_LOG_FORMAT_UPSTREAM } from '../../lib/model/configmap/log-format.ts';
 import { listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
+import { parseNginxLine } from '../support/nginx-log-line.ts';
 import { raw } from '../support/raw-http.ts';
 import { nextSwap } from '../support/swaps.ts';
 import { withTestThreads } from '../support/threads.ts';
@@ -119,6 +120,12 @@ const REQUEST =
   'X-Request-ID: 0123456789abcdef0123456789abcdef\r\nX-Custom: one\r\nCookie: a=1; sid=s-42\r\n' +
   'X-Forwarded-For: 198.51.100.1\r\nConnection: close\r\n\r\n';
 
+const REFUSED = [
+  'GET /bad path HTTP/1.1\r\nHost: site.test\r\n\r\n',
+  'GET /nohost HTTP/1.1\r\n\r\n',
+  'GET /two HTTP/1.1\r\nHost: site.test\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n',
+];
+
 t.test(
   'the same request, the same line as NGINX writes',
   { skip: nginx === null && 'no nginx binary' },
@@ -207,6 +214,28 @@ t.test(
         (await readFile(join(dir, `${name}.log`), 'latin1')).split('\n').filter(Boolean).at(-1) ?? '';
       t.equal(masked(ingressTsLine), masked(nginxLine), `${name}: the line NGINX writes`);
       t.not(ingressTsLine, '', `${name}: a line`);
+    }
+
+    // refused before routing, in the default format (the last one set is JSON: back to the default)
+    const swapped = nextSwap();
+    await writeFile(join(manifests, 'config.yaml'), configMap({}));
+    await swapped;
+    for (const bad of REFUSED) {
+      const from = (await fileLines()).length;
+      const ours = await raw(controller.http.port, bad, { end: false });
+      const theirs = await raw(ports[0] as number, bad, { end: false });
+      t.equal(ours.status, theirs.status, `${JSON.stringify(bad)}: the status NGINX answers`);
+      const ingressTsLine = await lineAfter(from);
+      const nginxLine =
+        (await readFile(join(dir, 'default.log'), 'latin1')).split('\n').filter(Boolean).at(-1) ?? '';
+      // each generates its own request id; the error page's body and the bytes counted as the
+      // request's differ for these (docs/observability.md, "Where ingress-ts differs from NGINX")
+      const fields = (line: string) => {
+        const { time_local, request_time, req_id, body_bytes_sent, request_length, ...rest } =
+          parseNginxLine(line);
+        return rest;
+      };
+      t.same(fields(ingressTsLine), fields(nginxLine), `${JSON.stringify(bad)}: the line NGINX writes`);
     }
   },
 );
