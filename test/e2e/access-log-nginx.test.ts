@@ -1,8 +1,9 @@
 // The access log against NGINX itself: the same request (hostile header bytes, Basic credentials, an
 // X-Request-ID, a query) sent to ingress-ts and to an NGINX configured as ingress-nginx configures it
 // (its log_format, its `set $namespace ...` per location, its $req_id map), both proxying to one
-// backend; the lines must be the same but for what differs per process (the time, durations). Three
-// formats: ingress-nginx's default, a custom text one, a JSON one with escape=json; then requests
+// backend; the lines must be the same but for what differs per process (the time, durations). Four
+// formats: ingress-nginx's default, a custom text one, a JSON one with escape=json, one with
+// escape=none; then requests
 // refused before routing, field by field. Skipped when no nginx binary is installed.
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -46,10 +47,16 @@ const JSON_FORMAT =
   '{"ua":"$http_user_agent","uri":"$request_uri","user":"$remote_user","ref":"$http_referer",' +
   '"none":"$http_x_none","status":$status,"upstream":"$upstream_addr","len":"$upstream_response_length"}';
 
-const FORMATS: Array<{ name: string; format: string; json: boolean }> = [
-  { name: 'default', format: DEFAULT_LOG_FORMAT_UPSTREAM, json: false },
-  { name: 'custom', format: CUSTOM, json: false },
-  { name: 'json', format: JSON_FORMAT, json: true },
+type Escaping = 'default' | 'json' | 'none';
+const FORMATS: Array<{ name: string; format: string; escaping: Escaping }> = [
+  { name: 'default', format: DEFAULT_LOG_FORMAT_UPSTREAM, escaping: 'default' },
+  { name: 'custom', format: CUSTOM, escaping: 'default' },
+  { name: 'json', format: JSON_FORMAT, escaping: 'json' },
+  {
+    name: 'none',
+    format: '"$http_user_agent" "$request" "$http_referer" [$remote_user] [$http_x_none]',
+    escaping: 'none',
+  },
 ];
 
 /** What differs between two processes for the same request: the time and the durations. */
@@ -72,8 +79,8 @@ async function freePort(): Promise<number> {
 function nginxConf(prefix: string, backendPort: number, ports: number[]): string {
   const quoted = (format: string) => format.replaceAll("'", "\\'");
   const servers = FORMATS.map(
-    ({ name, format, json }, i) => `
-    log_format ${name} ${json ? 'escape=json ' : ''}'${quoted(format)}';
+    ({ name, format, escaping }, i) => `
+    log_format ${name} ${escaping === 'default' ? '' : `escape=${escaping} `}'${quoted(format)}';
     server {
       listen 127.0.0.1:${ports[i]};
       server_name site.test;
@@ -143,7 +150,8 @@ t.test(
     const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-log-nginx-'));
     t.teardown(() => rm(dir, { recursive: true, force: true }));
 
-    const ports = [await freePort(), await freePort(), await freePort()];
+    const ports: number[] = [];
+    for (const _ of FORMATS) ports.push(await freePort());
     await writeFile(join(dir, 'nginx.conf'), nginxConf(dir, backendPort, ports));
     // NGINX writes its pid file once its sockets listen
     const watcher = watch(dir);
@@ -194,13 +202,17 @@ t.test(
       }
     };
 
-    for (const [i, { name, format, json }] of FORMATS.entries()) {
+    for (const [i, { name, format, escaping }] of FORMATS.entries()) {
       if (i > 0) {
         // (the first is the default: the ConfigMap as it started)
         const swapped = nextSwap();
         await writeFile(
           join(manifests, 'config.yaml'),
-          configMap({ 'log-format-upstream': format, 'log-format-escape-json': String(json) }),
+          configMap({
+            'log-format-upstream': format,
+            'log-format-escape-json': String(escaping === 'json'),
+            'log-format-escape-none': String(escaping === 'none'),
+          }),
         );
         await swapped;
       }
@@ -216,7 +228,7 @@ t.test(
       t.not(ingressTsLine, '', `${name}: a line`);
     }
 
-    // refused before routing, in the default format (the last one set is JSON: back to the default)
+    // refused before routing, in the default format (back to it)
     const swapped = nextSwap();
     await writeFile(join(manifests, 'config.yaml'), configMap({}));
     await swapped;
