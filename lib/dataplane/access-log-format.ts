@@ -162,9 +162,10 @@ const putNone: PutString = (buf, at, value) => {
   return i;
 };
 
-/** A non-negative integer below 2^53, in decimal, with at least `width` digits. */
+/** A non-negative integer below 2^53, in decimal, with at least `width` digits (else 0). */
 function putInt(buf: Buffer, at: number, value: number, width = 1): number {
-  let n = value < 0 ? 0 : value;
+  // what is not a count (negative, NaN, infinite) is never written as one, nor loops
+  let n = value >= 0 && value <= Number.MAX_SAFE_INTEGER ? Math.floor(value) : 0;
   let digits = 1;
   for (let rest = n; rest >= 10; rest = Math.floor(rest / 10)) digits++;
   if (digits < width) digits = width;
@@ -217,10 +218,15 @@ const msec: Writer = (buf, at, _r, time) => {
 /** One try's value in NGINX's list: the earlier tries' text, then the last one's. */
 type Last = (buf: Buffer, at: number, r: RequestRecord) => number;
 
-function listWriter(previous: (r: RequestRecord) => string, last: Last, missing: Writer): Writer {
+function listWriter(
+  previous: (r: RequestRecord) => string,
+  last: Last,
+  missing: Writer,
+  putPrevious: PutString = putAscii,
+): Writer {
   return (buf, at, r, time) => {
     if (r.upstreamAddr === '') return missing(buf, at, r, time);
-    return last(buf, putAscii(buf, at, previous(r)), r);
+    return last(buf, putPrevious(buf, at, previous(r)), r);
   };
 }
 
@@ -251,6 +257,8 @@ function upstreamWriter(name: string, str: PutString, missing: Writer): Writer |
         (r) => r.previousAddrs,
         (buf, at, r) => str(buf, at, r.upstreamAddr),
         missing,
+        // addresses are escaped as any string; the other lists are numbers and dashes of ours
+        str,
       );
     case 'upstream_status':
       return listWriter(

@@ -2,6 +2,7 @@
 // are written by hand from NGINX's rules (ngx_http_log_module: `-` for a value not found, escape=
 // default/json/none; the upstream module's lists), not by this encoder.
 import { readFile } from 'node:fs/promises';
+import fc from 'fast-check';
 import t from 'tap';
 import {
   compileLogFormat,
@@ -271,4 +272,57 @@ t.test('docs/observability.md gives the default format and the JSON value exactl
   const docs = await readFile(new URL('../../docs/observability.md', import.meta.url), 'utf8');
   t.ok(docs.includes(`\n${DEFAULT_LOG_FORMAT_UPSTREAM}\n`), 'the default format');
   t.ok(docs.includes(`log-format-upstream: '${JSON_LOG_FORMAT}'`), 'the JSON line of before');
+});
+
+t.test('any record, in any escaping: the encoder never throws, a value never ends a line', async (t) => {
+  const anyText = fc.oneof(
+    fc.string({ unit: 'binary', maxLength: 30 }),
+    fc.string({ unit: 'grapheme', maxLength: 30 }),
+    fc.constantFrom('', '-', '10.0.0.1:8080, ', '\r\n', '\ud800', '\udfff\ud800'),
+  );
+  const count = fc.oneof(
+    fc.integer({ min: -5, max: 2 ** 40 }),
+    fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, -1, 2 ** 60),
+  );
+  const fields = fc.record({
+    remoteAddress: anyText,
+    method: anyText,
+    uri: anyText,
+    protocol: anyText,
+    host: anyText,
+    referer: anyText,
+    userAgent: anyText,
+    requestId: anyText,
+    namespace: anyText,
+    path: anyText,
+    upstream: anyText,
+    upstreamAddr: anyText,
+    previousAddrs: anyText,
+    headers: fc.array(anyText, { maxLength: 8 }),
+    status: count,
+    bytesSent: count,
+    headBytes: count,
+    requestLength: count,
+    requestTime: count,
+    responseTime: count,
+    upstreamStatus: count,
+    upstreamResponseLength: count,
+    connectionRequests: count,
+  });
+  const format = `${DEFAULT_LOG_FORMAT_UPSTREAM} $uri $args $arg_a $cookie_b $http_x $proxy_add_x_forwarded_for $msec $time_iso8601 $upstream_connect_time $connection_requests`;
+  const encoders = (['default', 'json', 'none'] as const).map((escaping) =>
+    compileLogFormat(partsOf(format), escaping),
+  );
+  const buf = Buffer.alloc(64 * 1024);
+  fc.assert(
+    fc.property(fields, fc.integer({ min: 0, max: 253_402_300_799_999 }), (overrides, time) => {
+      for (const encoder of encoders) {
+        const end = encoder.encode(buf, 0, record(overrides as Partial<RequestRecord>), time);
+        if (end > buf.length || buf.subarray(0, end).includes(0x0a)) return false;
+      }
+      return true;
+    }),
+    { numRuns: 1500 },
+  );
+  t.pass('every record encoded, no newline');
 });

@@ -3,8 +3,8 @@
 // (its log_format, its `set $namespace ...` per location, its $req_id map), both proxying to one
 // backend; the lines must be the same but for what differs per process (the time, durations). Four
 // formats: ingress-nginx's default, a custom text one, a JSON one with escape=json, one with
-// escape=none; then requests
-// refused before routing, field by field. Skipped when no nginx binary is installed.
+// escape=none; then requests refused before routing, field by field. Skipped when no nginx binary
+// is installed.
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, watch } from 'node:fs';
