@@ -67,7 +67,8 @@ export interface RequestRecord {
   previousHeaderTimes: string;
   previousLengths: string;
   /** the request's headers as received, name and value in turn ($http_*, $cookie_*, $remote_user):
-   * Node's own array, not a copy; empty for a head the parser refused */
+   * Node's own array, not a copy; empty for a head the parser refused. Credentials are in it: it is
+   * read by the log encoder of this thread only, never sent (a thread sends measures, not records) */
   headers: readonly string[];
   /** the socket's peer ($realip_remote_addr) */
   peer: string;
