@@ -1,14 +1,13 @@
-// The access log: one JSON line per request with the fields of ingress-nginx's log-format-upstream
-// (plus namespace, ingress and service), in pino's line format ({"level":30,"time":"<ISO>",...}),
-// so pino-pretty and log pipelines that read the controller's own logs read these too.
+// The access log: one line per request in the format of the ConfigMap's `log-format-upstream`
+// (ingress-nginx's default text format unless set), compiled once per configuration by
+// dataplane/access-log-format.ts.
 //
 // The hot part is specialised, because it runs once per request (bench/README.md, "What metrics and
-// the access log cost"): the line is encoded straight into a batch buffer by access-log-encoder.ts,
-// which knows the fields (accessLogLine below is the same line as a string: the reference, and the
-// way for a line too long for a batch), instead of pino's generic serializer. A batch (128 KiB) is
-// written out when full or after 100 ms, to pino's asynchronous destination (SonicBoom) in its
-// buffer mode, so a slow disk or a full pipe never blocks a request (lines are dropped beyond a
-// bounded buffer) and there is one write per batch, not one per request.
+// the access log cost"): the line is encoded straight into a batch buffer by the compiled format
+// instead of being made as a string. A batch (128 KiB) is written out when full or after 100 ms, to
+// pino's asynchronous destination (SonicBoom) in its buffer mode, so a slow disk or a full pipe never
+// blocks a request (lines are dropped beyond a bounded buffer) and there is one write per batch, not
+// one per request.
 //
 // Where lines go is the ConfigMap's `access-log-path`: ingress-nginx's default
 // /var/log/nginx/access.log is a link to the container's stdout, so it, "" and /dev/stdout mean
@@ -16,19 +15,19 @@
 // `disable-access-log`, `enable-access-log` and `enable-access-log-for-default-backend` are
 // already folded into `record.accessLog` by the runtime; `skip-access-log-urls` is applied here.
 //
-// With data-plane worker threads, each thread encodes its own lines with the same encoder and
-// settings (dataplane/worker/thread-records.ts) and this writer only copies their buffers of whole
-// lines, one after the other, into its batch (`writeLines`): the one destination gets whole lines.
+// With data-plane worker threads, each thread encodes its own lines with the same compiled format
+// (dataplane/worker/thread-records.ts) and this writer only copies their buffers of whole lines, one
+// after the other, into its batch (`writeLines`): the one destination gets whole lines.
 
 import { type DestinationStream, pino } from 'pino';
 import {
-  encodeAccessLogLine,
-  isoBytes,
-  maxLineBytes,
-  secondsText as seconds,
-  jsonString as str,
-} from './dataplane/access-log-encoder.ts';
+  defaultLogEncoder,
+  type LogFormatSettings,
+  type LogLineEncoder,
+  logEncoderOf,
+} from './dataplane/access-log-format.ts';
 import type { RequestRecord } from './dataplane/request-record.ts';
+import { recordConnectionDetails } from './dataplane/request-record.ts';
 import type { Logger } from './log.ts';
 
 /** ingress-nginx's default access-log-path, which its image links to /dev/stdout. */
@@ -44,7 +43,7 @@ const FLUSH_DELAY_MS = 100;
 /** The largest single write to the destination (SonicBoom maxWrite): a batch fits in one. */
 const MAX_WRITE_BYTES = 256 * 1024;
 
-export interface AccessLogSettings {
+export interface AccessLogSettings extends LogFormatSettings {
   disabled: boolean;
   skipUrls: readonly string[];
   path: string;
@@ -73,47 +72,6 @@ export interface AccessLogOptions {
   stdout?: DestinationStream;
   /** human-friendly lines (a terminal, not production) */
   pretty?: boolean;
-}
-
-/** pino's info level: what the controller's own logger writes for `log.info`. */
-const INFO = 30;
-
-/**
- * One line, without the trailing newline: pino's `level` and ISO `time`, then log-format-upstream's
- * variables under their NGINX names. Strings are escaped as JSON (headers and the URI are the
- * client's); numbers are written as such. Measured in the running proxy, this concatenation costs
- * about half of `JSON.stringify` on an object of the same fields.
- */
-export function accessLogLine(r: RequestRecord, isoTime: string): string {
-  const tried = r.upstreamAddr !== '';
-  const upstreamStatus = r.upstreamStatus === 0 ? '-' : String(r.upstreamStatus);
-  const responseTime = r.responseTime < 0 ? '-' : seconds(r.responseTime);
-  return (
-    `{"level":${INFO},"time":"${isoTime}"` +
-    `,"remote_addr":${str(r.remoteAddress)}` +
-    `,"request_method":${str(r.method)}` +
-    `,"request_uri":${str(r.uri)}` +
-    `,"server_protocol":${str(r.protocol)}` +
-    `,"host":${str(r.host)}` +
-    `,"status":${r.status}` +
-    `,"bytes_sent":${r.bytesSent}` +
-    `,"http_referer":${str(r.referer)}` +
-    `,"http_user_agent":${str(r.userAgent)}` +
-    `,"request_length":${r.requestLength}` +
-    `,"request_time":${seconds(r.requestTime)}` +
-    `,"proxy_upstream_name":${str(r.upstream)}` +
-    `,"proxy_alternative_upstream_name":${str(r.canary)}` +
-    `,"upstream_addr":${str(tried ? r.previousAddrs + r.upstreamAddr : '')}` +
-    `,"upstream_response_length":${r.upstreamResponseLength < 0 ? '"-"' : r.upstreamResponseLength}` +
-    `,"upstream_response_time":${str(tried ? r.previousTimes + responseTime : '')}` +
-    `,"upstream_status":${str(tried ? r.previousStatuses + upstreamStatus : '')}` +
-    `,"req_id":${str(r.requestId)}` +
-    `,"namespace":${str(r.namespace)}` +
-    `,"ingress":${str(r.ingress)}` +
-    `,"service":${str(r.service)}` +
-    `,"service_port":${str(r.servicePort)}` +
-    `,"location_path":${str(r.path)}}`
-  );
 }
 
 function isStdout(path: string): boolean {
@@ -172,6 +130,13 @@ function stdoutSink(options: AccessLogOptions): Sink {
   return byteSink(sonicBoom(1));
 }
 
+/** A line longer than a batch (`bytes` long), in a buffer of its size with its newline. */
+function lineAlone(encoder: LogLineEncoder, record: RequestRecord, time: number, bytes: number): Buffer {
+  const line = Buffer.allocUnsafe(bytes + 1);
+  line[encoder.encode(line, 0, record, time)] = NEWLINE;
+  return line;
+}
+
 export function createAccessLog(options: AccessLogOptions): AccessLog {
   const stdout = stdoutSink(options);
 
@@ -200,7 +165,7 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
     target.write(bytes);
   };
 
-  const iso = isoBytes();
+  let encoder: LogLineEncoder = defaultLogEncoder();
 
   const closeFile = (stream: FileDestination) =>
     new Promise<void>((resolve) => {
@@ -218,16 +183,18 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
   return {
     write(record) {
       if (disabled || !record.accessLog || skip.has(record.uri)) return;
-      const most = maxLineBytes(record) + 1;
-      if (used + most > BATCH_CAPACITY) {
+      const time = Date.now();
+      let end = encoder.encode(batch, used, record, time);
+      if (end >= BATCH_CAPACITY && used > 0) {
+        // it did not fit after the lines waiting: they go, and it is encoded again in a new batch
         flush();
-        if (most > BATCH_CAPACITY) {
-          // a line that might not fit in a batch: made as a string, written on its own
-          target.write(Buffer.from(`${accessLogLine(record, new Date().toISOString())}\n`));
-          return;
-        }
+        end = encoder.encode(batch, 0, record, time);
       }
-      used = encodeAccessLogLine(batch, used, record, Date.now(), iso);
+      if (end >= BATCH_CAPACITY) {
+        target.write(lineAlone(encoder, record, time, end));
+        return;
+      }
+      used = end;
       batch[used++] = NEWLINE;
       if (used >= BATCH_BYTES) flush();
       else if (timer === null) timer = setTimeout(flush, FLUSH_DELAY_MS);
@@ -249,6 +216,8 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
     configure(settings) {
       disabled = settings.disabled;
       skip = new Set(settings.skipUrls);
+      encoder = logEncoderOf(settings);
+      recordConnectionDetails(encoder.connectionDetails);
       const wanted = isStdout(settings.path) ? 'stdout' : settings.path;
       if (wanted === destination) return;
       const previous = file;

@@ -14,6 +14,7 @@ import type { ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { peerOf } from './access/access.ts';
 import { requestLogged } from './events.ts';
+import { requestsOn } from './listening/connection-settings.ts';
 import type { RouteInfo } from './routing/runtime.ts';
 
 export interface RequestRecord {
@@ -62,6 +63,27 @@ export interface RequestRecord {
   previousAddrs: string;
   previousStatuses: string;
   previousTimes: string;
+  previousConnectTimes: string;
+  previousHeaderTimes: string;
+  previousLengths: string;
+  /** the request's headers as received, name and value in turn ($http_*, $cookie_*, $remote_user):
+   * Node's own array, not a copy; empty for a head the parser refused. Credentials are in it: it is
+   * read by the log encoder of this thread only, never sent (a thread sends measures, not records) */
+  headers: readonly string[];
+  /** the socket's peer ($realip_remote_addr) */
+  peer: string;
+  /** bytes of the response head, for $body_bytes_sent (-1: not known, the whole count is the body's) */
+  headBytes: number;
+  /** refused before routing: NGINX's server-level variables ($proxy_upstream_name's "-") were never set */
+  refused: boolean;
+  /** $connection (a serial per connection, per data-plane thread), $connection_requests */
+  connection: number;
+  connectionRequests: number;
+  /** $server_port, $ssl_protocol, $ssl_cipher: read only while a log format names one
+   * (`recordConnectionDetails`): 0 and '' otherwise */
+  serverPort: number;
+  sslProtocol: string;
+  sslCipher: string;
   /** the route wants an access log line (enable-access-log, the default backend's setting) */
   accessLog: boolean;
 }
@@ -79,7 +101,19 @@ export interface RecordStart {
   requestId: string;
   https: boolean;
   accessLog: boolean;
+  /** refused before routing (client-limits.ts, the parser) */
+  refused?: boolean;
 }
+
+let connectionDetails = false;
+
+/** Whether records read the connection's port and TLS parameters (a log format names them). */
+export function recordConnectionDetails(on: boolean): void {
+  connectionDetails = on;
+}
+
+const CONNECTION = Symbol('connection serial');
+let connections = 0;
 
 /** $server_protocol, without making the common ones again per request. */
 function protocolOf(version: string): string {
@@ -139,6 +173,7 @@ export function startRecord(req: IncomingMessage, source: Duplex, at: RecordStar
     userAgent,
     referer,
     at,
+    raw,
   );
   if (http2) countStreamWrites(source, record);
   return record;
@@ -172,20 +207,40 @@ export function unparsedRecord(
     if (m === null) uri = line.endsWith('\r') ? line.slice(0, -1) : line;
     else [, method = '', uri = '', protocol = ''] = m;
   }
-  return newRecord(socket, socketBytes(socket), method, uri, protocol, packet?.length ?? 0, '', '', {
-    host: '',
-    path: '',
-    route: null,
-    upstream: '',
-    canary: '',
-    requestId,
-    https,
-    accessLog: true,
-  });
+  return newRecord(
+    socket,
+    socketBytes(socket),
+    method,
+    uri,
+    protocol,
+    packet?.length ?? 0,
+    '',
+    '',
+    {
+      host: '',
+      path: '',
+      route: null,
+      upstream: '',
+      canary: '',
+      requestId,
+      https,
+      accessLog: true,
+      refused: true,
+    },
+    NO_HEADERS,
+  );
 }
 
 /** A client connection: a TCP or TLS socket (the remote address is theirs). */
-type ClientSocket = Duplex & { remoteAddress?: string };
+type ClientSocket = Duplex & {
+  remoteAddress?: string;
+  localPort?: number;
+  [CONNECTION]?: number;
+  getProtocol?: () => string | null;
+  getCipher?: () => { standardName?: string; name: string } | undefined;
+};
+
+const NO_HEADERS: readonly string[] = [];
 
 /** One record, every field in one order (one object shape for all of them). */
 function newRecord(
@@ -198,11 +253,18 @@ function newRecord(
   userAgent: string,
   referer: string,
   at: RecordStart,
+  headers: readonly string[],
 ): RequestRecord {
   const route = at.route;
-  return {
+  const peer = peerOf(socket);
+  let connection = socket[CONNECTION];
+  if (connection === undefined) {
+    connection = ++connections;
+    socket[CONNECTION] = connection;
+  }
+  const record: RequestRecord = {
     start: performance.now(),
-    remoteAddress: at.remoteAddress ?? peerOf(socket),
+    remoteAddress: at.remoteAddress ?? peer,
     method,
     uri,
     protocol,
@@ -232,8 +294,29 @@ function newRecord(
     previousAddrs: '',
     previousStatuses: '',
     previousTimes: '',
+    previousConnectTimes: '',
+    previousHeaderTimes: '',
+    previousLengths: '',
     accessLog: at.accessLog,
+    headers,
+    peer,
+    headBytes: -1,
+    refused: at.refused === true,
+    connection,
+    connectionRequests: requestsOn(socket),
+    serverPort: 0,
+    sslProtocol: '',
+    sslCipher: '',
   };
+  if (connectionDetails) readConnectionDetails(socket, record);
+  return record;
+}
+
+function readConnectionDetails(socket: ClientSocket, record: RequestRecord): void {
+  record.serverPort = socket.localPort ?? 0;
+  if (typeof socket.getProtocol === 'function') record.sslProtocol = socket.getProtocol() ?? '';
+  const cipher = typeof socket.getCipher === 'function' ? socket.getCipher() : undefined;
+  if (cipher !== undefined) record.sslCipher = cipher.name;
 }
 
 /** Bytes the socket has been handed so far (keep-alive: the requests before this one too). */
@@ -306,8 +389,10 @@ export function finishRecord(
 ): void {
   record.status = status;
   // a stream has its head sent (`sentHeaders`); an HTTP/1 socket only claiming HTTP/2.0 does not
-  record.bytesSent +=
-    record.protocol === 'HTTP/2.0' && 'sentHeaders' in source ? streamHeadBytes(source) : socketBytes(source);
+  if (record.protocol === 'HTTP/2.0' && 'sentHeaders' in source) {
+    record.headBytes = streamHeadBytes(source);
+    record.bytesSent += record.headBytes;
+  } else record.bytesSent += socketBytes(source);
   record.requestTime = (performance.now() - record.start) / 1000;
   to.publish(record);
 }
@@ -325,14 +410,25 @@ export function finishResponse(
   source: Duplex,
   headersSent: boolean,
   statusCode: number,
+  headLength = -1,
 ): void {
   const stream = record.protocol === 'HTTP/2.0' && 'sentHeaders' in source;
   const bytes = stream ? streamHeadBytes(source) : socketBytes(source);
   const wentOut = headersSent && (stream || record.bytesSent + bytes > 0);
   record.status = wentOut ? statusCode : 499;
   record.bytesSent += bytes;
+  record.headBytes = stream ? bytes : wentOut ? headLength : 0;
   record.requestTime = (performance.now() - record.start) / 1000;
   requestLogged.publish(record);
+}
+
+/**
+ * The bytes of the head an HTTP/1.x response wrote, as Node keeps it (`_header`, the text it wrote,
+ * which is also what `headersSent` reads); -1 when not known (a head written on the socket by hand).
+ */
+export function responseHeadLength(res: object): number {
+  const head = (res as { _header?: unknown })._header;
+  return typeof head === 'string' ? head.length : -1;
 }
 
 /** `finishRecord` when `emitter` closes, with the status `status()` says then. */
@@ -344,7 +440,10 @@ export function finishOnClose(
   to: Channel = requestLogged,
 ): void {
   // `on`, not `once`: 'close' comes once, and the emitter is dropped after it
-  emitter.on('close', () => finishRecord(record, source, status(), to));
+  emitter.on('close', () => {
+    if (record.protocol !== 'HTTP/2.0') record.headBytes = responseHeadLength(emitter);
+    finishRecord(record, source, status(), to);
+  });
 }
 
 /** The exchange moves to another peer: the try that failed goes to the NGINX-style lists. */
@@ -353,6 +452,9 @@ export function recordRetry(record: RequestRecord): void {
   record.previousAddrs += `${record.upstreamAddr}, `;
   record.previousStatuses += `${record.upstreamStatus === 0 ? '-' : record.upstreamStatus}, `;
   record.previousTimes += `${record.responseTime < 0 ? '-' : record.responseTime.toFixed(3)}, `;
+  record.previousConnectTimes += `${record.connectTime < 0 ? '-' : record.connectTime.toFixed(3)}, `;
+  record.previousHeaderTimes += `${record.headerTime < 0 ? '-' : record.headerTime.toFixed(3)}, `;
+  record.previousLengths += `${record.upstreamResponseLength < 0 ? '-' : record.upstreamResponseLength}, `;
   record.upstreamAddr = '';
   record.upstreamStatus = 0;
   record.connectTime = -1;

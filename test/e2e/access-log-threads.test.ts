@@ -9,6 +9,7 @@ import { Writable } from 'node:stream';
 import t, { type Test } from 'tap';
 import type { Controller } from '../../lib/main.ts';
 import { send } from '../support/echo.ts';
+import { JSON_LOG_ENTRIES } from '../support/json-log-format.ts';
 import { untilRefused } from '../support/listening.ts';
 import { planeStats } from '../support/plane.ts';
 import { nextSwap } from '../support/swaps.ts';
@@ -19,7 +20,8 @@ t.setTimeout(90_000);
 
 type Line = Record<string, unknown>;
 
-/** The access log's output: every write must be whole JSON lines; `until(n)` waits for n lines. */
+/** The access log's output (the JSON line of the docs, which every configuration here sets): every
+ * write must be whole JSON lines; `until(n)` waits for n lines. */
 function accessSink() {
   const lines: Line[] = [];
   const partial: string[] = [];
@@ -53,7 +55,7 @@ async function perThread(controller: Controller): Promise<number[]> {
 const spread = (before: number[], after: number[]) => after.map((n, i) => n - (before[i] ?? 0));
 
 t.test('two threads: one whole line per request, written by the controller', async (t) => {
-  const { controller, accessLog } = await setUp(t, '{ worker-processes: "2" }');
+  const { controller, accessLog } = await setUp(t, `{ ${JSON_LOG_ENTRIES}worker-processes: "2" }`);
   t.equal(controller.threads, 2);
   const before = await perThread(controller);
   const N = 50;
@@ -82,7 +84,7 @@ t.test('two threads: one whole line per request, written by the controller', asy
 });
 
 t.test('a change of skip-access-log-urls or disable-access-log reaches both threads', async (t) => {
-  const { controller, dir, accessLog } = await setUp(t, '{ worker-processes: "2" }');
+  const { controller, dir, accessLog } = await setUp(t, `{ ${JSON_LOG_ENTRIES}worker-processes: "2" }`);
   const round = async (expected: number) => {
     const from = accessLog.lines.length;
     const before = await perThread(controller);
@@ -106,7 +108,7 @@ t.test('a change of skip-access-log-urls or disable-access-log reaches both thre
   let swapped = nextSwap();
   await writeFile(
     join(dir, 'config.yaml'),
-    configMap('{ worker-processes: "2", skip-access-log-urls: "/skip" }'),
+    configMap(`{ ${JSON_LOG_ENTRIES}worker-processes: "2", skip-access-log-urls: "/skip" }`),
   );
   await swapped;
   t.strictSame(await round(20), Array(20).fill('/keep'), 'the skipped URL from neither thread');
@@ -114,12 +116,12 @@ t.test('a change of skip-access-log-urls or disable-access-log reaches both thre
   swapped = nextSwap();
   await writeFile(
     join(dir, 'config.yaml'),
-    configMap('{ worker-processes: "2", disable-access-log: "true" }'),
+    configMap(`{ ${JSON_LOG_ENTRIES}worker-processes: "2", disable-access-log: "true" }`),
   );
   await swapped;
   await round(0);
   swapped = nextSwap();
-  await writeFile(join(dir, 'config.yaml'), configMap('{ worker-processes: "2" }'));
+  await writeFile(join(dir, 'config.yaml'), configMap(`{ ${JSON_LOG_ENTRIES}worker-processes: "2" }`));
   await swapped;
   const after = await round(40);
   t.equal(after.length, 40, 'nothing while disabled, everything once enabled again');
@@ -132,11 +134,15 @@ t.test('the graceful stop writes the line of every request it drained', async (t
   const arrived = new Promise<void>((resolve) => {
     allHeld = resolve;
   });
-  const { controller, accessLog, running } = await setUp(t, '{ worker-processes: "2" }', (req, res) => {
-    req.resume();
-    held.push(() => res.end('late'));
-    if (held.length === N) allHeld();
-  });
+  const { controller, accessLog, running } = await setUp(
+    t,
+    `{ ${JSON_LOG_ENTRIES}worker-processes: "2" }`,
+    (req, res) => {
+      req.resume();
+      held.push(() => res.end('late'));
+      if (held.length === N) allHeld();
+    },
+  );
   const replies = Promise.all(
     Array.from({ length: N }, (_, i) => send(controller.http.port, 'site.test', `/held/${i}`)),
   );

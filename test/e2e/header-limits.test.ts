@@ -13,6 +13,7 @@ import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { get, listen, send, testConfig } from '../support/http.ts';
+import { JSON_LOG_KEYS } from '../support/json-log-format.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { parseExposition, sampleValue } from '../support/prometheus.ts';
 import { nextSwap } from '../support/swaps.ts';
@@ -63,7 +64,8 @@ t.test('proxy-buffer-size bounds the upstream response head', async (t) => {
       }),
     ].join(''),
   );
-  await writeFile(join(dir, 'config.yaml'), configMap({}));
+  // the JSON line of the docs: lines are found by host
+  await writeFile(join(dir, 'config.yaml'), configMap(JSON_LOG_KEYS));
   const lines: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -110,7 +112,7 @@ t.test('proxy-buffer-size bounds the upstream response head', async (t) => {
 
   // the ConfigMap key sets the default of every route without the annotation, on a swap
   const swapped = nextSwap();
-  await writeFile(join(dir, 'config.yaml'), configMap({ 'proxy-buffer-size': '8k' }));
+  await writeFile(join(dir, 'config.yaml'), configMap({ ...JSON_LOG_KEYS, 'proxy-buffer-size': '8k' }));
   await swapped;
   t.equal(
     (await get(port, 'plain.test', '/head/6000')).status,

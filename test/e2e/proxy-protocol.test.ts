@@ -26,6 +26,7 @@ import { pem } from '../model/helpers.ts';
 import { echoBackend, type Reply, type Seen } from '../support/echo.ts';
 import { listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml, tlsSecret } from '../support/manifests.ts';
+import { parseNginxLine } from '../support/nginx-log-line.ts';
 import { nextSwap } from '../support/swaps.ts';
 import { withTestThreads } from '../support/threads.ts';
 
@@ -181,7 +182,11 @@ t.test('use-proxy-protocol on the HTTP and HTTPS listeners', async (t) => {
   await t.test('v1 TCP4: the client everywhere, X-Forwarded-Port from the header', async (t) => {
     const reply = await viaHeader(s.http, v1, 'web.test', '/v1', { 'x-forwarded-for': '9.9.9.9' });
     t.strictSame(clientOf(reply), { status: 200, xff: '203.0.113.7', realIp: '203.0.113.7', port: '8443' });
-    t.match(await s.logLine('/v1'), /"remote_addr":"203\.0\.113\.7"/, "the access log's remote_addr");
+    t.equal(
+      parseNginxLine(await s.logLine(' /v1 ')).remote_addr,
+      '203.0.113.7',
+      "the access log's remote_addr",
+    );
   });
 
   await t.test('v2 TCP4 and TCP6 with TLVs', async (t) => {
@@ -202,7 +207,7 @@ t.test('use-proxy-protocol on the HTTP and HTTPS listeners', async (t) => {
       realIp: '2001:db8::42',
       port: '80',
     });
-    t.match(await s.logLine('/v2-tlv'), /"remote_addr":"2001:db8::42"/);
+    t.equal(parseNginxLine(await s.logLine(' /v2-tlv ')).remote_addr, '2001:db8::42');
   });
 
   await t.test("LOCAL and UNKNOWN: the socket's own address and port", async (t) => {
@@ -293,7 +298,7 @@ t.test('use-proxy-protocol on the HTTP and HTTPS listeners', async (t) => {
     await once(stream, 'end');
     const headers = (JSON.parse(h2Body) as Seen).headers;
     t.strictSame([headers['x-forwarded-for'], headers['x-forwarded-port']], ['203.0.113.7', '8443'], 'h2');
-    t.match(await s.logLine('/h2'), /"remote_addr":"203\.0\.113\.7"/);
+    t.equal(parseNginxLine(await s.logLine(' /h2 ')).remote_addr, '203.0.113.7');
   });
 
   await t.test('precedence: enable-real-ip, use-forwarded-headers, proxy-real-ip-cidr', async (t) => {

@@ -32,13 +32,20 @@ import {
 import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { parseExposition, sampleValue } from '../support/prometheus.ts';
-import { THREAD_MODE } from '../support/threads.ts';
+import { THREAD_MODE, withTestThreads } from '../support/threads.ts';
 
 const FAULTS_SKIP =
   THREAD_MODE &&
   "the fault is put into the main thread's copy of the proxy; data-plane threads load their own";
 
 t.setTimeout(60_000);
+
+const ACCESS_FORMAT = '$request_method $request_uri $server_protocol $status $bytes_sent $body_bytes_sent';
+
+function accessFields(line: string): Record<string, unknown> {
+  const [request_method, request_uri, server_protocol, status, bytes_sent, body_bytes_sent] = line.split(' ');
+  return { request_method, request_uri, server_protocol, status, bytes_sent, body_bytes_sent };
+}
 
 async function setUp(t: Test, extraYaml = '') {
   const { port } = await bodyBackend(t);
@@ -63,6 +70,13 @@ async function setUp(t: Test, extraYaml = '') {
     extraYaml,
   ].join('');
   await writeFile(join(dir, 'all.yaml'), yaml);
+  // a custom format: a line's bytes, its body's, and which request it was
+  await writeFile(
+    join(dir, 'config.yaml'),
+    `apiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: ingress }\ndata: ${JSON.stringify(
+      withTestThreads({ 'log-format-upstream': ACCESS_FORMAT }),
+    )}\n`,
+  );
   const logLines: Array<Record<string, unknown>> = [];
   const logSink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -72,14 +86,19 @@ async function setUp(t: Test, extraYaml = '') {
   });
   // the access log's lines, parsed (with data-plane threads, the threads encode them)
   const accessLines: Array<Record<string, unknown>> = [];
-  const controller = await start(testConfig(dir), createLogger('warn', logSink), {
-    accessLogStdout: new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString().split('\n')) if (line !== '') accessLines.push(JSON.parse(line));
-        done();
-      },
-    }),
-  });
+  const controller = await start(
+    testConfig(dir, '--configmap', 'ingress/ingress-ts'),
+    createLogger('warn', logSink),
+    {
+      accessLogStdout: new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          for (const line of chunk.toString().split('\n'))
+            if (line !== '') accessLines.push(accessFields(line));
+          done();
+        },
+      }),
+    },
+  );
   t.teardown(() => controller.stop(0));
   const scrape = async () =>
     parseExposition((await get(controller.healthz.port, 'localhost', '/metrics')).body);
@@ -261,10 +280,12 @@ t.test('HTTP/2: each stream counts its own bytes, and every response is observed
     const bytesSent = Number(line.bytes_sent);
     const head = bytesSent - size;
     t.ok(head >= 30 && head < 512, `/size/${size}: bytes_sent ${bytesSent} = body + head ${head}`);
+    t.equal(Number(line.body_bytes_sent), size, `/size/${size}: body_bytes_sent is the body`);
   }
   const headOnly = accessLines.find((l) => l.request_method === 'HEAD');
   const headBytes = Number(headOnly?.bytes_sent);
   t.ok(headBytes >= 30 && headBytes < 512, 'HEAD: the head only');
+  t.equal(Number(headOnly?.body_bytes_sent), 0, 'HEAD: no body bytes');
   const metrics = await scrape();
   const series = { namespace: 'e2e', ingress: 'plain', service: 'web', path: '/', canary: '', status: '200' };
   t.equal(

@@ -18,9 +18,10 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { echoBackend, seenBy, send } from '../support/echo.ts';
 import { listen } from '../support/http.ts';
+import { JSON_LOG_KEYS } from '../support/json-log-format.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { raw } from '../support/raw-http.ts';
-import { testThreadsFlags } from '../support/threads.ts';
+import { withTestThreads } from '../support/threads.ts';
 
 interface H2Reply {
   status: number;
@@ -104,6 +105,13 @@ t.test('one judgement of the client, the path and the host', async (t) => {
       }),
     ].join(''),
   );
+  // the JSON line of the docs: lines are found by field
+  await writeFile(
+    join(dir, 'zz-config.yaml'),
+    `apiVersion: v1\nkind: ConfigMap\nmetadata: { name: ingress-ts, namespace: ingress }\ndata: ${JSON.stringify(
+      withTestThreads(JSON_LOG_KEYS),
+    )}\n`,
+  );
   const lines: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -130,7 +138,8 @@ t.test('one judgement of the client, the path and the host', async (t) => {
     '0',
     '--healthz-port',
     '0',
-    ...testThreadsFlags(dir, []),
+    '--configmap',
+    'ingress/ingress-ts',
   ]);
   if (parsed.kind !== 'run') throw new Error('expected flags that run');
   const controller = await start(parsed.config, createLogger('silent'), { accessLogStdout: sink });

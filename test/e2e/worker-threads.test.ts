@@ -14,19 +14,21 @@ import { resolveWorkerCount } from '../../lib/dataplane/worker/worker-count.ts';
 import { send } from '../support/echo.ts';
 import { get } from '../support/http.ts';
 import { untilRefused } from '../support/listening.ts';
+import { parseNginxLine } from '../support/nginx-log-line.ts';
 import { parseExposition, samplesOf, sampleValue } from '../support/prometheus.ts';
 import { nextSwap } from '../support/swaps.ts';
 import { configMap, startSite } from '../support/threads-site.ts';
 
 type Line = Record<string, unknown>;
 
-/** JSON lines written to a stream, kept as objects; `until(test)` resolves once the lines pass it. */
-function lineSink() {
+/** Lines written to a stream, kept as objects (JSON unless `parse` says); `until(test)` resolves once
+ * the lines pass it. */
+function lineSink(parse: (line: string) => Line = (line) => JSON.parse(line)) {
   const lines: Line[] = [];
   const waiting: Array<{ test: (lines: Line[]) => boolean; resolve: () => void }> = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line));
+      for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(parse(line));
       for (const w of waiting.filter((w) => w.test(lines))) w.resolve();
       done();
     },
@@ -38,7 +40,8 @@ function lineSink() {
 
 async function setUp(t: Test, config: string, handler?: (req: IncomingMessage, res: ServerResponse) => void) {
   const log = lineSink();
-  const accessLog = lineSink();
+  // the access log in its default format: a line that is not one fails the test
+  const accessLog = lineSink((line) => ({ ...parseNginxLine(line) }));
   const { controller, dir } = await startSite(
     t,
     config,

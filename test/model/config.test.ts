@@ -1,6 +1,7 @@
 // The global ConfigMap and the load-balance annotation.
 import t from 'tap';
 import { CONFIG_KEY_TOPICS } from '../../lib/model/configmap/index.ts';
+import { DEFAULT_LOG_FORMAT_UPSTREAM } from '../../lib/model/configmap/log-format.ts';
 import { DEFAULT_GLOBAL_CONFIG, SUPPORTED_CONFIG_KEYS } from '../../lib/model/index.ts';
 import { type Case, ingress, path, rule, runCases } from './helpers.ts';
 
@@ -45,6 +46,10 @@ runCases(t, [
         'enable-access-log-for-default-backend': 'true',
         'skip-access-log-urls': '/healthz, /ping?x=1',
         'access-log-path': '/var/log/ingress/access.log',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: NGINX's ${name} syntax
+        'log-format-upstream': '$remote_addr "$request" ${status} $http_x_trace_id',
+        'log-format-escape-json': 'true',
+        'log-format-escape-none': 'true',
         'use-http2': 'false',
         'ssl-protocols': 'TLSv1.3',
         'ssl-ciphers': 'ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256',
@@ -64,6 +69,10 @@ runCases(t, [
           forDefaultBackend: true,
           skipUrls: ['/healthz', '/ping?x=1'],
           path: '/var/log/ingress/access.log',
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: NGINX's ${name} syntax
+          format: '$remote_addr "$request" ${status} $http_x_trace_id',
+          escapeJson: true,
+          escapeNone: true,
         },
         // the upstream keys: test/model/proxy-settings.test.ts
         proxy: DEFAULT_GLOBAL_CONFIG.proxy,
@@ -211,6 +220,37 @@ runCases(t, [
       diagnostics: ['CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts'],
       messages: ['expected "auto" or an integer from 1 to 1024'],
       check: (t, { model }) => t.equal(model.config.workerProcesses, 'auto'),
+    }),
+  ),
+  {
+    name: "log-format-upstream: ingress-nginx's default text format unless set",
+    ingresses: [],
+    check: (t, { model }) => {
+      t.equal(model.config.accessLog.format, DEFAULT_LOG_FORMAT_UPSTREAM);
+      t.equal(model.config.accessLog.escapeJson, false);
+      t.equal(model.config.accessLog.escapeNone, false);
+    },
+  },
+  ...(
+    [
+      ['$remote_addr $geoip_country_code', 'unknown variable "$geoip_country_code"'],
+      ['$request $', 'a "$" without a variable name'],
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: NGINX's ${name} syntax
+      ['${status', 'a "${" without its "}"'],
+      ["$request 'quoted'", "a ' must be written \\'"],
+    ] as const
+  ).map(
+    ([value, message]): Case => ({
+      name: `log-format-upstream: ${JSON.stringify(value)} is refused as NGINX refuses it; the default stays`,
+      ingresses: [],
+      configMaps: [configMap({ 'log-format-upstream': value, 'log-format-escape-json': 'true' })],
+      options: OPTIONS,
+      diagnostics: ['CONFIG_VALUE_INVALID ConfigMap:ingress/ingress-ts'],
+      messages: [message],
+      check: (t, { model }) => {
+        t.equal(model.config.accessLog.format, DEFAULT_LOG_FORMAT_UPSTREAM);
+        t.equal(model.config.accessLog.escapeJson, true, 'the other keys still apply');
+      },
     }),
   ),
   {

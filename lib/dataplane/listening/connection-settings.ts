@@ -87,6 +87,11 @@ export function countRequest(req: IncomingMessage, res: ServerResponse, config: 
   if (count >= (keepAlive === 0 ? 1 : keepAliveRequests)) res.shouldKeepAlive = false;
 }
 
+/** How many requests the connection of `socket` carried so far ($connection_requests; 1 before any). */
+export function requestsOn(socket: object): number {
+  return (socket as { [REQUESTS]?: number })[REQUESTS] ?? 1;
+}
+
 /** The real client address: the rightmost untrusted address of the forwarded-for chain, when the
  * socket peer is a trusted proxy (real_ip_recursive). */
 export function clientAddressOf(req: IncomingMessage, policy: HttpPolicy, peer: string): string {

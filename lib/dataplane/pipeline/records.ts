@@ -49,6 +49,7 @@ export function refusedRecord(req: IncomingMessage, source: Duplex, https: boole
     requestId: generateRequestId(),
     https,
     accessLog: true,
+    refused: true,
   });
 }
 

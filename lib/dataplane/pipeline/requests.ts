@@ -24,6 +24,7 @@ import {
   finishOnClose,
   finishResponse,
   type RequestRecord,
+  responseHeadLength,
   socketBytes,
   unparsedRecord,
 } from '../request-record.ts';
@@ -302,7 +303,7 @@ export class RequestPipeline {
     this.#inFlight.delete(res);
     if (entry !== undefined && entry.record !== null && entry.source !== null) {
       // the source kept from the start: `res.req.socket` is null once the connection was detached
-      finishResponse(entry.record, entry.source, res.headersSent, res.statusCode);
+      finishResponse(entry.record, entry.source, res.headersSent, res.statusCode, responseHeadLength(res));
     }
     nextPipelined(res, this.#servePipelined, this.#dropPipelined);
     if (!this.#draining) return;

@@ -1,6 +1,6 @@
 // What a data-plane thread does with the records of its finished requests: it encodes their access
-// log lines here, with the encoder of the one-thread mode (access-log-encoder.ts) and the settings
-// of the model it serves, and forwards only their measures (request-measure.ts) for the metrics.
+// log lines here, with the format of the model it serves compiled as in one-thread mode
+// (access-log-format.ts) and that model's settings, and forwards only their measures (request-measure.ts) for the metrics.
 // The lines wait in one buffer and leave with the thread's next batch (event-batch.ts) as bytes of
 // whole lines, so the main thread writes them without reading them: it never encodes a line, and
 // lines of two threads never mix inside a line.
@@ -8,10 +8,15 @@
 // The time of a line is taken here, when the request ends, as in one-thread mode.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { encodeAccessLogLine, isoBytes, maxLineBytes } from '../access-log-encoder.ts';
+import {
+  defaultLogEncoder,
+  type LogFormatSettings,
+  type LogLineEncoder,
+  logEncoderOf,
+} from '../access-log-format.ts';
 import { requestLogged, requestMeasured, requestRefused } from '../events.ts';
 import { measureOf } from '../request-measure.ts';
-import type { RequestRecord } from '../request-record.ts';
+import { type RequestRecord, recordConnectionDetails } from '../request-record.ts';
 
 /** The lines leave when about this many bytes wait (about 200 lines), or with the next batch... */
 export const LINES_BATCH_BYTES = 128 * 1024;
@@ -20,7 +25,7 @@ const LINES_CAPACITY = LINES_BATCH_BYTES + 64 * 1024;
 const NEWLINE = 0x0a;
 
 /** The access-log settings of a model that decide, in the thread, whether a request gets a line. */
-export interface ThreadLogSettings {
+export interface ThreadLogSettings extends LogFormatSettings {
   disabled: boolean;
   skipUrls: readonly string[];
 }
@@ -50,7 +55,7 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
   let used = 0;
   /** full buffers waiting to be taken, in the order of their lines */
   let ready: Uint8Array[] = [];
-  const iso = isoBytes();
+  let encoder: LogLineEncoder = defaultLogEncoder();
 
   /** The buffer's lines join the ready ones; the next lines go to a buffer of `capacity`. */
   const seal = (capacity: number) => {
@@ -61,13 +66,16 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
 
   const writeLine = (record: RequestRecord) => {
     if (disabled || !record.accessLog || skip.has(record.uri)) return;
-    const most = maxLineBytes(record) + 1;
-    if (used + most > buffer.length) {
-      // a line longer than a buffer gets a buffer of its own, sealed at once
-      seal(Math.max(most, LINES_CAPACITY));
+    const time = Date.now();
+    let end = encoder.encode(buffer, used, record, time);
+    if (end >= buffer.length) {
+      // it did not fit: the lines before it leave, and it is encoded again in a buffer it fits in
+      // (a line longer than a buffer gets a buffer of its own, sealed at once)
+      seal(Math.max(end - used + 1, LINES_CAPACITY));
       options.full();
+      end = encoder.encode(buffer, 0, record, time);
     }
-    used = encodeAccessLogLine(buffer, used, record, Date.now(), iso);
+    used = end;
     buffer[used++] = NEWLINE;
     if (used >= LINES_BATCH_BYTES) {
       seal(LINES_CAPACITY);
@@ -89,6 +97,8 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
     configure(settings) {
       disabled = settings.disabled;
       skip = new Set(settings.skipUrls);
+      encoder = logEncoderOf(settings);
+      recordConnectionDetails(encoder.connectionDetails);
     },
     takeLines() {
       // The lines of a batch are copied out into memory of their size, which is moved to the main

@@ -1,7 +1,8 @@
-// ConfigMap keys of the access log: on or off, for the default backend too, URLs never logged, and
-// where it goes.
+// ConfigMap keys of the access log: on or off, for the default backend too, URLs never logged,
+// where it goes, and the format of its lines.
 
 import { bool, type KeyTable } from './key-parser.ts';
+import { parseLogFormat } from './log-format.ts';
 import { commaList } from './values.ts';
 
 export const ACCESS_LOG_KEYS: KeyTable = {
@@ -20,4 +21,17 @@ export const ACCESS_LOG_KEYS: KeyTable = {
     config.accessLog.path = value;
     return null;
   },
+  'log-format-upstream': (value, config) => {
+    const parsed = parseLogFormat(value);
+    if ('problem' in parsed) return parsed.problem;
+    config.accessLog.format = value;
+    return null;
+  },
+  // both set: escape=none, as nginx.tmpl chooses
+  'log-format-escape-json': bool((config, value) => {
+    config.accessLog.escapeJson = value;
+  }),
+  'log-format-escape-none': bool((config, value) => {
+    config.accessLog.escapeNone = value;
+  }),
 };

@@ -4,6 +4,7 @@
 import { type CacheDuration, DEFAULT_CACHE_DURATION } from '../annotations/external-auth.ts';
 import type { ProxyAnnotations } from '../annotations/proxy.ts';
 import type { AnnotationRisk } from '../annotations/risk.ts';
+import { DEFAULT_LOG_FORMAT_UPSTREAM } from './log-format.ts';
 import { DEFAULT_SSL_HANDSHAKE, type SslHandshakeConfig } from './tls-session-keys.ts';
 
 /** Load-balancing algorithms ingress-nginx's validator accepts (load-balance annotation and key). */
@@ -31,9 +32,18 @@ export interface GlobalConfig {
   hsts: { enabled: boolean; maxAge: number; includeSubdomains: boolean; preload: boolean };
   /**
    * `disable-access-log`, `enable-access-log-for-default-backend`, `skip-access-log-urls` (request
-   * URIs never logged), `access-log-path` ('' or /dev/stdout: standard output)
+   * URIs never logged), `access-log-path` ('' or /dev/stdout: standard output); `log-format-upstream`
+   * (a format log-format.ts accepts) and its escaping (`log-format-escape-json`, `-none`)
    */
-  accessLog: { disabled: boolean; forDefaultBackend: boolean; skipUrls: string[]; path: string };
+  accessLog: {
+    disabled: boolean;
+    forDefaultBackend: boolean;
+    skipUrls: string[];
+    path: string;
+    format: string;
+    escapeJson: boolean;
+    escapeNone: boolean;
+  };
   /**
    * The upstream behaviour of locations whose Ingress does not set it (`proxy-connect-timeout`,
    * `proxy-send-timeout`, `proxy-read-timeout`, `proxy-next-upstream`, `-tries`, `-timeout`,
@@ -254,7 +264,15 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   httpRedirectCode: 308,
   noTlsRedirectLocations: ['/.well-known/acme-challenge'],
   hsts: { enabled: true, maxAge: 31536000, includeSubdomains: true, preload: false },
-  accessLog: { disabled: false, forDefaultBackend: false, skipUrls: [], path: '/var/log/nginx/access.log' },
+  accessLog: {
+    disabled: false,
+    forDefaultBackend: false,
+    skipUrls: [],
+    path: '/var/log/nginx/access.log',
+    format: DEFAULT_LOG_FORMAT_UPSTREAM,
+    escapeJson: false,
+    escapeNone: false,
+  },
   proxy: {
     connectTimeout: 5,
     sendTimeout: 60,

@@ -1,4 +1,5 @@
-// The access log line of access-log.ts, written straight into the batch buffer as UTF-8: the same
+// The access log line as ingress-ts wrote it before log-format-upstream (a fixed JSON line), kept as
+// the bench's baseline (bench/log-format.ts). It was: the line of access-log.ts, written straight into the batch buffer as UTF-8: the same
 // bytes as `Buffer.from(accessLogLine(record, isoTime))`, without making the line as a string first.
 //
 // Why: the line is ~600 bytes made of ~50 parts. As a string it is a tree of parts that is flattened
@@ -9,7 +10,7 @@
 // strings the client controls are escaped as JSON only when they need it, and numbers are written
 // digit by digit; nothing is allocated for a line but the time's prefix, once a second.
 
-import type { RequestRecord } from './request-record.ts';
+import type { RequestRecord } from '../../lib/dataplane/request-record.ts';
 
 /** Characters a JSON string cannot hold as they are: quote, backslash, controls, surrogates. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what must be escaped
