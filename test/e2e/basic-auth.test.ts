@@ -155,6 +155,21 @@ t.test('basic authentication through the proxy', async (t) => {
     t.equal((await fetch(port, 'file.test', '/', { authorization: 'Bearer x' })).status, 401, 'not Basic');
   });
 
+  await t.test(
+    'a route with its own response headers (CORS) still keeps Authorization from the upstream',
+    async (t) => {
+      const before = seen.length;
+      const ok = await fetch(port, 'cors.test', '/', {
+        ...basic('apr1', 'secret'),
+        origin: 'https://app.example',
+      });
+      t.equal(ok.status, 200);
+      t.equal(ok.headers['access-control-allow-origin'], '*', 'the CORS headers on the proxied response');
+      t.equal(seen.length, before + 1);
+      t.equal(seen.at(-1)?.authorization, undefined, 'Authorization is not passed upstream');
+    },
+  );
+
   await t.test('auth-map: one key per user', async (t) => {
     t.equal((await fetch(port, 'map.test', '/', basic('alice', 'secret'))).status, 200);
     t.equal((await fetch(port, 'map.test', '/', basic('bob', 'secret'))).status, 200);

@@ -133,6 +133,11 @@ data: { X-Extra: "yes" }
         'auth-response-headers': 'X-Auth-User',
         'auth-proxy-set-headers': 'auth-headers',
       }),
+      site('allowcors', {
+        'auth-url': `${base}/ok`,
+        'auth-response-headers': 'X-Auth-User',
+        'enable-cors': 'true',
+      }),
       site('method', { 'auth-url': `${base}/ok`, 'auth-method': 'POST', 'auth-request-redirect': '/back' }),
       site('deny401', { 'auth-url': `${base}/deny401` }),
       site('deny403', { 'auth-url': `${base}/deny403` }),
@@ -200,6 +205,18 @@ data: { X-Extra: "yes" }
     const up = backend.seen.at(-1);
     t.equal(up?.headers['x-auth-user'], 'alice', 'auth-response-headers replace the client copy');
     t.equal(up?.headers['x-other'], undefined, 'other auth headers are not copied');
+  });
+
+  await t.test('a route with its own response headers (CORS) keeps what the auth service said', async (t) => {
+    const reply = await fetch(port, 'allowcors.test', '/', {
+      'x-auth-user': 'mallory',
+      origin: 'https://a.example',
+    });
+    t.equal(reply.status, 200);
+    t.equal(reply.headers['access-control-allow-origin'], '*', 'the CORS headers on the proxied response');
+    t.same(reply.headers['set-cookie'], ['app=1', 'session=abc'], "the auth Set-Cookie joins the upstream's");
+    const up = backend.seen.at(-1);
+    t.equal(up?.headers['x-auth-user'], 'alice', 'auth-response-headers replace the client copy');
   });
 
   await t.test('the auth request never carries the body; auth-method, auth-request-redirect', async (t) => {

@@ -23,6 +23,9 @@ export interface CompiledCors {
 }
 
 export interface RouteResponse {
+  /** the policy the route's were made from (the runtime's): a request's policy that is not this one
+   * was changed by authentication, whose changes are kept */
+  basis: HttpPolicy;
   /** the route's policy when CORS does not apply (add-headers + custom-headers) */
   policy: HttpPolicy;
   /** enable-cors, or null */
@@ -141,7 +144,7 @@ export function compileRouteResponse(
     return null;
   // ingress-nginx's location: the snippet's lines come before its custom-headers lines
   const policy = extend(snippetPolicy(base, server, location), customHeaders.headers);
-  if (!cors.enabled) return { policy, cors: null };
+  if (!cors.enabled) return { basis: base, policy, cors: null };
   const anyOrigin = cors.allowOrigin.length === 1 && cors.allowOrigin[0] === '*';
   const headers: Array<[string, string]> = [];
   if (anyOrigin) headers.push(['Access-Control-Allow-Origin', '*']);
@@ -158,6 +161,7 @@ export function compileRouteResponse(
     corsPolicy = { ...corsPolicy, responseDrop };
   }
   return {
+    basis: base,
     policy,
     cors: { anyOrigin, origins: anyOrigin ? null : compileOrigins(cors.allowOrigin), policy: corsPolicy },
   };
@@ -178,6 +182,11 @@ export function responsePolicy(
   base: HttpPolicy,
 ): HttpPolicy {
   if (response === null || response === undefined) return base;
+  const chosen = routePolicy(req, response);
+  return base === response.basis ? chosen : withAuthentication(chosen, base, response.basis);
+}
+
+function routePolicy(req: IncomingMessage, response: RouteResponse): HttpPolicy {
   const cors = response.cors;
   if (cors === null) return response.policy;
   const origin = corsOrigin(req, cors);
@@ -188,6 +197,35 @@ export function responsePolicy(
     responseHeaders: [...cors.policy.responseHeaders, 'Access-Control-Allow-Origin', origin],
   };
 }
+
+/**
+ * The route's policy with what authentication did to `basis` to make `authenticated`: the client's
+ * Authorization (basic auth) and its copies of auth-response-headers no longer passed upstream, the
+ * auth service's headers appended upstream, its cookies appended to the response. Authentication
+ * only appends to the lists and adds names, so what it added is what follows basis's entries.
+ */
+function withAuthentication(chosen: HttpPolicy, authenticated: HttpPolicy, basis: HttpPolicy): HttpPolicy {
+  const names =
+    authenticated.upstreamHeaderNames === basis.upstreamHeaderNames
+      ? chosen.upstreamHeaderNames
+      : Object.assign(
+          Object.create(null) as Record<string, true>,
+          chosen.upstreamHeaderNames,
+          authenticated.upstreamHeaderNames,
+        );
+  return {
+    ...chosen,
+    upstreamHeaderNames: names,
+    upstreamHeaders: appended(chosen.upstreamHeaders, authenticated.upstreamHeaders, basis.upstreamHeaders),
+    responseHeaders: appended(chosen.responseHeaders, authenticated.responseHeaders, basis.responseHeaders),
+  };
+}
+
+const appended = (
+  to: readonly string[],
+  grown: readonly string[],
+  from: readonly string[],
+): readonly string[] => (grown.length === from.length ? to : [...to, ...grown.slice(from.length)]);
 
 /** A CORS preflight this route answers itself: OPTIONS from an allowed Origin. */
 export function isPreflight(req: IncomingMessage, response: RouteResponse | null | undefined): boolean {
