@@ -53,6 +53,11 @@ function schemeOnly(value: string | undefined): string | undefined {
   return space === -1 ? '' : value.slice(0, space);
 }
 
+/** A URL's `user:password@` dropped (browsers never send one in a Referer; a crafted client might). */
+function withoutUserinfo(url: string): string {
+  return url.includes('@') ? url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/, '$1') : url;
+}
+
 /** A cookie's value ($cookie_<name>, the name compared without case, as NGINX does). */
 function cookieValue(headers: readonly string[], name: string): string | undefined {
   const cookies = headerValue(headers, 'cookie');
@@ -128,7 +133,7 @@ export function getterOf(name: string): Getter | undefined {
   if (exact !== undefined) return exact;
   // read once already, for the record (request-record.ts)
   if (name === 'http_user_agent') return (r) => orMissing(r.userAgent);
-  if (name === 'http_referer') return (r) => orMissing(r.referer);
+  if (name === 'http_referer') return (r) => orMissing(withoutUserinfo(r.referer));
   if (name.startsWith('http_') && name.length > 5) {
     const header = name.slice(5).replaceAll('_', '-');
     if (CREDENTIAL_HEADERS.has(header)) return (r) => schemeOnly(headerValue(r.headers, header));

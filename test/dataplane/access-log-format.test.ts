@@ -326,3 +326,11 @@ t.test('any record, in any escaping: the encoder never throws, a value never end
   );
   t.pass('every record encoded, no newline');
 });
+
+t.test('a Referer with userinfo is logged without it; without one, as sent', async (t) => {
+  const logged = (referer: string) => line('"$http_referer"', record({ referer })).toString('utf8');
+  t.equal(logged('https://user:secret@r.test/p?q=a@b'), '"https://r.test/p?q=a@b"', 'user:password@ dropped');
+  t.equal(logged('http://token@r.test/'), '"http://r.test/"');
+  t.equal(logged('https://r.test/p?mail=a@b'), '"https://r.test/p?mail=a@b"', 'an @ after the host stays');
+  t.equal(logged('not a url @ all'), '"not a url @ all"');
+});
