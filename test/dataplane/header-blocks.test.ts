@@ -4,8 +4,10 @@
 import { IncomingMessage } from 'node:http';
 import t from 'tap';
 import { blockedByHeaders, compileHeaderBlocks } from '../../lib/dataplane/access/header-blocks.ts';
-import type { HeaderBlock } from '../../lib/model/configmap/global-config.ts';
+import { DEFAULT_GLOBAL_CONFIG, type HeaderBlock } from '../../lib/model/configmap/global-config.ts';
 import { parseHeaderBlock } from '../../lib/model/configmap/header-blocks.ts';
+
+const DEFAULT_ACCESS = DEFAULT_GLOBAL_CONFIG.access;
 
 const entries = (...list: string[]): HeaderBlock[] =>
   list.map((entry) => {
@@ -50,17 +52,7 @@ const rows: Array<{ list: string[]; agent: string | undefined; blocked: boolean;
 
 t.test('User-Agent against a compiled list', async (t) => {
   for (const row of rows) {
-    const blocks = compileHeaderBlocks({
-      allowlist: [],
-      denylist: [],
-      blockCidrs: [],
-      limitReqStatus: 503,
-      limitConnStatus: 503,
-      limitRate: 0,
-      limitRateAfter: 0,
-      blockUserAgents: entries(...row.list),
-      blockReferers: [],
-    });
+    const blocks = compileHeaderBlocks({ ...DEFAULT_ACCESS, blockUserAgents: entries(...row.list) });
     t.not(blocks, null);
     const headers: Record<string, string> = row.agent === undefined ? {} : { 'user-agent': row.agent };
     t.equal(blockedByHeaders(blocks!, head(headers)), row.blocked, row.name);
@@ -68,16 +60,6 @@ t.test('User-Agent against a compiled list', async (t) => {
 });
 
 t.test('no list: nothing compiled', async (t) => {
-  const none = compileHeaderBlocks({
-    allowlist: [],
-    denylist: [],
-    blockCidrs: [],
-    limitReqStatus: 503,
-    limitConnStatus: 503,
-    limitRate: 0,
-    limitRateAfter: 0,
-    blockUserAgents: [],
-    blockReferers: [],
-  });
+  const none = compileHeaderBlocks(DEFAULT_ACCESS);
   t.equal(none, null);
 });
