@@ -5,11 +5,10 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
+import { createGunzip, gunzipSync } from 'node:zlib';
 import t from 'tap';
 import {
-  type BodySink,
+  CompressingSink,
   compileCompression,
   compressResponse,
 } from '../../lib/dataplane/responses/compression.ts';
@@ -21,7 +20,7 @@ const COMPRESSION = compileCompression(config);
 if (COMPRESSION === null) throw new Error('expected compression on');
 
 /** A server whose handler compresses its response and hands the sink to `serve`. */
-async function server(serve: (sink: BodySink, res: ServerResponse) => void) {
+async function server(serve: (sink: CompressingSink, res: ServerResponse) => void) {
   const s = createServer((req: IncomingMessage, res: ServerResponse) => {
     const out: Array<string | string[]> = ['content-type', 'text/html'];
     const sink = compressResponse(
@@ -33,7 +32,7 @@ async function server(serve: (sink: BodySink, res: ServerResponse) => void) {
       out,
     );
     res.writeHead(200, out);
-    if (sink === null) throw new Error('expected a compressor');
+    if (!(sink instanceof CompressingSink)) throw new Error('expected a compressor');
     serve(sink, res);
   });
   await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
@@ -52,14 +51,15 @@ t.test('a client that stops reading pauses the compressor and the writer', async
     paused = resolve;
   });
   const { server: s, port } = await server((sink, res) => {
-    (sink as unknown as Readable).once('pause', () => paused());
     const pump = () => {
       while (seen.written < total) {
         seen.written += chunk.length;
         const more = sink.write(chunk);
+        // the stream starts at the first write
+        if (seen.written === chunk.length) sink.stream?.once('pause', () => paused());
         seen.maxBuffered = Math.max(seen.maxBuffered, res.writableLength);
         if (!more) {
-          (sink as unknown as Readable).once('drain', pump);
+          sink.stream?.once('drain', pump);
           return;
         }
       }
@@ -97,13 +97,14 @@ t.test('clients that abort destroy their compressors', async (t) => {
     allDone = resolve;
   });
   const { server: s, port } = await server((sink) => {
-    (sink as unknown as Readable).once('close', () => {
+    // a body that never ends on its own
+    sink.write(noise(16 << 10));
+    const timer = setInterval(() => sink.write(noise(16 << 10)), 2);
+    sink.stream?.once('close', () => {
+      clearInterval(timer);
       closed++;
       if (closed === n) allDone();
     });
-    // a body that never ends on its own
-    const timer = setInterval(() => sink.write(noise(16 << 10)), 2);
-    (sink as unknown as Readable).once('close', () => clearInterval(timer));
   });
   t.teardown(() => s.close());
   await Promise.all(
@@ -134,7 +135,7 @@ t.test('an error in the compressor destroys its response only', async (t) => {
   const { server: s, port } = await server((sink) => {
     count++;
     sink.write(Buffer.from('<html>'));
-    if (count === 1) (sink as unknown as Readable).destroy(new Error('compressor failed'));
+    if (count === 1) sink.stream?.destroy(new Error('compressor failed'));
     else sink.end(Buffer.from('ok</html>'));
   });
   t.teardown(() => s.close());
@@ -160,4 +161,25 @@ t.test('an error in the compressor destroys its response only', async (t) => {
     });
   t.equal(await fetch(), 'cut', 'the failed response is cut');
   t.equal(await fetch(), 'complete: <html>ok</html>', 'the next one is whole');
+});
+
+t.test('a body that comes in one piece is compressed at once, without a stream', async (t) => {
+  const body = Buffer.from('<p>one piece</p>'.repeat(500));
+  let streamed: unknown = 'unset';
+  const { server: s, port } = await server((sink) => {
+    sink.end(body);
+    streamed = sink.stream;
+  });
+  t.teardown(() => s.close());
+  const got = await new Promise<Buffer>((resolve, reject) => {
+    request({ port, host: '127.0.0.1', headers: { 'accept-encoding': 'gzip' }, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve(Buffer.concat(chunks)));
+      res.on('error', reject);
+    }).end();
+  });
+  t.equal(streamed, null, 'no zlib stream');
+  t.ok(got.length < body.length / 10, `${got.length} bytes for ${body.length}`);
+  t.same(gunzipSync(got), body, 'decodes to the body');
 });

@@ -13,7 +13,17 @@
 // - only proxied responses are compressed, not the proxy's own error pages.
 
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { type BrotliCompress, constants, createBrotliCompress, createGzip, type Gzip } from 'node:zlib';
+import {
+  type BrotliCompress,
+  type BrotliOptions,
+  brotliCompressSync,
+  constants,
+  createBrotliCompress,
+  createGzip,
+  type Gzip,
+  gzipSync,
+  type ZlibOptions,
+} from 'node:zlib';
 import { RE2JS } from 're2js';
 import type { CodingConfig, CompressionConfig } from '../../model/configmap/compression-keys.ts';
 
@@ -201,21 +211,24 @@ const GZIP_WINDOW_BITS = 15;
 const GZIP_MEM_LEVEL = 8;
 const BROTLI_WINDOW_BITS = 19;
 
-function createEncoder(coding: CodingName, level: number, length: number): Gzip | BrotliCompress {
-  if (coding === 'gzip') {
-    let windowBits = GZIP_WINDOW_BITS;
-    let memLevel = GZIP_MEM_LEVEL;
-    // NGINX's own sizing: a window no larger than the body needs (zlib's gzip takes 9 at least)
-    if (length > 0) {
-      while (windowBits > 9 && length < (1 << (windowBits - 1)) - 262) {
-        windowBits--;
-        memLevel--;
-      }
-      if (memLevel < 1) memLevel = 1;
+type Encoder = Gzip | BrotliCompress;
+
+/** zlib's options for a body of `length` bytes (-1: unknown), sized as NGINX and ngx_brotli size them. */
+function gzipOptions(level: number, length: number): ZlibOptions {
+  let windowBits = GZIP_WINDOW_BITS;
+  let memLevel = GZIP_MEM_LEVEL;
+  // a window no larger than the body needs (zlib's gzip takes 9 at least)
+  if (length > 0) {
+    while (windowBits > 9 && length < (1 << (windowBits - 1)) - 262) {
+      windowBits--;
+      memLevel--;
     }
-    // every upstream chunk goes out flushed: with proxy-buffering off NGINX flushes each one too
-    return createGzip({ level, windowBits, memLevel, flush: constants.Z_SYNC_FLUSH });
+    if (memLevel < 1) memLevel = 1;
   }
+  return { level, windowBits, memLevel };
+}
+
+function brotliOptions(level: number, length: number): BrotliOptions {
   let windowBits = BROTLI_WINDOW_BITS;
   if (length > 0) while (windowBits > 10 && length <= 1 << (windowBits - 1)) windowBits--;
   const params: Record<number, number> = {
@@ -223,24 +236,76 @@ function createEncoder(coding: CodingName, level: number, length: number): Gzip 
     [constants.BROTLI_PARAM_LGWIN]: windowBits,
   };
   if (length > 0) params[constants.BROTLI_PARAM_SIZE_HINT] = length;
-  return createBrotliCompress({ params, flush: constants.BROTLI_OPERATION_FLUSH });
+  return { params };
 }
 
 /**
- * Starts the compressor in front of `res`: it writes to the client with the client's backpressure
- * (paused while the response is full, so its own writes refuse and the exchange pauses the upstream),
- * ends the response once it is flushed, and dies with the response: an error in it destroys that
- * response only, and a client gone destroys it.
+ * The body's way to the client through the compressor. A body that comes whole in one upstream chunk
+ * (most small responses: `end(chunk)` with nothing written before) is compressed at once, in this
+ * thread, as NGINX does in its worker: no stream, no trip to libuv's pool. Otherwise a zlib stream
+ * is started at the first write; it writes to the client with the client's backpressure (paused while
+ * the response is full, so its own writes refuse and the exchange pauses the upstream), ends the
+ * response once flushed, and dies with the response: an error in it destroys that response only, a
+ * client gone destroys it.
  */
-function pipeTo(encoder: Gzip | BrotliCompress, res: ServerResponse): BodySink {
-  encoder.on('data', (chunk: Buffer) => {
-    if (!res.write(chunk)) encoder.pause();
-  });
-  res.on('drain', () => encoder.resume());
-  encoder.on('end', () => res.end());
-  encoder.on('error', () => res.destroy());
-  res.on('close', () => encoder.destroy());
-  return encoder;
+export class CompressingSink implements BodySink {
+  /** the zlib stream, once a body did not come in one piece */
+  stream: Encoder | null = null;
+  private readonly res: ServerResponse;
+  private readonly coding: CodingName;
+  private readonly options: ZlibOptions | BrotliOptions;
+  private drainListener: (() => void) | null = null;
+
+  constructor(res: ServerResponse, coding: CodingName, level: number, length: number) {
+    this.res = res;
+    this.coding = coding;
+    this.options = coding === 'gzip' ? gzipOptions(level, length) : brotliOptions(level, length);
+  }
+
+  private start(): Encoder {
+    const res = this.res;
+    // every upstream chunk goes out flushed: with proxy-buffering off NGINX flushes each one too
+    const encoder =
+      this.coding === 'gzip'
+        ? createGzip({ ...this.options, flush: constants.Z_SYNC_FLUSH })
+        : createBrotliCompress({ ...this.options, flush: constants.BROTLI_OPERATION_FLUSH });
+    encoder.on('data', (chunk: Buffer) => {
+      if (!res.write(chunk)) encoder.pause();
+    });
+    res.on('drain', () => encoder.resume());
+    encoder.on('end', () => res.end());
+    encoder.on('error', () => res.destroy());
+    res.on('close', () => encoder.destroy());
+    if (this.drainListener !== null) encoder.on('drain', this.drainListener);
+    this.stream = encoder;
+    return encoder;
+  }
+
+  write(chunk: Buffer): boolean {
+    return (this.stream ?? this.start()).write(chunk);
+  }
+
+  end(chunk?: Buffer): void {
+    if (this.stream !== null || chunk === undefined) {
+      (this.stream ?? this.start()).end(chunk);
+      return;
+    }
+    let compressed: Buffer;
+    try {
+      compressed =
+        this.coding === 'gzip' ? gzipSync(chunk, this.options) : brotliCompressSync(chunk, this.options);
+    } catch {
+      this.res.destroy();
+      return;
+    }
+    this.res.end(compressed);
+  }
+
+  on(_event: 'drain', listener: () => void): this {
+    if (this.stream !== null) this.stream.on('drain', listener);
+    else this.drainListener = listener;
+    return this;
+  }
 }
 
 /**
@@ -269,5 +334,5 @@ export function compressResponse(
   const settings = (coding === 'br' ? compression.brotli : compression.gzip) as Coding;
   const declared = headers['content-length'];
   const length = typeof declared === 'string' && /^\d+$/.test(declared) ? Number(declared) : -1;
-  return pipeTo(createEncoder(coding, settings.level, length), res);
+  return new CompressingSink(res, coding, settings.level, length);
 }
