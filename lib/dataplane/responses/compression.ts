@@ -254,7 +254,8 @@ export class CompressingSink implements BodySink {
   private readonly res: ServerResponse;
   private readonly coding: CodingName;
   private readonly options: ZlibOptions | BrotliOptions;
-  private drainListener: (() => void) | null = null;
+  /** 'drain' listeners given before the stream started */
+  private readonly drainListeners: Array<() => void> = [];
 
   constructor(res: ServerResponse, coding: CodingName, level: number, length: number) {
     this.res = res;
@@ -276,7 +277,8 @@ export class CompressingSink implements BodySink {
     encoder.on('end', () => res.end());
     encoder.on('error', () => res.destroy());
     res.on('close', () => encoder.destroy());
-    if (this.drainListener !== null) encoder.on('drain', this.drainListener);
+    if (this.drainListeners !== null)
+      for (const listener of this.drainListeners) encoder.on('drain', listener);
     this.stream = encoder;
     return encoder;
   }
@@ -303,7 +305,7 @@ export class CompressingSink implements BodySink {
 
   on(_event: 'drain', listener: () => void): this {
     if (this.stream !== null) this.stream.on('drain', listener);
-    else this.drainListener = listener;
+    else this.drainListeners.push(listener);
     return this;
   }
 }
