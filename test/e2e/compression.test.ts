@@ -208,6 +208,12 @@ t.test('gzip and brotli through the proxy', async (t) => {
         '  rules:',
         `  tls: [{ hosts: [${HOST}], secretName: a-tls }]\n  rules:`,
       ),
+      ingressYaml({
+        name: 'paced',
+        host: 'paced.test',
+        service: 'web',
+        annotations: { 'limit-rate': '1000', 'limit-rate-after': '1' },
+      }),
       `---\n${tlsSecret('e2e', 'a-tls', CERT)}`,
     ].join('');
   const file = join(dir, 'all.yaml');
@@ -327,6 +333,14 @@ t.test('gzip and brotli through the proxy', async (t) => {
     const notFound = await get(port, '/status/404', { 'accept-encoding': 'gzip' });
     t.equal(notFound.headers['content-encoding'], 'gzip', '404 is compressed, as NGINX does');
     t.equal(decode(notFound), text(5000));
+  });
+
+  await t.test('limit-rate: the paced body is compressed too', async (t) => {
+    for (const path of ['/page/20000', '/chunked']) {
+      const reply = await get(port, path, { host: 'paced.test', 'accept-encoding': 'gzip' });
+      t.equal(reply.headers['content-encoding'], 'gzip', path);
+      t.equal(decode(reply), path === '/chunked' ? text(3000).repeat(3) : text(20000), `${path} decoded`);
+    }
   });
 
   await t.test('HTTP/1.0: no coding (gzip_http_version 1.1)', async (t) => {
