@@ -193,10 +193,9 @@ export function editHead(out: Array<string | string[]>, negotiated: Negotiated):
       const joined = Array.isArray(value) ? value.join(', ') : value;
       if (!varied && !hasAcceptEncoding(joined)) out[i + 1] = `${joined}, Accept-Encoding`;
       varied = true;
-    } else if (coding === null) {
-    } else if (name === 'content-length' || name === 'accept-ranges') {
+    } else if (coding !== null && (name === 'content-length' || name === 'accept-ranges')) {
       out.splice(i, 2);
-    } else if (name === 'etag') {
+    } else if (coding !== null && name === 'etag') {
       const etag = Array.isArray(value) ? (value[0] ?? '') : value;
       if (etag.startsWith('"')) out[i + 1] = `W/${etag}`;
       else if (!etag.startsWith('W/')) out.splice(i, 2);
