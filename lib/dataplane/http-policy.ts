@@ -5,6 +5,7 @@
 
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import { DEFAULT_GLOBAL_CONFIG, type GlobalConfig } from '../model/configmap/global-config.ts';
+import { type Compression, compileCompression } from './responses/compression.ts';
 
 /** What ingress-ts calls itself in `Server` when server-tokens is on (NGINX would say nginx/<version>). */
 export const SERVER_TOKEN = 'ingress-ts';
@@ -70,6 +71,8 @@ export interface HttpPolicy {
   readonly responseDropPrefixes: readonly string[] | null;
   /** client-body-timeout in ms: the longest a request body may stay idle (then 408) */
   readonly clientBodyTimeoutMs: number;
+  /** use-gzip / enable-brotli and their keys (responses/compression.ts); null: both off */
+  readonly compression: Compression | null;
 }
 
 /** NGINX set_real_ip_from: whether an address is in one of the CIDRs. */
@@ -160,6 +163,7 @@ export function compileHttpPolicy(config: GlobalConfig): HttpPolicy {
     statusHeaders: [],
     responseDropPrefixes: null,
     clientBodyTimeoutMs: config.client.bodyTimeout * 1000,
+    compression: compileCompression(config.compression),
   };
 }
 

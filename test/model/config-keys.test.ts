@@ -176,7 +176,7 @@ runCases(t, [
         'server-names-hash-bucket-size': '128',
         'lua-shared-dicts': 'a: 1',
         'variables-hash-max-size': '2048',
-        'use-gzip': 'true',
+        'enable-opentelemetry': 'true',
       }),
     ],
     options: OPTIONS,
@@ -193,7 +193,7 @@ runCases(t, [
         'variables-hash-max-size',
       ])
         t.match(say(key), 'tunes NGINX itself; it does not apply to ingress-ts', key);
-      t.match(say('use-gzip'), 'not supported by ingress-ts yet', 'use-gzip');
+      t.match(say('enable-opentelemetry'), 'not supported by ingress-ts yet', 'enable-opentelemetry');
     },
   },
   {

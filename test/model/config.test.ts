@@ -107,6 +107,8 @@ runCases(t, [
         // the handshake keys: test/model/tls-session-keys.test.ts
         sslHandshake: DEFAULT_GLOBAL_CONFIG.sslHandshake,
         stream: DEFAULT_GLOBAL_CONFIG.stream,
+        // the compression keys: test/model/config-compression-keys.test.ts
+        compression: DEFAULT_GLOBAL_CONFIG.compression,
       }),
   },
   {

@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerR
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Dispatcher } from 'undici';
 import type { RequestRecord } from '../request-record.ts';
+import { type BodySink, compressResponse } from '../responses/compression.ts';
 import { type CustomErrors, intercepts, interceptsResponse } from '../responses/custom-errors.ts';
 import { sendErrorPage } from '../responses/error-pages.ts';
 import { Exchange } from './exchange.ts';
@@ -43,6 +44,8 @@ export class WebExchange extends Exchange {
    */
   private bodyLeft = -1;
   private lastChunk: Buffer | null = null;
+  /** where the body goes: the response, or a compressor in front of it (responses/compression.ts) */
+  private body: BodySink;
 
   constructor(
     proxy: UpstreamProxy,
@@ -57,6 +60,7 @@ export class WebExchange extends Exchange {
     super(proxy, target, opts, hasBody, record);
     this.req = req;
     this.res = res;
+    this.body = res;
     this.hsts = hsts;
     this.h2 = req.httpVersionMajor === 2;
     if (hasBody) {
@@ -207,6 +211,9 @@ export class WebExchange extends Exchange {
     const length = headers['content-length'];
     // undici has checked the length against the body it parses; NaN never matches a chunk
     if (typeof length === 'string' && this.target.limitRate == null) this.bodyLeft = Number(length);
+    const compression = this.policy.compression;
+    if (compression !== null)
+      this.body = compressResponse(compression, this.req, this.res, statusCode, headers, out) ?? this.res;
     this.writeHead(controller, statusCode, out);
   }
 
@@ -244,11 +251,11 @@ export class WebExchange extends Exchange {
       return;
     }
     if (this.bodyLeft > 0) this.bodyLeft -= chunk.length;
-    if (!this.res.write(chunk)) {
+    if (!this.body.write(chunk)) {
       controller.pause();
       if (!this.drainHooked) {
         this.drainHooked = true;
-        this.res.on('drain', () => this.controller?.resume());
+        this.body.on('drain', () => this.controller?.resume());
       }
     }
   }
@@ -256,7 +263,7 @@ export class WebExchange extends Exchange {
   /** limit-rate: writes go through a Pacer, which pauses and resumes the upstream itself. */
   private newPacer(limit: PaceLimit): Pacer {
     const pacer = new Pacer(limit, {
-      write: (bytes) => this.res.write(bytes),
+      write: (bytes) => this.body.write(bytes),
       resume: () => this.controller?.resume(),
       now: () => performance.now(),
       // the pace's timer runs outside every boundary of the request: an exception there is contained
@@ -270,7 +277,7 @@ export class WebExchange extends Exchange {
         }, ms),
       clearTimer: (timer) => clearTimeout(timer as NodeJS.Timeout),
     });
-    this.res.on('drain', () => pacer.drained());
+    this.body.on('drain', () => pacer.drained());
     return pacer;
   }
 
@@ -301,10 +308,10 @@ export class WebExchange extends Exchange {
       if (any) this.res.addTrailers(trailers as Record<string, string | string[]>);
     }
     const last = this.lastChunk;
-    if (last === null) this.res.end();
+    if (last === null) this.body.end();
     else {
       this.lastChunk = null;
-      this.res.end(last);
+      this.body.end(last);
     }
   }
 }

@@ -4,6 +4,7 @@
 import { type CacheDuration, DEFAULT_CACHE_DURATION } from '../annotations/external-auth.ts';
 import type { ProxyAnnotations } from '../annotations/proxy.ts';
 import type { AnnotationRisk } from '../annotations/risk.ts';
+import { type CompressionConfig, DEFAULT_COMPRESSION } from './compression-keys.ts';
 import { DEFAULT_LOG_FORMAT_UPSTREAM } from './log-format.ts';
 import { DEFAULT_SSL_HANDSHAKE, type SslHandshakeConfig } from './tls-session-keys.ts';
 
@@ -65,6 +66,8 @@ export interface GlobalConfig {
   ssl: { minVersion: TlsVersion; maxVersion: TlsVersion; ciphers: string };
   /** `ssl-session-*`, `ssl-ecdh-curve`, `ssl-dh-param`, `ssl-reject-handshake` (tls-session-keys.ts) */
   sslHandshake: SslHandshakeConfig;
+  /** `use-gzip`, `gzip-*`, `enable-brotli`, `brotli-*` (compression-keys.ts) */
+  compression: CompressionConfig;
   // --- client address, request and response headers, connections, custom errors
   /** how the client address and X-Forwarded-* are derived, as ingress-nginx derives them */
   forwarding: ForwardingConfig;
@@ -353,4 +356,5 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
     ciphers: DEFAULT_SSL_CIPHERS,
   },
   sslHandshake: DEFAULT_SSL_HANDSHAKE,
+  compression: DEFAULT_COMPRESSION,
 });

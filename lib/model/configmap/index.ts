@@ -10,6 +10,7 @@ import { ACCESS_KEYS } from './access-keys.ts';
 import { ACCESS_LOG_KEYS } from './access-log-keys.ts';
 import { ANNOTATION_KEYS } from './annotation-keys.ts';
 import { CLIENT_KEYS } from './client-keys.ts';
+import { COMPRESSION_KEYS } from './compression-keys.ts';
 import { FORWARDING_KEYS } from './forwarding-keys.ts';
 import { GLOBAL_AUTH_KEYS } from './global-auth-keys.ts';
 import { DEFAULT_GLOBAL_CONFIG, type GlobalConfig } from './global-config.ts';
@@ -34,6 +35,7 @@ export const CONFIG_KEY_TOPICS: readonly KeyTable[] = [
   ANNOTATION_KEYS,
   ACCESS_KEYS,
   STREAM_KEYS,
+  COMPRESSION_KEYS,
 ];
 
 /** Each key: apply the value to the config, or say why it is invalid. */
