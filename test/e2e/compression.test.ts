@@ -24,6 +24,7 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { pem } from '../model/helpers.ts';
 import { listen, testConfig } from '../support/http.ts';
+import { JSON_LOG_KEYS } from '../support/json-log-format.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml, tlsSecret } from '../support/manifests.ts';
 import { raw } from '../support/raw-http.ts';
 import { nextSwap } from '../support/swaps.ts';
@@ -188,7 +189,8 @@ metadata: { name: ingress-ts, namespace: e2e }
 data: ${JSON.stringify(withTestThreads(data))}
 `;
 
-const ON = { 'use-gzip': 'true', 'enable-brotli': 'true', 'gzip-disable': 'BadBot/[0-9]' };
+// the access log as JSON lines, to read bytes_sent
+const ON = { ...JSON_LOG_KEYS, 'use-gzip': 'true', 'enable-brotli': 'true', 'gzip-disable': 'BadBot/[0-9]' };
 
 t.test('gzip and brotli through the proxy', async (t) => {
   const up = backend();
