@@ -108,7 +108,11 @@ t.test('header snippets through the proxy', async (t) => {
   );
   await writeFile(
     join(dir, 'config.yaml'),
-    configMap({ 'allow-snippet-annotations': 'true', 'annotations-risk-level': 'Critical' }),
+    configMap({
+      'allow-snippet-annotations': 'true',
+      'annotations-risk-level': 'Critical',
+      'default-type': '"text/plain; charset=utf-8"',
+    }),
   );
   const controller = await start(
     testConfig(dir, '--configmap', 'ingress/ingress-ts'),
@@ -171,7 +175,11 @@ t.test('header snippets through the proxy', async (t) => {
     const text = await send(port, 'text.test', '/anything');
     t.equal(text.status, 200);
     t.equal(text.body, 'hello from a snippet');
-    t.equal(text.headers['content-type'], 'text/html', "NGINX's default_type as ingress-nginx sets it");
+    t.equal(
+      text.headers['content-type'],
+      'text/plain; charset=utf-8',
+      "NGINX's default_type: the default-type key",
+    );
     t.equal(text.headers['x-on-success'], 'yes', 'add_header on the 200 of a return');
     const forbidden = await send(port, 'forbidden.test', '/x');
     t.equal(forbidden.status, 403);

@@ -70,7 +70,8 @@ export function respond(
     sendClientAuthRejection(req, res, decision.status, runtime?.http.defaultType);
   else if (decision.kind === 'redirect') {
     sendRedirect(req, res, decision.code, decision.location);
-  } else if (decision.kind === 'fixed') sendFixed(req, res, decision.status, decision.body);
+  } else if (decision.kind === 'fixed')
+    sendFixed(req, res, decision.status, decision.body, runtime?.http.defaultType ?? DEFAULT_TYPE);
   else if (decision.kind === 'customError')
     proxy.customError(req, res, decision.errors, decision.code, decision.context, record);
   else {
@@ -104,7 +105,7 @@ export function respondUpgrade(
     socket.end(
       Buffer.concat([
         Buffer.from(
-          `HTTP/1.1 ${decision.status} ${STATUS_CODES[decision.status] ?? 'Unknown'}\r\nContent-Type: ${DEFAULT_TYPE}\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`,
+          `HTTP/1.1 ${decision.status} ${STATUS_CODES[decision.status] ?? 'Unknown'}\r\nContent-Type: ${runtime?.http.defaultType ?? DEFAULT_TYPE}\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`,
         ),
         body,
       ]),
@@ -155,7 +156,14 @@ const DEFAULT_TYPE = 'text/html';
  * A snippet's `return <code> [text]`: the text with the default type (NGINX sends the text of any
  * code so); without text, a 4xx/5xx gets the error page and any other code an empty body.
  */
-function sendFixed(req: IncomingMessage, res: ServerResponse, status: number, body: string | null): void {
+/** A snippet's `return` with a text: NGINX's `default_type` (the ConfigMap's default-type) names it. */
+function sendFixed(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  body: string | null,
+  type: string,
+): void {
   if (body === null && status >= 400) {
     sendErrorPage(res, status);
     return;
@@ -166,7 +174,7 @@ function sendFixed(req: IncomingMessage, res: ServerResponse, status: number, bo
     res.end();
     return;
   }
-  res.writeHead(status, { 'Content-Type': DEFAULT_TYPE, 'Content-Length': bytes.length });
+  res.writeHead(status, { 'Content-Type': type, 'Content-Length': bytes.length });
   res.end(req.method === 'HEAD' ? undefined : bytes);
 }
 
