@@ -17,12 +17,12 @@ import {
 import { connect as h2connect } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { brotliDecompressSync, createGunzip, gunzipSync, gzipSync } from 'node:zlib';
 import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { pem } from '../model/helpers.ts';
+import { accessLogSink } from '../support/access-log-sink.ts';
 import { listen, testConfig } from '../support/http.ts';
 import { JSON_LOG_KEYS } from '../support/json-log-format.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml, tlsSecret } from '../support/manifests.ts';
@@ -220,23 +220,10 @@ t.test('gzip and brotli through the proxy', async (t) => {
     ].join('');
   const file = join(dir, 'all.yaml');
   await writeFile(file, manifests({ ...ON, 'ssl-redirect': 'false' }));
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(line);
-      sink.emit('lines');
-      callback();
-    },
-  });
-  const logLine = async (part: string) => {
-    for (;;) {
-      const line = lines.find((l) => l.includes(part));
-      if (line !== undefined) return JSON.parse(line) as Record<string, unknown>;
-      await once(sink, 'lines');
-    }
-  };
+  const log = accessLogSink();
+  const logLine = async (part: string) => JSON.parse(await log.line(part)) as Record<string, unknown>;
   const controller = await start(testConfig(dir, '--configmap', 'e2e/ingress-ts'), createLogger('silent'), {
-    accessLogStdout: sink,
+    accessLogStdout: log.stream,
   });
   t.teardown(() => controller.stop(0));
   const port = controller.http.port;

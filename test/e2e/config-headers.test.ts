@@ -4,16 +4,15 @@
 // real IP behind trusted proxies, generate-request-id off, server-tokens, proxy-set-headers,
 // add-headers (on every status), hide-headers, keep-alive-requests/keep-alive, client-body-timeout
 // and upstream-keepalive-requests; a change to a referenced ConfigMap alone is applied too.
-import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, createServer, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
+import { accessLogSink } from '../support/access-log-sink.ts';
 import { listen, type Reply, send as sendRequest, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { parseNginxLine } from '../support/nginx-log-line.ts';
@@ -91,26 +90,12 @@ t.test('ConfigMap request/response keys through the proxy', async (t) => {
     ].join(''),
   );
   await writeFile(join(dir, 'config.yaml'), configMap('ingress-ts', {}));
-  const logLines: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      for (const line of chunk.toString().split('\n')) if (line !== '') logLines.push(line);
-      sink.emit('lines');
-      callback();
-    },
-  });
-  /** The first access log line containing all `parts` (lines are written in batches). */
-  const logLine = async (...parts: string[]) => {
-    for (;;) {
-      const line = logLines.find((l) => parts.every((p) => l.includes(p)));
-      if (line !== undefined) return line;
-      await once(sink, 'lines');
-    }
-  };
+  const log = accessLogSink();
+  const logLine = log.line;
   const controller = await start(
     testConfig(dir, '--configmap', 'ingress/ingress-ts'),
     createLogger('silent'),
-    { accessLogStdout: sink },
+    { accessLogStdout: log.stream },
   );
   t.teardown(() => controller.stop(0));
   const port = controller.http.port;

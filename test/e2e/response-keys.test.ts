@@ -11,11 +11,11 @@ import { connect as http2Connect } from 'node:http2';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import t from 'tap';
 import { WebSocket, WebSocketServer } from 'ws';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
+import { accessLogSink } from '../support/access-log-sink.ts';
 import { listen, send, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { nextSwap } from '../support/swaps.ts';
@@ -103,25 +103,12 @@ t.test('ConfigMap response keys through the proxy', async (t) => {
     ].join(''),
   );
   await writeFile(join(dir, 'config.yaml'), configMap({}));
-  const logLines: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      for (const line of chunk.toString().split('\n')) if (line !== '') logLines.push(line);
-      sink.emit('lines');
-      callback();
-    },
-  });
-  const logLine = async (...parts: string[]) => {
-    for (;;) {
-      const line = logLines.find((l) => parts.every((p) => l.includes(p)));
-      if (line !== undefined) return line;
-      await once(sink, 'lines');
-    }
-  };
+  const log = accessLogSink();
+  const logLine = log.line;
   const controller = await start(
     testConfig(dir, '--configmap', 'ingress/ingress-ts'),
     createLogger('silent'),
-    { accessLogStdout: sink },
+    { accessLogStdout: log.stream },
   );
   t.teardown(() => controller.stop(0));
   const port = controller.http.port;
