@@ -5,6 +5,7 @@
 // Ingress.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -80,6 +81,7 @@ t.test('header snippets through the proxy', async (t) => {
         ].join('\n'),
       ),
       site('redirect', 'return 301 https://elsewhere.test$request_uri;'),
+      site('uri', 'return 302 https://$host$uri;'),
       site('text', 'return 200 "hello from a snippet";\nadd_header X-On-Success yes;'),
       site('forbidden', 'return 403;\nadd_header X-On-Success yes;\nmore_set_headers "X-Every: yes";'),
       ingressYaml({
@@ -166,6 +168,29 @@ t.test('header snippets through the proxy', async (t) => {
     t.equal(headers['x-input'], 'in', 'more_set_input_headers');
     t.equal(headers['x-gone'], undefined, 'more_clear_input_headers');
     t.equal(headers['x-kept'], 'c', 'other client headers pass');
+  });
+
+  await t.test('return with $uri: the decoded path never splits the head (NGINX would)', async (t) => {
+    const injected = await send(port, 'uri.test', '/a%0d%0aSet-Cookie:%20x=1');
+    t.equal(injected.status, 302);
+    t.equal(injected.headers.location, 'https://uri.test/a%0D%0ASet-Cookie:%20x=1', 'CR LF percent-encoded');
+    t.equal(injected.headers['set-cookie'], undefined, 'no header injected');
+    const accented = await send(port, 'uri.test', '/caf%C3%A9%ff');
+    t.equal(
+      accented.headers.location,
+      'https://uri.test/caf%C3%A9%EF%BF%BD',
+      'UTF-8 as %XX, a bad byte as U+FFFD',
+    );
+    // an upgrade's answer is written by hand: the same Location, one header block
+    const socket = connect(port, '127.0.0.1');
+    socket.end(
+      'GET /a%0d%0aSet-Cookie:%20x=1 HTTP/1.1\r\nHost: uri.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
+    );
+    let head = '';
+    for await (const chunk of socket) head += String(chunk);
+    t.match(head, /^HTTP\/1\.1 302 /);
+    t.match(head, 'Location: https://uri.test/a%0D%0ASet-Cookie:%20x=1\r\n');
+    t.notMatch(head, /\r\nSet-Cookie/i, 'no header injected on the upgrade path');
   });
 
   await t.test('return: a redirect with $request_uri, a text, an error page', async (t) => {

@@ -265,6 +265,27 @@ function routeInfo(state: RouteCompileState, route: Route | DefaultRoute): Route
   };
 }
 
+// Anything outside printable ASCII, as UTF-8 %XX: a lone surrogate as U+FFFD's bytes, as Buffer does
+const UNSAFE_IN_HEADER = /[^\x21-\x7e]/u;
+const UNSAFE_IN_HEADER_ALL = /[^\x21-\x7e]/gu;
+const percentEncoded = (char: string): string => {
+  let out = '';
+  for (const byte of Buffer.from(char, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  return out;
+};
+
+/**
+ * A Location built from request variables (`$uri` is the decoded path: `%0d%0a` is CR LF there) with
+ * every byte a header cannot carry percent-encoded. NGINX writes them raw, which splits the response;
+ * Node would refuse the header (a 500), and the upgrade path writes its head by hand.
+ */
+function headerSafe(location: HashKey): HashKey {
+  return (input) => {
+    const url = location(input);
+    return UNSAFE_IN_HEADER.test(url) ? url.replace(UNSAFE_IN_HEADER_ALL, percentEncoded) : url;
+  };
+}
+
 /** What a route does before the per-path settings: redirect, a denied or unsupported location, or a proxy. */
 function actionFor(state: RouteCompileState, route: Route | DefaultRoute): Action {
   const { model } = state;
@@ -279,7 +300,7 @@ function actionFor(state: RouteCompileState, route: Route | DefaultRoute): Actio
         type: 'redirect',
         code: answer.code,
         location: answer.location,
-        locationOf: variables ? compileHashKey(answer.location) : null,
+        locationOf: variables ? headerSafe(compileHashKey(answer.location)) : null,
         route: info,
         accessLog,
       };
