@@ -144,6 +144,17 @@ const REFUSED: Array<[string, string, string]> = [
   ],
   ['a newline in a value', 'add_header X-A "s3cr3t-token\nX-Injected: 1";', 'add_header:'],
   ['a header name with a space', 'more_set_headers "X A: s3cr3t-token";', 'more_set_headers:'],
+  [
+    'a framing response header',
+    'more_set_headers "Content-Length: 1";',
+    'more_set_headers: it sets Content-Length, which frames the response',
+  ],
+  [
+    'a hop-by-hop response header',
+    'add_header Keep-Alive "timeout=5" always;',
+    'add_header: it sets Keep-Alive',
+  ],
+  ['an upgrade response header', 'more_set_headers "Upgrade: x";', 'more_set_headers: it sets Upgrade'],
   ['no colon', 'more_set_headers "s3cr3t-token";', 'more_set_headers:'],
   ['headers-more -s', 'more_set_headers -s 404 "X-A: s3cr3t-token";', 'more_set_headers: its option -s'],
   [

@@ -156,17 +156,22 @@ export class WebExchange extends Exchange {
     req.setTimeout(ms, () => {
       if (req.complete || this.done) return;
       this.done = true;
-      this.clearSendTimer();
-      this.controller?.abort(new ProxyError(CLIENT_ABORTED, 'client body timed out'));
-      if (this.res.headersSent) {
-        this.res.destroy();
-        return;
+      // a timer's callback is outside every request boundary: an exception is contained here
+      try {
+        this.clearSendTimer();
+        this.controller?.abort(new ProxyError(CLIENT_ABORTED, 'client body timed out'));
+        if (this.res.headersSent) {
+          this.res.destroy();
+          return;
+        }
+        if (this.record !== null) this.record.status = 408;
+        this.res.setHeader('connection', 'close');
+        setOwnResponseHeaders(this.res, this.policy);
+        // Connection: close set by hand: Node closes the connection once the page is out
+        sendErrorPage(this.res, 408);
+      } catch (error) {
+        this.unexpected(error);
       }
-      if (this.record !== null) this.record.status = 408;
-      this.res.setHeader('connection', 'close');
-      setOwnResponseHeaders(this.res, this.policy);
-      // Connection: close set by hand: Node closes the connection once the page is out
-      sendErrorPage(this.res, 408);
     });
     req.once('end', () => req.socket?.setTimeout(0));
   }

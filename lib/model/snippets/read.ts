@@ -158,6 +158,29 @@ function noOptions(directive: string, args: readonly string[]): void {
   }
 }
 
+/**
+ * Response headers that frame the message or belong to one hop: set by a snippet, they desync an
+ * HTTP/1.1 connection (a wrong Content-Length) or make Node refuse the whole HTTP/2 response.
+ */
+const FRAMING_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
+  'connection',
+  'content-length',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** A response header a snippet may set. */
+function responseName(directive: string, name: string): string {
+  if (FRAMING_RESPONSE_HEADERS.has(name.toLowerCase())) {
+    refuse(directive, `it sets ${name}, which frames the response or belongs to one connection`);
+  }
+  return name;
+}
+
 /** `"Name: value"` of more_set_headers / more_set_input_headers; an empty value clears. */
 function nameValue(directive: string, arg: string): HeaderOp {
   const colon = arg.indexOf(':');
@@ -230,7 +253,11 @@ function readStatement(words: readonly string[], scope: SnippetScope, rules: Sni
     case 'more_set_headers':
       if (args.length === 0) refuse(directive, 'expected "Name: value" arguments');
       noOptions(directive, args);
-      for (const arg of args) rules.responseOps.push(nameValue(directive, arg));
+      for (const arg of args) {
+        const op = nameValue(directive, arg);
+        responseName(directive, op[0]);
+        rules.responseOps.push(op);
+      }
       return;
     case 'more_clear_headers':
       if (args.length === 0) refuse(directive, 'expected header names');
@@ -240,7 +267,7 @@ function readStatement(words: readonly string[], scope: SnippetScope, rules: Sni
     case 'add_header': {
       argsBetween(directive, args, 2, 3);
       if (args.length === 3 && args[2] !== 'always') refuse(directive, 'its third argument is not "always"');
-      const name = headerName(directive, args[0] as string);
+      const name = responseName(directive, headerName(directive, args[0] as string));
       rules.addHeaders.push({
         name,
         value: literal(directive, args[1] as string),
