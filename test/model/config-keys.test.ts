@@ -168,6 +168,18 @@ runCases(t, [
     },
   },
   {
+    name: 'request/response keys: add-headers refuses a header that frames the response',
+    ingresses: [],
+    configMaps: [
+      configMap({ 'add-headers': 'ingress/down' }),
+      configMap({ 'X-Ok': 'yes', 'Keep-Alive': 'timeout=5' }, 'down'),
+    ],
+    options: OPTIONS,
+    diagnostics: [INVALID],
+    messages: ['entries that are not valid headers: Keep-Alive'],
+    check: (t, { model }) => t.strictSame(model.config.headers.addHeaders, { source: '', headers: [] }),
+  },
+  {
     name: 'request/response keys: NGINX-internal keys are told apart from keys not supported yet',
     ingresses: [],
     configMaps: [

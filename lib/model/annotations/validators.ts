@@ -30,6 +30,22 @@ export const HEADERS_VARIABLE = /^[A-Za-z0-9\-_, ]*$/;
 /** an HTTP field name: RFC 9110's token, what Node itself accepts as a header name */
 export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
+/**
+ * Response headers that frame the message or belong to one hop. Added by configuration (add-headers,
+ * a snippet) they would desync an HTTP/1.1 connection (a wrong Content-Length) or make Node refuse
+ * an HTTP/2 response, so configuration may not set them.
+ */
+export const FRAMING_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
+  'connection',
+  'content-length',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
 /** a header name as ingress-nginx's auth and custom-headers parsers accept it */
 export const SIMPLE_HEADER_NAME = /^[a-zA-Z0-9\-_]+$/;
 

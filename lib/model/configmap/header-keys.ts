@@ -2,6 +2,7 @@
 // (proxy-set-headers, proxy-add-original-uri-header), on every response (add-headers, hide-headers,
 // server-tokens, allow-backend-server-header, default-type), the request id.
 
+import { FRAMING_RESPONSE_HEADERS } from '../annotations/validators.ts';
 import { bool, type KeyParser, type KeyTable } from './key-parser.ts';
 import { isHeaderName, isHeaderValue } from './values.ts';
 
@@ -21,7 +22,8 @@ const headerMap =
       for (const name of Object.keys(data).sort()) {
         const raw = data[name];
         const v = typeof raw === 'string' ? raw : String(raw);
-        if (isHeaderName(name) && isHeaderValue(v)) headers.push([name, v]);
+        const framing = key === 'addHeaders' && FRAMING_RESPONSE_HEADERS.has(name.toLowerCase());
+        if (isHeaderName(name) && isHeaderValue(v) && !framing) headers.push([name, v]);
         else bad.push(name);
       }
     }

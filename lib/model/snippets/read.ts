@@ -5,7 +5,7 @@
 // snippet; the refusal names the directive and why, never a value (values may hold credentials).
 // Nothing is evaluated: a value is a literal, and `$` is only accepted where listed below.
 
-import { HEADER_NAME } from '../annotations/validators.ts';
+import { FRAMING_RESPONSE_HEADERS, HEADER_NAME } from '../annotations/validators.ts';
 import { statementsOf } from './tokenizer.ts';
 
 /** headers-more's operations in order: [name, value] sets (replaces), [name, null] clears. */
@@ -157,21 +157,6 @@ function noOptions(directive: string, args: readonly string[]): void {
     refuse(directive, `its option ${/^-[a-z]$/.test(option) ? option : '-…'} is not supported`);
   }
 }
-
-/**
- * Response headers that frame the message or belong to one hop: set by a snippet, they desync an
- * HTTP/1.1 connection (a wrong Content-Length) or make Node refuse the whole HTTP/2 response.
- */
-const FRAMING_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
-  'connection',
-  'content-length',
-  'keep-alive',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
 
 /** A response header a snippet may set. */
 function responseName(directive: string, name: string): string {
