@@ -305,12 +305,12 @@ export class WebExchange extends Exchange {
     }
     // the upstream's trailers (gRPC's grpc-status, grpc-message, custom metadata) go on to the client
     if (trailers !== undefined) {
-      let any = false;
+      let hasTrailers = false;
       for (const _ in trailers) {
-        any = true;
+        hasTrailers = true;
         break;
       }
-      if (any) this.res.addTrailers(trailers as Record<string, string | string[]>);
+      if (hasTrailers) this.res.addTrailers(trailers as Record<string, string | string[]>);
     }
     const last = this.lastChunk;
     if (last === null) this.body.end();
