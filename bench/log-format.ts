@@ -17,7 +17,11 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { compileLogFormat, type LogLineEncoder } from '../lib/dataplane/access-log-format.ts';
 import type { RequestRecord } from '../lib/dataplane/request-record.ts';
-import { DEFAULT_LOG_FORMAT_UPSTREAM, parseLogFormat } from '../lib/model/configmap/log-format.ts';
+import {
+  DEFAULT_LOG_FORMAT_UPSTREAM,
+  JSON_LOG_FORMAT_UPSTREAM,
+  parseLogFormat,
+} from '../lib/model/configmap/log-format.ts';
 import { encodeAccessLogLine, isoBytes } from './support/json-line-encoder.ts';
 
 const { values } = parseArgs({
@@ -29,18 +33,6 @@ const { values } = parseArgs({
 });
 const ROUNDS = Number(values.rounds);
 const LINES = Number(values.lines);
-
-const JSON_FORMAT =
-  '{"level":30,"time":"$time_iso8601","remote_addr":"$remote_addr","request_method":"$request_method",' +
-  '"request_uri":"$request_uri","server_protocol":"$server_protocol","host":"$host","status":$status,' +
-  '"bytes_sent":$bytes_sent,"http_referer":"$http_referer","http_user_agent":"$http_user_agent",' +
-  '"request_length":$request_length,"request_time":$request_time,' +
-  '"proxy_upstream_name":"$proxy_upstream_name",' +
-  '"proxy_alternative_upstream_name":"$proxy_alternative_upstream_name",' +
-  '"upstream_addr":"$upstream_addr","upstream_response_length":"$upstream_response_length",' +
-  '"upstream_response_time":"$upstream_response_time","upstream_status":"$upstream_status",' +
-  '"req_id":"$req_id","namespace":"$namespace","ingress":"$ingress_name","service":"$service_name",' +
-  '"service_port":"$service_port","location_path":"$location_path"}';
 
 const CUSTOM_FORMAT =
   '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent $bytes_sent ' +
@@ -62,7 +54,7 @@ const iso = isoBytes();
 const ENCODERS: Array<[string, Encode]> = [
   ['json-before', (buf, at, r, time) => encodeAccessLogLine(buf, at, r, time, iso)],
   ['default-text', compiled(DEFAULT_LOG_FORMAT_UPSTREAM, 'default').encode],
-  ['json-format', compiled(JSON_FORMAT, 'json').encode],
+  ['json-format', compiled(JSON_LOG_FORMAT_UPSTREAM, 'json').encode],
   ['custom-28', compiled(CUSTOM_FORMAT, 'default').encode],
 ];
 

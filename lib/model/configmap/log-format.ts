@@ -14,6 +14,23 @@ export const DEFAULT_LOG_FORMAT_UPSTREAM =
   '[$proxy_alternative_upstream_name] $upstream_addr $upstream_response_length ' +
   '$upstream_response_time $upstream_status $req_id';
 
+/**
+ * The JSON line ingress-ts wrote before the format was configurable, as a log-format-upstream value
+ * (with `log-format-escape-json: "true"`): docs/observability.md gives it (a test checks), the tests
+ * that read the log as JSON and the log encoder's bench use it.
+ */
+export const JSON_LOG_FORMAT_UPSTREAM =
+  '{"level":30,"time":"$time_iso8601","remote_addr":"$remote_addr","request_method":"$request_method",' +
+  '"request_uri":"$request_uri","server_protocol":"$server_protocol","host":"$host","status":$status,' +
+  '"bytes_sent":$bytes_sent,"http_referer":"$http_referer","http_user_agent":"$http_user_agent",' +
+  '"request_length":$request_length,"request_time":$request_time,' +
+  '"proxy_upstream_name":"$proxy_upstream_name",' +
+  '"proxy_alternative_upstream_name":"$proxy_alternative_upstream_name",' +
+  '"upstream_addr":"$upstream_addr","upstream_response_length":"$upstream_response_length",' +
+  '"upstream_response_time":"$upstream_response_time","upstream_status":"$upstream_status",' +
+  '"req_id":"$req_id","namespace":"$namespace","ingress":"$ingress_name","service":"$service_name",' +
+  '"service_port":"$service_port","location_path":"$location_path"}';
+
 /** A compiled format: literal text and variable names, in order (plain data, crosses threads). */
 export type LogFormatPart = { text: string } | { variable: string };
 
