@@ -1,0 +1,196 @@
+// The status port's debug answers (healthz.ts routes them; --enable-debug-pages=false: none):
+// - GET /debug/model: the live configuration (debug-model.ts), made once per version and kept: an
+//   ETag names the version (the model's hash and a count of applied builds and source findings,
+//   which also moves when only not-ready endpoints or annotations changed), If-None-Match gets 304
+//   without describing anything, and the pretty, compact (?compact=1) and gzip forms are each made
+//   once per version. A description with live counters (ewma scores, the threads' and TCP/UDP
+//   services' counts) is made again at most every 5 seconds: its ETag also names the 5 seconds.
+// - GET /debug/traffic: each route's rate, error rate and p99 over the last minute
+//   (metrics/traffic.ts), made on each request.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { promisify } from 'node:util';
+import { gzip as gzipCallback } from 'node:zlib';
+
+const gzip = promisify(gzipCallback);
+
+/** The /debug/model answer's source: its version (cheap) and its description (a JSON value). */
+export interface DebugModelSource {
+  /** changes whenever the description may; null before the first model */
+  version(): string | null;
+  /** the description (or its Promise); null or undefined before the first model */
+  describe(): unknown;
+}
+
+/** The /debug/traffic answer (a JSON value, or its Promise), and what to stop with the port. */
+export interface DebugTrafficSource {
+  describe(): unknown;
+  close?(): void;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+/** milliseconds a description with live counters is served for */
+export const LIVE_DESCRIPTION_MS = 5000;
+/** bodies smaller than this are sent as they are */
+const GZIP_MIN_BYTES = 1024;
+
+/** The client takes gzip: `gzip` or `*` listed without q=0. */
+export function acceptsGzip(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  for (const part of header.split(',')) {
+    const [coding = '', ...params] = part.split(';').map((p) => p.trim().toLowerCase());
+    if (coding !== 'gzip' && coding !== '*') continue;
+    const q = params.find((p) => p.startsWith('q='));
+    if (q === undefined || Number(q.slice(2)) > 0) return true;
+  }
+  return false;
+}
+
+/** `If-None-Match` names `etag` (weak comparison, as for GET). */
+function matches(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === '*') return true;
+  const opaque = etag.replace(/^W\//, '');
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === opaque);
+}
+
+const isCompact = (url: string): boolean => {
+  const query = url.indexOf('?');
+  return query !== -1 && new URLSearchParams(url.slice(query + 1)).get('compact') === '1';
+};
+
+/** A description has counters that move without a new version: scores, threads, stream counts. */
+function isLive(description: unknown): boolean {
+  if (typeof description !== 'object' || description === null) return false;
+  const d = description as { threads?: unknown; streams?: unknown; backends?: unknown };
+  if (d.threads !== undefined || d.streams !== undefined) return true;
+  return (
+    Array.isArray(d.backends) && d.backends.some((b) => (b as { scores?: unknown }).scores !== undefined)
+  );
+}
+
+/** One version's answer: the description and its forms, each made when first asked for. */
+interface Answer {
+  etag: string;
+  version: string;
+  live: boolean;
+  description: unknown;
+  bodies: Map<string, Promise<Buffer>>;
+}
+
+function bodyOf(answer: Answer, compact: boolean, gzipped: boolean): Promise<Buffer> {
+  const key = `${compact ? 'c' : 'p'}${gzipped ? 'z' : ''}`;
+  let body = answer.bodies.get(key);
+  if (body === undefined) {
+    body = gzipped
+      ? bodyOf(answer, compact, false).then((plain) => gzip(plain))
+      : Promise.resolve(
+          Buffer.from(`${JSON.stringify(answer.description, null, compact ? undefined : 2)}\n`),
+        );
+    answer.bodies.set(key, body);
+  }
+  return body;
+}
+
+const sendJson = (res: ServerResponse, status: number, value: unknown): void => {
+  res
+    .writeHead(status, { 'Content-Type': JSON_TYPE, 'Cache-Control': 'no-store' })
+    .end(`${JSON.stringify(value)}\n`);
+};
+
+/** Serves GET /debug/model from `source`, keeping the last version's answer. */
+export function createDebugModelRoute(
+  source: DebugModelSource,
+  clock: () => number = Date.now,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  let last: Answer | null = null;
+  let pending: { etag: string; answer: Promise<Answer | null> } | null = null;
+
+  const etagOf = (version: string, live: boolean): string =>
+    live ? `W/"${version}.${Math.floor(clock() / LIVE_DESCRIPTION_MS)}"` : `W/"${version}"`;
+
+  const answerFor = (version: string): Promise<Answer | null> => {
+    const expected = etagOf(version, last?.version === version && last.live);
+    if (last !== null && last.etag === expected) return Promise.resolve(last);
+    if (pending !== null && pending.etag === expected) return pending.answer;
+    const answer = new Promise<unknown>((resolve) => resolve(source.describe())).then((description) => {
+      if (description === null || description === undefined) return null;
+      const live = isLive(description);
+      const made: Answer = { etag: etagOf(version, live), version, live, description, bodies: new Map() };
+      last = made;
+      return made;
+    });
+    const started = { etag: expected, answer };
+    pending = started;
+    const settle = () => {
+      if (pending === started) pending = null;
+    };
+    answer.then(settle, settle);
+    return answer;
+  };
+
+  return (req, res) => {
+    const version = source.version();
+    if (version === null) {
+      sendJson(res, 503, { error: 'no configuration has been applied yet' });
+      return;
+    }
+    // a client polling an unchanged version costs a string comparison
+    const known = etagOf(version, last?.version === version && last.live);
+    const headers = { 'Cache-Control': 'no-cache', Vary: 'Accept-Encoding' };
+    if (matches(req.headers['if-none-match'], known)) {
+      res.writeHead(304, { ...headers, ETag: known }).end();
+      return;
+    }
+    const compact = isCompact(req.url ?? '');
+    answerFor(version)
+      .then(async (answer) => {
+        if (answer === null) {
+          sendJson(res, 503, { error: 'no configuration has been applied yet' });
+          return;
+        }
+        const plain = await bodyOf(answer, compact, false);
+        const gzipped = plain.length >= GZIP_MIN_BYTES && acceptsGzip(req.headers['accept-encoding']);
+        const body = gzipped ? await bodyOf(answer, compact, true) : plain;
+        res
+          .writeHead(200, {
+            ...headers,
+            'Content-Type': JSON_TYPE,
+            ETag: answer.etag,
+            'Content-Length': body.length,
+            ...(gzipped ? { 'Content-Encoding': 'gzip' } : {}),
+          })
+          .end(body);
+      })
+      .catch((error: unknown) =>
+        sendJson(res, 500, { error: `describing the model failed: ${String(error)}` }),
+      );
+  };
+}
+
+/** Serves GET /debug/traffic from `source`, made for each request. */
+export function createDebugTrafficRoute(
+  source: DebugTrafficSource,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const compact = isCompact(req.url ?? '');
+    new Promise<unknown>((resolve) => resolve(source.describe()))
+      .then(async (traffic) => {
+        const plain = Buffer.from(`${JSON.stringify(traffic, null, compact ? undefined : 2)}\n`);
+        const gzipped = plain.length >= GZIP_MIN_BYTES && acceptsGzip(req.headers['accept-encoding']);
+        const body = gzipped ? await gzip(plain) : plain;
+        res
+          .writeHead(200, {
+            'Content-Type': JSON_TYPE,
+            'Cache-Control': 'no-store',
+            Vary: 'Accept-Encoding',
+            'Content-Length': body.length,
+            ...(gzipped ? { 'Content-Encoding': 'gzip' } : {}),
+          })
+          .end(body);
+      })
+      .catch((error: unknown) =>
+        sendJson(res, 500, { error: `describing the traffic failed: ${String(error)}` }),
+      );
+  };
+}
