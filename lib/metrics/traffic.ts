@@ -54,6 +54,8 @@ export interface TrafficSource {
 export interface TrafficWindow {
   /** The window's traffic now, for the routes that have series. */
   describe(): TrafficDescription;
+  /** Takes a sample now (the timer's work; tests call it with their clock). */
+  tick(): void;
   /** Stops the timer. */
   close(): void;
 }
@@ -150,6 +152,7 @@ export function createTrafficWindow(
         metricsEnabled: false,
         routes: [],
       }),
+      tick() {},
       close() {},
     };
   }
@@ -162,12 +165,14 @@ export function createTrafficWindow(
     const totals = counted === last.counted ? last.totals : source.routeTotals();
     return { at: clock.now(), counted, totals };
   };
-  const timer = setInterval(() => {
+  const tick = () => {
     ring.push(sample());
     if (ring.length > keep) ring.shift();
-  }, TRAFFIC_SAMPLE_MS);
+  };
+  const timer = setInterval(tick, TRAFFIC_SAMPLE_MS);
   timer.unref();
   return {
+    tick,
     describe() {
       const current = sample();
       // the oldest sample within the window
