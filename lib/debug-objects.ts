@@ -88,26 +88,41 @@ export function describeIngresses(
 const endpointKey = (address: string, port: number): string =>
   address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
 
+type Slice = Snapshot['endpointSlices'][number];
+
+/** Some endpoint of `slice` is not ready. */
+function holdsNotReady(slice: Slice): boolean {
+  const endpoints: unknown = slice.endpoints;
+  if (!Array.isArray(endpoints)) return false;
+  for (const endpoint of endpoints as Array<{ conditions?: { ready?: unknown } } | null>) {
+    if (endpoint?.conditions?.ready === false) return true;
+  }
+  return false;
+}
+
 /**
  * Per upstream of `model` whose Service has endpoints that are not ready: their `ip:port`, sorted.
  * The same Service port and slice port resolution as the endpoints served (endpointsFromSlices);
- * an address ready in one slice and not in another is served, so it is not listed.
+ * an address ready in one slice and not in another is served, so it is not listed. Only the slices
+ * holding a not-ready endpoint are read further (in a cluster, a few): the rest costs one pass.
  */
 export function notReadyEndpoints(snapshot: Snapshot, model: Model): Map<string, string[]> {
-  const services = new Map<string, NonNullable<Snapshot['services'][number]>>();
-  for (const service of snapshot.services) {
-    services.set(`${text(service.metadata?.namespace)}/${text(service.metadata?.name)}`, service);
-  }
-  const slices = new Map<string, Array<Snapshot['endpointSlices'][number]>>();
+  const slices = new Map<string, Slice[]>();
   for (const slice of snapshot.endpointSlices) {
     const owner = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
-    if (typeof owner !== 'string') continue;
+    if (typeof owner !== 'string' || !holdsNotReady(slice)) continue;
     const key = `${text(slice.metadata?.namespace)}/${owner}`;
     const list = slices.get(key);
     if (list === undefined) slices.set(key, [slice]);
     else list.push(slice);
   }
   const out = new Map<string, string[]>();
+  if (slices.size === 0) return out;
+  const services = new Map<string, Snapshot['services'][number]>();
+  for (const service of snapshot.services) {
+    const key = `${text(service.metadata?.namespace)}/${text(service.metadata?.name)}`;
+    if (slices.has(key)) services.set(key, service);
+  }
   for (const upstream of Object.values(model.upstreams)) {
     if (upstream.externalName) continue;
     const key = `${upstream.service.namespace}/${upstream.service.name}`;
