@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import t, { type Test } from 'tap';
+import { DataPlaneThreads } from '../../lib/dataplane/worker/pool.ts';
 import type { ModelDescription } from '../../lib/debug-model.ts';
 import { createLogger } from '../../lib/log.ts';
 import { type Controller, start } from '../../lib/main.ts';
@@ -210,6 +211,16 @@ t.test('/debug/traffic: per-route requests, rate, error rate and p99 from the me
     const path = i % 5 === 0 ? '/status/503' : '/ok';
     await send(controller.http.port, 'site.example.test', path);
   }
+  if (THREAD_MODE) {
+    // 15 connections of their own: the kernel spreads them over both threads' sockets
+    t.ok(controller.handle instanceof DataPlaneThreads);
+    const pool = controller.handle as DataPlaneThreads;
+    await pool.flushed();
+    t.ok(
+      pool.threads.every((thread) => thread.requests > 0),
+      `every thread served some: ${pool.threads.map((thread) => thread.requests).join(' + ')}`,
+    );
+  }
   const answer = await fetchRaw(status, '/debug/traffic');
   t.equal(answer.status, 200);
   t.equal(answer.headers['cache-control'], 'no-store');
@@ -217,7 +228,7 @@ t.test('/debug/traffic: per-route requests, rate, error rate and p99 from the me
   t.equal(traffic.metricsEnabled, true);
   t.ok(traffic.windowSeconds > 0 && traffic.windowSeconds <= 60, `window ${traffic.windowSeconds}s`);
   t.ok(Math.abs(Date.parse(traffic.sampledAt) - Date.now()) < 60_000, 'sampled now');
-  t.equal(traffic.routes.length, 1, 'one route');
+  t.equal(traffic.routes.length, 1, 'one route (summed over the threads with INGRESS_TS_TEST_THREADS=2)');
   const [route] = traffic.routes;
   t.match(route, {
     host: 'site.example.test',
