@@ -4,7 +4,9 @@
 //   which also moves when only not-ready endpoints or annotations changed), If-None-Match gets 304
 //   without describing anything, and the pretty, compact (?compact=1) and gzip forms are each made
 //   once per version. A description with live counters (ewma scores, the threads' and TCP/UDP
-//   services' counts) is made again at most every 5 seconds: its ETag also names the 5 seconds.
+//   services' counts) is made again once it is 5 seconds old, or 10 times what making it took when
+//   that is longer (a large model: at most a tenth of the time describing); its ETag also names
+//   when it was made.
 // - GET /debug/traffic: each route's rate, error rate and p99 over the last minute
 //   (metrics/traffic.ts), made on each request.
 
@@ -29,7 +31,7 @@ export interface DebugTrafficSource {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-/** milliseconds a description with live counters is served for */
+/** milliseconds a description with live counters is served for, at least */
 export const LIVE_DESCRIPTION_MS = 5000;
 /** bodies smaller than this are sent as they are */
 const GZIP_MIN_BYTES = 1024;
@@ -78,6 +80,10 @@ interface Answer {
   etag: string;
   version: string;
   live: boolean;
+  /** clock() when it was asked for */
+  made: number;
+  /** milliseconds from asking to the first form made; null before */
+  cost: number | null;
   /** null once a form is made */
   description: { value: unknown } | null;
   bodies: Map<string, Promise<Buffer>>;
@@ -116,29 +122,38 @@ export function createDebugModelRoute(
   clock: () => number = Date.now,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   let last: Answer | null = null;
-  let pending: { etag: string; answer: Promise<Answer | null> } | null = null;
+  let pending: { version: string; answer: Promise<Answer | null> } | null = null;
+  /** how long an answer with live counters is kept: 5 s, or 10 times what the last one took */
+  let livePeriod = LIVE_DESCRIPTION_MS;
 
-  const etagOf = (version: string, live: boolean): string =>
-    live ? `W/"${version}.${Math.floor(clock() / LIVE_DESCRIPTION_MS)}"` : `W/"${version}"`;
+  /** `last` when it answers for `version` now. */
+  const current = (version: string): Answer | null =>
+    last !== null && last.version === version && (!last.live || clock() < last.made + livePeriod)
+      ? last
+      : null;
 
   const answerFor = (version: string): Promise<Answer | null> => {
-    const expected = etagOf(version, last?.version === version && last.live);
-    if (last !== null && last.etag === expected) return Promise.resolve(last);
-    if (pending !== null && pending.etag === expected) return pending.answer;
+    const kept = current(version);
+    if (kept !== null) return Promise.resolve(kept);
+    if (pending !== null && pending.version === version) return pending.answer;
+    const made = clock();
     const answer = new Promise<unknown>((resolve) => resolve(source.describe())).then((description) => {
       if (description === null || description === undefined) return null;
       const live = isLive(description);
-      const made: Answer = {
-        etag: etagOf(version, live),
+      const fresh: Answer = {
+        // a live answer is named by when it was made too
+        etag: live ? `W/"${version}.${made}"` : `W/"${version}"`,
         version,
         live,
+        made,
+        cost: null,
         description: { value: description },
         bodies: new Map(),
       };
-      last = made;
-      return made;
+      last = fresh;
+      return fresh;
     });
-    const started = { etag: expected, answer };
+    const started = { version, answer };
     pending = started;
     const settle = () => {
       if (pending === started) pending = null;
@@ -153,11 +168,11 @@ export function createDebugModelRoute(
       sendJson(res, 503, { error: 'no configuration has been applied yet' });
       return;
     }
-    // a client polling an unchanged version costs a string comparison
-    const known = etagOf(version, last?.version === version && last.live);
     const headers = { 'Cache-Control': 'no-cache', Vary: 'Accept-Encoding' };
-    if (matches(req.headers['if-none-match'], known)) {
-      res.writeHead(304, { ...headers, ETag: known }).end();
+    // a client polling an unchanged version costs a string comparison
+    const kept = current(version);
+    if (kept !== null && matches(req.headers['if-none-match'], kept.etag)) {
+      res.writeHead(304, { ...headers, ETag: kept.etag }).end();
       return;
     }
     const compact = isCompact(req.url ?? '');
@@ -168,6 +183,11 @@ export function createDebugModelRoute(
           return;
         }
         const plain = await bodyOf(answer, compact, false);
+        if (answer.cost === null) {
+          // a large model's answer is not remade more often than it costs 10% of the time
+          answer.cost = clock() - answer.made;
+          livePeriod = Math.max(LIVE_DESCRIPTION_MS, 10 * answer.cost);
+        }
         const gzipped = plain.length >= GZIP_MIN_BYTES && acceptsGzip(req.headers['accept-encoding']);
         const body = gzipped ? await bodyOf(answer, compact, true) : plain;
         res

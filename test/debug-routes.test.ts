@@ -29,11 +29,14 @@ t.test('one description per version, 304 for its ETag', async (t) => {
   let description: unknown = { hash: 'h1', backends: [] };
   let described = 0;
   let clock = 0;
+  /** what describing advances the clock by */
+  let cost = 0;
   const route = createDebugModelRoute(
     {
       version: () => version,
       describe: async () => {
         described++;
+        clock += cost;
         // answered a turn later: a second request arrives while the first is described
         await new Promise<void>((resolve) => setImmediate(resolve));
         if (description instanceof Error) throw description;
@@ -76,8 +79,23 @@ t.test('one description per version, 304 for its ETag', async (t) => {
   t.equal(live.headers.etag, 'W/"aaaa.2.0"', 'live counters: the ETag names the 5 seconds');
   t.equal((await ask({ 'if-none-match': 'W/"aaaa.2.0"' })).status, 304);
   clock = LIVE_DESCRIPTION_MS;
-  t.equal((await ask({ 'if-none-match': 'W/"aaaa.2.0"' })).status, 200, '5 seconds later: made again');
+  const remade = await ask({ 'if-none-match': 'W/"aaaa.2.0"' });
+  t.equal(remade.status, 200, '5 seconds later: made again');
+  t.equal(remade.headers.etag, `W/"aaaa.2.${LIVE_DESCRIPTION_MS}"`);
   t.equal(described, 3);
+
+  // a description that takes 1 s to make is kept 10 s: describing takes a tenth of the time at most
+  cost = 1000;
+  clock = 20_000;
+  const slow = await ask();
+  t.equal(slow.headers.etag, 'W/"aaaa.2.20000"');
+  t.equal(described, 4);
+  clock = 20_000 + 1000 + 8000;
+  t.equal((await ask({ 'if-none-match': 'W/"aaaa.2.20000"' })).status, 304, 'still kept after 9 s');
+  clock = 20_000 + 10_000;
+  t.equal((await ask({ 'if-none-match': 'W/"aaaa.2.20000"' })).status, 200, 'made again after 10 s');
+  t.equal(described, 5);
+  cost = 0;
 
   version = 'aaaa.3';
   description = new Error('the thread is gone');
