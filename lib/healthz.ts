@@ -5,11 +5,20 @@
 //   answered by the same event loop as the proxy, so a stuck loop (a runaway computation, a
 //   synchronous stall) leaves it unanswered and the kubelet's probe times out: the only failure.
 // - GET /metrics: the Prometheus exposition when metrics are enabled.
-// - GET /debug/model: the live configuration as JSON (debug-model.ts) when a source is given; the
-//   source may answer later (a Promise: the data plane describes its runtime through its handle).
+// - GET /debug/model and /debug/traffic: the live configuration and each route's traffic as JSON
+//   (debug-routes.ts) when their sources are given; --enable-debug-pages=false gives none and both
+//   answer 404 like any other path.
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import {
+  createDebugModelRoute,
+  createDebugTrafficRoute,
+  type DebugModelSource,
+  type DebugTrafficSource,
+} from './debug-routes.ts';
+
+export type { DebugModelSource, DebugTrafficSource } from './debug-routes.ts';
 
 export interface Healthz {
   readonly server: Server;
@@ -22,16 +31,14 @@ export interface Healthz {
 /** Produces the /metrics answer. */
 export type MetricsSource = () => Promise<{ contentType: string; body: string }>;
 
-/** Produces the /debug/model answer: a JSON-serializable value (or its Promise), null before the first model. */
-export type DebugModelSource = () => unknown;
-
 export interface HealthzOptions {
+  /** /debug/model; null: not served */
   debugModel?: DebugModelSource | null;
+  /** /debug/traffic; null: not served */
+  debugTraffic?: DebugTrafficSource | null;
   /** the readiness path; default /healthz */
   readinessPath?: string;
 }
-
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 export function createHealthz(
   ready: () => boolean,
@@ -39,24 +46,19 @@ export function createHealthz(
   options: HealthzOptions = {},
 ): Healthz {
   const debugModel = options.debugModel ?? null;
+  const serveModel = debugModel === null ? null : createDebugModelRoute(debugModel);
+  const debugTraffic = options.debugTraffic ?? null;
+  const serveTraffic = debugTraffic === null ? null : createDebugTrafficRoute(debugTraffic);
   const readinessPath = options.readinessPath ?? '/healthz';
   let stopping = false;
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path === '/debug/model' && debugModel !== null) {
-      const answer = (status: number, body: string) =>
-        res.writeHead(status, { 'Content-Type': JSON_TYPE, 'Cache-Control': 'no-store' }).end(`${body}\n`);
-      new Promise<unknown>((resolve) => resolve(debugModel()))
-        .then((model) =>
-          model === null || model === undefined
-            ? ([503, JSON.stringify({ error: 'no configuration has been applied yet' })] as const)
-            : ([200, JSON.stringify(model, null, 2)] as const),
-        )
-        .then(
-          ([status, body]) => answer(status, body),
-          (error: unknown) =>
-            answer(500, JSON.stringify({ error: `describing the model failed: ${String(error)}` })),
-        );
+    if (path === '/debug/model' && serveModel !== null) {
+      serveModel(req, res);
+      return;
+    }
+    if (path === '/debug/traffic' && serveTraffic !== null) {
+      serveTraffic(req, res);
       return;
     }
     if (path === '/metrics' && metrics !== null) {
@@ -93,6 +95,7 @@ export function createHealthz(
       });
     },
     close() {
+      debugTraffic?.close?.();
       return new Promise((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -19,11 +19,12 @@ import type { DataPlaneHandle } from './dataplane/handle.ts';
 import { type CertificatePair, generateDefaultCertificate } from './dataplane/listening/sni.ts';
 import { DataPlaneThreads } from './dataplane/worker/pool.ts';
 import { resolveWorkerCount } from './dataplane/worker/worker-count.ts';
-import { describeModel } from './debug-model.ts';
+import { debugModelSource } from './debug-model.ts';
 import { createHealthz, type Healthz } from './healthz.ts';
 import type { Logger } from './log.ts';
 import { type ControllerMetrics, createControllerMetrics } from './metrics/controller.ts';
 import { excludedSocketMetrics } from './metrics/requests.ts';
+import { createTrafficWindow } from './metrics/traffic.ts';
 import {
   type BuildCaches,
   createBuildCaches,
@@ -272,7 +273,10 @@ function serveCertificate(webhook: AdmissionServer, cert: string, key: string, l
   }
 }
 
-/** The status port: readiness from the handle, /metrics, and /debug/model (the runtime's description plus the diagnostics). */
+/**
+ * The status port: readiness from the handle, /metrics, and with --enable-debug-pages /debug/model
+ * and /debug/traffic (its window samples the request metrics until the stop closes it).
+ */
 async function serveHealthz(
   config: Config,
   handle: DataPlaneHandle,
@@ -280,14 +284,6 @@ async function serveHealthz(
   source: Source,
   applier: Applier,
 ): Promise<{ healthz: Healthz; address: AddressInfo }> {
-  const debugModel = async () => {
-    const runtime = await handle.describe();
-    if (runtime === null) return null;
-    // the source's findings (a manifest document that does not parse) first: no build sees them
-    const problems = source.problems?.() ?? [];
-    const applied = applier.latest().diagnostics;
-    return describeModel(runtime, problems.length === 0 ? applied : [...problems, ...applied]);
-  };
   // with data-plane threads, a scrape first collects what they counted since their last batch
   const scrape =
     metrics === null
@@ -296,8 +292,19 @@ async function serveHealthz(
           await handle.flushed?.();
           return metrics.scrape();
         };
+  const trafficWindow = config.enableDebugPages ? createTrafficWindow(metrics?.traffic ?? null) : null;
   const healthz = createHealthz(() => handle.ready(), scrape, {
-    debugModel,
+    debugModel: config.enableDebugPages
+      ? debugModelSource(handle, applier, () => source.problems?.() ?? null, config.model)
+      : null,
+    // closed with the port
+    debugTraffic: trafficWindow && {
+      describe: async () => {
+        await handle.flushed?.();
+        return trafficWindow.describe();
+      },
+      close: () => trafficWindow.close(),
+    },
     readinessPath: config.healthCheckPath,
   });
   const address = await healthz.listen(

@@ -2,13 +2,9 @@
 // Parsing never exits: bad input throws ConfigError with a message fit for the user.
 
 import { parseArgs } from 'node:util';
-import {
-  DEFAULT_LENGTH_BUCKETS,
-  DEFAULT_SIZE_BUCKETS,
-  DEFAULT_TIME_BUCKETS,
-  type RequestMetricsOptions,
-} from '../metrics/requests.ts';
+import type { RequestMetricsOptions } from '../metrics/requests.ts';
 import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from '../model/index.ts';
+import { BUCKET_FLAGS } from './bucket-flags.ts';
 import { ConfigError } from './config-error.ts';
 import { apiserverHost, buckets, duration, excludedMetrics, objectRef, port } from './flag-values.ts';
 import { COMPAT_FLAGS } from './ingress-nginx-flags.ts';
@@ -44,6 +40,8 @@ export interface Config {
   shutdownGracePeriod: number;
   /** serve /metrics on the healthz port */
   enableMetrics: boolean;
+  /** serve the debug pages (/debug/model, /debug/traffic, /debug/routing) on the healthz port */
+  enableDebugPages: boolean;
   /** the per-request metrics' labels, buckets and exclusions */
   requestMetrics: RequestMetricsOptions;
   logLevel: LogLevel;
@@ -91,7 +89,12 @@ export const FLAGS = {
   'healthz-port': {
     type: 'string',
     default: '10254',
-    help: 'port of /healthz, /livez, /metrics and /debug/model',
+    help: 'port of /healthz, /livez, /metrics and the debug pages',
+  },
+  'enable-debug-pages': {
+    type: 'boolean',
+    default: true,
+    help: 'serve /debug/model, /debug/traffic and /debug/routing on the healthz port (--enable-debug-pages=false: 404)',
   },
   'enable-metrics': {
     type: 'boolean',
@@ -118,21 +121,7 @@ export const FLAGS = {
     default: '',
     help: 'comma-separated request metrics not to record or export, e.g. bytes_sent,connect_duration_seconds',
   },
-  'time-buckets': {
-    type: 'string',
-    default: DEFAULT_TIME_BUCKETS.join(','),
-    help: 'buckets (seconds) of the request, response, header and connect duration histograms',
-  },
-  'length-buckets': {
-    type: 'string',
-    default: DEFAULT_LENGTH_BUCKETS.join(','),
-    help: 'buckets (bytes) of the request_size and response_size histograms',
-  },
-  'size-buckets': {
-    type: 'string',
-    default: DEFAULT_SIZE_BUCKETS.join(','),
-    help: 'buckets (bytes) of the bytes_sent histogram',
-  },
+  ...BUCKET_FLAGS,
   'bind-address': { type: 'string', default: '', help: 'address to listen on; empty means every interface' },
   'healthz-host': {
     type: 'string',
@@ -475,6 +464,7 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
     kube,
     shutdownGracePeriod: grace,
     enableMetrics: values['enable-metrics'],
+    enableDebugPages: values['enable-debug-pages'],
     requestMetrics: {
       perHost: values['metrics-per-host'],
       perUndefinedHost: values['metrics-per-undefined-host'],

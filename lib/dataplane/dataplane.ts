@@ -330,7 +330,8 @@ export class DataPlane implements DataPlaneHandle {
   async describe(): Promise<RuntimeDescription | null> {
     const runtime = this.#runtime;
     if (runtime === null) return null;
-    const description = describeRuntime(runtime, this.#certificateInfo);
+    const now = (this.#options.balancerEnv ?? defaultBalancerEnv).now();
+    const description = describeRuntime(runtime, this.#certificateInfo, { store: this.#ewmaStore, now });
     const streams = this.#streams.describe();
     return streams.length === 0 ? description : { ...description, streams };
   }

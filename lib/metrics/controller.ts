@@ -21,6 +21,7 @@ import {
   DEFAULT_REQUEST_METRICS_OPTIONS,
   type RequestMetricsOptions,
 } from './requests.ts';
+import type { TrafficSource } from './traffic.ts';
 
 /**
  * How often nodejs_eventloop_lag_* samples the event loop's delay. prom-client's 10 ms is a libuv
@@ -81,6 +82,8 @@ export interface ControllerMetrics {
   setLeader(leader: boolean): void;
   /** the exposition text and its Content-Type */
   scrape(): Promise<{ contentType: string; body: string }>;
+  /** the per-route totals /debug/traffic samples (traffic.ts) */
+  readonly traffic: TrafficSource;
 }
 
 /** The first 52 bits of a hex hash as a number: exact in a float64, like ingress-nginx's uint64 gauge. */
@@ -338,6 +341,11 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
     },
     async scrape() {
       return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+    traffic: {
+      routeTotals: () => requests.routeTotals(),
+      counted: () => finished,
+      timeBuckets: requests.timeBuckets,
     },
   };
 }

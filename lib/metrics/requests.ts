@@ -71,6 +71,29 @@ interface Series {
   labels: Record<string, string>;
   requests: number;
   histograms: Float64Array[];
+  /** the labels but status and method: the route /debug/traffic sums the series of */
+  route: string;
+  /** a 5xx status */
+  error: boolean;
+}
+
+/** One route's counts since its first request (its series summed over status and method). */
+export interface RouteTotal {
+  /** present with --metrics-per-host */
+  host?: string;
+  namespace: string;
+  ingress: string;
+  path: string;
+  service: string;
+  canary: string;
+  requests: number;
+  /** requests answered 5xx */
+  errors: number;
+  /**
+   * request_duration_seconds: the count of each bucket of `timeBuckets` (not cumulative), then of
+   * all requests (+Inf); null when --exclude-socket-metrics leaves the histogram out
+   */
+  durations: Float64Array | null;
 }
 
 /**
@@ -100,6 +123,10 @@ export interface RequestMetrics {
   setModel(model: Model): void;
   /** label sets held now */
   readonly seriesCount: number;
+  /** Every route's counts now, keyed by its labels (a new object each call: the caller keeps it). */
+  routeTotals(): Map<string, RouteTotal>;
+  /** the request_duration_seconds bucket bounds */
+  readonly timeBuckets: readonly number[];
 }
 
 /** The histograms, in the order observe() adds their values in. */
@@ -298,7 +325,44 @@ function newSeries(
     labels,
     requests: 0,
     histograms: specs.map((spec) => new Float64Array(spec.buckets.length + 2)),
+    route: `${labels.host ?? ''}\u0001${record.namespace}\u0001${record.ingress}\u0001${record.path}\u0001${record.service}\u0001${record.canary}`,
+    error: status.charCodeAt(0) === 53 /* 5 */,
   };
+}
+
+/** The series summed per route; `durations` from histogram 0 when it is recorded. */
+function sumRoutes(
+  series: ReadonlyMap<string, Series>,
+  bounds: readonly number[] | null,
+): Map<string, RouteTotal> {
+  const out = new Map<string, RouteTotal>();
+  for (const s of series.values()) {
+    let total = out.get(s.route);
+    if (total === undefined) {
+      const { labels } = s;
+      total = {
+        namespace: labels.namespace ?? '',
+        ingress: labels.ingress ?? '',
+        path: labels.path ?? '',
+        service: labels.service ?? '',
+        canary: labels.canary ?? '',
+        requests: 0,
+        errors: 0,
+        durations: bounds === null ? null : new Float64Array(bounds.length + 1),
+      };
+      if (labels.host !== undefined) total.host = labels.host;
+      out.set(s.route, total);
+    }
+    total.requests += s.requests;
+    if (s.error) total.errors += s.requests;
+    const durations = total.durations;
+    if (durations !== null && bounds !== null) {
+      const h = s.histograms[0] as Float64Array;
+      for (let b = 0; b < bounds.length; b++) durations[b] = (durations[b] as number) + (h[b] as number);
+      durations[bounds.length] = (durations[bounds.length] as number) + (h[bounds.length + 1] as number);
+    }
+  }
+  return out;
 }
 
 /** ingress-nginx RemoveMetrics: drops the series of Ingresses the model no longer has; true if any. */
@@ -426,5 +490,9 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
     get seriesCount() {
       return series.size;
     },
+    routeTotals() {
+      return sumRoutes(series, bounds[0] ?? null);
+    },
+    timeBuckets: options.timeBuckets,
   };
 }

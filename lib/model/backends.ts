@@ -284,12 +284,14 @@ export function isUsableExternalName(name: string): boolean {
  * integer targetPort; otherwise each TCP slice port is taken when the Service port is unnamed or has
  * the same name, and else replaced by an integer targetPort. Endpoints whose `ready` condition is
  * false are skipped; duplicates (the same ip:port) are dropped. UDP services (--udp-services-configmap)
- * ask for UDP slice ports instead.
+ * ask for UDP slice ports instead. `notReady`: the skipped ones instead (what /debug/model lists as
+ * not served; the caller removes those served from another slice).
  */
 export function endpointsFromSlices(
   slices: readonly EndpointSlice[],
   servicePort: ServicePort,
   protocol: 'TCP' | 'UDP' = 'TCP',
+  notReady = false,
 ): Endpoint[] {
   const targetPortNumber = isPortNumber(servicePort.targetPort) ? servicePort.targetPort : null;
   const out: Endpoint[] = [];
@@ -313,7 +315,7 @@ export function endpointsFromSlices(
     for (const port of ports) {
       for (const endpoint of listOf(slice.endpoints)) {
         if (typeof endpoint !== 'object' || endpoint === null) continue;
-        if (endpoint.conditions?.ready === false) continue;
+        if ((endpoint.conditions?.ready === false) !== notReady) continue;
         for (const address of listOf(endpoint.addresses)) {
           if (typeof address === 'string' && isIP(address) !== 0) out.push({ address, port });
         }

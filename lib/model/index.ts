@@ -2,6 +2,8 @@
 
 export type { LocationAnnotations } from './annotations/index.ts';
 export { SUPPORTED_ANNOTATIONS } from './annotations/index.ts';
+// what /debug/model reads of the snapshot besides the model (lib/debug-objects.ts)
+export { endpointsFromSlices, findServicePort } from './backends.ts';
 export type { BuildResult, ModelReferences } from './build.ts';
 export { buildModel, globalConfigOf } from './build.ts';
 export { type BuildCaches, createBuildCaches } from './build-caches.ts';
@@ -16,8 +18,9 @@ export type {
   Severity,
 } from './diagnostics.ts';
 export { DIAGNOSTIC_CODES } from './diagnostics.ts';
+export { isOurIngress, ownedClassNames } from './ingress-class.ts';
 export type * from './k8s.ts';
-export { EMPTY_SNAPSHOT } from './k8s.ts';
+export { EMPTY_SNAPSHOT, LEGACY_CLASS_ANNOTATION, SERVICE_NAME_LABEL } from './k8s.ts';
 export type { ModelOptions } from './options.ts';
 export { DEFAULT_MODEL_OPTIONS } from './options.ts';
 export { PathRegexCache } from './path-regex.ts';

@@ -105,6 +105,19 @@ const VALUE_SETS: Record<string, Record<string, unknown> | string | null> = {
       networkPolicy: { enabled: true },
     },
   },
+  // the debug pages off, and the status port reachable from two peers only
+  'debug-pages': {
+    controller: {
+      debugPages: { enabled: false },
+      networkPolicy: {
+        enabled: true,
+        statusPortFrom: [
+          { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+          { podSelector: { matchLabels: { app: 'ops-console' } } },
+        ],
+      },
+    },
+  },
   everything: {
     commonLabels: { team: 'edge' },
     controller: {
@@ -601,6 +614,30 @@ if ('skip' in helmBinary) {
     t.match(one(objects, 'ServiceMonitor').metadata.labels, { release: 'prometheus' });
     t.match(one(objects, 'ServiceMonitor').spec.endpoints, [{ port: 'metrics', path: '/metrics' }]);
     t.match(one(objects, 'PrometheusRule').spec.groups[0].rules, [{ alert: 'IngressTsConfigFailed' }]);
+  });
+
+  t.test('debug pages: --enable-debug-pages=false, the status port from chosen peers only', async (t) => {
+    t.notOk(flagsOf(get('defaults')).has('enable-debug-pages'), 'on by default: no flag');
+    const everything = one(get('everything'), 'NetworkPolicy').spec.ingress;
+    t.equal(everything.length, 1, 'no statusPortFrom: one rule');
+    t.match(everything[0].ports[2], { protocol: 'TCP', port: 10254 }, 'the status port open as the others');
+    t.notOk('from' in everything[0], 'to anyone');
+
+    const objects = get('debug-pages');
+    t.equal(flagsOf(objects).get('enable-debug-pages'), 'false');
+    const rules = one(objects, 'NetworkPolicy').spec.ingress;
+    t.equal(rules.length, 2);
+    t.notOk(
+      rules[0].ports.some((p: { port: number }) => p.port === 10254),
+      'the status port is not in the open rule',
+    );
+    t.same(rules[1], {
+      from: [
+        { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+        { podSelector: { matchLabels: { app: 'ops-console' } } },
+      ],
+      ports: [{ protocol: 'TCP', port: 10254 }],
+    });
   });
 
   t.test('autoscaling: an HPA owns the replica count, a PDB keeps one Pod', async (t) => {

@@ -160,6 +160,8 @@ t.test('/debug/model describes the live configuration and follows swaps', async 
       loadBalance: 'ewma',
       balancer: 'ewma',
       endpoints: ['10.1.0.1:8080', '10.1.0.2:8080'],
+      // nothing observed yet (no request went to them)
+      scores: { '10.1.0.1:8080': 0, '10.1.0.2:8080': 0 },
     },
   ]);
   t.equal(first.defaultBackend, null, 'the built-in 404');
@@ -215,6 +217,7 @@ t.test('/debug/model describes the live configuration and follows swaps', async 
       loadBalance: 'ewma',
       balancer: 'ewma',
       endpoints: [],
+      scores: {},
     },
     'the Service a route names now is a backend',
   );

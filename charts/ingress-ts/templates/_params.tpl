@@ -4,6 +4,9 @@
 - --https-port={{ .Values.controller.containerPort.https }}
 - --healthz-port={{ include "ingress-ts.statusPort" . }}
 - --enable-metrics={{ .Values.controller.metrics.enabled }}
+{{- if not .Values.controller.debugPages.enabled }}
+- --enable-debug-pages=false
+{{- end }}
 - --controller-class={{ .Values.controller.ingressClassResource.controllerValue }}
 - --ingress-class={{ .Values.controller.ingressClass }}
 {{- if .Values.controller.ingressClassByName }}

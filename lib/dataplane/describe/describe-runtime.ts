@@ -17,6 +17,7 @@ import { redactConfig } from '../../model/redact.ts';
 import { upstreamSettings } from '../../model/upstream-settings.ts';
 import type { Runtime } from '../routing/runtime.ts';
 import { peerKey } from '../upstream/balancer.ts';
+import { type EwmaStore, ewmaScore } from '../upstream/balancers/ewma.ts';
 import { bundleInfo, type CertificateInfoCache } from './certificates.ts';
 import { canaryOf, pathSettingsOf, redactSettings, snippetOf } from './route-settings.ts';
 import type {
@@ -50,11 +51,22 @@ interface Describing {
   defaultsJson: string;
 }
 
+/** The ewma balancers' shared state and the balancers' clock now (seconds), for `scores`. */
+export interface EwmaScores {
+  store: EwmaStore;
+  now: number;
+}
+
 /**
  * The description of `runtime`. `certificates` (kept by the caller across calls) saves parsing the
- * same certificates on every request; only those still served stay in it.
+ * same certificates on every request; only those still served stay in it. `ewma`: the data plane's
+ * ewma state, to show each ewma backend's scores.
  */
-export function describeRuntime(runtime: Runtime, certificates: CertificateInfoCache): RuntimeDescription {
+export function describeRuntime(
+  runtime: Runtime,
+  certificates: CertificateInfoCache,
+  ewma: EwmaScores | null = null,
+): RuntimeDescription {
   const { model } = runtime;
   certificates.begin();
   const upstreamDefaults = redactSettings(upstreamSettings(null, model.config));
@@ -72,7 +84,7 @@ export function describeRuntime(runtime: Runtime, certificates: CertificateInfoC
     hosts: [...model.servers, model.catchAll].map((server) => describeServer(describing, server)),
     backends: Object.values(model.upstreams)
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-      .map((upstream) => describeUpstream(runtime, upstream)),
+      .map((upstream) => describeUpstream(runtime, upstream, ewma)),
     defaultBackend: model.defaultBackend,
     defaultCertificate: describing.defaultCertificate,
     config: redactConfig(model.config),
@@ -188,13 +200,24 @@ function describeServer(d: Describing, server: Server): HostDescription {
   };
 }
 
-function describeUpstream(runtime: Runtime, upstream: Upstream): BackendDescription {
-  return {
+/** Microseconds are all a score's reader can tell apart. */
+const roundScore = (seconds: number): number => Math.round(seconds * 1e6) / 1e6;
+
+function describeUpstream(runtime: Runtime, upstream: Upstream, ewma: EwmaScores | null): BackendDescription {
+  const balancer = runtime.balancers.get(upstream.name);
+  const endpoints = upstream.endpoints.map((e) => peerKey(e.address, e.port));
+  const description: BackendDescription = {
     name: upstream.name,
     service: `${upstream.service.namespace}/${upstream.service.name}:${upstream.service.port}`,
     externalName: upstream.externalName,
     loadBalance: upstream.loadBalance,
-    balancer: runtime.balancers.get(upstream.name)?.kind ?? null,
-    endpoints: upstream.endpoints.map((e) => peerKey(e.address, e.port)),
+    balancer: balancer?.kind ?? null,
+    endpoints,
   };
+  if (balancer?.kind === 'ewma' && ewma !== null) {
+    const scores: Record<string, number> = {};
+    for (const key of endpoints) scores[key] = roundScore(ewmaScore(ewma.store, key, ewma.now));
+    description.scores = scores;
+  }
+  return description;
 }

@@ -213,6 +213,17 @@ export interface BackendDescription {
   balancer: string | null;
   /** `ip:port`; empty: requests get 503 */
   endpoints: string[];
+  /**
+   * `ip:port` of the Service's endpoints that are not ready (EndpointSlice `ready: false`), which
+   * are not served; absent: none (or an ExternalName Service)
+   */
+  notReady?: string[];
+  /**
+   * balancer ewma: each served endpoint's score, in seconds (its connect + header time's moving
+   * average decayed to now, what a pick compares; 0: nothing observed). With data-plane threads,
+   * the first thread's (each thread balances on its own)
+   */
+  scores?: Record<string, number>;
 }
 
 /** The runtime being served, described; the controller adds the diagnostics of its build. */

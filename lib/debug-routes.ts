@@ -1,0 +1,234 @@
+// The status port's debug answers (healthz.ts routes them; --enable-debug-pages=false: none):
+// - GET /debug/model: the live configuration (debug-model.ts), made once per version and kept: an
+//   ETag names the version (the model's hash and a count of applied builds and source findings,
+//   which also moves when only not-ready endpoints or annotations changed), If-None-Match gets 304
+//   without describing anything, and the pretty, compact (?compact=1) and gzip forms are each made
+//   once per version. A description with live counters (ewma scores, the threads' and TCP/UDP
+//   services' counts) is made again once it is 5 seconds old, or 10 times what making it took when
+//   that is longer (a large model: at most a tenth of the time describing); its ETag also names
+//   when it was made.
+// - GET /debug/traffic: each route's rate, error rate and p99 over the last minute
+//   (metrics/traffic.ts), made on each request.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { promisify } from 'node:util';
+import { gzip as gzipCallback } from 'node:zlib';
+
+const gzip = promisify(gzipCallback);
+
+/** The /debug/model answer's source: its version (cheap) and its description (a JSON value). */
+export interface DebugModelSource {
+  /** changes whenever the description may; null before the first model */
+  version(): string | null;
+  /** the description (or its Promise); null or undefined before the first model */
+  describe(): unknown;
+}
+
+/** The /debug/traffic answer (a JSON value, or its Promise), and what to stop with the port. */
+export interface DebugTrafficSource {
+  describe(): unknown;
+  close?(): void;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+/** milliseconds a description with live counters is served for, at least */
+export const LIVE_DESCRIPTION_MS = 5000;
+/** bodies smaller than this are sent as they are */
+const GZIP_MIN_BYTES = 1024;
+
+/** The client takes gzip: `gzip` or `*` listed without q=0. */
+export function acceptsGzip(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  for (const part of header.split(',')) {
+    const [coding = '', ...params] = part.split(';').map((p) => p.trim().toLowerCase());
+    if (coding !== 'gzip' && coding !== '*') continue;
+    const q = params.find((p) => p.startsWith('q='));
+    if (q === undefined || Number(q.slice(2)) > 0) return true;
+  }
+  return false;
+}
+
+/** `If-None-Match` names `etag` (weak comparison, as for GET). */
+function matches(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === '*') return true;
+  const opaque = etag.replace(/^W\//, '');
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === opaque);
+}
+
+const isCompact = (url: string): boolean => {
+  const query = url.indexOf('?');
+  return query !== -1 && new URLSearchParams(url.slice(query + 1)).get('compact') === '1';
+};
+
+/** A description has counters that move without a new version: scores, threads, stream counts. */
+function isLive(description: unknown): boolean {
+  if (typeof description !== 'object' || description === null) return false;
+  const d = description as { threads?: unknown; streams?: unknown; backends?: unknown };
+  if (d.threads !== undefined || d.streams !== undefined) return true;
+  return (
+    Array.isArray(d.backends) && d.backends.some((b) => (b as { scores?: unknown }).scores !== undefined)
+  );
+}
+
+/**
+ * One version's answer: its forms, each made when first asked for. The description itself is only
+ * kept until the first form is made (at 10,000 Ingresses it is ~35 MiB of heap, its compact JSON
+ * 27 MiB outside it): another plain form is then made from that one.
+ */
+interface Answer {
+  etag: string;
+  version: string;
+  live: boolean;
+  /** clock() when it was asked for */
+  made: number;
+  /** milliseconds from asking to the first form made; null before */
+  cost: number | null;
+  /** null once a form is made */
+  description: { value: unknown } | null;
+  bodies: Map<string, Promise<Buffer>>;
+}
+
+const serialize = (value: unknown, compact: boolean): Buffer =>
+  Buffer.from(`${JSON.stringify(value, null, compact ? undefined : 2)}\n`);
+
+function bodyOf(answer: Answer, compact: boolean, gzipped: boolean): Promise<Buffer> {
+  const key = `${compact ? 'c' : 'p'}${gzipped ? 'z' : ''}`;
+  let body = answer.bodies.get(key);
+  if (body !== undefined) return body;
+  if (gzipped) {
+    body = bodyOf(answer, compact, false).then((plain) => gzip(plain));
+  } else if (answer.description !== null) {
+    const { value } = answer.description;
+    answer.description = null;
+    body = new Promise<Buffer>((resolve) => resolve(serialize(value, compact)));
+  } else {
+    const other = answer.bodies.get(compact ? 'p' : 'c') as Promise<Buffer>;
+    body = other.then((made) => serialize(JSON.parse(made.toString('utf8')), compact));
+  }
+  answer.bodies.set(key, body);
+  return body;
+}
+
+const sendJson = (res: ServerResponse, status: number, value: unknown): void => {
+  res
+    .writeHead(status, { 'Content-Type': JSON_TYPE, 'Cache-Control': 'no-store' })
+    .end(`${JSON.stringify(value)}\n`);
+};
+
+/** Serves GET /debug/model from `source`, keeping the last version's answer. */
+export function createDebugModelRoute(
+  source: DebugModelSource,
+  clock: () => number = Date.now,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  let last: Answer | null = null;
+  let pending: { version: string; answer: Promise<Answer | null> } | null = null;
+  /** how long an answer with live counters is kept: 5 s, or 10 times what the last one took */
+  let livePeriod = LIVE_DESCRIPTION_MS;
+
+  /** `last` when it answers for `version` now. */
+  const current = (version: string): Answer | null =>
+    last !== null && last.version === version && (!last.live || clock() < last.made + livePeriod)
+      ? last
+      : null;
+
+  const answerFor = (version: string): Promise<Answer | null> => {
+    const kept = current(version);
+    if (kept !== null) return Promise.resolve(kept);
+    if (pending !== null && pending.version === version) return pending.answer;
+    const made = clock();
+    const answer = new Promise<unknown>((resolve) => resolve(source.describe())).then((description) => {
+      if (description === null || description === undefined) return null;
+      const live = isLive(description);
+      const fresh: Answer = {
+        // a live answer is named by when it was made too
+        etag: live ? `W/"${version}.${made}"` : `W/"${version}"`,
+        version,
+        live,
+        made,
+        cost: null,
+        description: { value: description },
+        bodies: new Map(),
+      };
+      last = fresh;
+      return fresh;
+    });
+    const started = { version, answer };
+    pending = started;
+    const settle = () => {
+      if (pending === started) pending = null;
+    };
+    answer.then(settle, settle);
+    return answer;
+  };
+
+  return (req, res) => {
+    const version = source.version();
+    if (version === null) {
+      sendJson(res, 503, { error: 'no configuration has been applied yet' });
+      return;
+    }
+    const headers = { 'Cache-Control': 'no-cache', Vary: 'Accept-Encoding' };
+    // a client polling an unchanged version costs a string comparison
+    const kept = current(version);
+    if (kept !== null && matches(req.headers['if-none-match'], kept.etag)) {
+      res.writeHead(304, { ...headers, ETag: kept.etag }).end();
+      return;
+    }
+    const compact = isCompact(req.url ?? '');
+    answerFor(version)
+      .then(async (answer) => {
+        if (answer === null) {
+          sendJson(res, 503, { error: 'no configuration has been applied yet' });
+          return;
+        }
+        const plain = await bodyOf(answer, compact, false);
+        if (answer.cost === null) {
+          // a large model's answer is not remade more often than it costs 10% of the time
+          answer.cost = clock() - answer.made;
+          livePeriod = Math.max(LIVE_DESCRIPTION_MS, 10 * answer.cost);
+        }
+        const gzipped = plain.length >= GZIP_MIN_BYTES && acceptsGzip(req.headers['accept-encoding']);
+        const body = gzipped ? await bodyOf(answer, compact, true) : plain;
+        res
+          .writeHead(200, {
+            ...headers,
+            'Content-Type': JSON_TYPE,
+            ETag: answer.etag,
+            'Content-Length': body.length,
+            ...(gzipped ? { 'Content-Encoding': 'gzip' } : {}),
+          })
+          .end(body);
+      })
+      .catch((error: unknown) =>
+        sendJson(res, 500, { error: `describing the model failed: ${String(error)}` }),
+      );
+  };
+}
+
+/** Serves GET /debug/traffic from `source`, made for each request. */
+export function createDebugTrafficRoute(
+  source: DebugTrafficSource,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const compact = isCompact(req.url ?? '');
+    new Promise<unknown>((resolve) => resolve(source.describe()))
+      .then(async (traffic) => {
+        const plain = Buffer.from(`${JSON.stringify(traffic, null, compact ? undefined : 2)}\n`);
+        const gzipped = plain.length >= GZIP_MIN_BYTES && acceptsGzip(req.headers['accept-encoding']);
+        const body = gzipped ? await gzip(plain) : plain;
+        res
+          .writeHead(200, {
+            'Content-Type': JSON_TYPE,
+            'Cache-Control': 'no-store',
+            Vary: 'Accept-Encoding',
+            'Content-Length': body.length,
+            ...(gzipped ? { 'Content-Encoding': 'gzip' } : {}),
+          })
+          .end(body);
+      })
+      .catch((error: unknown) =>
+        sendJson(res, 500, { error: `describing the traffic failed: ${String(error)}` }),
+      );
+  };
+}

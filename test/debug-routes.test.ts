@@ -1,0 +1,108 @@
+// The /debug/model route over a real socket with a source the test drives: one description per
+// version however many ask (at once or one after the other), 304 for the ETag of the version
+// served, a live description made again once its 5 seconds pass, 503 before the first model, 500
+// when describing fails; and which Accept-Encoding values take gzip.
+import { createServer } from 'node:http';
+import t from 'tap';
+import { acceptsGzip, createDebugModelRoute, LIVE_DESCRIPTION_MS } from '../lib/debug-routes.ts';
+import { listen, send } from './support/http.ts';
+
+t.test('acceptsGzip', async (t) => {
+  const table: Array<[string | undefined, boolean]> = [
+    [undefined, false],
+    ['', false],
+    ['gzip', true],
+    ['GZIP', true],
+    ['br, gzip;q=0.5', true],
+    ['gzip;q=0', false],
+    ['gzip; q=0.0', false],
+    ['*', true],
+    ['identity', false],
+    ['deflate, br', false],
+    ['x-gzip', false],
+  ];
+  for (const [header, expected] of table) t.equal(acceptsGzip(header), expected, String(header));
+});
+
+t.test('one description per version, 304 for its ETag', async (t) => {
+  let version: string | null = null;
+  let description: unknown = { hash: 'h1', backends: [] };
+  let described = 0;
+  let clock = 0;
+  /** what describing advances the clock by */
+  let cost = 0;
+  const route = createDebugModelRoute(
+    {
+      version: () => version,
+      describe: async () => {
+        described++;
+        clock += cost;
+        // answered a turn later: a second request arrives while the first is described
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (description instanceof Error) throw description;
+        return description;
+      },
+    },
+    () => clock,
+  );
+  const server = createServer(route);
+  const port = await listen(server);
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const ask = (headers: Record<string, string> = {}) =>
+    send(port, 'localhost', '/debug/model', { headers, agent: false });
+
+  const early = await ask();
+  t.equal(early.status, 503, 'no model yet');
+  t.equal(described, 0);
+
+  version = 'aaaa.1';
+  const [a, b] = await Promise.all([ask(), ask()]);
+  t.equal(a.status, 200);
+  t.equal(a.body, b.body);
+  t.equal(a.headers.etag, 'W/"aaaa.1"');
+  t.equal(described, 1, 'two at once: one description');
+  await ask({ 'accept-encoding': 'gzip' });
+  t.equal(described, 1, 'a second form of the same version: no description');
+
+  const again = await ask({ 'if-none-match': 'W/"aaaa.1"' });
+  t.equal(again.status, 304);
+  t.equal(again.body, '');
+  t.equal((await ask({ 'if-none-match': '"other", "aaaa.1"' })).status, 304, 'weak comparison, in a list');
+  t.equal((await ask({ 'if-none-match': 'W/"aaaa.0"' })).status, 200, 'another version: the answer');
+  t.equal(described, 1);
+
+  version = 'aaaa.2';
+  description = { hash: 'h1', backends: [{ name: 'b', scores: { '10.0.0.1:80': 0.01 } }] };
+  const live = await ask({ 'if-none-match': 'W/"aaaa.1"' });
+  t.equal(live.status, 200, 'a new version');
+  t.equal(described, 2);
+  t.equal(live.headers.etag, 'W/"aaaa.2.0"', 'live counters: the ETag names the 5 seconds');
+  t.equal((await ask({ 'if-none-match': 'W/"aaaa.2.0"' })).status, 304);
+  clock = LIVE_DESCRIPTION_MS;
+  const remade = await ask({ 'if-none-match': 'W/"aaaa.2.0"' });
+  t.equal(remade.status, 200, '5 seconds later: made again');
+  t.equal(remade.headers.etag, `W/"aaaa.2.${LIVE_DESCRIPTION_MS}"`);
+  t.equal(described, 3);
+
+  // a description that takes 1 s to make is kept 10 s: describing takes a tenth of the time at most
+  cost = 1000;
+  clock = 20_000;
+  const slow = await ask();
+  t.equal(slow.headers.etag, 'W/"aaaa.2.20000"');
+  t.equal(described, 4);
+  clock = 20_000 + 1000 + 8000;
+  t.equal((await ask({ 'if-none-match': 'W/"aaaa.2.20000"' })).status, 304, 'still kept after 9 s');
+  clock = 20_000 + 10_000;
+  t.equal((await ask({ 'if-none-match': 'W/"aaaa.2.20000"' })).status, 200, 'made again after 10 s');
+  t.equal(described, 5);
+  cost = 0;
+
+  version = 'aaaa.3';
+  description = new Error('the thread is gone');
+  const failed = await ask();
+  t.equal(failed.status, 500);
+  t.match(failed.body, /describing the model failed: Error: the thread is gone/);
+  description = null;
+  version = 'aaaa.4';
+  t.equal((await ask()).status, 503, 'described as nothing: not yet');
+});
