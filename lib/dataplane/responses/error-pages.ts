@@ -89,22 +89,23 @@ export function sendErrorPage(res: ServerResponse, status: number): void {
 
 /**
  * The same page written as a raw HTTP/1.1 response on a socket that left the HTTP server (an Upgrade
- * request that could not be tunnelled), then the socket is ended.
+ * request that could not be tunnelled), then the socket is ended. `headLines`: the route's own
+ * header lines (ownResponseHeadLines).
  */
-export function sendSocketErrorPage(socket: Duplex, status: number): void {
+export function sendSocketErrorPage(socket: Duplex, status: number, headLines = ''): void {
   if (socket.destroyed || !socket.writable) {
     socket.destroy();
     return;
   }
-  socket.end(rawErrorResponse(status));
+  socket.end(rawErrorResponse(status, headLines));
 }
 
 /** A whole HTTP/1.1 error response (head and NGINX's page) that closes the connection. */
-export function rawErrorResponse(status: number): Buffer {
+export function rawErrorResponse(status: number, headLines = ''): Buffer {
   const page = errorPage(status);
   return Buffer.concat([
     Buffer.from(
-      `HTTP/1.1 ${page.status} ${page.statusMessage}\r\nContent-Type: text/html\r\nContent-Length: ${page.body.length}\r\nConnection: close\r\n\r\n`,
+      `HTTP/1.1 ${page.status} ${page.statusMessage}\r\n${headLines}Content-Type: text/html\r\nContent-Length: ${page.body.length}\r\nConnection: close\r\n\r\n`,
       'latin1',
     ),
     page.body,
