@@ -299,6 +299,20 @@ t.test('one judgement of the client, the path and the host', async (t) => {
     t.match(upperH2.body, '"name":"site"');
   });
 
+  await t.test('after a 400 the connection is closed, as NGINX closes it', async (t) => {
+    for (const target of ['/%zz', '/../x']) {
+      const reply = await raw(
+        port,
+        `GET ${target} HTTP/1.1\r\nHost: a.test\r\n\r\nGET /after-400 HTTP/1.1\r\nHost: a.test\r\n\r\n`,
+        { end: false },
+      );
+      t.equal(reply.status, 400, `${target}: 400`);
+      t.match(reply.text, /\r\nConnection: close\r\n/i, 'said on the answer');
+      t.notMatch(reply.text, '/after-400', 'the request behind it is not read');
+      t.ok(reply.closed, 'and the connection closed');
+    }
+  });
+
   await t.test('TLS: the server name (SNI) does not route, the Host does (as in NGINX)', async (t) => {
     const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = httpsRequest(
