@@ -269,25 +269,28 @@ export function validHost(value: string): string | null {
   let upper = false;
   for (let i = 0; i < length; i++) {
     const c = value.charCodeAt(i);
-    if (c === 46 /* . */) {
+    // most bytes of a name are plain: one table read decides
+    const kind = c < 128 ? HOST_BYTE[c] : PLAIN;
+    if (kind === PLAIN) continue;
+    if (kind === DOT) {
       if (lastDot === i - 1) return null;
       lastDot = i;
-    } else if (c === 58 /* : */) {
+    } else if (kind === UPPER) {
+      upper = true;
+    } else if (kind === COLON) {
       if (state === 0) {
         end = i;
         state = 2;
       }
-    } else if (c === 91 /* [ */) {
+    } else if (kind === OPEN) {
       if (i === 0) state = 1;
-    } else if (c === 93 /* ] */) {
+    } else if (kind === CLOSE) {
       if (state === 1) {
         end = i + 1;
         state = 2;
       }
-    } else if (c <= 0x20 || c === 47 /* / */ || c === 0x7f) {
+    } else {
       return null;
-    } else if (c >= 65 && c <= 90) {
-      upper = true;
     }
   }
   if (lastDot === end - 1) end--;
@@ -295,6 +298,28 @@ export function validHost(value: string): string | null {
   const name = end === length ? value : value.slice(0, end);
   return upper ? name.toLowerCase() : name;
 }
+
+const PLAIN = 0;
+const DOT = 1;
+const UPPER = 2;
+const COLON = 3;
+const OPEN = 4;
+const CLOSE = 5;
+const REFUSED = 6;
+
+/** What each ASCII byte is to validHost (a byte over 0x7f is plain). */
+const HOST_BYTE = ((): Uint8Array => {
+  const table = new Uint8Array(128);
+  for (let c = 0; c <= 0x20; c++) table[c] = REFUSED;
+  table[0x7f] = REFUSED;
+  table[47 /* / */] = REFUSED;
+  table[46 /* . */] = DOT;
+  table[58 /* : */] = COLON;
+  table[91 /* [ */] = OPEN;
+  table[93 /* ] */] = CLOSE;
+  for (let c = 65; c <= 90; c++) table[c] = UPPER;
+  return table;
+})();
 
 /**
  * An absolute-form target's authority as NGINX's request-line parser reads it before validating
