@@ -9,6 +9,8 @@ import {
   normalizeHost,
   normalizePath,
   type PathRule,
+  validAuthority,
+  validHost,
 } from '../../lib/dataplane/routing/router.ts';
 
 const rules: PathRule<string>[] = [
@@ -92,8 +94,68 @@ t.test('normalizeHost', async (t) => {
     ['example.com.', 'example.com'],
     ['[::1]:80', '[::1]'],
     [undefined, ''],
+    ['a..test', ''],
   ];
   for (const [input, expected] of table) t.equal(normalizeHost(input), expected, String(input));
+});
+
+t.test('validHost: the Host as NGINX 1.27 judges it (ngx_http_validate_host)', async (t) => {
+  const table: Array<[string, string | null, string]> = [
+    ['a.test', 'a.test', 'a plain name'],
+    ['A.Test', 'a.test', 'lower-cased'],
+    ['a.test:8080', 'a.test', 'the port dropped'],
+    ['a.test.', 'a.test', 'one trailing dot dropped'],
+    ['a.test.:80', 'a.test', 'a trailing dot before the port'],
+    ['a.test..', null, 'two trailing dots'],
+    ['a..test', null, 'two dots in a row'],
+    ['..', null, 'two dots'],
+    ['.', null, 'a lone dot leaves no name'],
+    ['.a.test', '.a.test', 'a leading dot is kept'],
+    ['a.test:80..1', null, 'two dots in the port part too'],
+    ['', null, 'empty'],
+    [':80', null, 'a port and no name'],
+    ['a.test/x', null, 'a slash'],
+    ['a.test/../b', null, 'a path'],
+    ['a test', null, 'a space'],
+    ['a.test\tb', null, 'a tab'],
+    ['a.test\0', null, 'NUL'],
+    ['a.test\x7f', null, 'DEL'],
+    ['a.test\x01', null, 'a control character'],
+    ['a\\b.test', 'a\\b.test', 'a backslash: only / separates paths on Unix (1.29.4 refuses it)'],
+    ['a.test:abc', 'a.test', 'the port is not read (1.29.4 refuses it)'],
+    ['a.test:1:2', 'a.test', 'the first colon ends the name'],
+    ['[::1]', '[::1]', 'an IP literal'],
+    ['[::1]:443', '[::1]', 'an IP literal and its port'],
+    ['[::1', '[::1', 'an unterminated literal is kept whole (1.29.4 refuses it)'],
+    ['[::1]x', '[::1]', 'after the literal, the rest is its port part'],
+    ['[::1]]..', null, 'two dots after the literal'],
+    ['a[b]:1', 'a[b]', 'a bracket after the start is a character like any'],
+    ['xn--bcher-kva.test', 'xn--bcher-kva.test', 'punycode'],
+    ['a_b.test', 'a_b.test', 'an underscore'],
+    ['\u00e9.test', '\u00e9.test', 'a byte over 0x7f'],
+  ];
+  for (const [input, expected, why] of table)
+    t.equal(validHost(input), expected, `${JSON.stringify(input)}: ${why}`);
+  const same = 'a.test';
+  t.equal(validHost(same), same, 'a name in its normal form is returned as it is');
+});
+
+t.test('validAuthority: an absolute-form authority as NGINX parses the request line', async (t) => {
+  const table: Array<[string, boolean]> = [
+    ['a.test', true],
+    ['A.test:8080', true],
+    ['a.test:', true],
+    ['[::1]:80', true],
+    ['[::1]', true],
+    ['a_b.test', false],
+    ['a.test:8o', false],
+    ['a..test', false],
+    ['a.test.', true],
+    ['[::1', false],
+    ['[::1]x', false],
+    ['a%41.test', false],
+  ];
+  for (const [authority, expected] of table) t.equal(validAuthority(authority), expected, authority);
 });
 
 t.test('normalizePath ($uri: decoded, merged slashes, dot segments resolved)', async (t) => {

@@ -180,4 +180,21 @@ t.test('log-format-upstream through the proxy', async (t) => {
       },
     ]);
   });
+
+  await t.test('the built-in default backend is upstream-default-backend, as in ingress-nginx', async (t) => {
+    await swapTo({ 'enable-access-log-for-default-backend': 'true' });
+    const from = lines.length;
+    t.equal((await get(port, 'nowhere.test', '/no-host')).status, 404);
+    const f = parseNginxLine(await lineWith('/no-host', from));
+    t.equal(f.status, 404);
+    t.equal(f.proxy_upstream_name, 'upstream-default-backend', 'an unknown host');
+    t.equal(
+      f.upstream_addr,
+      '-',
+      'nothing was contacted (ingress-nginx: its own 404 server, 127.0.0.1:8181)',
+    );
+    t.equal((await get(port, 'site.test', '/no-route')).status, 404);
+    const path = parseNginxLine(await lineWith('/no-route', from));
+    t.equal(path.proxy_upstream_name, 'upstream-default-backend', "a known host's path no route has");
+  });
 });

@@ -9,6 +9,7 @@ import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { type ClientHttp2Session, connect as connectHttp2, type OutgoingHttpHeaders } from 'node:http2';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -220,6 +221,124 @@ t.test('one judgement of the client, the path and the host', async (t) => {
       'https://login.example/start?rd=https://signin.test%2Fin',
       "the sign-in redirect's rd= names the host the request was routed by",
     );
+  });
+
+  await t.test('the Host as NGINX judges it: refused with 400, else one name for everything', async (t) => {
+    let backendRequests = 0;
+    const count = () => {
+      backendRequests++;
+    };
+    admin.on('request', count);
+    site.on('request', count);
+    t.teardown(() => {
+      admin.off('request', count);
+      site.off('request', count);
+    });
+    const asked = authSeen.length;
+    const refusedHosts = ['a..test', 'a.test/../admin', 'a.test x', 'a.test\tx', '.'];
+    for (const host of refusedHosts) {
+      const reply = await raw(port, `GET /bad-host HTTP/1.1\r\nHost: ${host}\r\n\r\n`, { end: false });
+      t.equal(reply.status, 400, `HTTP/1.1 Host ${JSON.stringify(host)}: 400`);
+      t.match(reply.text, '<center><h1>400 Bad Request</h1></center>', "NGINX's page");
+      t.ok(reply.closed, 'and the connection closed by the proxy, as NGINX does after a 400');
+    }
+    const logged = await logLine({ request_uri: '/bad-host', status: 400 });
+    t.equal(logged.host, '_', "logged with NGINX's $host of a refused Host: the default server's name");
+    const absolute = await raw(port, 'GET http://a..test/bad-authority HTTP/1.1\r\nHost: a.test\r\n\r\n', {
+      end: false,
+    });
+    t.equal(absolute.status, 400, 'an absolute-form authority NGINX refuses: 400');
+    t.ok(absolute.closed);
+    const underscore = await raw(port, 'GET http://a_b.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n', {
+      end: false,
+    });
+    t.equal(underscore.status, 400, "an authority NGINX's request-line parser refuses: 400");
+    const badHeader = await raw(port, 'GET http://a.test/ HTTP/1.1\r\nHost: a..test\r\n\r\n', {
+      end: false,
+    });
+    t.equal(badHeader.status, 400, 'an absolute-form request: its Host header is judged too');
+    await logLine({ request_uri: 'http://a..test/bad-authority', status: 400 });
+    const overH2 = await h2(session, { ':path': '/bad-host-h2', ':authority': 'a..test' });
+    t.equal(overH2.status, 400, 'HTTP/2 :authority a..test: 400');
+    t.match(overH2.body, '<center><h1>400 Bad Request</h1></center>');
+    // (nghttp2 itself resets a stream whose :authority or host holds a byte outside RFC 3986's
+    // authority, a slash or a space: NGINX would answer those 400)
+    const hostH2 = await h2(session, { ':path': '/bad-host-h2', host: 'a..test' });
+    t.equal(hostH2.status, 400, 'HTTP/2 host (no :authority) a..test: 400');
+    t.equal(backendRequests, 0, 'no backend saw a refused host');
+    t.equal(authSeen.length, asked, 'no authorizer was asked');
+
+    // accepted: lower-cased, the port and one trailing dot dropped, for routing and the log alike
+    const upper = await raw(
+      port,
+      'GET /host-normal HTTP/1.1\r\nHost: A.TEST.:8080\r\nConnection: close\r\n\r\n',
+      { end: false },
+    );
+    t.equal(upper.status, 200, 'A.TEST.:8080 is a.test');
+    t.match(upper.text, '"name":"site"');
+    const line = await logLine({ request_uri: '/host-normal' });
+    t.equal(line.host, 'a.test', '$host in the log is the name it was routed by');
+    t.equal(line.proxy_upstream_name, 'e2e-site-80');
+    // ingress-nginx's NGINX (1.27) does not read the port part: a port that is not a number passes
+    const port80 = await raw(
+      port,
+      'GET /host-port HTTP/1.1\r\nHost: a.test:http\r\nConnection: close\r\n\r\n',
+      { end: false },
+    );
+    t.equal(port80.status, 200, 'a.test:http is a.test, as in NGINX 1.27 (1.29.4 refuses it)');
+    // absolute-form: the target's authority routes, whatever the Host header names
+    const precedence = await raw(
+      port,
+      'GET http://b.test/which HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n',
+      { end: false },
+    );
+    t.equal(precedence.status, 200);
+    t.match(precedence.text, '"name":"admin"', "the request line's host wins (b.test routes to admin)");
+    const upperH2 = await h2(session, { ':path': '/host-normal-h2', ':authority': 'A.Test:443' });
+    t.equal(upperH2.status, 200, 'HTTP/2 :authority A.Test:443 is a.test');
+    t.match(upperH2.body, '"name":"site"');
+  });
+
+  await t.test('after a 400 the connection is closed, as NGINX closes it', async (t) => {
+    for (const target of ['/%zz', '/../x']) {
+      const reply = await raw(
+        port,
+        `GET ${target} HTTP/1.1\r\nHost: a.test\r\n\r\nGET /after-400 HTTP/1.1\r\nHost: a.test\r\n\r\n`,
+        { end: false },
+      );
+      t.equal(reply.status, 400, `${target}: 400`);
+      t.match(reply.text, /\r\nConnection: close\r\n/i, 'said on the answer');
+      t.notMatch(reply.text, '/after-400', 'the request behind it is not read');
+      t.ok(reply.closed, 'and the connection closed');
+    }
+  });
+
+  await t.test('TLS: the server name (SNI) does not route, the Host does (as in NGINX)', async (t) => {
+    const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpsRequest(
+        {
+          host: '127.0.0.1',
+          port: controller.https.port,
+          path: '/sni-mismatch',
+          servername: 'b.test',
+          headers: { host: 'a.test' },
+          rejectUnauthorized: false,
+          agent: false,
+        },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            body += chunk;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    t.equal(reply.status, 200);
+    t.match(reply.body, '"name":"site"', "SNI b.test, Host a.test: a.test's route");
   });
 
   await t.test('asterisk-form and CONNECT are refused as NGINX refuses them', async (t) => {

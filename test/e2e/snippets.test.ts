@@ -213,6 +213,44 @@ t.test('header snippets through the proxy', async (t) => {
     t.equal(forbidden.headers['x-every'], 'yes', 'more_set_headers on the 403');
   });
 
+  await t.test('an upgrade request answered by a snippet gets the headers a request gets', async (t) => {
+    /** The answer to a WebSocket handshake on `host`: status line and header lines, lower-cased names. */
+    const upgrade = async (host: string, path: string) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.write(
+        `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      );
+      let text = '';
+      for await (const chunk of socket) text += String(chunk);
+      const lines = text.slice(0, text.indexOf('\r\n\r\n')).split('\r\n');
+      const headers: Record<string, string[]> = {};
+      for (const line of lines.slice(1)) {
+        const colon = line.indexOf(':');
+        const name = line.slice(0, colon).toLowerCase();
+        headers[name] = [...(headers[name] ?? []), line.slice(colon + 1).trim()];
+      }
+      return { status: Number(lines[0]?.split(' ')[1]), headers };
+    };
+    for (const [host, path] of [
+      ['text.test', '/ws'],
+      ['forbidden.test', '/ws'],
+      ['redirect.test', '/ws'],
+      ['server.test', '/b'],
+    ] as const) {
+      const request = await send(port, host, path);
+      const upgraded = await upgrade(host, path);
+      t.equal(upgraded.status, request.status, `${host}: the same status`);
+      for (const name of ['x-on-success', 'x-every', 'x-server-more', 'x-server', 'x-location']) {
+        const expected = request.headers[name];
+        t.strictSame(
+          upgraded.headers[name],
+          expected === undefined ? undefined : [expected].flat(),
+          `${host}: ${name} as on a request's answer`,
+        );
+      }
+    }
+  });
+
   await t.test("server-snippet: the oldest Ingress's, merged or replaced as NGINX does", async (t) => {
     const a = await send(port, 'server.test', '/a');
     t.equal(a.status, 200);

@@ -165,12 +165,16 @@ function eitherStep(
 }
 
 /** A denial written on the socket of an Upgrade request (it left the HTTP server). */
-export function sendSocketAuthDenial(socket: Duplex, verdict: AuthVerdict & { allowed: false }): void {
+export function sendSocketAuthDenial(
+  socket: Duplex,
+  verdict: AuthVerdict & { allowed: false },
+  headLines = '',
+): void {
   if (socket.destroyed || !socket.writable) {
     socket.destroy();
     return;
   }
-  let head = '';
+  let head = headLines;
   for (const [name, value] of verdict.headers) {
     for (const v of Array.isArray(value) ? value : [value]) head += `${name}: ${v}\r\n`;
   }

@@ -450,10 +450,11 @@ export function sendSocketClientAuthRejection(
   socket: Duplex,
   status: 495 | 496 | 403 | 421,
   defaultType = 'text/html',
+  headLines = '',
 ): number {
   const answer = REJECTIONS.get(status)!;
   socket.end(
-    `HTTP/1.1 ${answer.status} ${answer.phrase}\r\nContent-Type: ${typeOf(status, defaultType)}\r\nContent-Length: ${answer.body.length}\r\nConnection: close\r\n\r\n${answer.body.toString('latin1')}`,
+    `HTTP/1.1 ${answer.status} ${answer.phrase}\r\n${headLines}Content-Type: ${typeOf(status, defaultType)}\r\nContent-Length: ${answer.body.length}\r\nConnection: close\r\n\r\n${answer.body.toString('latin1')}`,
   );
   return answer.status;
 }

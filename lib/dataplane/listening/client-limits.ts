@@ -11,13 +11,14 @@
 // NUL and other control bytes in a header, a head over `maxHeaderSize`. What it lets through and
 // `rejectedStatus` refuses: a Transfer-Encoding other than `chunked` (`identity`, `xchunked`: the
 // body's length is unknowable, as NGINX also says with a 501), a Transfer-Encoding on an HTTP/1.0
-// request, a request line or header line over the buffer size, an HTTP/1.1 request without Host
-// (Node's server would refuse it, but with a bare 400 of its own).
+// request, a request line or header line over the buffer size, an HTTP/1.1 or HTTP/2 request without Host
+// (Node's server would refuse the first, but with a bare 400 of its own), a Host NGINX refuses.
 
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { GlobalConfig } from '../../model/index.ts';
 import { HEADER_TOO_LARGE, rawErrorResponse } from '../responses/error-pages.ts';
+import { absoluteForm, validAuthority, validHost } from '../routing/router.ts';
 
 /** The server property Node reads for every new HTTP/1 connection (the HTTPS listener's too). */
 export interface HeaderSizeLimited {
@@ -56,10 +57,10 @@ const REQUEST_LINE_EXTRA = 1 + 1 + 8 + 2;
  * The status a request that passed Node's parser is refused with, or 0: 414 for a request line
  * longer than one buffer (NGINX: 414), HEADER_TOO_LARGE for a head NGINX's buffers cannot hold
  * (headSizeStatus), 400 for a Transfer-Encoding other than `chunked` (NGINX: 501)
- * or on HTTP/1.0, 400 for an HTTP/1.1 request without Host or any request with an empty one (Node's
- * own check, `requireHostHeader`, is off so that these get NGINX's page and an access log line),
- * 505 / 400 for an HTTP/1 request line claiming HTTP/2.0 or HTTP/0.9. A few string lengths per
- * request; the loop over the headers stops at the first.
+ * or on HTTP/1.0, 400 for a request other than HTTP/1.0 without Host, or with a Host or an absolute-form
+ * authority NGINX refuses (validHost; Node's own check, `requireHostHeader`, is off so that these get
+ * NGINX's page and an access log line), 505 / 400 for an HTTP/1 request line claiming HTTP/2.0 or
+ * HTTP/0.9, 405 for TRACE. A few string lengths per request and one pass over the Host.
  */
 export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): number {
   // llhttp takes `HTTP/2.0` and `HTTP/0.9` in an HTTP/1 request line; NGINX answers 505 and 400
@@ -74,9 +75,11 @@ export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): numb
   if (tooLarge !== 0) return tooLarge;
   // asterisk-form (`OPTIONS * HTTP/1.1`, `:path: *`): NGINX's request-line parser refuses it
   if (url.length === 1 && url.charCodeAt(0) === 42 /* * */) return 400;
-  // NGINX: "client sent TRACE method", 405 before any location (a TRACE would echo the request's
-  // headers, cookies and credentials included, back from a backend that answers it)
-  if (method.length === 5 && method === 'TRACE') return 405;
+  // NGINX: "client sent invalid host in request line" (the authority routes the request)
+  if (url.charCodeAt(0) !== 47 /* / */) {
+    const split = absoluteForm(url);
+    if (split !== null && !validAuthority(split.authority)) return 400;
+  }
   // rawHeaders, not `req.headers` (which would build an object per request); llhttp already refuses
   // a second Transfer-Encoding header
   let te: string | undefined;
@@ -102,9 +105,14 @@ export function rejectedStatus(req: IncomingMessage, config: GlobalConfig): numb
   // :authority (which NGINX takes as the Host header), equal or not. One host per request, so routing,
   // auth-url's variables, the upstream's Host and the log can never each read a different one.
   if (hosts > 1) return 400;
-  // NGINX: "client sent HTTP/1.1 request without "Host" header", "client sent invalid host header"
-  // (an HTTP/2 request has its :authority instead)
-  if (host === '' || (host === undefined && req.httpVersion === '1.1')) return 400;
+  // NGINX: "client sent invalid host header" (validHost: the one judgement routing and the log use
+  // too), "client sent HTTP/1.1 request without "Host" header" (an HTTP/2 request without
+  // :authority or host included; only HTTP/1.0 may go without)
+  if (host === undefined ? req.httpVersionMajor > 1 || req.httpVersionMinor > 0 : validHost(host) === null)
+    return 400;
+  // NGINX: "client sent TRACE method", 405 once the head is judged, before any location (a TRACE
+  // would echo the request's headers, cookies and credentials included, back from a backend)
+  if (method.length === 5 && method === 'TRACE') return 405;
   return 0;
 }
 

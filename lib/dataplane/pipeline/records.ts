@@ -26,7 +26,12 @@ export function recordOf(
     path: match === null ? '' : match.locationPath,
     route: action?.route ?? null,
     // $proxy_upstream_name is the route's own upstream even when its canary serves the request
-    upstream: action?.type === 'proxy' ? action.target.upstream : '',
+    upstream:
+      action?.type === 'proxy'
+        ? action.target.upstream
+        : action?.type === 'status'
+          ? (action.upstream ?? '')
+          : '',
     canary: decision.kind === 'proxy' ? decision.canary : '',
     requestId: decision.requestId ?? generateRequestId(),
     https,

@@ -40,7 +40,7 @@ import { failRequest, failSocket, publishFailure } from './failures.ts';
 import { toOriginForm } from './origin-form.ts';
 import { nextPipelined, type Waiting, waitsInPipeline } from './pipelining.ts';
 import { recordedClientAddress, recordOf, refusedRecord } from './records.ts';
-import { respond, respondUpgrade, routeResponseOf, sendRedirect } from './respond.ts';
+import { ownHeadLines, respond, respondUpgrade, routeResponseOf, sendRedirect } from './respond.ts';
 
 /** What authentication answers when it says no. */
 type AuthDenial = Extract<AuthVerdict, { allowed: false }>;
@@ -417,7 +417,7 @@ export class RequestPipeline {
         } else {
           if (decision.kind === 'proxy' && decision.release) socket.once('close', decision.release);
           if (record !== null) record.status = verdict.status;
-          sendSocketAuthDenial(socket, verdict);
+          sendSocketAuthDenial(socket, verdict, ownHeadLines(req, decision, runtime));
         }
       },
     );

@@ -9,7 +9,7 @@ import type { RequestRecord } from '../request-record.ts';
 import { sendErrorPage, sendSocketErrorPage } from '../responses/error-pages.ts';
 import { type RouteResponse, responsePolicy } from '../responses/route-headers.ts';
 import type { RoutedAction, Runtime } from '../routing/runtime.ts';
-import { setOwnResponseHeaders } from '../upstream/response-headers.ts';
+import { ownResponseHeadLines, setOwnResponseHeaders } from '../upstream/response-headers.ts';
 import type { UpstreamProxy } from '../upstream/upstream-proxy.ts';
 import type { Decision } from './decide.ts';
 
@@ -94,18 +94,22 @@ export function respondUpgrade(
   proxy: UpstreamProxy,
 ): void {
   if (decision.kind === 'clientAuth') {
-    const status = sendSocketClientAuthRejection(socket, decision.status, runtime?.http.defaultType);
+    const lines = ownHeadLines(req, decision, runtime);
+    const status = sendSocketClientAuthRejection(socket, decision.status, runtime?.http.defaultType, lines);
     if (record !== null) record.status = status;
   } else if (decision.kind === 'preflight') {
     if (record !== null) record.status = 204;
-    socket.end('HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n');
+    socket.end(
+      `HTTP/1.1 204 No Content\r\n${ownHeadLines(req, decision, runtime, 204)}Content-Type: text/plain charset=UTF-8\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+    );
   } else if (decision.kind === 'fixed' && (decision.body !== null || decision.status < 400)) {
-    if (record !== null) record.status = decision.status;
+    const status = decision.status;
+    if (record !== null) record.status = status;
     const body = Buffer.from(decision.body ?? '', 'utf8');
     socket.end(
       Buffer.concat([
         Buffer.from(
-          `HTTP/1.1 ${decision.status} ${STATUS_CODES[decision.status] ?? 'Unknown'}\r\nContent-Type: ${runtime?.http.defaultType ?? DEFAULT_TYPE}\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`,
+          `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n${ownHeadLines(req, decision, runtime, status)}Content-Type: ${runtime?.http.defaultType ?? DEFAULT_TYPE}\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`,
         ),
         body,
       ]),
@@ -119,12 +123,17 @@ export function respondUpgrade(
           ? decision.status
           : decision.code;
     if (record !== null) record.status = status;
-    sendSocketErrorPage(socket, status);
+    // a snippet's `return <4xx/5xx>` passes its status on (add_header ... always), as respond's does
+    sendSocketErrorPage(
+      socket,
+      status,
+      ownHeadLines(req, decision, runtime, decision.kind === 'fixed' ? status : undefined),
+    );
   } else if (decision.kind === 'redirect') {
     const code = decision.code;
     if (record !== null) record.status = code;
     socket.end(
-      `HTTP/1.1 ${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}\r\nLocation: ${decision.location}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+      `HTTP/1.1 ${code} ${REDIRECT_REASONS[code] ?? 'Redirect'}\r\n${ownHeadLines(req, decision, runtime, code)}Location: ${decision.location}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
     );
   } else {
     const routeResponse = routeResponseOf(decision);
@@ -133,6 +142,21 @@ export function respondUpgrade(
     if (decision.release) socket.once('close', decision.release);
     proxy.upgrade(req, socket, head, decision.target, decision.context, record);
   }
+}
+
+/**
+ * The route's response headers (custom-headers, CORS, snippet headers) as the lines of an answer
+ * written by hand on an upgrade request's socket: the same headers `respond` sets on a request's
+ * answer for that decision and status.
+ */
+export function ownHeadLines(
+  req: IncomingMessage,
+  decision: Decision,
+  runtime: Runtime | null,
+  status?: number,
+): string {
+  if (runtime === null) return '';
+  return ownResponseHeadLines(responsePolicy(req, routeResponseOf(decision), runtime.http), status);
 }
 
 /** The custom-headers and CORS of the route a request matched, or null. */

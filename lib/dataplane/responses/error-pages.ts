@@ -70,15 +70,32 @@ export function errorPage(status: number): ErrorPage {
 }
 
 /**
+ * The statuses after whose page NGINX closes the connection (ngx_http_special_response_handler: what
+ * follows a bad request, a body too large or an internal failure is not read as the next request).
+ */
+const CLOSES_CONNECTION: Readonly<Record<number, true>> = {
+  400: true,
+  [HEADER_TOO_LARGE]: true,
+  413: true,
+  414: true,
+  495: true,
+  496: true,
+  497: true,
+  500: true,
+  501: true,
+};
+
+/**
  * Answers with NGINX's error page for `status`: text/html, exact Content-Length, headers set earlier
- * with `res.setHeader` kept. When the response head is already out, the only honest thing left is to
- * cut the connection.
+ * with `res.setHeader` kept, the connection closed after it for the statuses NGINX closes it after.
+ * When the response head is already out, the only honest thing left is to cut the connection.
  */
 export function sendErrorPage(res: ServerResponse, status: number): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
+  if (CLOSES_CONNECTION[status] === true) res.shouldKeepAlive = false;
   const page = errorPage(status);
   const headers = { 'content-type': 'text/html', 'content-length': page.body.length };
   // HTTP/2 has no reason phrase (Node warns when given one)
@@ -89,22 +106,23 @@ export function sendErrorPage(res: ServerResponse, status: number): void {
 
 /**
  * The same page written as a raw HTTP/1.1 response on a socket that left the HTTP server (an Upgrade
- * request that could not be tunnelled), then the socket is ended.
+ * request that could not be tunnelled), then the socket is ended. `headLines`: the route's own
+ * header lines (ownResponseHeadLines).
  */
-export function sendSocketErrorPage(socket: Duplex, status: number): void {
+export function sendSocketErrorPage(socket: Duplex, status: number, headLines = ''): void {
   if (socket.destroyed || !socket.writable) {
     socket.destroy();
     return;
   }
-  socket.end(rawErrorResponse(status));
+  socket.end(rawErrorResponse(status, headLines));
 }
 
 /** A whole HTTP/1.1 error response (head and NGINX's page) that closes the connection. */
-export function rawErrorResponse(status: number): Buffer {
+export function rawErrorResponse(status: number, headLines = ''): Buffer {
   const page = errorPage(status);
   return Buffer.concat([
     Buffer.from(
-      `HTTP/1.1 ${page.status} ${page.statusMessage}\r\nContent-Type: text/html\r\nContent-Length: ${page.body.length}\r\nConnection: close\r\n\r\n`,
+      `HTTP/1.1 ${page.status} ${page.statusMessage}\r\n${headLines}Content-Type: text/html\r\nContent-Length: ${page.body.length}\r\nConnection: close\r\n\r\n`,
       'latin1',
     ),
     page.body,

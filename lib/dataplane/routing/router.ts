@@ -246,19 +246,91 @@ export class HostTable<T> {
   }
 }
 
-/** The Host header as NGINX matches it: lower-case, port and one trailing dot removed. */
+/** The Host header as NGINX matches it (validHost); '' when there is none or NGINX would refuse it. */
 export function normalizeHost(header: string | undefined): string {
-  if (header === undefined || header === '') return '';
-  let host = header;
-  if (host.charCodeAt(0) === 91 /* [ */) {
-    const close = host.indexOf(']');
-    host = close === -1 ? host : host.slice(0, close + 1);
-  } else {
-    const colon = host.indexOf(':');
-    if (colon !== -1) host = host.slice(0, colon);
+  if (header === undefined) return '';
+  return validHost(header) ?? '';
+}
+
+/**
+ * A Host header, HTTP/2 :authority or absolute-form authority as NGINX 1.27 (ingress-nginx's) judges
+ * it, ngx_http_validate_host: null when it answers 400, else the name it matches server names with:
+ * lower-case (ASCII), the port dropped (after `]` for an IP literal), one trailing dot dropped.
+ * Refused: `/`, a control character or space, two dots in a row (anywhere, the port part too), an
+ * empty name. Not refused by that version (1.29.4 is stricter): `\`, a port that is not a number, an
+ * unterminated `[`. One pass, no allocation for a name already in its normal form.
+ */
+export function validHost(value: string): string | null {
+  const length = value.length;
+  let end = length;
+  let lastDot = -2;
+  // 0: the name, 1: inside an IP literal, 2: after the name (its port)
+  let state = 0;
+  let upper = false;
+  for (let i = 0; i < length; i++) {
+    const c = value.charCodeAt(i);
+    // most bytes of a name are plain: one table read decides
+    const kind = c < 128 ? HOST_BYTE[c] : PLAIN;
+    if (kind === PLAIN) continue;
+    if (kind === DOT) {
+      if (lastDot === i - 1) return null;
+      lastDot = i;
+    } else if (kind === UPPER) {
+      upper = true;
+    } else if (kind === COLON) {
+      if (state === 0) {
+        end = i;
+        state = 2;
+      }
+    } else if (kind === OPEN) {
+      if (i === 0) state = 1;
+    } else if (kind === CLOSE) {
+      if (state === 1) {
+        end = i + 1;
+        state = 2;
+      }
+    } else {
+      return null;
+    }
   }
-  if (host.endsWith('.')) host = host.slice(0, -1);
-  return host.toLowerCase();
+  if (lastDot === end - 1) end--;
+  if (end === 0) return null;
+  const name = end === length ? value : value.slice(0, end);
+  return upper ? name.toLowerCase() : name;
+}
+
+const PLAIN = 0;
+const DOT = 1;
+const UPPER = 2;
+const COLON = 3;
+const OPEN = 4;
+const CLOSE = 5;
+const REFUSED = 6;
+
+/** What each ASCII byte is to validHost (a byte over 0x7f is plain). */
+const HOST_BYTE = ((): Uint8Array => {
+  const table = new Uint8Array(128);
+  for (let c = 0; c <= 0x20; c++) table[c] = REFUSED;
+  table[0x7f] = REFUSED;
+  table[47 /* / */] = REFUSED;
+  table[46 /* . */] = DOT;
+  table[58 /* : */] = COLON;
+  table[91 /* [ */] = OPEN;
+  table[93 /* ] */] = CLOSE;
+  for (let c = 65; c <= 90; c++) table[c] = UPPER;
+  return table;
+})();
+
+/**
+ * An absolute-form target's authority as NGINX's request-line parser reads it before validating
+ * it as a host: letters, digits, `.` and `-` (or an IP literal in brackets), then an optional port of
+ * digits. Anything else is a request line it cannot parse (400).
+ */
+const REQUEST_LINE_AUTHORITY = /^(?:[0-9A-Za-z.-]+|\[[0-9A-Za-z:._~!$&'()*+,;=-]*\])(?::[0-9]*)?$/;
+
+/** Whether NGINX takes this authority of a request line (its grammar, then validHost). */
+export function validAuthority(authority: string): boolean {
+  return REQUEST_LINE_AUTHORITY.test(authority) && validHost(authority) !== null;
 }
 
 const HEX_ESCAPES = /^(?:[^%]|%[0-9A-Fa-f]{2})*$/;

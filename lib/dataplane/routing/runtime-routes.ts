@@ -80,7 +80,15 @@ export function createRouteCompileState(
   const defaultBackendLogs = !logs.disabled && logs.forDefaultBackend;
   const defaultBackend: Action =
     model.defaultBackend === null
-      ? { type: 'status', status: 404, route: null, accessLog: defaultBackendLogs }
+      ? // ingress-nginx proxies these to its own 404 server under this upstream name, which its
+        // access log and dashboards show
+        {
+          type: 'status',
+          status: 404,
+          route: null,
+          accessLog: defaultBackendLogs,
+          upstream: 'upstream-default-backend',
+        }
       : proxyTo({ model, upstreams }, model.defaultBackend, null, defaultBackendLogs, defaultSettings, 404);
   return {
     model,

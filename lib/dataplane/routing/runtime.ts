@@ -70,7 +70,8 @@ export type Action =
     }
   /** the built-in default backend (404), or an upstream the model does not know (503);
    * `denied`: a "location denied" 503 (NGINX `return 503` in the rewrite phase: before ssl-redirect);
-   * `auth`: authentication before that answer (404, 502), or none */
+   * `auth`: authentication before that answer (404, 502), or none; `upstream`: $proxy_upstream_name
+   * of the built-in default backend (`upstream-default-backend`, as ingress-nginx names it) */
   | {
       type: 'status';
       status: number;
@@ -78,6 +79,7 @@ export type Action =
       accessLog: boolean;
       denied?: boolean;
       auth?: RouteAuth | null;
+      upstream?: string;
     }
   /** permanent-redirect / temporal-redirect: `code` to `location`, as written; a snippet's `return`
    * URL with variables: `locationOf` builds it per request */

@@ -151,6 +151,29 @@ export function setOwnResponseHeaders(res: ServerResponse, policy: HttpPolicy, s
   }
 }
 
+/**
+ * The headers setOwnResponseHeaders sets for `status`, as the header lines of a head written by hand
+ * (what the proxy answers on an upgrade request's socket): a name set twice keeps its last value, as
+ * setHeader does; the status's add_header ones are appended.
+ */
+export function ownResponseHeadLines(policy: HttpPolicy, status?: number): string {
+  const extra = policy.responseHeaders;
+  const set = new Map<string, string>();
+  for (let i = 0; i < extra.length; i += 2) {
+    const name = extra[i] as string;
+    set.set(name.toLowerCase(), `${name}: ${extra[i + 1] as string}\r\n`);
+  }
+  if (policy.serverFallback !== null) set.set('server', `Server: ${policy.serverFallback}\r\n`);
+  let lines = '';
+  for (const line of set.values()) lines += line;
+  const onStatus = policy.statusHeaders;
+  if (onStatus.length !== 0 && status !== undefined && ADD_HEADER_STATUS[status] === true) {
+    for (let i = 0; i < onStatus.length; i += 2)
+      lines += `${onStatus[i] as string}: ${onStatus[i + 1] as string}\r\n`;
+  }
+  return lines;
+}
+
 /** An HTTP/1.1 response head written straight to a socket (upgrade exchanges). */
 export function rawHead(
   status: number,
