@@ -10,6 +10,10 @@
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createRoutingPage } from './routing-page/serve.ts';
+
+// /debug/routing: the page over /debug/model, there exactly when /debug/model is
+const routingPage = createRoutingPage();
 
 export interface Healthz {
   readonly server: Server;
@@ -43,6 +47,7 @@ export function createHealthz(
   let stopping = false;
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
+    if (debugModel !== null && routingPage(path ?? '', req, res)) return;
     if (path === '/debug/model' && debugModel !== null) {
       const answer = (status: number, body: string) =>
         res.writeHead(status, { 'Content-Type': JSON_TYPE, 'Cache-Control': 'no-store' }).end(`${body}\n`);
