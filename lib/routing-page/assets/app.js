@@ -31,6 +31,13 @@ const state = {
   updatedAt: null,
 };
 
+// Timings for the developer tools and bench/routing-page.ts: one mark per name, the latest (a page
+// left open for days must not pile them up).
+function mark(name, detail) {
+  performance.clearMarks(name);
+  performance.mark(name, { detail });
+}
+
 const clock = (date) => date.toLocaleTimeString([], { hour12: false });
 
 const updated = $('updated');
@@ -80,6 +87,7 @@ function render() {
   state.cells = [];
   list.replaceChildren();
   appendPage();
+  mark('routing:rendered', state.matches.length);
 }
 
 async function pollModel() {
@@ -92,7 +100,9 @@ async function pollModel() {
   // without an ETag (an older controller), an identical answer is still no change
   if (text === state.text) return false;
   state.text = text;
+  mark('routing:model-fetched', text.length);
   state.view = buildView(JSON.parse(text));
+  mark('routing:view-built', state.view.hosts.length);
   return true;
 }
 
@@ -111,8 +121,11 @@ async function pollTraffic() {
 }
 
 async function refresh() {
+  mark('routing:refresh-start');
+  let changed = false;
   try {
-    const [changed, traffic] = await Promise.all([pollModel(), pollTraffic()]);
+    const [modelChanged, traffic] = await Promise.all([pollModel(), pollTraffic()]);
+    changed = modelChanged;
     state.traffic = traffic;
     if (changed) render();
     else fillTraffic(state.cells, state.traffic);
@@ -120,7 +133,7 @@ async function refresh() {
   } catch {
     setStatus(false);
   } finally {
-    document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed ?? 0) + 1);
+    mark('routing:refresh-end', changed);
     setTimeout(refresh, period);
   }
 }
