@@ -250,6 +250,32 @@ t.test('the page renders the documented contract', { skip }, async (t) => {
     await page.locator('li.host[data-host="extra.example.test"]').waitFor();
     t.equal(await page.evaluate('document.querySelector("li.host").dataset.marker'), undefined, 'new nodes');
     t.equal(await app.locator('button.toggle').getAttribute('aria-expanded'), 'true', 'still expanded');
+  });
+
+  t.test('many hosts: 50 at a time, the next ones on request, focus on the first new one', async (t) => {
+    const many = model(null);
+    many.hosts = Array.from({ length: 120 }, (_, i) => ({
+      ...many.hosts[0]!,
+      host: `h${String(i).padStart(3, '0')}.example.test`,
+    }));
+    served.model = many;
+    served.etag = '"three"';
+    const summary = page.locator('#summary');
+    await summary.filter({ hasText: 'Showing 50 of 120 matching' }).waitFor();
+    t.equal(await page.locator('#hosts > li').count(), 50);
+    await page.locator('#more').focus();
+    await page.keyboard.press('Enter');
+    await summary.filter({ hasText: 'Showing 100 of 120 matching' }).waitFor();
+    t.equal(await page.locator('#hosts > li').count(), 100);
+    t.equal(
+      await page.evaluate("document.activeElement?.closest('li.host')?.dataset.host"),
+      'h050.example.test',
+      'focus moves to the first host added',
+    );
+    t.equal(await page.locator('#more').innerText(), 'Show 20 more (20 not shown)');
+    await page.locator('#search').fill('h11');
+    await summary.filter({ hasText: 'Showing 10 of 10 matching' }).waitFor();
+    t.equal(await page.locator('#more').isHidden(), true, 'no button when all are shown');
     t.strictSame(errors, []);
   });
 });

@@ -141,6 +141,19 @@ const listed = (page: Page): Promise<string[]> =>
   );
 const focused = (page: Page): Promise<string> => page.evaluate('document.activeElement?.id');
 
+/** WCAG 2 contrast ratio of two opaque CSS rgb() colours. */
+function contrast(a: string, b: string): number {
+  const luminance = (css: string) => {
+    const [r = 0, g = 0, bl = 0] = (css.match(/[\d.]+/g) ?? []).map(Number).map((c) => {
+      const v = c / 255;
+      return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * bl;
+  };
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x) as [number, number];
+  return (hi + 0.05) / (lo + 0.05);
+}
+
 const browser = findBrowser();
 const skip = 'missing' in browser ? `no browser to run the page in: ${browser.missing}` : false;
 
@@ -209,6 +222,38 @@ t.test('the routing page shows the live configuration', { skip }, async (t) => {
     const shown = await listed(page);
     t.strictSame(shown, ['evil.example.test', 'Ingress d/<b>bold</b>'], 'only the objects with findings');
     await page.locator('#with-problems').uncheck();
+  });
+
+  t.test('text and badges meet WCAG AA contrast (4.5:1)', async (t) => {
+    const selectors = [
+      '.host-name',
+      'th',
+      '.muted',
+      '.badge.warning',
+      '.badge.error',
+      '.cert.none',
+      '.cert.expiring',
+      '.cert.expiring strong',
+      '.cert.expired',
+      '.findings .message',
+      '.routes .path',
+      '#summary',
+    ];
+    for (const selector of selectors) {
+      const [color, background] = (await page.evaluate(`(() => {
+        const node = document.querySelector(${JSON.stringify(selector)});
+        if (node === null) return [null, null];
+        let back = node;
+        while (back !== null && getComputedStyle(back).backgroundColor === 'rgba(0, 0, 0, 0)') back = back.parentElement;
+        return [getComputedStyle(node).color, back === null ? 'rgb(255, 255, 255)' : getComputedStyle(back).backgroundColor];
+      })()`)) as [string | null, string | null];
+      if (color === null || background === null) {
+        t.fail(`${selector} is on the page`);
+        continue;
+      }
+      const ratio = contrast(color, background);
+      t.ok(ratio >= 4.5, `${selector}: ${color} on ${background} is ${ratio.toFixed(2)}:1`);
+    }
   });
 
   t.test('model text is shown as text, never run or parsed as markup', async (t) => {
@@ -328,6 +373,10 @@ t.test('the routing page shows the live configuration', { skip }, async (t) => {
     await site.stop();
     await page.locator('#status.stale').waitFor();
     t.match(await page.locator('#status').innerText(), /^Stale: no answer since \d\d:\d\d:\d\d$/);
+    const [color, background] = (await page.evaluate(
+      "[getComputedStyle(document.getElementById('status')).color, getComputedStyle(document.getElementById('status')).backgroundColor]",
+    )) as [string, string];
+    t.ok(contrast(color, background) >= 4.5, 'the stale mark is readable');
     t.equal(await card(page, 'shop.example.test').count(), 1, 'the last model stays on screen');
     t.strictSame(errors, [], 'no script errors in the page');
   });

@@ -164,7 +164,12 @@ const schedule = () => {
 };
 search.addEventListener('input', schedule);
 withProblems.addEventListener('change', render);
-more.addEventListener('click', appendPage);
+more.addEventListener('click', () => {
+  const first = list.childElementCount;
+  appendPage();
+  // keyboard users continue where the new hosts start, not back at the button
+  list.children[first]?.querySelector('button.toggle, h2.object')?.focus();
+});
 search.addEventListener('keydown', (event) => {
   if (event.key === 'Escape' && search.value !== '') {
     search.value = '';

@@ -279,7 +279,12 @@ export function otherCard(entry) {
   return h(
     'li',
     { class: 'host other', 'data-object': entry.object },
-    h('div', { class: 'host-head' }, h('h2', { class: 'object', text: entry.object }), problemBadges(entry)),
+    h(
+      'div',
+      { class: 'host-head' },
+      h('h2', { class: 'object', tabindex: '-1', text: entry.object }),
+      problemBadges(entry),
+    ),
     findingsList(entry.findings),
   );
 }
