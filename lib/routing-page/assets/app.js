@@ -122,6 +122,7 @@ async function pollTraffic() {
 
 async function refresh() {
   mark('routing:refresh-start');
+  const started = performance.now();
   let changed = false;
   try {
     const [modelChanged, traffic] = await Promise.all([pollModel(), pollTraffic()]);
@@ -134,7 +135,9 @@ async function refresh() {
     setStatus(false);
   } finally {
     mark('routing:refresh-end', changed);
-    setTimeout(refresh, period);
+    // A controller that answers slowly (a large model described in full, without an ETag) is asked
+    // less often: the page never keeps it busy more than a quarter of the time.
+    setTimeout(refresh, Math.max(period, 3 * (performance.now() - started)));
   }
 }
 
