@@ -31,12 +31,6 @@ export function certificateState(tls, now) {
   return { secret: tls.secret, issuer: cert.issuer ?? '', notAfter: cert.notAfter, days, level, error: '' };
 }
 
-/** `Service ns/name` of a backend's `ns/name:port` */
-function serviceObject(service) {
-  const colon = service.lastIndexOf(':');
-  return `Service ${colon > 0 ? service.slice(0, colon) : service}`;
-}
-
 /** The Ingresses a host's routing comes from, oldest-first as the model lists them, without repeats. */
 function hostIngresses(host) {
   const names = new Set();
@@ -76,60 +70,106 @@ function countSeverities(findings) {
   return { errors, warnings };
 }
 
+/** `ns/name` of a backend's `ns/name:port` */
+function serviceName(service) {
+  const colon = service.lastIndexOf(':');
+  return colon > 0 ? service.slice(0, colon) : service;
+}
+
+/**
+ * The model's per-object findings by kind and name (`Ingress` → `ns/name` → findings), so a host
+ * looks its objects up without making a key string for each.
+ */
+function findingsByKind(diagnostics) {
+  const byKind = new Map();
+  for (const [object, list] of Object.entries(diagnostics)) {
+    const space = object.indexOf(' ');
+    const kind = object.slice(0, space);
+    let names = byKind.get(kind);
+    if (names === undefined) {
+      names = new Map();
+      byKind.set(kind, names);
+    }
+    names.set(object.slice(space + 1), { object, list });
+  }
+  return byKind;
+}
+
 /**
  * The page's view of a /debug/model answer: `hosts` (each with its backends, Ingresses, findings and
  * search text) and `others`, the objects with findings that no host shows (a dropped Ingress, a
- * manifest that does not parse).
+ * manifest that does not parse). The search text of a backend or an Ingress's annotations is made
+ * once and shared by the hosts that use it: at 10,000 Ingresses this runs on every model change.
  */
 export function buildView(model) {
   const backends = new Map();
-  for (const backend of model.backends ?? []) backends.set(backend.name, backend);
+  for (const backend of model.backends ?? []) {
+    const words = [backend.service, ...(backend.endpoints ?? []), ...(backend.notReady ?? [])];
+    backends.set(backend.name, {
+      backend,
+      service: serviceName(backend.service ?? ''),
+      text: words.join('\n'),
+    });
+  }
   const ingresses = model.ingresses ?? {};
-  const diagnostics = model.diagnostics ?? {};
+  const annotationTexts = new Map();
+  const annotationText = (name) => {
+    let text = annotationTexts.get(name);
+    if (text === undefined) {
+      text = Object.entries(ingresses[name]?.annotations ?? {})
+        .map(([key, value]) => `${key}=${value}`)
+        .join('\n');
+      annotationTexts.set(name, text);
+    }
+    return text;
+  };
+  const byKind = findingsByKind(model.diagnostics ?? {});
+  const noFindings = new Map();
+  const ingressFindings = byKind.get('Ingress') ?? noFindings;
+  const secretFindings = byKind.get('Secret') ?? noFindings;
+  const serviceFindings = byKind.get('Service') ?? noFindings;
   const claimed = new Set();
   const hosts = (model.hosts ?? []).map((host, index) => {
     const ingressNames = hostIngresses(host);
-    const backendNames = hostBackends(host);
-    const objects = ingressNames.map((name) => `Ingress ${name}`);
-    if (host.tls?.secret && host.tls.secret !== 'default') objects.push(`Secret ${host.tls.secret}`);
-    if (host.clientAuth?.secret) objects.push(`Secret ${host.clientAuth.secret}`);
-    for (const name of backendNames) {
-      const backend = backends.get(name);
-      if (backend?.service) objects.push(serviceObject(backend.service));
+    const used = [];
+    for (const name of hostBackends(host)) {
+      // `default-backend` (the built-in 404) has no entry: nothing to show
+      const entry = backends.get(name);
+      if (entry !== undefined) used.push(entry);
     }
+    const found = [];
+    const collect = (entry) => {
+      if (entry !== undefined && !found.includes(entry)) found.push(entry);
+    };
+    for (const name of ingressNames) collect(ingressFindings.get(name));
+    if (host.tls?.secret) collect(secretFindings.get(host.tls.secret));
+    if (host.clientAuth?.secret) collect(secretFindings.get(host.clientAuth.secret));
+    for (const entry of used) collect(serviceFindings.get(entry.service));
     const findings = [];
-    for (const object of new Set(objects)) {
-      const list = diagnostics[object];
-      if (list === undefined) continue;
+    for (const { object, list } of found) {
       claimed.add(object);
       for (const d of list) findings.push({ object, ...d });
     }
-    const words = [host.host, ...(host.aliases ?? []), ...ingressNames, ...backendNames];
-    for (const route of host.routes) words.push(route.path, route.pathType);
-    for (const name of backendNames) {
-      const backend = backends.get(name);
-      if (backend === undefined) continue;
-      words.push(backend.service, ...backend.endpoints, ...(backend.notReady ?? []));
-    }
-    for (const name of ingressNames) {
-      for (const [key, value] of Object.entries(ingresses[name]?.annotations ?? {}))
-        words.push(`${key}=${value}`);
-    }
-    if (host.tls) words.push(host.tls.secret, host.tls.certificate?.issuer ?? '');
-    for (const f of findings) words.push(f.object, f.code, f.message);
+    let text = host.host;
+    for (const alias of host.aliases ?? []) text += `\n${alias}`;
+    for (const name of ingressNames) text += `\n${name}`;
+    for (const route of host.routes) text += `\n${route.path}\n${route.pathType}`;
+    for (const entry of used) text += `\n${entry.backend.name}\n${entry.text}`;
+    for (const name of ingressNames) text += `\n${annotationText(name)}`;
+    if (host.tls) text += `\n${host.tls.secret}\n${host.tls.certificate?.issuer ?? ''}`;
+    for (const f of findings) text += `\n${f.object}\n${f.code}\n${f.message}`;
     return {
       key: `h${index}`,
       host,
       ingresses: ingressNames,
-      // `default-backend` (the built-in 404) has no entry: nothing to show
-      backends: backendNames.map((name) => backends.get(name)).filter((backend) => backend !== undefined),
+      backends: used.map((entry) => entry.backend),
       findings,
       ...countSeverities(findings),
-      text: words.join('\n').toLowerCase(),
+      text: text.toLowerCase(),
     };
   });
   const others = [];
-  for (const [object, list] of Object.entries(diagnostics)) {
+  for (const [object, list] of Object.entries(model.diagnostics ?? {})) {
     if (claimed.has(object)) continue;
     const findings = list.map((d) => ({ object, ...d }));
     const words = [object];

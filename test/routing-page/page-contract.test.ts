@@ -3,7 +3,7 @@
 // readiness and EWMA scores, the annotations in effect, traffic figures joined to their routes (with
 // and without a host label), polling with If-None-Match where an unchanged model is not re-rendered,
 // and a changed model that is. The same checks against a running controller are in
-// routing-page.test.ts. Skips, saying why, where no Chromium is installed.
+// test/e2e/routing-page.test.ts. Skips, saying why, where no Chromium is installed.
 
 import { createServer } from 'node:http';
 import type { Page } from 'playwright-core';
