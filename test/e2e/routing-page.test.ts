@@ -337,7 +337,7 @@ t.test('the routing page shows the live configuration', { skip }, async (t) => {
     const evil = card(page, 'evil.example.test').locator('.annotations').first();
     t.match(
       await evil.innerText(),
-      `proxy-read-timeout\t${HOSTILE}`,
+      `nginx.ingress.kubernetes.io/proxy-read-timeout\n${HOSTILE}`,
       'a hostile annotation value shows as text',
     );
     t.equal(await page.locator('#hosts img').count(), 0);
