@@ -117,9 +117,10 @@ async function pollTraffic() {
   }
   if (!response.ok) throw new Error(`/debug/traffic answered ${response.status}`);
   const traffic = await response.json();
-  trafficNote.textContent = traffic.routes?.length
-    ? `Rate, errors (5xx share) and p99 over the last ${traffic.windowSeconds} s.`
-    : `No request traffic counted over the last ${traffic.windowSeconds ?? '?'} s${traffic.reason ? ` (${traffic.reason})` : ''}.`;
+  trafficNote.textContent =
+    traffic.metricsEnabled === false
+      ? 'No traffic figures: this controller runs with --enable-metrics=false.'
+      : `Rate, errors (5xx share) and p99 per route over the last ${traffic.windowSeconds ?? '?'} s.`;
   return indexTraffic(traffic);
 }
 
