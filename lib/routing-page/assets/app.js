@@ -120,7 +120,7 @@ async function pollTraffic() {
   trafficNote.textContent =
     traffic.metricsEnabled === false
       ? 'No traffic figures: this controller runs with --enable-metrics=false.'
-      : `Rate, errors (5xx share) and p99 per route over the last ${traffic.windowSeconds ?? '?'} s.`;
+      : `Rate, errors (5xx share) and p99 per route over the last ${Math.round(traffic.windowSeconds ?? 0)} s.`;
   return indexTraffic(traffic);
 }
 
