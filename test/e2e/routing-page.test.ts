@@ -154,6 +154,9 @@ function contrast(a: string, b: string): number {
   return (hi + 0.05) / (lo + 0.05);
 }
 
+// a browser starts in 1-2 s alone; beside the rest of the suite on 2 cores, several times that
+t.setTimeout(120_000);
+
 const browser = findBrowser();
 const skip = 'missing' in browser ? `no browser to run the page in: ${browser.missing}` : false;
 

@@ -191,6 +191,9 @@ const cells = (page: Page, host: string, row: number): Promise<string[]> =>
     `[...document.querySelectorAll('li.host[data-host="${host}"] tbody tr')[${row}].querySelectorAll('td.num')].map((c) => c.textContent)`,
   );
 
+// a browser starts in 1-2 s alone; beside the rest of the suite on 2 cores, several times that
+t.setTimeout(120_000);
+
 const browser = findBrowser();
 const skip = 'missing' in browser ? `no browser to run the page in: ${browser.missing}` : false;
 
