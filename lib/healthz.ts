@@ -8,6 +8,8 @@
 // - GET /debug/model and /debug/traffic: the live configuration and each route's traffic as JSON
 //   (debug-routes.ts) when their sources are given; --enable-debug-pages=false gives none and both
 //   answer 404 like any other path.
+// - GET /debug/routing: the routing page over those two (routing-page/), served exactly when
+//   /debug/model is.
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,8 +19,12 @@ import {
   type DebugModelSource,
   type DebugTrafficSource,
 } from './debug-routes.ts';
+import { createRoutingPage } from './routing-page/serve.ts';
 
 export type { DebugModelSource, DebugTrafficSource } from './debug-routes.ts';
+
+// /debug/routing: the page over /debug/model, there exactly when /debug/model is
+const routingPage = createRoutingPage();
 
 export interface Healthz {
   readonly server: Server;
@@ -53,6 +59,7 @@ export function createHealthz(
   let stopping = false;
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
+    if (debugModel !== null && routingPage(path ?? '', req, res)) return;
     if (path === '/debug/model' && serveModel !== null) {
       serveModel(req, res);
       return;
