@@ -12,7 +12,7 @@ import { Writable } from 'node:stream';
 import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-import { echoBackend, seenBy, send } from '../support/echo.ts';
+import { echoBackend, type Reply, seenBy, send } from '../support/echo.ts';
 import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { OtlpCollector } from '../support/otlp-collector.ts';
@@ -214,7 +214,7 @@ t.test('OpenTelemetry spans of proxied requests', async (t) => {
 
   await t.test('AlwaysOff: unsampled contexts go upstream, nothing of them is exported', async (t) => {
     await swapTo({ ...exporter, 'enable-opentelemetry': 'true', 'otel-sampler': 'AlwaysOff' });
-    const sampledOf = (reply: { body: string }) =>
+    const sampledOf = (reply: Reply) =>
       (TRACEPARENT.exec(String(seenBy(reply).headers.traceparent)) ?? [])[3];
     // parent-based (the default): a request without a parent is not sampled
     t.equal(sampledOf(await send(port, 'site.test', '/app/orphan')), '0');

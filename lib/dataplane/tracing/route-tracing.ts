@@ -4,14 +4,8 @@
 
 import type { IncomingMessage } from 'node:http';
 import type { Attributes } from '@opentelemetry/api';
-import {
-  type DefaultRoute,
-  type Model,
-  type Route,
-  type RouteTracing,
-  routeTracing,
-  type Server,
-} from '../../model/index.ts';
+import type { DefaultRoute, Model, Route, Server } from '../../model/index.ts';
+import { type RouteTracing, routeTracing } from '../../model/tracing.ts';
 import type { RouteInfo } from '../routing/runtime.ts';
 
 /** What a span name's variable reads: the request, the Host it named and the listener's scheme. */

@@ -25,7 +25,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import { DEFAULT_TRACING, type TracingConfig } from '../../model/index.ts';
+import { DEFAULT_TRACING, type TracingConfig } from '../../model/configmap/tracing-keys.ts';
 import { dataplaneError } from '../events.ts';
 
 /** How long a closing data plane waits for its last spans to be exported. */
