@@ -51,6 +51,7 @@ import { publishFailure } from './pipeline/failures.ts';
 import { RequestPipeline } from './pipeline/requests.ts';
 import { compileRuntime, type Runtime } from './routing/runtime.ts';
 import { StreamListeners, type StreamPortDescription } from './streams/stream-listeners.ts';
+import { sdkLoaded } from './tracing/sdk-loader.ts';
 import { Tracing } from './tracing/tracing.ts';
 import type { BalancerEnv } from './upstream/balancer.ts';
 import { createEwmaStore } from './upstream/balancers/ewma.ts';
@@ -315,7 +316,10 @@ export class DataPlane implements DataPlaneHandle {
 
   // DataPlaneHandle: in this thread, a swap serves once swap() returns
   async apply(model: Model): Promise<SwapResult> {
-    const kind = this.swap(model);
+    const prepared = this.prepare(model);
+    // a compile with traced routes: served once the OpenTelemetry SDK is loaded (its first time)
+    await sdkLoaded();
+    const kind = this.#runtime === prepared.previous ? this.commit(prepared) : this.swap(model);
     await this.#streams.settled();
     return { kind, hash: model.hash };
   }

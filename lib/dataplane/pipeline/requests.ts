@@ -31,8 +31,7 @@ import {
 import { answeredStatus, sendErrorPage, sendSocketErrorPage } from '../responses/error-pages.ts';
 import { responsePolicy } from '../responses/route-headers.ts';
 import type { Runtime } from '../routing/runtime.ts';
-import { endRequestSpan, type RequestSpan } from '../tracing/span.ts';
-import type { Tracing } from '../tracing/tracing.ts';
+import type { RequestSpan, Tracing } from '../tracing/tracing.ts';
 import { generateRequestId } from '../upstream/request-id.ts';
 import { setOwnResponseHeaders } from '../upstream/response-headers.ts';
 import type { UpstreamProxy } from '../upstream/upstream-proxy.ts';
@@ -43,7 +42,7 @@ import { toOriginForm } from './origin-form.ts';
 import { nextPipelined, type Waiting, waitsInPipeline } from './pipelining.ts';
 import { recordedClientAddress, recordOf, refusedRecord } from './records.ts';
 import { respond, respondUpgrade, routeResponseOf, sendRedirect } from './respond.ts';
-import { traceRequest } from './tracing-step.ts';
+import { endTrace, traceRequest } from './tracing-step.ts';
 
 /** What authentication answers when it says no. */
 type AuthDenial = Extract<AuthVerdict, { allowed: false }>;
@@ -317,7 +316,7 @@ export class RequestPipeline {
       finishResponse(entry.record, entry.source, res.headersSent, res.statusCode, responseHeadLength(res));
     }
     if (entry?.span != null)
-      endRequestSpan(entry.span, res.headersSent ? res.statusCode : 499, entry.watcher?.peerKey ?? '');
+      endTrace(entry.span, res.headersSent ? res.statusCode : 499, entry.watcher?.peerKey ?? '');
     nextPipelined(res, this.#servePipelined, this.#dropPipelined);
     if (!this.#draining) return;
     // the connection goes idle once the response is detached from it (after this event)

@@ -7,6 +7,7 @@ import type { Attributes } from '@opentelemetry/api';
 import type { DefaultRoute, Model, Route, Server } from '../../model/index.ts';
 import { type RouteTracing, routeTracing } from '../../model/tracing.ts';
 import type { RouteInfo } from '../routing/runtime.ts';
+import { requireSdk } from './sdk-loader.ts';
 
 /** What a span name's variable reads: the request, the Host it named and the listener's scheme. */
 export interface NamedRequest {
@@ -103,6 +104,8 @@ export function compileRouteTracing(
   route: RouteInfo | null,
 ): CompiledTracing | null {
   if (policy === null) return null;
+  // served only once the SDK is there (DataPlane.apply, a thread's prepare wait for it)
+  requireSdk();
   // NGINX's module names the span after the location when no operation name is set
   const parts = nameParts(
     policy.operationName === '' ? locationPath : policy.operationName,
