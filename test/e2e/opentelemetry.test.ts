@@ -242,6 +242,25 @@ t.test('OpenTelemetry spans of proxied requests', async (t) => {
     t.notOk(targets.has('/app/last'), 'nor the child of the non-parent-based sampler');
   });
 
+  await t.test('another collector and service name: a new exporter, no restart', async (t) => {
+    const second = await OtlpCollector.start();
+    t.teardown(() => second.stop());
+    await swapTo({
+      ...exporter,
+      'enable-opentelemetry': 'true',
+      'otlp-collector-port': String(second.port),
+      'otel-service-name': 'edge',
+    });
+    const reply = await send(port, 'site.test', '/app/second');
+    const [, , spanId] = TRACEPARENT.exec(String(seenBy(reply).headers.traceparent)) ?? [];
+    const span = await second.span((s) => s.spanId === spanId);
+    t.equal(span.resource['service.name'], 'edge');
+    t.notOk(
+      collector.spans.some((s) => s.spanId === spanId),
+      'the first collector does not get it',
+    );
+  });
+
   await t.test('the collector down: requests are served, dropped spans are counted', async (t) => {
     collector.stop();
     await swapTo({
