@@ -1,6 +1,6 @@
 // A route's tracing compiled once per path: the span's name (a fixed string, or its $variables
 // turned into readers of the request), whether an incoming context is trusted, and the attributes
-// every span of the path shares. What a request adds to it is read in span.ts.
+// every span of the path shares. What a request adds to it is read in sdk.ts.
 
 import type { IncomingMessage } from 'node:http';
 import type { Attributes } from '@opentelemetry/api';

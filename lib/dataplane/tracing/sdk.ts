@@ -65,11 +65,11 @@ class CountedQueue implements SpanProcessor, SpanExporter {
   readonly #batch: BatchSpanProcessor;
   readonly #exporter: SpanExporter;
   readonly #max: number;
-  readonly #tracing: SpanCounter;
+  readonly #counter: SpanCounter;
   #queued = 0;
 
-  constructor(tracing: SpanCounter, exporter: SpanExporter, config: TracingConfig) {
-    this.#tracing = tracing;
+  constructor(counter: SpanCounter, exporter: SpanExporter, config: TracingConfig) {
+    this.#counter = counter;
     this.#exporter = exporter;
     this.#max = config.maxQueueSize;
     this.#batch = new BatchSpanProcessor({
@@ -86,7 +86,7 @@ class CountedQueue implements SpanProcessor, SpanExporter {
   onEnd(span: ReadableSpan): void {
     if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
     if (this.#queued >= this.#max) {
-      this.#tracing.dropped(1, null);
+      this.#counter.dropped(1, null);
       return;
     }
     this.#queued++;
@@ -106,8 +106,8 @@ class CountedQueue implements SpanProcessor, SpanExporter {
     this.#queued -= spans.length;
     const count = spans.length;
     this.#exporter.export(spans, (result) => {
-      if (result.code === ExportResultCode.SUCCESS) this.#tracing.stats.exported += count;
-      else this.#tracing.dropped(count, result.error ?? new Error('export failed'));
+      if (result.code === ExportResultCode.SUCCESS) this.#counter.stats.exported += count;
+      else this.#counter.dropped(count, result.error ?? new Error('export failed'));
       done(result);
     });
   }
