@@ -122,6 +122,11 @@ const STRING_GETTERS: Record<string, Getter> = {
   },
   ssl_protocol: (r) => orMissing(r.sslProtocol),
   ssl_cipher: (r) => orMissing(r.sslCipher),
+  // traceparent is 00-<trace id: 32 hex>-<span id: 16 hex>-<flags>
+  opentelemetry_trace_id: (r) => (r.traceparent ? r.traceparent.slice(3, 35) : undefined),
+  opentelemetry_span_id: (r) => (r.traceparent ? r.traceparent.slice(36, 52) : undefined),
+  opentelemetry_context_traceparent: (r) => r.traceparent || undefined,
+  opentelemetry_context_tracestate: (r) => r.tracestate || undefined,
 };
 
 /** Headers whose values are credentials: only their scheme is logged. */

@@ -51,6 +51,8 @@ import { publishFailure } from './pipeline/failures.ts';
 import { RequestPipeline } from './pipeline/requests.ts';
 import { compileRuntime, type Runtime } from './routing/runtime.ts';
 import { StreamListeners, type StreamPortDescription } from './streams/stream-listeners.ts';
+import { sdkLoaded } from './tracing/sdk-loader.ts';
+import { Tracing } from './tracing/tracing.ts';
 import type { BalancerEnv } from './upstream/balancer.ts';
 import { createEwmaStore } from './upstream/balancers/ewma.ts';
 import { defaultBalancerEnv } from './upstream/balancers/index.ts';
@@ -116,6 +118,8 @@ export interface PreparedSwap {
 export class DataPlane implements DataPlaneHandle {
   readonly #options: DataPlaneOptions;
   readonly #proxy = new UpstreamProxy();
+  /** OpenTelemetry: this data plane's (this thread's) tracer provider and exporter */
+  readonly #tracing = new Tracing();
   /** auth-url / global-auth-url requests */
   readonly #authClient = new ExternalAuthClient();
   readonly #ewmaStore = createEwmaStore();
@@ -140,6 +144,7 @@ export class DataPlane implements DataPlaneHandle {
     active: 0,
     requests: 0,
     mirror: this.#proxy.mirrors.stats,
+    spans: this.#tracing.stats,
   };
   readonly #requests: RequestPipeline;
   /** the TCP and UDP service ports (--tcp-services-configmap, --udp-services-configmap) */
@@ -168,6 +173,7 @@ export class DataPlane implements DataPlaneHandle {
       // the canary weight draw: the balancers' random source (tests seed it)
       random: () => env.random(),
       headerBufferSize: () => this.#headerBufferSize,
+      tracing: this.#tracing,
     });
     this.#requests = requests;
     // what fails in the proxy's deferred work (a next try, a buffered body's end) meets the same boundary
@@ -284,6 +290,7 @@ export class DataPlane implements DataPlaneHandle {
     this.#headerBufferSize = maxRequestLine(model.config);
     this.#httpsListener.http2 = next.model.config.useHttp2;
     this.#streams.update(model.streams, model.config);
+    this.#tracing.configure(model.config.tracing);
     applyHttp2Settings(model.config, this.#httpsListener);
     if (previous !== null) {
       // an incremental compile that changed no upstream keeps the very same set: no peer left
@@ -309,7 +316,10 @@ export class DataPlane implements DataPlaneHandle {
 
   // DataPlaneHandle: in this thread, a swap serves once swap() returns
   async apply(model: Model): Promise<SwapResult> {
-    const kind = this.swap(model);
+    const prepared = this.prepare(model);
+    // a compile with traced routes: served once the OpenTelemetry SDK is loaded (its first time)
+    await sdkLoaded();
+    const kind = this.#runtime === prepared.previous ? this.commit(prepared) : this.swap(model);
     await this.#streams.settled();
     return { kind, hash: model.hash };
   }
@@ -395,6 +405,8 @@ export class DataPlane implements DataPlaneHandle {
     // closed before the thread's last records leave: their ends are among them
     await this.#streams.cut();
     await this.#proxy.close();
+    // the spans of the last requests go to the collector before the thread ends
+    await this.#tracing.close();
     await this.#authClient.close();
     await this.#serversClosed;
     this.#sessions.close();

@@ -8,6 +8,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Model } from '../model/index.ts';
 import type { RuntimeDescription } from './describe/types.ts';
+import type { TracingStats } from './tracing/tracing.ts';
 import type { MirrorStats } from './upstream/mirror.ts';
 
 /** What a swap did: a new routing table, balancers updated in place, or nothing (same model hash). */
@@ -30,6 +31,8 @@ export interface DataPlaneStats {
   requests: number;
   /** mirror-target copies by outcome */
   mirror?: Readonly<MirrorStats>;
+  /** OpenTelemetry spans by outcome */
+  spans?: Readonly<TracingStats>;
   /** data-plane worker threads serving (absent: the data plane runs on the calling thread) */
   threads?: number;
   /** data-plane worker threads replaced after they stopped unexpectedly */
@@ -70,9 +73,10 @@ export interface DataPlaneHandle {
 
 /** A copy of `stats` that shares nothing with it. */
 export function copyStats(stats: Readonly<DataPlaneStats>): DataPlaneStats {
-  const { accepted, active, requests, mirror, threads, threadRestarts } = stats;
+  const { accepted, active, requests, mirror, spans, threads, threadRestarts } = stats;
   const copy: DataPlaneStats = { accepted, active, requests };
   if (mirror !== undefined) copy.mirror = { ...mirror };
+  if (spans !== undefined) copy.spans = { ...spans };
   if (threads !== undefined) copy.threads = threads;
   if (threadRestarts !== undefined) copy.threadRestarts = threadRestarts;
   return copy;

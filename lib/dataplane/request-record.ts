@@ -86,6 +86,10 @@ export interface RequestRecord {
   sslCipher: string;
   /** the route wants an access log line (enable-access-log, the default backend's setting) */
   accessLog: boolean;
+  /** OpenTelemetry: the context sent upstream ($opentelemetry_context_traceparent, _tracestate);
+   * '' (or absent) when the route is not traced */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** What the router knows when a request starts. */
@@ -298,6 +302,8 @@ function newRecord(
     previousHeaderTimes: '',
     previousLengths: '',
     accessLog: at.accessLog,
+    traceparent: '',
+    tracestate: '',
     headers,
     peer,
     headBytes: -1,

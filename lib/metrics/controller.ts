@@ -163,6 +163,23 @@ function registerMirrorMetrics(registers: Registry[], stats: () => Readonly<Data
   });
 }
 
+/** ingress_ts_otel_spans_total: OpenTelemetry spans exported or dropped, read at scrape time. */
+function registerSpanMetrics(registers: Registry[], stats: () => Readonly<DataPlaneStats>): void {
+  new Counter({
+    name: 'ingress_ts_otel_spans_total',
+    help: 'OpenTelemetry request spans by result: exported (delivered to the OTLP collector), dropped (the export queue was full, or the collector could not be reached)',
+    labelNames: ['result'],
+    registers,
+    collect() {
+      const spans = stats().spans;
+      this.reset();
+      if (spans === undefined) return;
+      this.inc({ result: 'exported' }, spans.exported);
+      this.inc({ result: 'dropped' }, spans.dropped);
+    },
+  });
+}
+
 /** ingress_ts_dataplane_thread_restarts_total: data-plane threads replaced, read at scrape time. */
 function registerThreadMetrics(registers: Registry[], stats: () => Readonly<DataPlaneStats>): void {
   new Counter({
@@ -276,6 +293,7 @@ export function createControllerMetrics(options: ControllerMetricsOptions): Cont
   if (stats !== undefined) {
     registerConnectionMetrics(registers, stats, () => finished);
     registerMirrorMetrics(registers, stats);
+    registerSpanMetrics(registers, stats);
     registerThreadMetrics(registers, stats);
   }
   // counted whether or not request metrics are on: a contained crash is worth an alert

@@ -9,6 +9,12 @@ export { buildModel, globalConfigOf } from './build.ts';
 export { type BuildCaches, createBuildCaches } from './build-caches.ts';
 export { DEFAULT_GLOBAL_CONFIG, type WorkerProcesses } from './configmap/global-config.ts';
 export { SUPPORTED_CONFIG_KEYS } from './configmap/index.ts';
+export {
+  DEFAULT_TRACING,
+  OPERATION_NAME_VARIABLES,
+  type OtelSampler,
+  type TracingConfig,
+} from './configmap/tracing-keys.ts';
 export { parseGoDurationMs } from './configmap/values.ts';
 export type {
   Diagnostic,
@@ -28,6 +34,7 @@ export { REDACTED, redactConfig, redactHeaders, redactOptionalUrl, redactText, r
 export type { SnippetReturn, SnippetRules } from './snippets/read.ts';
 export type { StreamProtocol, StreamService, StreamTable } from './streams.ts';
 export { EMPTY_STREAM_TABLE } from './streams.ts';
+export { type RouteTracing, routeTracing } from './tracing.ts';
 export type * from './types.ts';
 export type { Rewrite, UpstreamSettings } from './upstream-settings.ts';
 export { upstreamSettings } from './upstream-settings.ts';

@@ -189,16 +189,13 @@ const CASES: Record<string, Case> = {
   'findings that drop nothing are warnings': {
     candidate: ingress('warned', {
       created: NEW,
-      nginx: { 'enable-opentelemetry': 'true' },
+      nginx: { 'fastcgi-index': 'index.php' },
       tls: [{ hosts: ['w.test'], secretName: 'missing' }],
       rules: [rule('w.test', path('/', 'web'))],
     }),
     allowed: true,
     reasons: [],
-    warnings: [
-      /^ANNOTATION_UNSUPPORTED: .*enable-opentelemetry/,
-      /^TLS_SECRET_NOT_FOUND: .*default\/missing/,
-    ],
+    warnings: [/^ANNOTATION_UNSUPPORTED: .*fastcgi-index/, /^TLS_SECRET_NOT_FOUND: .*default\/missing/],
   },
   'a regex RE2 refuses': {
     candidate: ingress('regex', {

@@ -302,7 +302,7 @@ t.test('the validating admission webhook over TLS', async (t) => {
       review(
         'uid-warn',
         ingressObject('warned', 'w.test', {
-          annotations: { 'enable-opentelemetry': 'true' },
+          annotations: { 'fastcgi-index': 'index.php' },
           tls: 'missing',
         }),
       ),

@@ -297,6 +297,22 @@ const ROWS: Row[] = [
   ['satisfy', 'some', 'ignored'],
   ['enable-access-log', 'false', 'kept'],
   ['enable-access-log', 'no', 'ignored'],
+  // opentelemetry parser: a bad boolean is "not set"; a bad operation name is a validation error;
+  // trust and the name are read only with enable-opentelemetry: "true"
+  ['enable-opentelemetry', 'true', 'kept'],
+  ['enable-opentelemetry', 'yes', 'ignored'],
+  ['opentelemetry-trust-incoming-span', 'false', 'kept', { 'enable-opentelemetry': 'true' }],
+  ['opentelemetry-trust-incoming-span', 'nope', 'ignored', { 'enable-opentelemetry': 'true' }],
+  ['opentelemetry-trust-incoming-span', 'nope', 'kept', {}, 'not read without enable-opentelemetry'],
+  ['opentelemetry-operation-name', 'checkout_v2-api', 'kept', { 'enable-opentelemetry': 'true' }],
+  ['opentelemetry-operation-name', 'HTTP $uri', 'dropped', { 'enable-opentelemetry': 'true' }],
+  [
+    'opentelemetry-operation-name',
+    'HTTP $uri',
+    'kept',
+    { 'enable-opentelemetry': 'false' },
+    'not read when off',
+  ],
   ['enable-rewrite-log', 'true', 'kept'],
   ['enable-rewrite-log', 'yes', 'ignored'],
   ['server-alias', 'b.example, c.example', 'kept'],

@@ -188,7 +188,7 @@ runCases(t, [
         'server-names-hash-bucket-size': '128',
         'lua-shared-dicts': 'a: 1',
         'variables-hash-max-size': '2048',
-        'enable-opentelemetry': 'true',
+        'enable-syslog': 'true',
       }),
     ],
     options: OPTIONS,
@@ -205,7 +205,7 @@ runCases(t, [
         'variables-hash-max-size',
       ])
         t.match(say(key), 'tunes NGINX itself; it does not apply to ingress-ts', key);
-      t.match(say('enable-opentelemetry'), 'not supported by ingress-ts yet', 'enable-opentelemetry');
+      t.match(say('enable-syslog'), 'not supported by ingress-ts yet', 'enable-syslog');
     },
   },
   {

@@ -92,7 +92,7 @@ const CASES: ReadonlyArray<{ key: string; value: string; code: string; severity:
   { key: '0', value: 'a', code: 'CONFIG_KEY_UNKNOWN', severity: 'warning', says: 'both ignore it' },
   // keys of ingress-nginx that ingress-ts lacks
   {
-    key: 'enable-opentelemetry',
+    key: 'enable-syslog',
     value: 'true',
     code: 'CONFIG_KEY_UNSUPPORTED',
     severity: 'warning',

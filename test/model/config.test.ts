@@ -109,6 +109,8 @@ runCases(t, [
         stream: DEFAULT_GLOBAL_CONFIG.stream,
         // the compression keys: test/model/config-compression-keys.test.ts
         compression: DEFAULT_GLOBAL_CONFIG.compression,
+        // the OpenTelemetry keys: test/model/config-tracing-keys.test.ts
+        tracing: DEFAULT_GLOBAL_CONFIG.tracing,
       }),
   },
   {

@@ -20,6 +20,7 @@ import { applyRewrite } from '../responses/rewrite.ts';
 import { isPreflight } from '../responses/route-headers.ts';
 import { normalizeHost, normalizePath, type PathMatch } from '../routing/router.ts';
 import type { Action, CompiledServer, RoutedAction, Runtime } from '../routing/runtime.ts';
+import type { CompiledTracing } from '../tracing/route-tracing.ts';
 import type { ProxyTarget, RequestContext } from '../upstream/target.ts';
 import { emptyUpstreamDecision, proxyDecision, statusDecision } from './proxy-decision.ts';
 
@@ -80,6 +81,8 @@ export type Decision = Placement &
         context: RequestContext;
         canary: string;
         release?: (() => void) | null;
+        /** the route's OpenTelemetry span settings, or null: no span */
+        tracing?: CompiledTracing | null;
       }
     /** the route has no endpoints and its error backend answers (default-backend, custom-http-errors) */
     | { kind: 'customError'; code: number; errors: CustomErrors; context: RequestContext }

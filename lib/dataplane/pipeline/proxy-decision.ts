@@ -171,6 +171,7 @@ export function proxyDecision(
     target,
     canary,
     release,
+    tracing: action.tracing ?? null,
     context: {
       https,
       listenPort: arrival.port,
@@ -197,6 +198,7 @@ export function proxyDecision(
       // every field present, undefined when unused: one object shape for every request (a spread
       // of an optional part would allocate it and leave the context in a shape of its own)
       clientCertHeaders: certHeaders,
+      traceHeaders: undefined,
       path: rewritten === null ? undefined : rewritten.path,
       forwardedPrefix: rewritten === null ? undefined : rewritten.forwardedPrefix,
     },

@@ -31,6 +31,7 @@ import {
 import { answeredStatus, sendErrorPage, sendSocketErrorPage } from '../responses/error-pages.ts';
 import { responsePolicy } from '../responses/route-headers.ts';
 import type { Runtime } from '../routing/runtime.ts';
+import type { RequestSpan, Tracing } from '../tracing/tracing.ts';
 import { generateRequestId } from '../upstream/request-id.ts';
 import { setOwnResponseHeaders } from '../upstream/response-headers.ts';
 import type { UpstreamProxy } from '../upstream/upstream-proxy.ts';
@@ -41,6 +42,7 @@ import { toOriginForm } from './origin-form.ts';
 import { nextPipelined, type Waiting, waitsInPipeline } from './pipelining.ts';
 import { recordedClientAddress, recordOf, refusedRecord } from './records.ts';
 import { ownHeadLines, respond, respondUpgrade, routeResponseOf, sendRedirect } from './respond.ts';
+import { endTrace, traceRequest } from './tracing-step.ts';
 
 /** What authentication answers when it says no. */
 type AuthDenial = Extract<AuthVerdict, { allowed: false }>;
@@ -48,6 +50,8 @@ type AuthDenial = Extract<AuthVerdict, { allowed: false }>;
 /** Who else is told when a response closes: the exchange proxying it (web-exchange.ts). */
 export interface ResponseWatcher {
   responseClosed(): void;
+  /** the upstream peer of the last try ('' before any), for the request's span */
+  readonly peerKey?: string;
 }
 
 /**
@@ -59,6 +63,8 @@ class InFlight {
   record: RequestRecord | null = null;
   source: Duplex | null = null;
   watcher: ResponseWatcher | null = null;
+  /** the request's OpenTelemetry span, on a traced route */
+  span: RequestSpan | null = null;
 }
 
 export interface RequestPipelineDeps {
@@ -75,6 +81,8 @@ export interface RequestPipelineDeps {
   random: () => number;
   /** ConfigMap large-client-header-buffers: how a too-large head is answered */
   headerBufferSize(): number;
+  /** OpenTelemetry: the spans of requests on traced routes */
+  tracing: Tracing;
 }
 
 export class RequestPipeline {
@@ -196,6 +204,8 @@ export class RequestPipeline {
       entry.record = record;
       entry.source = source;
     }
+    if (decision.kind === 'proxy' && decision.tracing != null)
+      entry.span = traceRequest(this.#deps.tracing, decision, decision.tracing, req, arrival.https, record);
     const auth = authOf(decision);
     if (auth === null) respond(req, res, decision, record, runtime, this.#deps.proxy);
     else this.#authenticated(req, res, decision, auth, arrival.https, record, runtime);
@@ -305,6 +315,8 @@ export class RequestPipeline {
       // the source kept from the start: `res.req.socket` is null once the connection was detached
       finishResponse(entry.record, entry.source, res.headersSent, res.statusCode, responseHeadLength(res));
     }
+    if (entry?.span != null)
+      endTrace(entry.span, res.headersSent ? res.statusCode : 499, entry.watcher?.peerKey ?? '');
     nextPipelined(res, this.#servePipelined, this.#dropPipelined);
     if (!this.#draining) return;
     // the connection goes idle once the response is detached from it (after this event)

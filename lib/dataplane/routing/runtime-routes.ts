@@ -24,6 +24,7 @@ import { compileHttpPolicy, type HttpPolicy } from '../http-policy.ts';
 import { compileCustomErrors } from '../responses/custom-errors.ts';
 import { compileRewrite } from '../responses/rewrite.ts';
 import { compileRouteResponse } from '../responses/route-headers.ts';
+import { routeTracingOf } from '../tracing/route-tracing.ts';
 import { type BackendTls, compileBackendTls } from '../upstream/backend-tls.ts';
 import { compileHashKey, type HashKey } from '../upstream/hash-key.ts';
 import { type CompiledMirror, compileMirror } from '../upstream/mirror.ts';
@@ -486,5 +487,7 @@ export function routedAction(
     rewrite: compileRewrite(locationPath, target, forwardedPrefix),
     response,
     access: state.access.policyOf(route.annotations, route.ingress),
+    tracing:
+      guarded.type === 'proxy' ? routeTracingOf(model, route, locationPath, server, guarded.route) : null,
   };
 }

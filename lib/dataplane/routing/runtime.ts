@@ -19,6 +19,7 @@ import { type CertificatePair, compileSniStore, type SniStore } from '../listeni
 import type { CustomErrors } from '../responses/custom-errors.ts';
 import type { CompiledRewrite } from '../responses/rewrite.ts';
 import type { RouteResponse } from '../responses/route-headers.ts';
+import type { CompiledTracing } from '../tracing/route-tracing.ts';
 import type { Balancer, BalancerEnv } from '../upstream/balancer.ts';
 import type { EwmaStore } from '../upstream/balancers/ewma.ts';
 import type { HashKey } from '../upstream/hash-key.ts';
@@ -113,6 +114,8 @@ export interface PathSettings {
   response: RouteResponse | null;
   /** rate limits and allow/deny lists (access.ts), or null when the path has none */
   access: AccessPolicy | null;
+  /** OpenTelemetry: proxied requests here get a span (tracing/route-tracing.ts), or null: none */
+  tracing?: CompiledTracing | null;
 }
 
 /** What a path matcher of a compiled server holds. */

@@ -78,6 +78,11 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     this.record = record;
   }
 
+  /** The peer of the current (or last) try, '' before the first: the span's upstream.address. */
+  get peerKey(): string {
+    return this.peer?.key ?? '';
+  }
+
   /** Seconds since the current try was dispatched. */
   protected elapsed(): number {
     return (performance.now() - this.t0) / 1000;

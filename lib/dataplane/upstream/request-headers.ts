@@ -17,6 +17,7 @@ const XFP = 8;
 const XF_PROTO = 9;
 const XF_PORT = 10;
 const COOKIE = 11;
+const TRACE = 12;
 
 /** What happens to an incoming header, by lower-case name; absent = passed through. */
 const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.create(null) as object, {
@@ -57,6 +58,9 @@ const REQUEST_HEADER_ACTION: Record<string, number> = Object.assign(Object.creat
   'ssl-client-subject-dn': DROP,
   'ssl-client-issuer-dn': DROP,
   'ssl-client-cert': DROP,
+  // OpenTelemetry: the span's context replaces the client's on a traced route
+  traceparent: TRACE,
+  tracestate: TRACE,
 });
 
 /** Connection tokens that name no header to strip. */
@@ -153,6 +157,9 @@ export function forwardHeaders(req: IncomingMessage, ctx: RequestContext, vhost?
       case XFP:
         if (ctx.forwardedPrefix === undefined) out.push(name, value);
         break;
+      case TRACE:
+        if (ctx.traceHeaders === undefined) out.push(name, value);
+        break;
       default:
         break;
     }
@@ -172,6 +179,7 @@ export function forwardHeaders(req: IncomingMessage, ctx: RequestContext, vhost?
   else if (vhost != null) out.push('host', vhost);
   if (ctx.forwardedPrefix !== undefined) out.push('x-forwarded-prefix', ctx.forwardedPrefix);
   if (ctx.clientCertHeaders !== undefined) for (const h of ctx.clientCertHeaders) out.push(h);
+  if (ctx.traceHeaders !== undefined) for (const h of ctx.traceHeaders) out.push(h);
   if (crumbs !== undefined) out.push('cookie', crumbs);
   if (xff !== undefined) out.push('x-original-forwarded-for', xff);
   if (xfh !== undefined) out.push('x-original-forwarded-host', xfh);

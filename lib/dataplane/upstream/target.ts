@@ -117,6 +117,8 @@ export interface RequestContext {
   forwardedPrefix?: string | undefined;
   /** auth-tls: the ssl-client-* headers for the upstream (name, value pairs), replacing the client's */
   clientCertHeaders?: readonly string[] | undefined;
+  /** OpenTelemetry: traceparent and tracestate for the upstream (name, value pairs), replacing the client's */
+  traceHeaders?: readonly string[] | undefined;
   /** mirror-target: where this request's copy goes (mirror.ts), or null/absent: not mirrored */
   mirror?: MirrorRequest | null;
 }

@@ -37,7 +37,9 @@ const sameStats = (a: Readonly<DataPlaneStats>, b: Readonly<DataPlaneStats>) =>
   a.requests === b.requests &&
   a.mirror?.answered === b.mirror?.answered &&
   a.mirror?.failed === b.mirror?.failed &&
-  a.mirror?.dropped === b.mirror?.dropped;
+  a.mirror?.dropped === b.mirror?.dropped &&
+  a.spans?.exported === b.spans?.exported &&
+  a.spans?.dropped === b.spans?.dropped;
 
 export function createEventBatch(options: EventBatchOptions): EventBatch {
   const { post, stats } = options;

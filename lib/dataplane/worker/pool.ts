@@ -130,7 +130,15 @@ export class DataPlaneThreads implements DataPlaneHandle {
   /** quick exits in a row per slot: a thread that cannot start is not restarted in a tight loop */
   readonly #quickExits: number[] = [];
   /** counters of the threads that were replaced, so the sums never go back */
-  readonly #retired = { accepted: 0, requests: 0, answered: 0, failed: 0, dropped: 0 };
+  readonly #retired = {
+    accepted: 0,
+    requests: 0,
+    answered: 0,
+    failed: 0,
+    dropped: 0,
+    exported: 0,
+    spansDropped: 0,
+  };
 
   constructor(options: DataPlaneThreadsOptions) {
     const slots = this.#slots;
@@ -201,12 +209,15 @@ export class DataPlaneThreads implements DataPlaneHandle {
       sum.answered += stats.mirror?.answered ?? 0;
       sum.failed += stats.mirror?.failed ?? 0;
       sum.dropped += stats.mirror?.dropped ?? 0;
+      sum.exported += stats.spans?.exported ?? 0;
+      sum.spansDropped += stats.spans?.dropped ?? 0;
     }
     return {
       accepted: sum.accepted,
       active,
       requests: sum.requests,
       mirror: { answered: sum.answered, failed: sum.failed, dropped: sum.dropped },
+      spans: { exported: sum.exported, dropped: sum.spansDropped },
       threads: this.#slots.length,
       threadRestarts: this.#restarts,
     };
@@ -339,6 +350,8 @@ export class DataPlaneThreads implements DataPlaneHandle {
     this.#retired.answered += thread.stats.mirror?.answered ?? 0;
     this.#retired.failed += thread.stats.mirror?.failed ?? 0;
     this.#retired.dropped += thread.stats.mirror?.dropped ?? 0;
+    this.#retired.exported += thread.stats.spans?.exported ?? 0;
+    this.#retired.spansDropped += thread.stats.spans?.dropped ?? 0;
     const quick = performance.now() - thread.started < QUICK_EXIT_MS;
     const quickExits = quick ? (this.#quickExits[index] ?? 0) + 1 : 0;
     this.#quickExits[index] = quickExits;

@@ -6,6 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { ZoneMemory } from '../access/zone-memory.ts';
 import { DataPlane } from '../dataplane.ts';
+import { sdkLoaded } from '../tracing/sdk-loader.ts';
 import { createEventBatch } from './event-batch.ts';
 import type { ThreadCall, ThreadDataPlaneOptions, ThreadMessage } from './protocol.ts';
 import { createSessionShare } from './session-share.ts';
@@ -35,8 +36,12 @@ const applying = createThreadApply(dataPlane, zoneMemory);
 
 async function answer(call: ThreadCall): Promise<unknown> {
   switch (call.type) {
-    case 'prepare':
-      return applying.prepare(call.model, call.zones);
+    case 'prepare': {
+      const prepared = applying.prepare(call.model, call.zones);
+      // a compile with traced routes is prepared once the OpenTelemetry SDK is loaded
+      await sdkLoaded();
+      return prepared;
+    }
     case 'commit': {
       const committed = applying.commit(call.hash);
       // the TCP and UDP service ports it opens or closes: applied means listening

@@ -40,6 +40,7 @@ import {
 import { loadBalance } from './load-balance.ts';
 import { mirror } from './mirror.ts';
 import { checkNotApplicable } from './not-applicable.ts';
+import { openTelemetry } from './opentelemetry.ts';
 import { proxy, serviceUpstream, upstreamVhost } from './proxy.ts';
 import { proxySsl } from './proxy-ssl.ts';
 import { rateLimit } from './rate-limit.ts';
@@ -74,6 +75,7 @@ const locationGroups = {
   cors,
   customHeaders,
   mirror,
+  openTelemetry,
   snippet: configurationSnippet,
 } as const;
 const serverGroups = { alias: serverAlias, appRoot, fromToWww, authTls, snippet: serverSnippet } as const;

@@ -7,6 +7,7 @@ import type { AnnotationRisk } from '../annotations/risk.ts';
 import { type CompressionConfig, DEFAULT_COMPRESSION } from './compression-keys.ts';
 import { DEFAULT_LOG_FORMAT_UPSTREAM } from './log-format.ts';
 import { DEFAULT_SSL_HANDSHAKE, type SslHandshakeConfig } from './tls-session-keys.ts';
+import { DEFAULT_TRACING, type TracingConfig } from './tracing-keys.ts';
 
 /** Load-balancing algorithms ingress-nginx's validator accepts (load-balance annotation and key). */
 export const LOAD_BALANCE_NAMES = [
@@ -124,6 +125,8 @@ export interface GlobalConfig {
    * Read once at start: a change takes effect at the next restart.
    */
   workerProcesses: WorkerProcesses;
+  /** OpenTelemetry: spans of proxied requests and their exporter (tracing-keys.ts) */
+  tracing: TracingConfig;
 }
 
 /** `auto` or a thread count of at least 1. */
@@ -357,4 +360,5 @@ export const DEFAULT_GLOBAL_CONFIG: Readonly<GlobalConfig> = Object.freeze({
   },
   sslHandshake: DEFAULT_SSL_HANDSHAKE,
   compression: DEFAULT_COMPRESSION,
+  tracing: DEFAULT_TRACING,
 });

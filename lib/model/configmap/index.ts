@@ -19,6 +19,7 @@ import type { ConfigMapLookup, KeyTable } from './key-parser.ts';
 import { STREAM_KEYS } from './stream-keys.ts';
 import { TLS_KEYS } from './tls-keys.ts';
 import { TLS_SESSION_KEYS } from './tls-session-keys.ts';
+import { TRACING_KEYS } from './tracing-keys.ts';
 import { reportUnhandledKey } from './unhandled-keys.ts';
 import { UPSTREAM_KEYS } from './upstream-keys.ts';
 
@@ -36,6 +37,7 @@ export const CONFIG_KEY_TOPICS: readonly KeyTable[] = [
   ACCESS_KEYS,
   STREAM_KEYS,
   COMPRESSION_KEYS,
+  TRACING_KEYS,
 ];
 
 /** Each key: apply the value to the config, or say why it is invalid. */

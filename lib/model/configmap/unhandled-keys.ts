@@ -15,6 +15,7 @@ import type { DiagnosticsCollector } from '../diagnostics.ts';
 import { closestName } from '../edit-distance.ts';
 import { isNginxInternalKey, notApplicableReason } from './nginx-internal-keys.ts';
 import { TLS_NOT_APPLICABLE_KEYS } from './tls-session-keys.ts';
+import { DEFAULT_OPENTELEMETRY_CONFIG } from './tracing-keys.ts';
 
 type Ref = { namespace: string; name: string };
 
@@ -35,6 +36,19 @@ export function reportUnhandledKey(
   ref: Ref,
   diagnostics: DiagnosticsCollector,
 ): void {
+  if (key === 'opentelemetry-config') {
+    // NGINX's module file: ingress-ts's exporter is set by the otlp-* and otel-* keys alone, so only
+    // a file of the user's own (whose settings would be lost) is worth a word
+    if (value !== '' && value !== DEFAULT_OPENTELEMETRY_CONFIG) {
+      diagnostics.report(
+        'ConfigMap',
+        ref,
+        'CONFIG_KEY_NOT_APPLICABLE',
+        `ConfigMap key ${key} names NGINX's OpenTelemetry module file, which ingress-ts does not read; the otlp-* and otel-* keys set its exporter`,
+      );
+    }
+    return;
+  }
   const ignored = ignoredBehaviour(key, value);
   const nodeCannot = TLS_NOT_APPLICABLE_KEYS[key];
   if (ignored !== null) {

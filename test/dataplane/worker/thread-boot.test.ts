@@ -70,6 +70,14 @@ t.test('the stripped set of the thread entry holds every module of lib/ a thread
     [],
     'neither the model builder nor selfsigned',
   );
+  // the OpenTelemetry SDK is loaded once some route is traced (tracing/sdk-loader.ts), never at boot
+  t.strictSame(
+    all.filter(
+      (url) => url.includes('/node_modules/@opentelemetry/') || url.endsWith('/lib/dataplane/tracing/sdk.ts'),
+    ),
+    [],
+    'no OpenTelemetry SDK',
+  );
   const text = Buffer.from(sources.buffer).toString(
     'utf8',
     ...(sources.index.get(THREAD_ENTRY.href) ?? [0, 0]),
