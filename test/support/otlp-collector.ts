@@ -1,8 +1,9 @@
 // A local OTLP/gRPC trace collector for end-to-end tests: a real gRPC server (@grpc/grpc-js) serving
-// OTLP's TraceService/Export. It decodes what the SDK's exporter sends with OpenTelemetry JS's own
-// protobufjs code generated from opentelemetry-proto (the devDependency otlp-transformer-protobufjs,
-// @opentelemetry/otlp-transformer 0.216, the last release that shipped it) into plain spans. Tests
-// await spans by a predicate; `stop` closes it (a collector that is down).
+// OTLP's TraceService/Export. It decodes what the SDK's exporter sends into plain spans with the
+// protobufjs code OpenTelemetry JS generated from opentelemetry-proto: the devDependency
+// otlp-transformer-protobufjs is @opentelemetry/otlp-transformer 0.216, the last release whose
+// generated code has the trace messages (the current SDK writes them by hand and ships no schema).
+// Tests await spans by a predicate; `stop` closes it (a collector that is down).
 import { EventEmitter, once } from 'node:events';
 import { createRequire } from 'node:module';
 import * as grpc from '@grpc/grpc-js';
