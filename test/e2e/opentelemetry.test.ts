@@ -122,6 +122,7 @@ t.test('OpenTelemetry spans of proxied requests', async (t) => {
     t.equal(span.name, '/app', 'named after the location, as NGINX module names it');
     t.equal(span.status, 'STATUS_CODE_UNSET');
     t.equal(span.resource['service.name'], 'nginx');
+    t.equal(collector.unknownBytes, 0, 'the OTLP schema decodes every field the SDK wrote');
     t.match(span.attributes, {
       'http.method': 'GET',
       'http.target': '/app/page?q=1',

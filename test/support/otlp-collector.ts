@@ -1,10 +1,12 @@
 // A local OTLP/gRPC trace collector for end-to-end tests: a real gRPC server (@grpc/grpc-js) serving
-// OTLP's TraceService/Export, which decodes what the SDK's exporter sends (otlp-trace.proto) into
-// plain spans. Tests await spans by a predicate; `stop` closes it (a collector that is down).
+// OTLP's TraceService/Export. It decodes what the SDK's exporter sends into plain spans with the
+// protobufjs code OpenTelemetry JS generated from opentelemetry-proto: the devDependency
+// otlp-transformer-protobufjs is @opentelemetry/otlp-transformer 0.216, the last release whose
+// generated code has the trace messages (the current SDK writes them by hand and ships no schema).
+// Tests await spans by a predicate; `stop` closes it (a collector that is down).
 import { EventEmitter, once } from 'node:events';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 
 export interface CollectedSpan {
   traceId: string;
@@ -22,51 +24,119 @@ export interface CollectedSpan {
   resource: Record<string, string | number | boolean>;
 }
 
+// The plain objects of the generated code's toObject (camelCase, enums and 64-bit integers as
+// strings); only what the collector reads is typed here, every field is decoded.
 interface WireValue {
-  string_value?: string;
-  bool_value?: boolean;
-  int_value?: string;
-  double_value?: number;
+  stringValue?: string;
+  boolValue?: boolean;
+  intValue?: string;
+  doubleValue?: number;
 }
 interface WireKeyValue {
   key: string;
   value?: WireValue;
 }
 interface WireSpan {
-  trace_id: Buffer;
-  span_id: Buffer;
-  parent_span_id: Buffer;
-  trace_state: string;
+  traceId: Uint8Array;
+  spanId: Uint8Array;
+  parentSpanId: Uint8Array;
+  traceState: string;
   name: string;
   kind: string;
   status?: { code: string };
   attributes: WireKeyValue[];
 }
 interface WireRequest {
-  resource_spans: Array<{
+  resourceSpans: Array<{
     resource?: { attributes: WireKeyValue[] };
-    scope_spans: Array<{ spans: WireSpan[] }>;
+    scopeSpans: Array<{ spans: WireSpan[] }>;
   }>;
+}
+
+/** A message class of protobufjs static code (its root.d.ts types the root as a bare Root). */
+interface GeneratedMessage {
+  decode(bytes: Uint8Array): object;
+  encode(message: object): { finish(): Uint8Array };
+  fromObject(object: object): object;
+  toObject(
+    message: object,
+    options: { enums: StringConstructor; longs: StringConstructor; defaults: boolean },
+  ): object;
+}
+interface GeneratedRoot {
+  opentelemetry: {
+    proto: {
+      collector: {
+        trace: {
+          v1: { ExportTraceServiceRequest: GeneratedMessage; ExportTraceServiceResponse: GeneratedMessage };
+        };
+      };
+    };
+  };
+}
+
+// The package's exports-free layout lets a plain require reach the generated file.
+const generated = createRequire(import.meta.url)(
+  'otlp-transformer-protobufjs/build/src/generated/root.js',
+) as GeneratedRoot;
+const { ExportTraceServiceRequest, ExportTraceServiceResponse } =
+  generated.opentelemetry.proto.collector.trace.v1;
+
+/** An Export request as decoded, and how many of its bytes were fields the schema does not know. */
+interface Decoded {
+  request: WireRequest;
+  unknownBytes: number;
+}
+
+// The decoder skips fields it does not know; encoding the decoded message again writes only the
+// known ones, so a shorter result means the SDK wrote something the schema would not have read.
+function decode(bytes: Buffer): Decoded {
+  const message = ExportTraceServiceRequest.decode(bytes);
+  const known = ExportTraceServiceRequest.encode(message).finish().length;
+  const options = { enums: String, longs: String, defaults: true };
+  const request = ExportTraceServiceRequest.toObject(message, options) as WireRequest;
+  return { request, unknownBytes: bytes.length - known };
+}
+
+// grpc-js's form of TraceService/Export (the path is opentelemetry-proto's package, service and rpc).
+const TRACE_SERVICE: grpc.ServiceDefinition = {
+  Export: {
+    path: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: ({ request }: Decoded) =>
+      Buffer.from(ExportTraceServiceRequest.encode(ExportTraceServiceRequest.fromObject(request)).finish()),
+    requestDeserialize: decode,
+    responseSerialize: (response: object) =>
+      Buffer.from(
+        ExportTraceServiceResponse.encode(ExportTraceServiceResponse.fromObject(response)).finish(),
+      ),
+    responseDeserialize: (bytes: Buffer) => ExportTraceServiceResponse.decode(bytes),
+  },
+};
+
+function hex(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
 }
 
 function attributesOf(list: readonly WireKeyValue[]): Record<string, string | number | boolean> {
   const out: Record<string, string | number | boolean> = {};
   for (const { key, value } of list) {
     if (value === undefined) continue;
-    if (value.string_value !== undefined) out[key] = value.string_value;
-    else if (value.bool_value !== undefined) out[key] = value.bool_value;
-    else if (value.int_value !== undefined) out[key] = Number(value.int_value);
-    else if (value.double_value !== undefined) out[key] = value.double_value;
+    if (value.stringValue !== undefined) out[key] = value.stringValue;
+    else if (value.boolValue !== undefined) out[key] = value.boolValue;
+    else if (value.intValue !== undefined) out[key] = Number(value.intValue);
+    else if (value.doubleValue !== undefined) out[key] = value.doubleValue;
   }
   return out;
 }
-
-const PROTO = fileURLToPath(new URL('./otlp-trace.proto', import.meta.url));
 
 export class OtlpCollector {
   readonly spans: CollectedSpan[] = [];
   /** Export calls received (a batch each) */
   exports = 0;
+  /** bytes of the Export requests in fields the OTLP schema does not know: 0 when it read them all */
+  unknownBytes = 0;
   port = 0;
   readonly #events = new EventEmitter();
   readonly #server = new grpc.Server();
@@ -78,31 +148,19 @@ export class OtlpCollector {
   }
 
   async #listen(): Promise<void> {
-    const definition = protoLoader.loadSync(PROTO, {
-      keepCase: true,
-      longs: String,
-      enums: String,
-      defaults: true,
-      oneofs: true,
-    });
-    const loaded = grpc.loadPackageDefinition(definition) as unknown as {
-      opentelemetry: {
-        proto: { collector: { trace: { v1: { TraceService: { service: grpc.ServiceDefinition } } } } };
-      };
-    };
-    const service = loaded.opentelemetry.proto.collector.trace.v1.TraceService.service;
-    this.#server.addService(service, {
-      Export: (call: grpc.ServerUnaryCall<WireRequest, object>, callback: grpc.sendUnaryData<object>) => {
+    this.#server.addService(TRACE_SERVICE, {
+      Export: (call: grpc.ServerUnaryCall<Decoded, object>, callback: grpc.sendUnaryData<object>) => {
         this.exports++;
-        for (const resourceSpans of call.request.resource_spans) {
+        this.unknownBytes += call.request.unknownBytes;
+        for (const resourceSpans of call.request.request.resourceSpans) {
           const resource = attributesOf(resourceSpans.resource?.attributes ?? []);
-          for (const scope of resourceSpans.scope_spans) {
+          for (const scope of resourceSpans.scopeSpans) {
             for (const span of scope.spans) {
               this.spans.push({
-                traceId: span.trace_id.toString('hex'),
-                spanId: span.span_id.toString('hex'),
-                parentSpanId: span.parent_span_id.toString('hex'),
-                traceState: span.trace_state,
+                traceId: hex(span.traceId),
+                spanId: hex(span.spanId),
+                parentSpanId: hex(span.parentSpanId),
+                traceState: span.traceState,
                 name: span.name,
                 kind: span.kind,
                 status: span.status?.code ?? 'STATUS_CODE_UNSET',
