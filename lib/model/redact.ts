@@ -10,7 +10,8 @@
 // - Header values from ConfigMaps (proxy-set-headers, add-headers, custom-headers) become `***`:
 //   API keys sent to backends live there.
 // - Free text (a diagnostic's message, a data-plane error) has each URL-looking word redacted.
-// - The value of ssl-session-ticket-key (whoever holds it decrypts every session ticket) is `***`.
+// - The value of ssl-session-ticket-key (whoever holds it decrypts every session ticket) is `***`, and
+//   so are canary-by-header-value and canary-by-header-pattern (a shared secret for beta access).
 // Every function is idempotent: redacting twice is redacting once.
 
 import type { GlobalConfig, HeaderBlock } from './configmap/global-config.ts';
@@ -140,8 +141,11 @@ export function redactValue(key: string, value: string): string {
   return URL_KEYS.has(key) ? redactUrl(value) : redactText(value);
 }
 
-/** ConfigMap keys whose whole value is a secret. */
-const SECRET_KEYS = new Set(['ssl-session-ticket-key']);
+/**
+ * ConfigMap keys and annotations whose whole value is a secret. A canary header's value (or the
+ * pattern, which usually spells the values out) is how teams hand out beta access: a shared secret.
+ */
+const SECRET_KEYS = new Set(['ssl-session-ticket-key', 'canary-by-header-value', 'canary-by-header-pattern']);
 
 /** Header name/value pairs from a ConfigMap, values hidden. */
 export function redactHeaders(headers: ReadonlyArray<readonly [string, string]>): Array<[string, string]> {
