@@ -28,6 +28,10 @@ t.test('annotation values that may carry a credential are redacted', async (t) =
     ['x-password', TOKEN, '***'],
     ['my-apikey', TOKEN, '***'],
     ['client-credentials', TOKEN, '***'],
+    // a canary header's value is a shared secret for beta access; a pattern spells the values out
+    ['canary-by-header-value', TOKEN, '***'],
+    ['canary-by-header-pattern', `^(${TOKEN}|other)$`, '***'],
+    ['canary-by-header', 'X-Beta', 'X-Beta'],
     // any other value: its URL-looking words
     ['upstream-vhost', `user:${TOKEN}@backend.test`, '***@backend.test'],
     [

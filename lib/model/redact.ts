@@ -10,7 +10,8 @@
 // - Header values from ConfigMaps (proxy-set-headers, add-headers, custom-headers) become `***`:
 //   API keys sent to backends live there.
 // - Free text (a diagnostic's message, a data-plane error) has each URL-looking word redacted.
-// - The value of ssl-session-ticket-key (whoever holds it decrypts every session ticket) is `***`.
+// - The value of ssl-session-ticket-key (whoever holds it decrypts every session ticket) is `***`, and
+//   so are canary-by-header-value and canary-by-header-pattern (a shared secret for beta access).
 // Every function is idempotent: redacting twice is redacting once.
 
 import type { GlobalConfig, HeaderBlock } from './configmap/global-config.ts';
@@ -36,25 +37,34 @@ function redactParameters(part: string): string {
 
 /**
  * A URL (or anything written where a URL belongs) without userinfo, query values or fragment values.
- * Works on text that does not parse: the authority runs from after `scheme://` (or the start) to the
- * first `/`, `?` or `#`, as WHATWG URL reads it.
+ * Works on text that does not parse. As the WHATWG URL parser does, C0 controls and spaces around the
+ * value and tabs and newlines inside it are dropped first (` https://u:p@h/` is a URL to a browser).
+ * Then it errs on the side of hiding, because a value written wrong is exactly what a diagnostic
+ * quotes: a password may hold a raw `/`, `?` or `#`, which would end the authority too early.
+ * - Userinfo runs from after `scheme://` (or `//`, or the start) to the LAST `@` before the first `?`
+ *   or `#`: `https://a@b/c@d` shows `https://***@d`, a path's `@` hides more than it must.
+ * - Else, when an `@` follows the first `?` or `#`, everything before that `?` or `#` is hidden
+ *   (`https://user:p/a?ss@h/x` → `https://***?***`), an `@` in a query value's too: the query and
+ *   fragment then hide their values as always.
  */
 export function redactUrl(value: string): string {
-  const scheme = SCHEME.exec(value);
-  const start = scheme === null ? (value.startsWith('//') ? 2 : 0) : scheme[0].length;
-  let end = value.length;
-  for (let i = start; i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    if (c === 47 /* / */ || c === 63 /* ? */ || c === 35 /* # */) {
-      end = i;
+  const url = urlAsParsed(value);
+  const scheme = SCHEME.exec(url);
+  const start = scheme === null ? (url.startsWith('//') ? 2 : 0) : scheme[0].length;
+  let queryAt = url.length;
+  for (let i = start; i < url.length; i++) {
+    const c = url.charCodeAt(i);
+    if (c === 63 /* ? */ || c === 35 /* # */) {
+      queryAt = i;
       break;
     }
   }
-  let out = value.slice(0, start);
-  const authority = value.slice(start, end);
-  const at = authority.lastIndexOf('@');
-  out += at === -1 ? authority : `${REDACTED}${authority.slice(at)}`;
-  const rest = value.slice(end);
+  let out = url.slice(0, start);
+  const at = url.lastIndexOf('@', queryAt - 1);
+  if (at >= start) out += `${REDACTED}${url.slice(at, queryAt)}`;
+  else if (queryAt !== url.length && url.includes('@', queryAt)) out += start === queryAt ? '' : REDACTED;
+  else out += url.slice(start, queryAt);
+  const rest = url.slice(queryAt);
   const hashAt = rest.indexOf('#');
   const beforeHash = hashAt === -1 ? rest : rest.slice(0, hashAt);
   const questionAt = beforeHash.indexOf('?');
@@ -62,6 +72,21 @@ export function redactUrl(value: string): string {
   else out += `${beforeHash.slice(0, questionAt + 1)}${redactParameters(beforeHash.slice(questionAt + 1))}`;
   if (hashAt !== -1) out += `#${redactParameters(rest.slice(hashAt + 1))}`;
   return out;
+}
+
+/** Tab, LF and CR, which URL parsers drop wherever they are. */
+const URL_NEWLINES = /[\t\n\r]/g;
+
+/** The value as a URL parser reads it: without C0 controls and spaces around it, nor tab, LF, CR inside. */
+function urlAsParsed(value: string): string {
+  let from = 0;
+  let to = value.length;
+  while (from < to && value.charCodeAt(from) <= 0x20) from++;
+  while (to > from && value.charCodeAt(to - 1) <= 0x20) to--;
+  const trimmed = from === 0 && to === value.length ? value : value.slice(from, to);
+  return trimmed.includes('\t') || trimmed.includes('\n') || trimmed.includes('\r')
+    ? trimmed.replace(URL_NEWLINES, '')
+    : trimmed;
 }
 
 /** `redactUrl` for optional values. */
@@ -116,8 +141,11 @@ export function redactValue(key: string, value: string): string {
   return URL_KEYS.has(key) ? redactUrl(value) : redactText(value);
 }
 
-/** ConfigMap keys whose whole value is a secret. */
-const SECRET_KEYS = new Set(['ssl-session-ticket-key']);
+/**
+ * ConfigMap keys and annotations whose whole value is a secret. A canary header's value (or the
+ * pattern, which usually spells the values out) is how teams hand out beta access: a shared secret.
+ */
+const SECRET_KEYS = new Set(['ssl-session-ticket-key', 'canary-by-header-value', 'canary-by-header-pattern']);
 
 /** Header name/value pairs from a ConfigMap, values hidden. */
 export function redactHeaders(headers: ReadonlyArray<readonly [string, string]>): Array<[string, string]> {

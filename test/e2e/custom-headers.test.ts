@@ -1,7 +1,8 @@
 // custom-headers through the real proxy: the ConfigMap's entries on every response
 // of the route (upstream 200 and 404, the proxy's own 503), replacing the upstream's; a key missing
-// from global-allowed-response-headers, a missing ConfigMap, or a ConfigMap of another namespace
-// without allow-cross-namespace-resources deny the location (503, never the headers-less route);
+// from global-allowed-response-headers, a framing header (Transfer-Encoding) even when that list names
+// it, a missing ConfigMap, or a ConfigMap of another namespace without allow-cross-namespace-resources
+// deny the location (503, never the headers-less route);
 // editing the referenced ConfigMap alone is applied.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -25,7 +26,7 @@ data: ${JSON.stringify(name === 'ingress-ts' ? withTestThreads(data) : data)}
 
 const global = (extra: Record<string, string> = {}) =>
   configMap('ingress', 'ingress-ts', {
-    'global-allowed-response-headers': 'X-Frame-Options,X-Team, X-Cache',
+    'global-allowed-response-headers': 'X-Frame-Options,X-Team, X-Cache, Transfer-Encoding',
     ...extra,
   });
 
@@ -48,6 +49,7 @@ t.test('custom-headers through the proxy', async (t) => {
       site('empty', 'good-headers', 'empty'),
       site('disallowed', 'bad-headers'),
       site('missing', 'no-such-configmap'),
+      site('framing', 'framing-headers'),
       ingressYaml({
         name: 'forced',
         host: 'forced.test',
@@ -62,6 +64,7 @@ t.test('custom-headers through the proxy', async (t) => {
     join(dir, 'maps.yaml'),
     configMap('e2e', 'good-headers', { 'X-Frame-Options': 'DENY', 'X-Team': 'edge "one"; two' }) +
       configMap('e2e', 'bad-headers', { 'X-Team': 'edge', 'X-Not-Allowed': 'no' }) +
+      configMap('e2e', 'framing-headers', { 'Transfer-Encoding': 'chunked', 'X-Team': 'edge' }) +
       configMap('other', 'shared-headers', { 'X-Cache': 'shared' }),
   );
   await writeFile(join(dir, 'config.yaml'), global());
@@ -96,6 +99,7 @@ t.test('custom-headers through the proxy', async (t) => {
     for (const [host, why] of [
       ['disallowed.test', 'a key not in global-allowed-response-headers'],
       ['missing.test', 'a missing ConfigMap'],
+      ['framing.test', 'Transfer-Encoding, though global-allowed-response-headers lists it'],
       ['cross.test', 'another namespace without allow-cross-namespace-resources'],
       ['forced.test', 'before the ssl-redirect (NGINX returns 503 in the rewrite phase)'],
     ] as const) {
@@ -108,6 +112,7 @@ t.test('custom-headers through the proxy', async (t) => {
       );
       t.equal(reply.headers['x-team'], undefined);
       t.equal(reply.headers['x-cache'], undefined);
+      t.equal(reply.headers['transfer-encoding'], undefined, `${why}: the proxy's own framing only`);
     }
   });
 

@@ -126,6 +126,18 @@ runCases(t, [
     ingresses: [main(), canary('re', { 'canary-by-header': 'x', 'canary-by-header-pattern': '(a' })],
     routes: ['a.com Prefix /app -> default-web-80 (main) ~> default-web-v2-80 (re) w=0/100 h=x~(a'],
     diagnostics: ['CANARY_PATTERN_INVALID re'],
+    messages: [
+      'canary-by-header-pattern is not a valid regular expression (missing closing )); requests carrying x',
+    ],
+  },
+  {
+    name: 'canary: the diagnostic of a bad pattern never quotes it (it spells out a shared secret)',
+    ingresses: [
+      main(),
+      canary('re', { 'canary-by-header': 'x', 'canary-by-header-pattern': '^(beta-s3cr3t|(gamma)$' }),
+    ],
+    diagnostics: ['CANARY_PATTERN_INVALID re'],
+    check: (t, result) => t.notMatch(JSON.stringify(result.diagnostics), /s3cr3t|gamma/),
   },
   {
     name: 'canary: a spec.defaultBackend canary shares an Ingress-provided catch-all, not the built-in one',

@@ -3,7 +3,7 @@
 // global-allowed-response-headers, an invalid header, a missing ConfigMap or one of another namespace
 // without allow-cross-namespace-resources deny the location (CUSTOM_HEADERS_DENIED; 503 in the data
 // plane); the ConfigMaps become model references, so the store reacts to their changes.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { BuildResult } from '../../lib/model/index.ts';
 import { ingress, path, rule, runCases } from './helpers.ts';
 
@@ -75,6 +75,20 @@ runCases(t, [
     options: OPTIONS,
     diagnostics: ['CUSTOM_HEADERS_DENIED site'],
   },
+  ...['Transfer-Encoding', 'Content-Length', 'connection', 'Upgrade', 'TE', 'Trailer', 'Keep-Alive'].map(
+    (name) => ({
+      name: `custom-headers: ${name} denies the location even when global-allowed-response-headers lists it`,
+      ingresses: [site('hdrs')],
+      configMaps: [
+        global({ 'global-allowed-response-headers': `X-Team, ${name}` }),
+        configMap('default', 'hdrs', { 'X-Team': 'edge', [name]: 'chunked' }),
+      ],
+      options: OPTIONS,
+      diagnostics: ['CUSTOM_HEADERS_DENIED site'],
+      messages: [`header ${name} frames the response`, 'answer 503'],
+      check: (t: Test, result: BuildResult) => t.match(headersOf(result), { headers: [], denied: name }),
+    }),
+  ),
   {
     name: 'custom-headers: an invalid header value denies the location',
     ingresses: [site('hdrs')],

@@ -17,7 +17,24 @@ const urls: Array<[string, string]> = [
   ['http://auth/v?x=1#access_token=abc', 'http://auth/v?x=***#access_token=***'],
   ['http://auth/v#frag', 'http://auth/v#***'],
   ['https://u:p@mirror.local/$request_uri?k=v', 'https://***@mirror.local/$request_uri?k=***'],
-  ['http://$host/users/@me', 'http://$host/users/@me'],
+  // an `@` before the query or fragment may end a userinfo: everything up to it is hidden, a path's too
+  ['http://$host/users/@me', 'http://***@me'],
+  ['https://a@b/c@d', 'https://***@d'],
+  ['https://h/p?email=a@b.example', 'https://***?email=***'],
+  // what URL parsers drop around a value and inside it does not hide a userinfo
+  [' https://user:pass@auth.example/x', 'https://***@auth.example/x'],
+  ['\thttps://user:pass@auth.example/x', 'https://***@auth.example/x'],
+  ['\n\u0000https://user:pass@auth.example/x?t=1 \r\n', 'https://***@auth.example/x?t=***'],
+  ['ht\ttps://us\ner:pass@auth.example/x', 'https://***@auth.example/x'],
+  ['https:\t//user:pa?ss@auth.example/x', 'https://***?***'],
+  // a raw `/`, `?` or `#` in a password
+  ['https://user:pa/ss@auth.example/x', 'https://***@auth.example/x'],
+  ['https://user:pa?ss@auth.example/x', 'https://***?***'],
+  ['https://user:pa#ss@auth.example/x', 'https://***#***'],
+  ['https://user:p/a?ss@auth.example/x', 'https://***?***'],
+  ['https://user:p/a#ss@auth.example/x', 'https://***#***'],
+  ['https://user:pa\\ss@auth.example/x', 'https://***@auth.example/x'],
+  ['https:user:pass@auth.example/x', '***@auth.example/x'],
   // not URLs, written where one belongs (what a diagnostic about a rejected value shows)
   ['user:pass@auth.example.com/verify', '***@auth.example.com/verify'],
   ['ftp://u:p@h/?t=1', 'ftp://***@h/?t=***'],

@@ -34,7 +34,7 @@ function model(extraHost: string | null) {
             weight: 10,
             weightTotal: 100,
             header: 'x-canary',
-            headerValue: 'always',
+            headerValue: '***',
             headerPattern: null,
             cookie: null,
           },
@@ -215,7 +215,7 @@ t.test('the page renders the documented contract', { skip }, async (t) => {
     t.strictSame(await cells(page, 'app.example.test', 1), ['1.00/s', '0.0%', '1.50 s'], 'the canary row');
     t.strictSame(await cells(page, 'app.example.test', 2), ['0.00/s', '0.0%', '–'], 'no host label, no p99');
     t.match(await page.locator('#traffic-note').innerText(), /last 60 s/);
-    t.match(await app.locator('tr.canary').innerText(), /header x-canary: always · weight 10\/100/);
+    t.match(await app.locator('tr.canary').innerText(), /header x-canary: \*\*\* · weight 10\/100/);
   });
 
   t.test('endpoints ready and not, EWMA scores, annotations in effect', async (t) => {

@@ -125,8 +125,9 @@ export function canaryOf(canary: Canary | null): CanaryDescription | null {
     weight,
     weightTotal,
     header,
-    headerValue,
-    headerPattern,
+    // the header's name stays; its value (or a pattern spelling the values out) is a shared secret
+    headerValue: headerValue === null ? null : REDACTED,
+    headerPattern: headerPattern === null ? null : REDACTED,
     cookie,
   };
 }

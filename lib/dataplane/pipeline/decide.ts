@@ -166,6 +166,7 @@ export function decide(runtime: Runtime | null, arrival: Arrival, head: RequestH
     match,
     path,
     hostname,
+    host,
     incomingId,
     contentLength,
     certHeaders,
@@ -185,6 +186,7 @@ function locationDecision(
   match: PathMatch<RoutedAction>,
   path: string,
   hostname: string,
+  requestHost: string | undefined,
   incomingId: string | undefined,
   contentLength: string | undefined,
   certHeaders: string[] | undefined,
@@ -231,7 +233,13 @@ function locationDecision(
   const toHttps = action.httpsRedirect;
   if (!secure && toHttps !== null) {
     const forwardedHost = runtime.http.useForwardedHeaders;
-    const location = httpsLocation(head, toHttps.preserveTrailingSlash, forwardedHost, toHttps.withPort);
+    const location = httpsLocation(
+      head,
+      requestHost ?? hostname,
+      toHttps.preserveTrailingSlash,
+      forwardedHost,
+      toHttps.withPort,
+    );
     return { kind: 'redirect', code: toHttps.code, location, host: hostname, match, requestId: incomingId };
   }
   if (action.type === 'status') return statusDecision(runtime, head, action, match, hostname, incomingId);
@@ -272,16 +280,19 @@ function tooLarge(contentLength: string, target: ProxyTarget): boolean {
  * ingress-nginx ssl-redirect: `https://<host without port><request URI minus one trailing slash>`
  * (the slash kept with preserve-trailing-slash); with use-port-in-redirects `https://<host>:443...`:
  * NGINX names its HTTPS listen port, which the Service maps from 443 (as X-Forwarded-Port says 443).
+ * `requestHost` is the Host header or HTTP/2 :authority that routing judged (NGINX's $http_host, or
+ * $host when there is none): `head.headers.host` is empty on HTTP/2, and `https://` + `/evil.example/x`
+ * would send a browser to another site.
  */
 export function httpsLocation(
   head: RequestHead,
+  requestHost: string,
   preserveTrailingSlash = false,
   forwardedHost = false,
   withPort = false,
 ): string {
   const forwarded = forwardedHost ? head.headers['x-forwarded-host'] : undefined;
-  const hostHeader =
-    (typeof forwarded === 'string' && forwarded !== '' ? forwarded : head.headers.host) ?? '';
+  const hostHeader = typeof forwarded === 'string' && forwarded !== '' ? forwarded : requestHost;
   const host = hostHeader.startsWith('[')
     ? hostHeader.slice(0, hostHeader.indexOf(']') + 1)
     : hostHeader.split(':')[0];

@@ -3,6 +3,7 @@
 // proxy-redirect-*); the same add-headers on the proxy's own answers; a raw HTTP/1.1 head for upgrades.
 
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { FRAMING_RESPONSE_HEADERS } from '../../model/annotations/validators.ts';
 import type { Rewrite } from '../../model/index.ts';
 import { ADD_HEADER_STATUS, type HttpPolicy } from '../http-policy.ts';
 import { CONNECTION_OPTIONS } from './request-headers.ts';
@@ -154,22 +155,29 @@ export function setOwnResponseHeaders(res: ServerResponse, policy: HttpPolicy, s
 /**
  * The headers setOwnResponseHeaders sets for `status`, as the header lines of a head written by hand
  * (what the proxy answers on an upgrade request's socket): a name set twice keeps its last value, as
- * setHeader does; the status's add_header ones are appended.
+ * setHeader does; the status's add_header ones are appended. A framing or hop-by-hop name is skipped
+ * whatever configuration let through: these lines sit beside the head's own Connection, Upgrade or
+ * Content-Length, and a second one would let the client and the proxy read the stream differently.
  */
 export function ownResponseHeadLines(policy: HttpPolicy, status?: number): string {
   const extra = policy.responseHeaders;
   const set = new Map<string, string>();
   for (let i = 0; i < extra.length; i += 2) {
     const name = extra[i] as string;
-    set.set(name.toLowerCase(), `${name}: ${extra[i + 1] as string}\r\n`);
+    const lower = name.toLowerCase();
+    if (FRAMING_RESPONSE_HEADERS.has(lower)) continue;
+    set.set(lower, `${name}: ${extra[i + 1] as string}\r\n`);
   }
   if (policy.serverFallback !== null) set.set('server', `Server: ${policy.serverFallback}\r\n`);
   let lines = '';
   for (const line of set.values()) lines += line;
   const onStatus = policy.statusHeaders;
   if (onStatus.length !== 0 && status !== undefined && ADD_HEADER_STATUS[status] === true) {
-    for (let i = 0; i < onStatus.length; i += 2)
-      lines += `${onStatus[i] as string}: ${onStatus[i + 1] as string}\r\n`;
+    for (let i = 0; i < onStatus.length; i += 2) {
+      const name = onStatus[i] as string;
+      if (!FRAMING_RESPONSE_HEADERS.has(name.toLowerCase()))
+        lines += `${name}: ${onStatus[i + 1] as string}\r\n`;
+    }
   }
   return lines;
 }

@@ -3,11 +3,13 @@
 // (ingress-nginx's more_set_headers). The parser only reads the reference; the build resolves it
 // (resolveCustomHeaders), because it needs the ConfigMaps and the global ConfigMap's
 // global-allowed-response-headers and allow-cross-namespace-resources. A reference that cannot be
-// honoured denies the location, as in ingress-nginx: its paths answer 503.
+// honoured denies the location, as in ingress-nginx: its paths answer 503. Unlike ingress-nginx, a
+// framing or hop-by-hop header (Content-Length, Transfer-Encoding, Connection...) is such a reference
+// even when global-allowed-response-headers lists it.
 
 import type { ConfigMap } from '../k8s.ts';
 import type { AnnotationGroup } from './group.ts';
-import { SIMPLE_HEADER_NAME } from './validators.ts';
+import { FRAMING_RESPONSE_HEADERS, SIMPLE_HEADER_NAME } from './validators.ts';
 
 export interface CustomHeadersAnnotations {
   /** the reference as written, or null */
@@ -83,6 +85,12 @@ export function resolveCustomHeaders(
       const text = typeof raw === 'string' ? raw : String(raw);
       if (!SIMPLE_HEADER_NAME.test(header)) return denied(`header ${header} is not a valid header name`);
       if (!HEADER_VALUE.test(text)) return denied(`header ${header} contains an invalid value`);
+      // refused even when the admin lists it: a namespace's Transfer-Encoding or Content-Length beside
+      // the proxy's own framing would desync the client connection (add-headers and snippets refuse
+      // them too)
+      if (FRAMING_RESPONSE_HEADERS.has(header.toLowerCase())) {
+        return denied(`header ${header} frames the response or belongs to one connection`);
+      }
       if (!context.allowed.includes(header)) {
         return denied(
           `header ${header} is not listed in global-allowed-response-headers (${context.allowed.join(',') || 'empty'})`,
