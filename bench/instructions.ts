@@ -60,8 +60,15 @@ interface Options {
 // under this load); and optimising compiles run on background threads that valgrind, which runs one
 // thread at a time, schedules late, so they were still running thousands of requests after the
 // warm-up (the main thread running unoptimised code meanwhile). Compiled on the main thread when
-// triggered, they are done within the warm-up.
-const V8_FLAGS = ['--no-memory-reducer', '--no-concurrent-recompilation', '--no-concurrent-osr'];
+// triggered, they are done within the warm-up. The young generation is sized by allocation per
+// millisecond too: it is pinned at the 16 MiB semi-space a loaded process grows to natively.
+const V8_FLAGS = [
+  '--no-memory-reducer',
+  '--no-concurrent-recompilation',
+  '--no-concurrent-osr',
+  '--min-semi-space-size=16',
+  '--max-semi-space-size=16',
+];
 
 const CONTENDERS = ['floor', 'ingress-ts', 'no-log', 'no-metrics', 'neither'] as const;
 
@@ -229,9 +236,12 @@ async function control(...args: [...string[], number]): Promise<void> {
 
 // --- load ---------------------------------------------------------------------------------------------
 
-/** Exactly `requests` GETs over `connections` keep-alive connections; fails on any non-200. */
-async function send(port: number, requests: number, connections: number): Promise<number> {
-  const pool = new Pool(`http://127.0.0.1:${port}`, { connections, pipelining: 1 });
+/**
+ * Exactly `requests` GETs over the pool's keep-alive connections, `connections` at a time; fails on
+ * any non-200. One pool serves the warm-up and every window: a window opening and closing its own
+ * connections would count their setup and teardown (and the compiles they trigger) in it.
+ */
+async function send(pool: Pool, requests: number, connections: number): Promise<number> {
   let left = requests;
   const started = Date.now();
   const loop = async () => {
@@ -244,7 +254,6 @@ async function send(port: number, requests: number, connections: number): Promis
     }
   };
   await Promise.all(Array.from({ length: connections }, loop));
-  await pool.close();
   return Date.now() - started;
 }
 
@@ -326,10 +335,11 @@ async function measure(c: Contender, dir: string, options: Options): Promise<Mea
     1000,
   );
   log(`${c.name}: ready; warming up with ${options.warmup} requests`);
-  if (options.warmup > 0) await send(c.port, options.warmup, options.connections);
+  const pool = new Pool(`http://127.0.0.1:${c.port}`, { connections: options.connections, pipelining: 1 });
+  if (options.warmup > 0) await send(pool, options.warmup, options.connections);
   await control('-i', 'on', started.pid);
   // the code is translated again with instrumentation: a few requests before anything is counted
-  await send(c.port, Math.min(options.warmup, 500), options.connections);
+  await send(pool, Math.min(options.warmup, 500), options.connections);
   const measured: Measured = {
     name: c.name,
     perRequest: [],
@@ -347,7 +357,7 @@ async function measure(c: Contender, dir: string, options: Options): Promise<Mea
   }
   for (let w = 1; w <= options.windows; w++) {
     await control('-z', started.pid);
-    const ms = await send(c.port, options.requests, options.connections);
+    const ms = await send(pool, options.requests, options.connections);
     await control('-d', started.pid);
     const last = w === options.windows && options.functions > 0;
     const counted = readDump(newestDump(dumps, started.pid)!, last);
@@ -361,6 +371,7 @@ async function measure(c: Contender, dir: string, options: Options): Promise<Mea
       `${c.name} window ${w}: ${int(perRequest)} instructions/request, compilers ${int(counted.compiler / options.requests)}, GC ${int(counted.gc / options.requests)} (${ms} ms)`,
     );
   }
+  await pool.close();
   await stopProcess(started, 'SIGINT', 60_000);
   if (options.keep !== null) {
     mkdirSync(options.keep, { recursive: true });
@@ -423,7 +434,7 @@ async function main(): Promise<void> {
   const upstream = await startNginx(
     join(dir, 'upstream'),
     upstreamConf(join(dir, 'upstream'), dir, [upstreamPort]),
-    1,
+    options.core === 0 ? 1 : 0,
   );
   const wanted = (name: string) => options.only === null || options.only.includes(name);
   const contenders: Contender[] = [];
@@ -462,7 +473,7 @@ async function main(): Promise<void> {
     `# Instructions per proxied request (valgrind callgrind, every thread, user space)
 
 - ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}, node ${process.version}, valgrind ${(await run(['valgrind', '--version'], 10_000)).out.trim()}, ${cpus()[0]?.model ?? '?'} × ${cpus().length}; load average at the end ${fixed(loadavg()[0] ?? Number.NaN, 2)}
-- each contender alone under callgrind on core 0, upstream NGINX (1 KiB) on core 1; ${int(options.warmup)} requests of warm-up, then ${options.windows} windows of ${int(options.requests)} GETs over ${options.connections} keep-alive connections (undici, outside valgrind)
+- each contender alone under callgrind on core ${options.core}, upstream NGINX (1 KiB) on another; ${int(options.warmup)} requests of warm-up, then ${options.windows} windows of ${int(options.requests)} GETs over ${options.connections} keep-alive connections (undici, outside valgrind)
 
 | contender | instructions/request (mean) | per window | spread | of which GC | optimising compilers (left out), per window | idle instructions/s | without the timers | floor ÷ this | floor ÷ this, without timers |
 |---|--:|---|--:|--:|---|--:|--:|--:|--:|
