@@ -299,6 +299,7 @@ async function serveHealthz(
       : null,
     // closed with the port
     debugTraffic: trafficWindow && {
+      version: () => trafficWindow.version(),
       describe: async () => {
         await handle.flushed?.();
         return trafficWindow.describe();

@@ -1,10 +1,17 @@
 // The /debug/model route over a real socket with a source the test drives: one description per
 // version however many ask (at once or one after the other), 304 for the ETag of the version
 // served, a live description made again once its 5 seconds pass, 503 before the first model, 500
-// when describing fails; and which Accept-Encoding values take gzip.
-import { createServer } from 'node:http';
+// when describing fails; and which Accept-Encoding values take gzip. The /debug/traffic route: one
+// answer per sample tick however many ask, 304 for the tick's ETag.
+import { createServer, get } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import t from 'tap';
-import { acceptsGzip, createDebugModelRoute, LIVE_DESCRIPTION_MS } from '../lib/debug-routes.ts';
+import {
+  acceptsGzip,
+  createDebugModelRoute,
+  createDebugTrafficRoute,
+  LIVE_DESCRIPTION_MS,
+} from '../lib/debug-routes.ts';
 import { listen, send } from './support/http.ts';
 
 t.test('acceptsGzip', async (t) => {
@@ -105,4 +112,84 @@ t.test('one description per version, 304 for its ETag', async (t) => {
   description = null;
   version = 'aaaa.4';
   t.equal((await ask()).status, 503, 'described as nothing: not yet');
+});
+
+t.test('/debug/traffic: one answer per tick, made once however many ask, 304 for its ETag', async (t) => {
+  let version = 'w.1';
+  let described = 0;
+  let failure: Error | null = null;
+  // large enough to be gzipped
+  const routes = (n: number) =>
+    Array.from({ length: 50 }, (_, i) => ({ ingress: `d/i${i}`, path: '/', requests: n }));
+  const route = createDebugTrafficRoute({
+    version: () => version,
+    describe: async () => {
+      described++;
+      const made = described;
+      // answered a turn later: requests arriving meanwhile wait for this one
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (failure !== null) throw failure;
+      return { windowSeconds: 60, routes: routes(made) };
+    },
+  });
+  const server = createServer(route);
+  const port = await listen(server);
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const ask = (headers: Record<string, string> = {}, path = '/debug/traffic') =>
+    send(port, 'localhost', path, { headers, agent: false });
+
+  const [a, b, c] = await Promise.all([ask(), ask(), ask()]);
+  t.equal(described, 1, 'three at once: made once');
+  t.equal(a.status, 200);
+  t.equal(a.body, b.body);
+  t.equal(a.body, c.body);
+  t.equal(a.headers.etag, 'W/"w.1"', 'the ETag names the tick');
+  t.equal(a.headers['cache-control'], 'no-cache');
+  for (let i = 0; i < 5; i++) await ask();
+  t.equal(described, 1, 'asked again within the tick: the kept answer');
+  const zipped = await ask({ 'accept-encoding': 'gzip' });
+  t.equal(zipped.headers['content-encoding'], 'gzip');
+  const compact = await ask({}, '/debug/traffic?compact=1');
+  t.strictSame(JSON.parse(compact.body), JSON.parse(a.body), 'compact: the same answer');
+  t.notOk(compact.body.trimEnd().includes('\n'), 'compact: one line');
+  t.equal(described, 1, 'other forms of the same answer: not made again');
+  const notModified = await ask({ 'if-none-match': 'W/"w.1"' });
+  t.equal(notModified.status, 304);
+  t.equal(notModified.body, '');
+  t.equal(described, 1);
+
+  version = 'w.2';
+  const next = await ask({ 'if-none-match': 'W/"w.1"' });
+  t.equal(next.status, 200, 'the next tick: a new answer');
+  t.equal(next.headers.etag, 'W/"w.2"');
+  t.equal(described, 2);
+  t.match(JSON.parse(next.body), { routes: [{ requests: 2 }] }, 'made anew');
+
+  version = 'w.3';
+  failure = new Error('the thread is gone');
+  const failed = await ask();
+  t.equal(failed.status, 500);
+  t.match(failed.body, /describing the traffic failed: Error: the thread is gone/);
+  failure = null;
+  t.equal((await ask()).status, 200, 'a failure is not kept');
+  t.equal(described, 4);
+});
+
+t.test('/debug/traffic: the gzip form is the plain one compressed', async (t) => {
+  const route = createDebugTrafficRoute({
+    version: () => 'v',
+    describe: () => ({ routes: Array.from({ length: 100 }, (_, i) => ({ path: `/p${i}` })) }),
+  });
+  const server = createServer(route);
+  const port = await listen(server);
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const plain = await send(port, 'localhost', '/debug/traffic', { agent: false });
+  const zipped = await new Promise<Buffer>((resolve, reject) => {
+    get({ port, path: '/debug/traffic', headers: { 'accept-encoding': 'gzip' }, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve(Buffer.concat(chunks)));
+    }).on('error', reject);
+  });
+  t.equal(gunzipSync(zipped).toString('utf8'), plain.body);
 });
