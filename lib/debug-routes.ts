@@ -6,7 +6,10 @@
 //   once per version. A description with live counters (ewma scores, the threads' and TCP/UDP
 //   services' counts) is made again once it is 5 seconds old, or 10 times what making it took when
 //   that is longer (a large model: at most a tenth of the time describing); its ETag also names
-//   when it was made.
+//   when it was made. That floor holds across versions too: builds can follow each other every few
+//   seconds (endpoint churn) and each describe costs ~1 s of CPU at 10,000 Ingresses, so a new
+//   version waits until the floor has passed since the last describe, the previous answer (and its
+//   ETag) served meanwhile. The first request after start is answered at once.
 // - GET /debug/traffic: each route's rate, error rate and p99 over the last minute
 //   (metrics/traffic.ts), made once per sample tick (5 s) and kept: at 10,000 routes an answer costs
 //   ~30 ms of CPU and a 1.5 MB gzip on the loop that may be the proxy's own, so a client asking
@@ -122,26 +125,38 @@ const sendJson = (res: ServerResponse, status: number, value: unknown): void => 
     .end(`${JSON.stringify(value)}\n`);
 };
 
+export interface DebugModelRouteOptions {
+  /** milliseconds (default Date.now) */
+  clock?: () => number;
+  /** describe each new version at once, without the floor (tests that follow changes) */
+  everyVersion?: boolean;
+}
+
 /** Serves GET /debug/model from `source`, keeping the last version's answer. */
 export function createDebugModelRoute(
   source: DebugModelSource,
-  clock: () => number = Date.now,
+  options: DebugModelRouteOptions = {},
 ): (req: IncomingMessage, res: ServerResponse) => void {
+  const clock = options.clock ?? Date.now;
+  const everyVersion = options.everyVersion === true;
   let last: Answer | null = null;
   let pending: { version: string; answer: Promise<Answer | null> } | null = null;
-  /** how long an answer with live counters is kept: 5 s, or 10 times what the last one took */
-  let livePeriod = LIVE_DESCRIPTION_MS;
+  /** the least time between two describes: 5 s, or 10 times what the last one took */
+  let floor = LIVE_DESCRIPTION_MS;
 
-  /** `last` when it answers for `version` now. */
-  const current = (version: string): Answer | null =>
-    last !== null && last.version === version && (!last.live || clock() < last.made + livePeriod)
-      ? last
-      : null;
+  /** `last` when it answers for `version` now: its own, or another one's within the floor. */
+  const current = (version: string): Answer | null => {
+    if (last === null) return null;
+    const recent = clock() < last.made + floor;
+    if (last.version === version) return !last.live || recent ? last : null;
+    return recent && !everyVersion ? last : null;
+  };
 
   const answerFor = (version: string): Promise<Answer | null> => {
     const kept = current(version);
     if (kept !== null) return Promise.resolve(kept);
-    if (pending !== null && pending.version === version) return pending.answer;
+    // one describe at a time: the one under way is the newest answer there is
+    if (pending !== null && (pending.version === version || !everyVersion)) return pending.answer;
     const made = clock();
     const answer = new Promise<unknown>((resolve) => resolve(source.describe())).then((description) => {
       if (description === null || description === undefined) return null;
@@ -190,9 +205,9 @@ export function createDebugModelRoute(
         }
         const plain = await bodyOf(answer, compact, false);
         if (answer.cost === null) {
-          // a large model's answer is not remade more often than it costs 10% of the time
+          // a large model is not described more often than it costs 10% of the time
           answer.cost = clock() - answer.made;
-          livePeriod = Math.max(LIVE_DESCRIPTION_MS, 10 * answer.cost);
+          floor = Math.max(LIVE_DESCRIPTION_MS, 10 * answer.cost);
         }
         const gzipped = plain.length >= GZIP_MIN_BYTES && acceptsGzip(req.headers['accept-encoding']);
         const body = gzipped ? await bodyOf(answer, compact, true) : plain;

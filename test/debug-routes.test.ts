@@ -1,7 +1,8 @@
 // The /debug/model route over a real socket with a source the test drives: one description per
 // version however many ask (at once or one after the other), 304 for the ETag of the version
-// served, a live description made again once its 5 seconds pass, 503 before the first model, 500
-// when describing fails; and which Accept-Encoding values take gzip. The /debug/traffic route: one
+// served, a live description made again once its 5 seconds pass, a new version described only once
+// the same floor has passed since the last describe, 503 before the first model, 500 when
+// describing fails; and which Accept-Encoding values take gzip. The /debug/traffic route: one
 // answer per sample tick however many ask, 304 for the tick's ETag.
 import { createServer, get } from 'node:http';
 import { gunzipSync } from 'node:zlib';
@@ -50,7 +51,7 @@ t.test('one description per version, 304 for its ETag', async (t) => {
         return description;
       },
     },
-    () => clock,
+    { clock: () => clock },
   );
   const server = createServer(route);
   const port = await listen(server);
@@ -78,17 +79,26 @@ t.test('one description per version, 304 for its ETag', async (t) => {
   t.equal((await ask({ 'if-none-match': 'W/"aaaa.0"' })).status, 200, 'another version: the answer');
   t.equal(described, 1);
 
+  // a new version within 5 s of the last describe: the previous answer a little longer
   version = 'aaaa.2';
   description = { hash: 'h1', backends: [{ name: 'b', scores: { '10.0.0.1:80': 0.01 } }] };
-  const live = await ask({ 'if-none-match': 'W/"aaaa.1"' });
-  t.equal(live.status, 200, 'a new version');
-  t.equal(described, 2);
-  t.equal(live.headers.etag, 'W/"aaaa.2.0"', 'live counters: the ETag names the 5 seconds');
-  t.equal((await ask({ 'if-none-match': 'W/"aaaa.2.0"' })).status, 304);
+  t.equal((await ask({ 'if-none-match': 'W/"aaaa.1"' })).status, 304, 'a new version at once: 304');
+  const lagging = await ask();
+  t.equal(lagging.headers.etag, 'W/"aaaa.1"', 'the previous answer, under its ETag');
+  t.equal(lagging.body, a.body);
+  clock = LIVE_DESCRIPTION_MS - 1;
+  t.equal((await ask({ 'if-none-match': 'W/"aaaa.1"' })).status, 304, 'until 5 s have passed');
+  t.equal(described, 1, 'not described within the floor');
   clock = LIVE_DESCRIPTION_MS;
-  const remade = await ask({ 'if-none-match': 'W/"aaaa.2.0"' });
+  const live = await ask({ 'if-none-match': 'W/"aaaa.1"' });
+  t.equal(live.status, 200, 'the new version once the floor has passed');
+  t.equal(described, 2);
+  t.equal(live.headers.etag, 'W/"aaaa.2.5000"', 'live counters: the ETag names the 5 seconds');
+  t.equal((await ask({ 'if-none-match': 'W/"aaaa.2.5000"' })).status, 304);
+  clock = 2 * LIVE_DESCRIPTION_MS;
+  const remade = await ask({ 'if-none-match': 'W/"aaaa.2.5000"' });
   t.equal(remade.status, 200, '5 seconds later: made again');
-  t.equal(remade.headers.etag, `W/"aaaa.2.${LIVE_DESCRIPTION_MS}"`);
+  t.equal(remade.headers.etag, `W/"aaaa.2.${2 * LIVE_DESCRIPTION_MS}"`);
   t.equal(described, 3);
 
   // a description that takes 1 s to make is kept 10 s: describing takes a tenth of the time at most
@@ -104,14 +114,56 @@ t.test('one description per version, 304 for its ETag', async (t) => {
   t.equal(described, 5);
   cost = 0;
 
+  // and so is a new version: the last describe (at 30 s) took 1 s, so not before 40 s
   version = 'aaaa.3';
+  description = { hash: 'h3', backends: [] };
+  clock = 39_999;
+  const late = await ask({ 'if-none-match': 'W/"aaaa.2.30000"' });
+  t.equal(late.status, 304, 'a new version 9 s after a 1 s describe: still the previous answer');
+  t.equal(described, 5);
+  clock = 40_000;
+  const third = await ask({ 'if-none-match': 'W/"aaaa.2.30000"' });
+  t.equal(third.status, 200, '10 s after: the new version');
+  t.equal(third.headers.etag, 'W/"aaaa.3"');
+  t.equal(described, 6);
+
+  version = 'aaaa.4';
+  clock = 50_000;
   description = new Error('the thread is gone');
   const failed = await ask();
   t.equal(failed.status, 500);
   t.match(failed.body, /describing the model failed: Error: the thread is gone/);
   description = null;
-  version = 'aaaa.4';
+  version = 'aaaa.5';
   t.equal((await ask()).status, 503, 'described as nothing: not yet');
+});
+
+t.test('everyVersion: each new version described at once (tests that follow changes)', async (t) => {
+  let version = 'v.1';
+  let described = 0;
+  const route = createDebugModelRoute(
+    {
+      version: () => version,
+      describe: () => {
+        described++;
+        return { hash: version, backends: [] };
+      },
+    },
+    { clock: () => 0, everyVersion: true },
+  );
+  const server = createServer(route);
+  const port = await listen(server);
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const ask = (headers: Record<string, string> = {}) =>
+    send(port, 'localhost', '/debug/model', { headers, agent: false });
+  t.equal((await ask()).headers.etag, 'W/"v.1"');
+  version = 'v.2';
+  const next = await ask({ 'if-none-match': 'W/"v.1"' });
+  t.equal(next.status, 200);
+  t.equal(next.headers.etag, 'W/"v.2"');
+  t.equal(described, 2);
+  t.equal((await ask({ 'if-none-match': 'W/"v.2"' })).status, 304, 'the same version: kept');
+  t.equal(described, 2);
 });
 
 t.test('/debug/traffic: one answer per tick, made once however many ask, 304 for its ETag', async (t) => {

@@ -115,6 +115,8 @@ async function startSite(t: Test, ...flags: string[]): Promise<{ controller: Con
   const discard = new Writable({ write: (_chunk, _encoding, done) => done() });
   const controller = await start(testConfig(dir, ...flags), createLogger('silent'), {
     accessLogStdout: discard,
+    // the first test follows a change: each new version described at once
+    describeEveryVersion: true,
   });
   t.teardown(() => controller.stop(0));
   return { controller, dir };
