@@ -44,6 +44,8 @@ export interface HealthzOptions {
   debugTraffic?: DebugTrafficSource | null;
   /** the readiness path; default /healthz */
   readinessPath?: string;
+  /** /debug/model describes each new version at once (tests); default: at most once per floor */
+  describeEveryVersion?: boolean;
 }
 
 export function createHealthz(
@@ -52,7 +54,10 @@ export function createHealthz(
   options: HealthzOptions = {},
 ): Healthz {
   const debugModel = options.debugModel ?? null;
-  const serveModel = debugModel === null ? null : createDebugModelRoute(debugModel);
+  const serveModel =
+    debugModel === null
+      ? null
+      : createDebugModelRoute(debugModel, { everyVersion: options.describeEveryVersion === true });
   const debugTraffic = options.debugTraffic ?? null;
   const serveTraffic = debugTraffic === null ? null : createDebugTrafficRoute(debugTraffic);
   const readinessPath = options.readinessPath ?? '/healthz';

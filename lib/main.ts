@@ -75,6 +75,8 @@ export interface StartOptions {
   accessLogStdout?: DestinationStream;
   /** pretty-print access log lines (a terminal) */
   prettyLogs?: boolean;
+  /** tests that follow changes: /debug/model describes each new version at once (debug-routes.ts) */
+  describeEveryVersion?: boolean;
 }
 
 /** Where objects come from: a manifests folder or the Kubernetes API. */
@@ -283,6 +285,7 @@ async function serveHealthz(
   metrics: ControllerMetrics | null,
   source: Source,
   applier: Applier,
+  options: StartOptions,
 ): Promise<{ healthz: Healthz; address: AddressInfo }> {
   // with data-plane threads, a scrape first collects what they counted since their last batch
   const scrape =
@@ -299,6 +302,7 @@ async function serveHealthz(
       : null,
     // closed with the port
     debugTraffic: trafficWindow && {
+      version: () => trafficWindow.version(),
       describe: async () => {
         await handle.flushed?.();
         return trafficWindow.describe();
@@ -306,6 +310,7 @@ async function serveHealthz(
       close: () => trafficWindow.close(),
     },
     readinessPath: config.healthCheckPath,
+    describeEveryVersion: options.describeEveryVersion === true,
   });
   const address = await healthz.listen(
     config.healthzPort,
@@ -452,7 +457,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   }
   reporting?.start();
   const addresses = await handle.listen();
-  const { healthz, address } = await serveHealthz(config, handle, metrics, source, applier);
+  const { healthz, address } = await serveHealthz(config, handle, metrics, source, applier, options);
 
   const running: Running = {
     config,

@@ -4,6 +4,8 @@
 // every 5 seconds into a small ring, and an answer subtracts the oldest totals of the window from
 // the current ones, as Prometheus' rate() and histogram_quantile() would over the scraped series.
 // While no request finishes, a tick keeps the previous totals (no walk over the series).
+// version() names the tick: /debug/traffic keeps one answer per tick (debug-routes.ts), so asking
+// more often than every 5 seconds costs nothing more.
 
 import type { RouteTotal } from './requests.ts';
 
@@ -56,6 +58,8 @@ export interface TrafficWindow {
   describe(): TrafficDescription;
   /** Takes a sample now (the timer's work; tests call it with their clock). */
   tick(): void;
+  /** Changes with each tick (and names this window: another process's answer has another). */
+  version(): string;
   /** Stops the timer. */
   close(): void;
 }
@@ -144,8 +148,11 @@ export function createTrafficWindow(
   source: TrafficSource | null,
   clock: { now(): number } = performance,
 ): TrafficWindow {
+  const id = Date.now().toString(36);
   if (source === null) {
     return {
+      // nothing is sampled: a new version every sample period all the same, for `sampledAt`
+      version: () => `${id}.${Math.floor(clock.now() / TRAFFIC_SAMPLE_MS)}`,
       describe: () => ({
         windowSeconds: 0,
         sampledAt: new Date().toISOString(),
@@ -165,7 +172,9 @@ export function createTrafficWindow(
     const totals = counted === last.counted ? last.totals : source.routeTotals();
     return { at: clock.now(), counted, totals };
   };
+  let ticks = 0;
   const tick = () => {
+    ticks++;
     ring.push(sample());
     if (ring.length > keep) ring.shift();
   };
@@ -173,6 +182,7 @@ export function createTrafficWindow(
   timer.unref();
   return {
     tick,
+    version: () => `${id}.${ticks}`,
     describe() {
       const current = sample();
       // the oldest sample within the window

@@ -103,7 +103,8 @@ t.test('not-ready endpoints are listed, follow the EndpointSlice, and change the
     ...threads.flags,
   ]);
   if (parsed.kind !== 'run') throw new Error('expected run');
-  const controller = await start(parsed.config, createLogger('silent'));
+  // follows changes: each new version described at once, without the floor across versions
+  const controller = await start(parsed.config, createLogger('silent'), { describeEveryVersion: true });
   t.teardown(() => controller.stop(0));
   // with an ETag: the question a polling page asks
   const fetchModel = async (etag?: string) => {

@@ -84,7 +84,8 @@ t.test('/debug/model describes the live configuration and follows swaps', async 
   await writeFile(join(dir, 'site.yaml'), site([['/', 'web']]));
   await writeFile(join(dir, 'secure.yaml'), SECURE);
   await writeFile(join(dir, 'bad.yaml'), BAD);
-  const controller = await start(testConfig(dir), createLogger('silent'));
+  // follows changes: each new version described at once, without the floor across versions
+  const controller = await start(testConfig(dir), createLogger('silent'), { describeEveryVersion: true });
   t.teardown(() => controller.stop(0));
   const fetchModel = async (): Promise<ModelDescription> => {
     const reply = await get(controller.healthz.port, 'localhost', '/debug/model');
@@ -261,7 +262,9 @@ spec: { rules: [{ host: old.example.test }] }
         done();
       },
     });
-    const controller = await start(testConfig(dir), createLogger('info', sink));
+    const controller = await start(testConfig(dir), createLogger('info', sink), {
+      describeEveryVersion: true,
+    });
     t.teardown(() => controller.stop(0));
     const fetchModel = async (): Promise<ModelDescription> =>
       JSON.parse((await get(controller.healthz.port, 'localhost', '/debug/model')).body) as ModelDescription;

@@ -115,6 +115,8 @@ async function startSite(t: Test, ...flags: string[]): Promise<{ controller: Con
   const discard = new Writable({ write: (_chunk, _encoding, done) => done() });
   const controller = await start(testConfig(dir, ...flags), createLogger('silent'), {
     accessLogStdout: discard,
+    // the first test follows a change: each new version described at once
+    describeEveryVersion: true,
   });
   t.teardown(() => controller.stop(0));
   return { controller, dir };
@@ -223,7 +225,15 @@ t.test('/debug/traffic: per-route requests, rate, error rate and p99 from the me
   }
   const answer = await fetchRaw(status, '/debug/traffic');
   t.equal(answer.status, 200);
-  t.equal(answer.headers['cache-control'], 'no-store');
+  t.equal(answer.headers['cache-control'], 'no-cache', 'kept until the next sample, asked again');
+  t.match(answer.headers.etag, /^W\/"[0-9a-z]+\.\d+"$/, 'an ETag per sample tick');
+  const notModified = await fetchRaw(status, '/debug/traffic', {
+    'If-None-Match': answer.headers.etag as string,
+  });
+  t.ok(
+    notModified.status === 304 || notModified.headers.etag !== answer.headers.etag,
+    'its ETag: 304 until the next tick',
+  );
   const traffic = JSON.parse(answer.body.toString('utf8')) as TrafficDescription;
   t.equal(traffic.metricsEnabled, true);
   t.ok(traffic.windowSeconds > 0 && traffic.windowSeconds <= 60, `window ${traffic.windowSeconds}s`);

@@ -120,7 +120,8 @@ async function startSite(t: Test): Promise<Site> {
       ingress('<b>bold</b>', 'bold.example.test', 'web'),
     ].join(''),
   );
-  const controller = await start(testConfig(dir), createLogger('silent'));
+  // the page follows manifest changes: each new version described at once, without the 5 s floor
+  const controller = await start(testConfig(dir), createLogger('silent'), { describeEveryVersion: true });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;

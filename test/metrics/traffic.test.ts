@@ -221,3 +221,28 @@ t.test('without metrics: no routes, and it says so', async (t) => {
   t.strictSame(traffic.routes, []);
   window.close();
 });
+
+t.test('version: a new one with each tick, the same between two', async (t) => {
+  const clock = { ms: 0, now: () => clock.ms };
+  const m = metrics();
+  const window = createTrafficWindow(m.source, clock);
+  t.teardown(() => window.close());
+  const first = window.version();
+  m.observe();
+  clock.ms = 4000;
+  window.describe();
+  t.equal(window.version(), first, 'requests and answers between two ticks: the same version');
+  window.tick();
+  const second = window.version();
+  t.not(second, first, 'a tick: a new version');
+  window.tick();
+  t.not(window.version(), second);
+
+  const off = createTrafficWindow(null, clock);
+  clock.ms = 10_000;
+  const offFirst = off.version();
+  clock.ms = 14_999;
+  t.equal(off.version(), offFirst, 'without metrics: one version per sample period');
+  clock.ms = 15_000;
+  t.not(off.version(), offFirst);
+});

@@ -27,6 +27,7 @@ interface DataModule {
   formatRate(rate: number): string;
   formatShare(share: number): string;
   formatSeconds(seconds: number | null): string;
+  refreshPeriod(value: string | null): number;
 }
 
 // a browser module without types of its own: typed here by what the tests use
@@ -205,4 +206,31 @@ t.test('figures as shown', async (t) => {
     [data.formatSeconds(2.5), '2.50 s'],
   ];
   for (const [shown, wanted] of table) t.equal(shown, wanted);
+});
+
+t.test('?refresh= as a poll period: 1 s to an hour, the default for what is not a number', async (t) => {
+  const table: Array<[string | null, number]> = [
+    [null, 5000],
+    ['', 5000],
+    ['  ', 5000],
+    ['abc', 5000],
+    ['NaN', 5000],
+    ['10', 10_000],
+    ['2.5', 2500],
+    ['1', 1000],
+    ['0', 1000],
+    ['0.001', 1000],
+    ['-5', 1000],
+    ['-Infinity', 1000],
+    ['3600', 3_600_000],
+    ['3601', 3_600_000],
+    ['1e10', 3_600_000],
+    ['Infinity', 3_600_000],
+  ];
+  for (const [value, ms] of table) {
+    const period = data.refreshPeriod(value);
+    t.equal(period, ms, String(value));
+    // setTimeout takes a signed 32-bit delay; a longer one fires at once
+    t.ok(period <= 2 ** 31 - 1, `${value}: a delay setTimeout keeps`);
+  }
 });

@@ -1,14 +1,14 @@
 // The page's loop: poll /debug/model (If-None-Match: an unchanged model costs one 304) and
 // /debug/traffic every few seconds, rebuild the view only when the model changed, render the first
 // pages of the hosts that match the search, and refresh the traffic figures in place. `?refresh=N`
-// sets the period in seconds (default 5).
+// sets the period in seconds (default 5, from 1 s to an hour).
 
-import { buildView, filterEntries, indexTraffic, queryTerms } from './data.js';
+import { buildView, filterEntries, indexTraffic, queryTerms, refreshPeriod } from './data.js';
 import { fillTraffic, hostCard, hostDetails, otherCard } from './render.js';
 
 const PAGE = 50;
 const params = new URLSearchParams(location.search);
-const period = Math.max(1, Number(params.get('refresh')) || 5) * 1000;
+const period = refreshPeriod(params.get('refresh'));
 
 const $ = (id) => document.getElementById(id);
 const search = $('search');

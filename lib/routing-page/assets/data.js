@@ -249,6 +249,21 @@ export function routeTraffic(index, host, ingress, path, canary) {
   );
 }
 
+/** seconds between two refreshes without `?refresh=` */
+export const DEFAULT_REFRESH_SECONDS = 5;
+/** an hour: a longer delay overflows setTimeout, which then fires at once (a poll loop) */
+export const MAX_REFRESH_SECONDS = 3600;
+
+/**
+ * The page's poll period in milliseconds from `?refresh=` (seconds): within 1 s and an hour;
+ * missing, blank or not a number: the default.
+ */
+export function refreshPeriod(value) {
+  const seconds = typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
+  if (Number.isNaN(seconds)) return DEFAULT_REFRESH_SECONDS * 1000;
+  return Math.min(MAX_REFRESH_SECONDS, Math.max(1, seconds)) * 1000;
+}
+
 /** Display forms of the traffic figures. */
 export function formatRate(rate) {
   return rate >= 100 ? `${Math.round(rate)}/s` : `${rate.toFixed(rate >= 10 ? 1 : 2)}/s`;
