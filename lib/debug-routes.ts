@@ -6,10 +6,12 @@
 //   once per version. A description with live counters (ewma scores, the threads' and TCP/UDP
 //   services' counts) is made again once it is 5 seconds old, or 10 times what making it took when
 //   that is longer (a large model: at most a tenth of the time describing); its ETag also names
-//   when it was made. That floor holds across versions too: builds can follow each other every few
-//   seconds (endpoint churn) and each describe costs ~1 s of CPU at 10,000 Ingresses, so a new
-//   version waits until the floor has passed since the last describe, the previous answer (and its
-//   ETag) served meanwhile. The first request after start is answered at once.
+//   when it was made. Between versions, an expensive describe holds too: builds can follow each
+//   other every few seconds (endpoint churn) and each describe costs ~1 s of CPU at 10,000
+//   Ingresses, so after a describe that took EXPENSIVE_DESCRIBE_MS or more a new version waits
+//   until 10 times that has passed, the previous answer (and its ETag) served meanwhile. A cheap
+//   describe (a small model) holds nothing back: a new version is described at once. The first
+//   request after start is answered at once.
 // - GET /debug/traffic: each route's rate, error rate and p99 over the last minute
 //   (metrics/traffic.ts), made once per sample tick (5 s) and kept: at 10,000 routes an answer costs
 //   ~30 ms of CPU and a 1.5 MB gzip on the loop that may be the proxy's own, so a client asking
@@ -42,6 +44,8 @@ export interface DebugTrafficSource {
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** milliseconds a description with live counters is served for, at least */
 export const LIVE_DESCRIPTION_MS = 5000;
+/** a describe this long (~1,000 Ingresses) or longer holds the next version back 10 times as long */
+export const EXPENSIVE_DESCRIBE_MS = 250;
 /** bodies smaller than this are sent as they are */
 const GZIP_MIN_BYTES = 1024;
 
@@ -144,12 +148,13 @@ export function createDebugModelRoute(
   /** the least time between two describes: 5 s, or 10 times what the last one took */
   let floor = LIVE_DESCRIPTION_MS;
 
-  /** `last` when it answers for `version` now: its own, or another one's within the floor. */
+  /** `last` when it answers for `version` now: its own, or another one's while an expensive describe holds. */
   const current = (version: string): Answer | null => {
     if (last === null) return null;
     const recent = clock() < last.made + floor;
     if (last.version === version) return !last.live || recent ? last : null;
-    return recent && !everyVersion ? last : null;
+    if (everyVersion || last.cost === null || last.cost < EXPENSIVE_DESCRIBE_MS) return null;
+    return clock() < last.made + 10 * last.cost ? last : null;
   };
 
   const answerFor = (version: string): Promise<Answer | null> => {
