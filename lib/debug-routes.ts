@@ -105,6 +105,30 @@ interface Answer {
 const serialize = (value: unknown, compact: boolean): Buffer =>
   Buffer.from(`${JSON.stringify(value, null, compact ? undefined : 2)}\n`);
 
+/** every answer's: a browser may keep it but asks again (with its ETag) */
+const ANSWER_HEADERS = { 'Cache-Control': 'no-cache', Vary: 'Accept-Encoding' };
+
+/** Sends `answer` (`plain`: its uncompressed form asked for), gzipped when accepted and worth it. */
+async function sendAnswer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  answer: Answer,
+  compact: boolean,
+  plain: Buffer,
+): Promise<void> {
+  const gzipped = plain.length >= GZIP_MIN_BYTES && acceptsGzip(req.headers['accept-encoding']);
+  const body = gzipped ? await bodyOf(answer, compact, true) : plain;
+  res
+    .writeHead(200, {
+      ...ANSWER_HEADERS,
+      'Content-Type': JSON_TYPE,
+      ETag: answer.etag,
+      'Content-Length': body.length,
+      ...(gzipped ? { 'Content-Encoding': 'gzip' } : {}),
+    })
+    .end(body);
+}
+
 function bodyOf(answer: Answer, compact: boolean, gzipped: boolean): Promise<Buffer> {
   const key = `${compact ? 'c' : 'p'}${gzipped ? 'z' : ''}`;
   let body = answer.bodies.get(key);
@@ -194,11 +218,10 @@ export function createDebugModelRoute(
       sendJson(res, 503, { error: 'no configuration has been applied yet' });
       return;
     }
-    const headers = { 'Cache-Control': 'no-cache', Vary: 'Accept-Encoding' };
     // a client polling an unchanged version costs a string comparison
     const kept = current(version);
     if (kept !== null && matches(req.headers['if-none-match'], kept.etag)) {
-      res.writeHead(304, { ...headers, ETag: kept.etag }).end();
+      res.writeHead(304, { ...ANSWER_HEADERS, ETag: kept.etag }).end();
       return;
     }
     const compact = isCompact(req.url ?? '');
@@ -214,17 +237,7 @@ export function createDebugModelRoute(
           answer.cost = clock() - answer.made;
           floor = Math.max(LIVE_DESCRIPTION_MS, 10 * answer.cost);
         }
-        const gzipped = plain.length >= GZIP_MIN_BYTES && acceptsGzip(req.headers['accept-encoding']);
-        const body = gzipped ? await bodyOf(answer, compact, true) : plain;
-        res
-          .writeHead(200, {
-            ...headers,
-            'Content-Type': JSON_TYPE,
-            ETag: answer.etag,
-            'Content-Length': body.length,
-            ...(gzipped ? { 'Content-Encoding': 'gzip' } : {}),
-          })
-          .end(body);
+        await sendAnswer(req, res, answer, compact, plain);
       })
       .catch((error: unknown) =>
         sendJson(res, 500, { error: `describing the model failed: ${String(error)}` }),
@@ -265,26 +278,15 @@ export function createDebugTrafficRoute(
 
   return (req, res) => {
     const version = source.version();
-    const headers = { 'Cache-Control': 'no-cache', Vary: 'Accept-Encoding' };
     if (last !== null && last.version === version && matches(req.headers['if-none-match'], last.etag)) {
-      res.writeHead(304, { ...headers, ETag: last.etag }).end();
+      res.writeHead(304, { ...ANSWER_HEADERS, ETag: last.etag }).end();
       return;
     }
     const compact = isCompact(req.url ?? '');
     answerFor(version)
       .then(async (answer) => {
         const plain = await bodyOf(answer, compact, false);
-        const gzipped = plain.length >= GZIP_MIN_BYTES && acceptsGzip(req.headers['accept-encoding']);
-        const body = gzipped ? await bodyOf(answer, compact, true) : plain;
-        res
-          .writeHead(200, {
-            ...headers,
-            'Content-Type': JSON_TYPE,
-            ETag: answer.etag,
-            'Content-Length': body.length,
-            ...(gzipped ? { 'Content-Encoding': 'gzip' } : {}),
-          })
-          .end(body);
+        await sendAnswer(req, res, answer, compact, plain);
       })
       .catch((error: unknown) =>
         sendJson(res, 500, { error: `describing the traffic failed: ${String(error)}` }),
