@@ -55,7 +55,7 @@ const types =
     for (const token of value.toLowerCase().split(/\s+/)) {
       if (token === '') continue;
       if (!MEDIA_TYPE.test(token))
-        return `${JSON.stringify(token)} is not a MIME type; expected types separated by spaces (only * alone matches any)`;
+        return `${JSON.stringify(token)} is not a MIME type; expected types separated by spaces (only a lone * matches every type)`;
       if (!list.includes(token)) list.push(token);
     }
     if (list.length === 0) return 'expected MIME types separated by spaces';
