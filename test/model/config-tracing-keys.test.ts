@@ -6,17 +6,11 @@
 import t from 'tap';
 import type { OpenTelemetryAnnotations } from '../../lib/model/annotations/opentelemetry.ts';
 import { DEFAULT_TRACING, type TracingConfig } from '../../lib/model/configmap/tracing-keys.ts';
-import { buildModel, DEFAULT_MODEL_OPTIONS, EMPTY_SNAPSHOT } from '../../lib/model/index.ts';
 import { routeTracing } from '../../lib/model/tracing.ts';
-import { build, ingress, path, rule } from './helpers.ts';
-
-const REF = { namespace: 'ingress', name: 'ingress-ts' };
+import { build, buildFromConfigMap, ingress, type KeyCase, path, rule, runKeyCases } from './helpers.ts';
 
 function buildConfig(data: Record<string, string>) {
-  const { model, diagnostics } = buildModel(
-    { ...EMPTY_SNAPSHOT, configMaps: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: REF, data }] },
-    { ...DEFAULT_MODEL_OPTIONS, configMap: 'ingress/ingress-ts' },
-  );
+  const { model, diagnostics } = buildFromConfigMap(data);
   return { config: model.config.tracing, diagnostics };
 }
 
@@ -39,16 +33,7 @@ t.test("defaults: ingress-nginx's, tracing off", async (t) => {
   });
 });
 
-interface Case {
-  key: string;
-  value: string;
-  /** the part of the config the value sets; undefined: invalid, the default stays */
-  read?: (c: TracingConfig) => unknown;
-  want?: unknown;
-  says?: string;
-}
-
-const CASES: readonly Case[] = [
+const CASES: readonly KeyCase<TracingConfig>[] = [
   { key: 'enable-opentelemetry', value: 'true', read: (c) => c.enabled, want: true },
   { key: 'enable-opentelemetry', value: 'on', says: 'expected "true" or "false"' },
   { key: 'opentelemetry-trust-incoming-span', value: 'false', read: (c) => c.trustIncomingSpan, want: false },
@@ -103,23 +88,7 @@ const CASES: readonly Case[] = [
   { key: 'otel-max-export-batch-size', value: '-1', says: 'expected an integer >= 1' },
 ];
 
-for (const c of CASES) {
-  t.test(`${c.key}: ${JSON.stringify(c.value)}`, async (t) => {
-    const { config, diagnostics } = buildConfig({ [c.key]: c.value });
-    if (c.read !== undefined) {
-      t.strictSame(diagnostics, [], 'no diagnostic');
-      t.strictSame(c.read(config), c.want);
-      return;
-    }
-    t.equal(diagnostics.length, 1, 'one diagnostic');
-    const d = diagnostics[0];
-    t.equal(d?.code, 'CONFIG_VALUE_INVALID');
-    t.match(d?.message, `ConfigMap key ${c.key}=`);
-    t.match(d?.message, c.says ?? '');
-    t.match(d?.message, 'the default is used');
-    t.strictSame(config, DEFAULT_TRACING, 'the default stays');
-  });
-}
+runKeyCases(t, CASES, (model) => model.config.tracing);
 
 t.test('opentelemetry-config: quiet at its default, a note for a file of its own', async (t) => {
   t.strictSame(

@@ -2,15 +2,7 @@
 // probably is), a key of ingress-nginx that ingress-ts lacks, NGINX's own tuning, and the snippets and
 // WAF switches whose loss changes behaviour. A table: ConfigMap in, diagnostics out.
 import t from 'tap';
-import { buildModel, DEFAULT_MODEL_OPTIONS, EMPTY_SNAPSHOT } from '../../lib/model/index.ts';
-
-const REF = { namespace: 'ingress', name: 'ingress-ts' };
-
-const build = (data: Record<string, string>) =>
-  buildModel(
-    { ...EMPTY_SNAPSHOT, configMaps: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: REF, data }] },
-    { ...DEFAULT_MODEL_OPTIONS, configMap: 'ingress/ingress-ts' },
-  );
+import { buildFromConfigMap as build } from './helpers.ts';
 
 /** The one diagnostic a single key gets: [code, severity, message]. */
 function judge(key: string, value: string): [string, string, string] {

@@ -7,6 +7,8 @@ import {
   type BuildResult,
   buildModel,
   type ConfigMap,
+  DEFAULT_MODEL_OPTIONS,
+  EMPTY_SNAPSHOT,
   type EndpointSlice,
   type HTTPIngressPath,
   type Ingress,
@@ -339,6 +341,52 @@ export function runCases(t: Test, cases: readonly Case[]): void {
         );
       }
       c.check?.(t, result);
+    });
+  }
+}
+
+/** The build of a global ConfigMap (`ingress/ingress-ts`) holding `data`, and nothing else. */
+export function buildFromConfigMap(data: Record<string, string>): BuildResult {
+  const metadata = { namespace: 'ingress', name: 'ingress-ts' };
+  return buildModel(
+    { ...EMPTY_SNAPSHOT, configMaps: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata, data }] },
+    { ...DEFAULT_MODEL_OPTIONS, configMap: 'ingress/ingress-ts' },
+  );
+}
+
+/** One ConfigMap value of a key table: valid (`read` gives `want`) or invalid (`says`, the default stays). */
+export interface KeyCase<C> {
+  key: string;
+  value: string;
+  /** the part of the config the value sets; undefined: invalid, the default stays */
+  read?: (config: C) => unknown;
+  want?: unknown;
+  /** what the diagnostic says (invalid values) */
+  says?: string;
+}
+
+/**
+ * A subtest per case: a valid value is read without a diagnostic; an invalid one gets one
+ * CONFIG_VALUE_INVALID naming the key and keeps the whole config (`configOf`) at its default.
+ */
+export function runKeyCases<C>(t: Test, cases: readonly KeyCase<C>[], configOf: (model: Model) => C): void {
+  const defaults = configOf(buildFromConfigMap({}).model);
+  for (const c of cases) {
+    t.test(`${c.key}: ${JSON.stringify(c.value)}`, async (t) => {
+      const { model, diagnostics } = buildFromConfigMap({ [c.key]: c.value });
+      const config = configOf(model);
+      if (c.read !== undefined) {
+        t.strictSame(diagnostics, [], 'no diagnostic');
+        t.strictSame(c.read(config), c.want);
+        return;
+      }
+      t.equal(diagnostics.length, 1, 'one diagnostic');
+      const d = diagnostics[0];
+      t.equal(d?.code, 'CONFIG_VALUE_INVALID');
+      t.match(d?.message, `ConfigMap key ${c.key}=`);
+      t.match(d?.message, c.says ?? '');
+      t.match(d?.message, 'the default is used');
+      t.strictSame(config, defaults, 'the default stays');
     });
   }
 }
