@@ -74,6 +74,9 @@ export function createReporter(options: ReporterOptions): Reporter {
           },
           'configuration applied',
         );
+      } else {
+        // ingress-nginx: "No configuration change detected, skipping backend reload" (at -v=2)
+        log.debug({ buildMs: Math.round(buildMs) }, 'no configuration change; nothing swapped');
       }
     },
     failed(error) {

@@ -6,7 +6,6 @@ import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { generate } from 'selfsigned';
 import t from 'tap';
 import { ADMISSION_PATH, MAX_BODY_BYTES } from '../../lib/admission/server.ts';
@@ -15,6 +14,7 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { startFakeApiServer } from '../support/fake-apiserver.ts';
 import { get, LOOPBACK_PORT_0, testConfig } from '../support/http.ts';
+import { logSink } from '../support/log-sink.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { testThreadsKube } from '../support/threads.ts';
 
@@ -189,37 +189,6 @@ function ingressObject(
 }
 
 /** Log lines as parsed objects; `next` waits for the first line from now on that matches. */
-function logSink() {
-  const lines: Array<Record<string, unknown>> = [];
-  const waiters: Array<{
-    test: (line: Record<string, unknown>) => boolean;
-    resolve: (line: Record<string, unknown>) => void;
-  }> = [];
-  const stream = new Writable({
-    write(chunk, _encoding, callback) {
-      for (const text of String(chunk).split('\n')) {
-        if (text === '') continue;
-        const line = JSON.parse(text) as Record<string, unknown>;
-        lines.push(line);
-        for (const waiter of [...waiters]) {
-          if (waiter.test(line)) {
-            waiters.splice(waiters.indexOf(waiter), 1);
-            waiter.resolve(line);
-          }
-        }
-      }
-      callback();
-    },
-  });
-  return {
-    lines,
-    stream,
-    next(msg: RegExp): Promise<Record<string, unknown>> {
-      return new Promise((resolve) => waiters.push({ test: (line) => msg.test(String(line.msg)), resolve }));
-    },
-  };
-}
-
 t.test('the validating admission webhook over TLS', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ingress-ts-webhook-'));
   const manifests = join(dir, 'manifests');
