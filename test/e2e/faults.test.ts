@@ -15,6 +15,7 @@ import t from 'tap';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { testConfig } from '../support/http.ts';
+import { untilRefused } from '../support/listening.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { planeStats } from '../support/plane.ts';
 
@@ -116,10 +117,11 @@ t.test('faulty backends: the right 5xx, safe retries, no crash, no leaked handle
     req.on('end', () => res.end('good'));
   }) as ReturnType<typeof createHttpServer> & { seen: string[] };
   good.seen = [];
-  // refusing: a port that was listened on, then closed
-  const gone = createServer();
-  const refusedPort = await listen(gone);
-  await new Promise((resolve) => gone.close(resolve));
+  // refusing: port 1, which nothing listens on. A port listened on and then closed could be taken by
+  // another test file running beside this one (ports from port 0 come from the same ephemeral range),
+  // and its answers would count as the good peer's; nothing gets port 1 that way.
+  const refusedPort = 1;
+  await untilRefused(refusedPort);
   const reset = rawBackend((socket) => socket.resetAndDestroy());
   const closing = rawBackend((socket) => socket.end());
   const garbage = rawBackend((socket) => socket.end('SPDY/9 what\r\n\x00\x01garbage\r\n\r\n'));
