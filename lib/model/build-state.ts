@@ -16,7 +16,7 @@ import type { CheckedIngress } from './ingress.ts';
 import { type ConfigMap, objectKey, type Secret, type Snapshot } from './k8s.ts';
 import type { ModelOptions } from './options.ts';
 import { type CertificateParseCache, type CertificateResult, readCertificate } from './tls.ts';
-import type { Backend, Certificate, ObjectRef, Route, Server } from './types.ts';
+import type { Certificate, ObjectRef, Route, Server, TargetBackend } from './types.ts';
 
 /** A server while the build fills it, with what the later steps need to know about how. */
 export interface ServerDraft {
@@ -179,7 +179,11 @@ export function splitKey(value: string): ObjectRef | null {
 }
 
 /** The upstream of one backend of an Ingress, with the Ingress's balancing settings. */
-export function useUpstream(state: BuildState, ingress: CheckedIngress, ref: ServiceBackendRef): Backend {
+export function useUpstream(
+  state: BuildState,
+  ingress: CheckedIngress,
+  ref: ServiceBackendRef,
+): TargetBackend {
   const { backend, problem } = state.resolver.resolve(
     ref,
     ingress.annotations.ingress.loadBalance.algorithm ?? state.config.loadBalance,

@@ -25,6 +25,9 @@ import type { ConfigMapLookup } from './configmap/key-parser.ts';
 import { resolveDhParam } from './configmap/tls-session-keys.ts';
 import { resolveCustomDefaultBackends, resolveDefaultBackendFlag } from './default-backends.ts';
 import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
+import { resolveGateways } from './gateway/resolve.ts';
+import { addGatewayRoutes } from './gateway/routes.ts';
+import { EMPTY_GATEWAY_GRAPH, type GatewayApiStatus } from './gateway/types.ts';
 import { modelFingerprints } from './hash.ts';
 import type { CheckedIngress } from './ingress.ts';
 import { checkContext, checkIngressOnce } from './ingress-checks.ts';
@@ -56,6 +59,8 @@ export interface BuildResult {
   diagnostics: Diagnostic[];
   /** what the model depends on, so a store can ignore changes to anything else */
   references: ModelReferences;
+  /** the status of our Gateway API objects, for the leader to write; absent: there are none */
+  gatewayStatus?: GatewayApiStatus;
 }
 
 // Each step reads and extends the build state; the order matters, for the model (oldest wins) and
@@ -80,12 +85,15 @@ export function buildModel(
   applyHostSettings(state);
   addClientAuth(state);
   addRoutes(state);
+  const gateways = resolveGateways(state);
+  addGatewayRoutes(state, gateways);
   attachCanaries(state);
   markPassthrough(state);
   combineSharedAffinity(state);
   const servers = finishServers(state);
   const defaultCertificate = resolveDefaultCertificateFlag(state);
   const result = assembleResult(state, servers, defaultCertificate);
+  if (gateways !== EMPTY_GATEWAY_GRAPH) result.gatewayStatus = gateways.status;
   caches.upstreams.end();
   return result;
 }

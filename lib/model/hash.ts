@@ -50,8 +50,15 @@ export class FingerprintCache {
 
 const sameRef = (a: ObjectRef | null, b: ObjectRef | null): boolean =>
   a === b || (a !== null && b !== null && a.namespace === b.namespace && a.name === b.name);
-const sameBackend = (a: Backend, b: Backend): boolean =>
-  a === b || (a.type === b.type && (a.type === 'default' || a.upstream === (b as typeof a).upstream));
+const sameBackend = (a: Backend, b: Backend): boolean => a === b || backendKey(a) === backendKey(b);
+/** A backend as one string: `default`, `upstream:<name>`, `weighted:<upstream or ->*<weight>,...`. */
+export function backendKey(backend: Backend): string {
+  if (backend.type === 'default') return backend.type;
+  if (backend.type === 'weighted') {
+    return `${backend.type}:${backend.backends.map((b) => `${b.upstream ?? '-'}*${b.weight}`).join(',')}`;
+  }
+  return `${backend.type}:${backend.upstream}`;
+}
 /** Values a line writes as JSON (canaries, hash-by, affinity): equal objects or equal JSON. */
 const sameJson = (a: object | null, b: object | null): boolean =>
   a === b || (a !== null && b !== null && JSON.stringify(a) === JSON.stringify(b));
@@ -140,7 +147,7 @@ class Fingerprint {
   }
 
   backend(backend: Backend): string {
-    return backend.type === 'default' ? backend.type : `${backend.type}:${backend.upstream}`;
+    return backendKey(backend);
   }
 
   tls(tls: ServerTLS | null): string {

@@ -24,6 +24,8 @@ export type {
   Severity,
 } from './diagnostics.ts';
 export { DIAGNOSTIC_CODES } from './diagnostics.ts';
+export type * from './gateway/k8s.ts';
+export type * from './gateway/types.ts';
 export { isOurIngress, ownedClassNames } from './ingress-class.ts';
 export type * from './k8s.ts';
 export { EMPTY_SNAPSHOT, LEGACY_CLASS_ANNOTATION, SERVICE_NAME_LABEL } from './k8s.ts';

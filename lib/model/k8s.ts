@@ -2,6 +2,8 @@
 // classes. Every field is optional because standalone manifests are not validated by an API server;
 // the build checks what it uses and reports what is wrong.
 
+import type { GatewaySnapshot } from './gateway/k8s.ts';
+
 export interface ObjectMeta {
   name?: string;
   namespace?: string;
@@ -9,6 +11,8 @@ export interface ObjectMeta {
   resourceVersion?: string;
   /** RFC 3339, second granularity. The standalone source fills it in when a manifest omits it. */
   creationTimestamp?: string;
+  /** spec generation (the API server's); Gateway API status reports it as observedGeneration */
+  generation?: number;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
 }
@@ -104,7 +108,7 @@ export interface ConfigMap extends KubeObject {
 }
 
 /** Everything the model is built from. Order inside each list does not matter. */
-export interface Snapshot {
+export interface Snapshot extends GatewaySnapshot {
   ingresses: readonly Ingress[];
   ingressClasses: readonly IngressClass[];
   services: readonly Service[];

@@ -29,6 +29,11 @@ export interface ModelOptions {
   udpServicesConfigMap?: string | null;
   /** --http-port, --https-port, --healthz-port: the controller's own ports, never a TCP/UDP service's */
   reservedPorts?: readonly number[];
+  /** --gateway-controller-name: the GatewayClasses whose spec.controllerName is this are ours */
+  gatewayControllerName?: string;
+  /** --http-port and --https-port: a Gateway listener on 80/443 or on these attaches to them */
+  httpPort?: number;
+  httpsPort?: number;
 }
 
 export const DEFAULT_MODEL_OPTIONS: Readonly<ModelOptions> = Object.freeze({
@@ -43,4 +48,7 @@ export const DEFAULT_MODEL_OPTIONS: Readonly<ModelOptions> = Object.freeze({
   disableSvcExternalName: false,
   configMap: null,
   enableSslPassthrough: false,
+  gatewayControllerName: 'ingress-ts.dev/gateway-controller',
+  httpPort: 80,
+  httpsPort: 443,
 });

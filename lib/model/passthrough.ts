@@ -50,8 +50,12 @@ function applyPassthrough(
   }
   for (const { server } of drafts.values()) {
     if (server.passthrough === null) continue;
-    const root = server.routes.find((route) => route.pathType === 'Prefix' && route.path === '/');
+    // an Ingress's `/` (an HTTPRoute rule's weighted backends cannot take a TLS stream)
+    const root = server.routes.find(
+      (route) => route.pathType === 'Prefix' && route.path === '/' && route.backend.type !== 'weighted',
+    );
     const from = root ?? server.defaultRoute;
-    server.passthrough = { ...server.passthrough, backendIngress: from.ingress, backend: from.backend };
+    const backend = from.backend.type === 'weighted' ? server.defaultRoute.backend : from.backend;
+    server.passthrough = { ...server.passthrough, backendIngress: from.ingress, backend };
   }
 }

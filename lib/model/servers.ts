@@ -8,7 +8,7 @@ import { resolveClientAuth } from './client-auth.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
 import type { CheckedIngress } from './ingress.ts';
 import { applyTLS } from './server-tls.ts';
-import type { Backend, ObjectRef } from './types.ts';
+import type { ObjectRef, TargetBackend } from './types.ts';
 
 /** Servers: the catch-all (from the oldest Ingress with only a defaultBackend), then one per host,
  * created by the oldest Ingress naming it, whose defaultBackend becomes the host's default route. */
@@ -16,9 +16,9 @@ export function createServers(state: BuildState): void {
   const { catchAll, drafts, diagnostics } = state;
   let catchAllOwner: ObjectRef | null = null;
   for (const ingress of state.ingresses) {
-    let ownDefault: Backend | undefined;
+    let ownDefault: TargetBackend | undefined;
     // resolved on first use only, so an Ingress that creates nothing does not resolve it
-    const defaultBackendOf = (): Backend => {
+    const defaultBackendOf = (): TargetBackend => {
       if (ownDefault === undefined) {
         ownDefault =
           ingress.defaultBackend === null

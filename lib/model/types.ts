@@ -10,16 +10,83 @@ export type { GlobalConfig } from './configmap/global-config.ts';
 export interface ObjectRef {
   namespace: string;
   name: string;
+  /** absent: an Ingress; else the Gateway API object (an HTTPRoute's rule, a Gateway listener's certificate) */
+  kind?: 'HTTPRoute' | 'Gateway';
 }
 
 /** ImplementationSpecific is folded into Prefix (as ingress-nginx does); `pathTypeAsWritten` keeps it. */
 export type PathType = 'Exact' | 'Prefix';
 
-export type Backend =
+/** Where an Ingress sends a request. */
+export type TargetBackend =
   /** an upstream of `Model.upstreams` */
   | { type: 'upstream'; upstream: string }
   /** the controller's default backend: `Model.defaultBackend`, else the built-in 404 */
   | { type: 'default' };
+
+/** Where a route sends a request. */
+export type Backend =
+  | TargetBackend
+  /**
+   * an HTTPRoute rule's backendRefs: one drawn per request by weight (weight / sum of weights; 0 never
+   * drawn); an entry whose upstream is null (invalid ref) answers 500 for its share; no entries, or
+   * every weight 0: every request answers 500
+   */
+  | { type: 'weighted'; backends: WeightedBackend[] };
+
+export interface WeightedBackend {
+  /** an upstream of `Model.upstreams`, or null: a refused backendRef (500) */
+  upstream: string | null;
+  weight: number;
+}
+
+/** RequestHeaderModifier / ResponseHeaderModifier; names lower-cased, applied remove, then set, then add */
+export interface HeaderEdits {
+  set: Array<{ name: string; value: string }>;
+  /** appended to an existing value as `a,b` */
+  add: Array<{ name: string; value: string }>;
+  remove: string[];
+}
+
+export type PathModifier =
+  | { type: 'ReplaceFullPath'; value: string }
+  /** the matched PathPrefix is replaced (element-wise) by `value` */
+  | { type: 'ReplacePrefixMatch'; value: string };
+
+/**
+ * What an HTTPRoute rule adds to a route: more conditions than the path, and its filters. Routes of
+ * one server with the same path and path type are tried in the server's order (Gateway API
+ * precedence: method, most header matches, most query matches, oldest object, namespace/name, rule
+ * order); the first whose conditions all hold wins; when none does, shorter prefixes are tried.
+ */
+export interface GatewayRouteMatch {
+  /** the HTTPRoute rule's index in spec.rules */
+  rule: number;
+  /** which of ingress-ts's ports the rule is served on: the protocols of the listeners it attached to */
+  protocols: 'http' | 'https' | 'both';
+  /** the listener's port as written (80, 443...) by protocol, for redirect Locations */
+  listenerPorts: { http: number | null; https: number | null };
+  /** upper-case, or null: any */
+  method: string | null;
+  /** Exact header matches, names lower-cased: all must hold */
+  headers: Array<{ name: string; value: string }>;
+  /** Exact query parameter matches (names case-sensitive): all must hold */
+  queryParams: Array<{ name: string; value: string }>;
+  requestHeaders: HeaderEdits | null;
+  responseHeaders: HeaderEdits | null;
+  /** RequestRedirect: answered here, never proxied */
+  redirect: {
+    scheme: string | null;
+    hostname: string | null;
+    port: number | null;
+    path: PathModifier | null;
+    statusCode: number;
+  } | null;
+  /** URLRewrite */
+  rewrite: { hostname: string | null; path: PathModifier | null } | null;
+  /** RequestMirror: upstreams of `Model.upstreams`, fire and forget */
+  mirrors: Array<{ upstream: string; percent: number }>;
+}
 
 /**
  * A canary Ingress attached to a route: how the data plane splits the route's traffic (ingress-nginx's
@@ -54,13 +121,15 @@ export interface Route {
   canary: Canary | null;
   /** the route's Ingress has affinity: responses here set the affinity cookie of a new session */
   setsAffinityCookie: boolean;
+  /** an HTTPRoute rule's match (`ingress` is then the HTTPRoute, kind 'HTTPRoute'); absent: an Ingress path */
+  gateway?: GatewayRouteMatch;
 }
 
 /** Where requests for a host go when no route matches. */
 export interface DefaultRoute {
   /** null: the controller's own default, no Ingress involved */
   ingress: ObjectRef | null;
-  backend: Backend;
+  backend: TargetBackend;
   annotations: LocationAnnotations;
   /** the catch-all only: a canary Ingress's spec.defaultBackend sharing an Ingress-provided catch-all */
   canary: Canary | null;
@@ -108,7 +177,7 @@ export interface Passthrough {
   ingress: ObjectRef;
   /** the Ingress of the path (or default route) the backend comes from */
   backendIngress: ObjectRef | null;
-  backend: Backend;
+  backend: TargetBackend;
 }
 
 export interface Server {

@@ -199,7 +199,7 @@ export function snapshotFrom(objects: readonly unknown[]): Snapshot {
   for (const object of objects) {
     const kind = (object as { kind?: unknown } | null)?.kind;
     const list = typeof kind === 'string' && Object.hasOwn(LISTS, kind) ? LISTS[kind] : undefined;
-    if (list !== undefined) snapshot[list].push(object);
+    if (list !== undefined) snapshot[list]?.push(object);
   }
   return snapshot as Snapshot;
 }

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import type { Test } from 'tap';
 import {
+  type Backend,
   type BuildResult,
   buildModel,
   type ConfigMap,
@@ -18,7 +19,6 @@ import {
   type ModelOptions,
   type Route,
   type Secret,
-  type Server,
   type Service,
   type Snapshot,
 } from '../../lib/model/index.ts';
@@ -263,7 +263,9 @@ export function build(world: World, options: Partial<ModelOptions> = {}): BuildR
 const who = (ref: { namespace: string; name: string } | null): string =>
   ref === null ? '-' : ref.namespace === 'default' ? ref.name : `${ref.namespace}/${ref.name}`;
 
-function targetOf(backend: Server['defaultRoute']['backend']): string {
+function targetOf(backend: Backend): string {
+  if (backend.type === 'weighted')
+    return backend.backends.map((b) => `${b.upstream ?? '500'}*${b.weight}`).join('|');
   return backend.type === 'default' ? 'default' : backend.upstream;
 }
 

@@ -339,7 +339,11 @@ function actionFor(state: RouteCompileState, route: Route | DefaultRoute): Actio
     };
   }
   if (route.backend.type === 'default') return state.defaultBackend;
-  return proxiedAction(state, route, route.backend.upstream, backendTls);
+  // HTTPRoute rules' weighted backends are not compiled yet: the first one, else the default
+  const upstream =
+    route.backend.type === 'upstream' ? route.backend.upstream : route.backend.backends[0]?.upstream;
+  if (upstream === null || upstream === undefined) return state.defaultBackend;
+  return proxiedAction(state, route, upstream, backendTls);
 }
 
 /** A route to an upstream: its settings and protocol, affinity cookie, custom errors and canary. */
