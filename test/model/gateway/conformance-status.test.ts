@@ -313,10 +313,22 @@ const ROWS: Row[] = [
         gateway('gateway-with-one-attached-route', [selectorListener()], { created: 10 }),
         gateway('gateway-with-two-attached-routes', [selectorListener('foo.example.com')], { created: 10 }),
         gatewayOnly('unresolved-gateway-with-one-attached-unresolved-route', [
-          https('tls', {
-            certificate: { group: '', kind: 'Secret', name: 'does-not-exist' },
-            tls: undefined,
-          }),
+          {
+            name: 'tls',
+            port: 443,
+            protocol: 'HTTPS',
+            allowedRoutes: {
+              kinds: [{ kind: 'HTTPRoute' }],
+              namespaces: {
+                from: 'Selector',
+                selector: { matchLabels: { 'kubernetes.io/metadata.name': INFRA } },
+              },
+            },
+            tls: {
+              certificateRefs: [{ group: '', kind: 'Secret', name: 'does-not-exist' }],
+              mode: 'Terminate',
+            },
+          },
         ]),
       ],
       httpRoutes: [
@@ -349,7 +361,14 @@ const ROWS: Row[] = [
         ),
         httpRoute(
           'http-route-4',
-          [{ name: 'unresolved-gateway-with-one-attached-unresolved-route', sectionName: 'tls' }],
+          [
+            {
+              kind: 'Gateway',
+              name: 'unresolved-gateway-with-one-attached-unresolved-route',
+              namespace: INFRA,
+              sectionName: 'tls',
+            },
+          ],
           [toBackend('does-not-exist')],
           {
             created: 10,
@@ -370,7 +389,7 @@ const ROWS: Row[] = [
       ],
       'HTTPRoute http-route-4': [
         'gen=1',
-        '-/unresolved-gateway-with-one-attached-unresolved-route#tls: Accepted=True/Accepted ResolvedRefs=False/BackendNotFound',
+        `${INFRA}/unresolved-gateway-with-one-attached-unresolved-route#tls: Accepted=True/Accepted ResolvedRefs=False/BackendNotFound`,
       ],
     },
   },
