@@ -4,7 +4,10 @@
 // dropped: requests fall through to the other rules, and the route reports PartiallyInvalid, or is
 // not accepted when no rule is left.
 
+import { hostnameProblem } from './hostnames.ts';
 import type {
+  HTTPHeader,
+  HTTPHeaderFilter,
   HTTPHeaderMatch,
   HTTPPathModifier,
   HTTPRouteFilter,
@@ -119,6 +122,7 @@ function checkFilter(filter: HTTPRouteFilter, matches: readonly RuleMatch[]): HT
           : filter.responseHeaderModifier;
       if (edits === undefined || edits === null)
         throw new RuleProblem(`filter ${filter.type} has no settings`);
+      checkHeaderEdits(filter.type, edits);
       return filter;
     }
     case 'RequestRedirect': {
@@ -131,12 +135,21 @@ function checkFilter(filter: HTTPRouteFilter, matches: readonly RuleMatch[]): HT
       if (redirect.scheme !== undefined && redirect.scheme !== 'http' && redirect.scheme !== 'https') {
         throw new RuleProblem(`redirect scheme ${String(redirect.scheme)} is not http or https`);
       }
+      checkHostname('redirect', redirect.hostname);
+      const port = redirect.port;
+      if (
+        port !== undefined &&
+        (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)
+      ) {
+        throw new RuleProblem(`redirect port ${String(port)} is not 1-65535`);
+      }
       checkPathModifier(redirect.path, matches);
       return { ...filter, requestRedirect: { ...redirect, statusCode } };
     }
     case 'URLRewrite':
       if (filter.urlRewrite === undefined || filter.urlRewrite === null)
         throw new RuleProblem('filter URLRewrite has no settings');
+      checkHostname('URLRewrite', filter.urlRewrite.hostname);
       checkPathModifier(filter.urlRewrite.path, matches);
       return filter;
     default:
@@ -146,14 +159,47 @@ function checkFilter(filter: HTTPRouteFilter, matches: readonly RuleMatch[]): HT
   }
 }
 
+// What a header filter writes goes onto the wire as is: a name that is no HTTP token or a value with a
+// line break would fail every request of the rule (or split a header), so the rule is not served.
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const BREAKS = /[\r\n\0]/;
+
+function checkHeaderEdits(type: string, edits: HTTPHeaderFilter): void {
+  for (const header of [...listOf<HTTPHeader | null>(edits.set), ...listOf<HTTPHeader | null>(edits.add)]) {
+    const name = header?.name;
+    if (typeof name !== 'string' || !TOKEN.test(name)) {
+      throw new RuleProblem(`${type}: ${JSON.stringify(name)} is not a header name`);
+    }
+    // the value itself is never quoted: it may be a credential
+    if (typeof header?.value !== 'string' || BREAKS.test(header.value)) {
+      throw new RuleProblem(`${type}: the value of ${name} must be text without CR, LF or NUL`);
+    }
+  }
+  for (const name of listOf<unknown>(edits.remove)) {
+    if (typeof name !== 'string' || !TOKEN.test(name)) {
+      throw new RuleProblem(`${type}: remove ${JSON.stringify(name)} is not a header name`);
+    }
+  }
+}
+
+/** A redirect or rewrite hostname: a DNS name, no wildcard (it becomes a Location or Host). */
+function checkHostname(what: string, hostname: unknown): void {
+  if (hostname === undefined || hostname === null) return;
+  const problem =
+    typeof hostname !== 'string'
+      ? 'not a string'
+      : hostname.startsWith('*')
+        ? 'a wildcard is no host'
+        : hostnameProblem(hostname.toLowerCase());
+  if (problem !== null) throw new RuleProblem(`${what} hostname ${JSON.stringify(hostname)}: ${problem}`);
+}
+
 function checkPathModifier(path: HTTPPathModifier | undefined, matches: readonly RuleMatch[]): void {
   if (path === undefined || path === null) return;
   if (path.type === 'ReplaceFullPath') {
-    if (typeof path.replaceFullPath !== 'string')
-      throw new RuleProblem('ReplaceFullPath has no replaceFullPath');
+    if (!isPathText(path.replaceFullPath)) throw new RuleProblem('ReplaceFullPath needs a path');
   } else if (path.type === 'ReplacePrefixMatch') {
-    if (typeof path.replacePrefixMatch !== 'string')
-      throw new RuleProblem('ReplacePrefixMatch has no replacePrefixMatch');
+    if (!isPathText(path.replacePrefixMatch)) throw new RuleProblem('ReplacePrefixMatch needs a path');
     if (matches.some((m) => m.path.type !== 'PathPrefix')) {
       throw new RuleProblem('ReplacePrefixMatch needs every match of the rule to be a PathPrefix');
     }
@@ -161,3 +207,6 @@ function checkPathModifier(path: HTTPPathModifier | undefined, matches: readonly
     throw new RuleProblem(`path modifier type ${String(path.type)} is not supported`);
   }
 }
+
+const isPathText = (value: unknown): boolean =>
+  typeof value === 'string' && (value === '' || value.startsWith('/')) && !/[\s\0]/.test(value);

@@ -274,6 +274,50 @@ const DROPPED: Array<[HTTPRouteRule, RegExp]> = [
     },
     /ReplacePrefixMatch needs every match/,
   ],
+  [
+    {
+      filters: [
+        { type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'X A', value: 'v' }] } },
+      ],
+    },
+    /"X A" is not a header name/,
+  ],
+  [
+    {
+      filters: [
+        {
+          type: 'ResponseHeaderModifier',
+          responseHeaderModifier: { add: [{ name: 'X-A', value: 'v\r\nSet-Cookie: x' }] },
+        },
+      ],
+    },
+    /value of X-A must be text without CR, LF or NUL/,
+  ],
+  [
+    { filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { remove: ['Bad:Name'] } }] },
+    /remove "Bad:Name"/,
+  ],
+  [
+    { filters: [{ type: 'RequestRedirect', requestRedirect: { hostname: 'evil.com\r\nX: y' } }] },
+    /redirect hostname/,
+  ],
+  [
+    { filters: [{ type: 'RequestRedirect', requestRedirect: { hostname: '*.example.com' } }] },
+    /a wildcard is no host/,
+  ],
+  [{ filters: [{ type: 'RequestRedirect', requestRedirect: { port: 70000 } }] }, /redirect port 70000/],
+  [{ filters: [{ type: 'URLRewrite', urlRewrite: { hostname: '10.0.0.1' } }] }, /URLRewrite hostname/],
+  [
+    {
+      filters: [
+        {
+          type: 'URLRewrite',
+          urlRewrite: { path: { type: 'ReplaceFullPath', replaceFullPath: 'no-slash' } },
+        },
+      ],
+    },
+    /ReplaceFullPath needs a path/,
+  ],
   [{ backendRefs: [{ name: 'infra-backend-v1', port: 8080, weight: -1 }] }, /weight -1/],
   [
     { backendRefs: [{ name: 'infra-backend-v1', port: 8080, filters: [{ type: 'RequestHeaderModifier' }] }] },
