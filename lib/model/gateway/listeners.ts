@@ -12,6 +12,7 @@ import { type Check, failed, generationOf, PASSED } from './conditions.ts';
 import type { GrantIndex } from './grants.ts';
 import { hostnameProblem } from './hostnames.ts';
 import { GATEWAY_GROUP, type Gateway, type Listener } from './k8s.ts';
+import { selectorProblem } from './labels.ts';
 import { checkCertificateRefs } from './listener-tls.ts';
 
 export const HTTPROUTE_KIND = Object.freeze({ group: GATEWAY_GROUP, kind: 'HTTPRoute' });
@@ -163,7 +164,29 @@ function checkListener(
     );
   }
   if (protocol === 'HTTPS') checkTls(state, entry, listener, grants);
+  const admits = namespacesProblem(listener);
+  if (admits !== null) {
+    state.diagnostics.report(
+      'Gateway',
+      gateway.ref,
+      'GATEWAY_INVALID',
+      `listener ${name}: ${admits}; it admits no routes`,
+    );
+  }
   return entry;
+}
+
+/** Why allowedRoutes.namespaces admits no namespace at all (the spec has no condition for it), or null. */
+function namespacesProblem(listener: Listener): string | null {
+  const namespaces = listener.allowedRoutes?.namespaces;
+  const from = namespaces?.from ?? 'Same';
+  if (from === 'Same' || from === 'All') return null;
+  if (from !== 'Selector')
+    return `allowedRoutes.namespaces.from ${String(from)} is not All, Same or Selector`;
+  if (namespaces?.selector === undefined || namespaces.selector === null)
+    return 'allowedRoutes.namespaces.from Selector has no selector';
+  const problem = selectorProblem(namespaces.selector);
+  return problem === null ? null : `allowedRoutes.namespaces.selector: ${problem}`;
 }
 
 function checkPort(state: BuildState, protocol: 'HTTP' | 'HTTPS', port: number): Check {

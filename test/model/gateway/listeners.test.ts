@@ -355,7 +355,14 @@ t.test(
         ),
       ],
     });
-    const { graph } = resolveWorld(world);
+    const { graph, diagnostics } = resolveWorld(world);
+    t.strictSame(
+      diagnostics.filter((d) => d.code === 'GATEWAY_INVALID').map((d) => `${d.name} ${d.message}`),
+      [
+        'no-selector listener http: allowedRoutes.namespaces.from Selector has no selector; it admits no routes',
+        'unknown-from listener http: allowedRoutes.namespaces.from Nobody is not All, Same or Selector; it admits no routes',
+      ],
+    );
     t.strictSame(routeLines(graph, 'r', 'loose'), [
       'gen=1',
       `${INFRA}/by-name: Accepted=True/Accepted ResolvedRefs=False/BackendNotFound`,
