@@ -114,7 +114,8 @@ function resolveRoute(
   const outcomes = parents.map(([parentRef, gateway]) =>
     attachParent(parentRef, gateway, ref.namespace, hostnames, namespaces),
   );
-  if (rules.rules.length === 0) {
+  // every rule dropped: the route is not accepted (a route with `rules: []` is, and serves nothing)
+  if (rules.rules.length === 0 && rules.dropped.length > 0) {
     for (const outcome of outcomes) {
       if (!outcome.accepted.ok) continue;
       outcome.accepted = {

@@ -158,6 +158,15 @@ t.test(
   },
 );
 
+t.test('rules: [] (no CRD default then): accepted, nothing served', async (t) => {
+  const { plan, graph } = planOf([]);
+  t.strictSame(plan?.rules, []);
+  t.strictSame(routeLines(graph, 'r'), [
+    'gen=1',
+    '-/same-namespace: Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs',
+  ]);
+});
+
 t.test('omitted and empty backendRefs: no backends, not a ResolvedRefs failure', async (t) => {
   const { plan, graph } = planOf([
     { matches: [{ path: { type: 'Exact', value: '/a' } }] },
