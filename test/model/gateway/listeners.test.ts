@@ -404,6 +404,9 @@ t.test(
       buildModel({ ...snapshotOfWorld(baseWorld()), gateways: [], gatewayClasses: [] }).gatewayStatus,
       undefined,
     );
+    // plain data (it crosses to the status writer and /debug), and the same for the same objects
+    t.strictSame(structuredClone(result.gatewayStatus), result.gatewayStatus);
+    t.strictSame(buildModel(snapshotOfWorld(baseWorld())).gatewayStatus, result.gatewayStatus);
   },
 );
 
