@@ -91,6 +91,15 @@ export class UpstreamResolver {
     return this.#services.get(namespace, name);
   }
 
+  /**
+   * A Service looked up without resolving an upstream (whether a Gateway API backendRef is valid):
+   * recorded as referenced all the same, so creating it later rebuilds.
+   */
+  findService(namespace: string, name: string): Service | undefined {
+    this.#referencedServices.push(objectKey(namespace, name));
+    return this.#services.get(namespace, name);
+  }
+
   /** The EndpointSlices of a Service (by their service-name label). */
   slices(namespace: string, name: string): readonly EndpointSlice[] {
     return this.#slices.get(namespace, name) ?? [];

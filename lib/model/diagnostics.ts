@@ -268,6 +268,18 @@ export const DIAGNOSTIC_CODES = {
     'warning',
     'Standalone mode: the same kind, namespace and name is defined twice; the first in path order (then document order) wins, this one is ignored.',
   ],
+  GATEWAY_INVALID: [
+    'warning',
+    'Gateway API: a GatewayClass or Gateway with parametersRef (ingress-ts takes none), or a listener that is not served (unsupported protocol or port, bad hostname, route kinds, certificateRef, conflict); the status conditions say the same.',
+  ],
+  HTTPROUTE_INVALID: [
+    'warning',
+    'Gateway API: an HTTPRoute rule ingress-ts cannot serve as written (RegularExpression match, unsupported filter, RequestRedirect with URLRewrite) is left out, or a hostname is invalid and ignored.',
+  ],
+  HTTPROUTE_BACKEND_INVALID: [
+    'warning',
+    'Gateway API: a backendRef is not a core Service, does not exist (or lacks the port), or is in another namespace without a ReferenceGrant; its share of the traffic answers 500.',
+  ],
 } as const satisfies Record<string, readonly [Severity, string]>;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTIC_CODES;

@@ -121,6 +121,10 @@ export const EFFECTS = {
   MANIFEST_API_VERSION_IGNORED: 'drops-ingress',
   // a second definition of a name: the first is used
   MANIFEST_DUPLICATE: 'differs',
+  // Gateway API objects: their status says what happened
+  GATEWAY_INVALID: 'drops-part',
+  HTTPROUTE_INVALID: 'drops-part',
+  HTTPROUTE_BACKEND_INVALID: 'denies-paths',
 } as const satisfies Record<DiagnosticCode, EffectRule>;
 
 export function effectOf(d: Pick<Diagnostic, 'code' | 'severity' | 'scope'>): Effect {

@@ -558,6 +558,10 @@ const NOT_ON_AN_INGRESS: readonly DiagnosticCode[] = [
   'STREAM_SERVICE_UNUSABLE',
   'MANIFEST_INVALID',
   'MANIFEST_UNREADABLE',
+  // on Gateway API objects
+  'GATEWAY_INVALID',
+  'HTTPROUTE_INVALID',
+  'HTTPROUTE_BACKEND_INVALID',
 ];
 
 function rawPath(path: string) {
