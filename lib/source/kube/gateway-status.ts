@@ -326,6 +326,7 @@ export function createGatewayStatusWriter(options: GatewayStatusOptions): Gatewa
   };
 
   const run = async (snapshot: Snapshot, status: GatewayApiStatus): Promise<void> => {
+    if (!options.isLeader()) return;
     for (const target of await targets(snapshot, status)) {
       if (!options.isLeader()) return;
       try {
