@@ -243,6 +243,19 @@ t.test('not the leader: nothing is asked of the API server', async (t) => {
   t.equal(statusOf(api, 'Gateway', 'edge', 'infra'), undefined);
 });
 
+t.test('leadership lost during a run: the writes stop at once', async (t) => {
+  const state = { leader: true };
+  const { api, writer } = await setup(t, 'v1.6.1', {
+    isLeader: () => state.leader,
+    onWritten: () => {
+      state.leader = false;
+    },
+  });
+  await writer.update(snapshotOf(api), report());
+  t.equal(writes(api), 1, 'the GatewayClass only');
+  t.equal(statusOf(api, 'Gateway', 'edge', 'infra'), undefined);
+});
+
 t.test('a route no longer in the report loses our entry only; others are never cleared', async (t) => {
   const { api, writer } = await setup(t);
   await writer.update(snapshotOf(api), report());
