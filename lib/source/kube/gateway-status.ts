@@ -220,6 +220,50 @@ const objectPath = (plural: string, namespace: string | null, name: string): str
 const byKey = (objects: readonly KubeObject[] | undefined): Map<string, KubeObject> =>
   new Map((objects ?? []).map((o) => [`${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`, o]));
 
+/** Every object whose status may need a write: the report's, and routes with a stale entry of ours. */
+function statusTargets(
+  snapshot: Snapshot,
+  status: GatewayApiStatus,
+  context: { controllerName: string; bundle: string | null; addresses: GatewayAddress[]; stamp: string },
+): Target[] {
+  const { controllerName, bundle, addresses, stamp } = context;
+  const found: Target[] = [];
+  const classes = byKey(snapshot.gatewayClasses);
+  for (const report of status.gatewayClasses) {
+    found.push({
+      label: `GatewayClass ${report.name}`,
+      path: objectPath('gatewayclasses', null, report.name),
+      watched: classes.get(`/${report.name}`),
+      next: (current) => gatewayClassStatus(report, current, bundle, stamp),
+    });
+  }
+  const gateways = byKey(snapshot.gateways);
+  for (const report of status.gateways) {
+    found.push({
+      label: `Gateway ${report.namespace}/${report.name}`,
+      path: objectPath('gateways', report.namespace, report.name),
+      watched: gateways.get(`${report.namespace}/${report.name}`),
+      next: (current) => gatewayStatus(report, current, addresses, stamp),
+    });
+  }
+  const routes = byKey(snapshot.httpRoutes);
+  const reported = new Map(status.httpRoutes.map((r) => [`${r.namespace}/${r.name}`, r]));
+  // routes the report names, and routes that still carry an entry of ours (to be removed)
+  const keys = new Set(reported.keys());
+  for (const [key, route] of routes) if (hasOurParent(route, controllerName)) keys.add(key);
+  for (const key of keys) {
+    const [namespace = '', name = ''] = key.split('/');
+    const report = reported.get(key);
+    found.push({
+      label: `HTTPRoute ${key}`,
+      path: objectPath('httproutes', namespace, name),
+      watched: routes.get(key),
+      next: (current) => httpRouteStatus(report, current, controllerName, stamp),
+    });
+  }
+  return found;
+}
+
 export function createGatewayStatusWriter(options: GatewayStatusOptions): GatewayStatusWriter {
   const { kubeConfig, controllerName } = options;
   const now = options.now ?? (() => new Date());
@@ -282,52 +326,13 @@ export function createGatewayStatusWriter(options: GatewayStatusOptions): Gatewa
     }
   };
 
-  const targets = async (snapshot: Snapshot, status: GatewayApiStatus): Promise<Target[]> => {
-    const stamp = rfc3339(now());
-    const found: Target[] = [];
-    if (status.gatewayClasses.length > 0) {
-      const bundle = await bundleVersion();
-      const classes = byKey(snapshot.gatewayClasses);
-      for (const report of status.gatewayClasses) {
-        found.push({
-          label: `GatewayClass ${report.name}`,
-          path: objectPath('gatewayclasses', null, report.name),
-          watched: classes.get(`/${report.name}`),
-          next: (current) => gatewayClassStatus(report, current, bundle, stamp),
-        });
-      }
-    }
-    const gateways = byKey(snapshot.gateways);
-    const addresses = gatewayAddresses(options.addresses(snapshot));
-    for (const report of status.gateways) {
-      found.push({
-        label: `Gateway ${report.namespace}/${report.name}`,
-        path: objectPath('gateways', report.namespace, report.name),
-        watched: gateways.get(`${report.namespace}/${report.name}`),
-        next: (current) => gatewayStatus(report, current, addresses, stamp),
-      });
-    }
-    const routes = byKey(snapshot.httpRoutes);
-    const reported = new Map(status.httpRoutes.map((r) => [`${r.namespace}/${r.name}`, r]));
-    // routes the report names, and routes that still carry an entry of ours (to be removed)
-    const keys = new Set(reported.keys());
-    for (const [key, route] of routes) if (hasOurParent(route, controllerName)) keys.add(key);
-    for (const key of keys) {
-      const [namespace = '', name = ''] = key.split('/');
-      const report = reported.get(key);
-      found.push({
-        label: `HTTPRoute ${key}`,
-        path: objectPath('httproutes', namespace, name),
-        watched: routes.get(key),
-        next: (current) => httpRouteStatus(report, current, controllerName, stamp),
-      });
-    }
-    return found;
-  };
-
   const run = async (snapshot: Snapshot, status: GatewayApiStatus): Promise<void> => {
     if (!options.isLeader()) return;
-    for (const target of await targets(snapshot, status)) {
+    const stamp = rfc3339(now());
+    // the CRD is read only when there is a GatewayClass to write
+    const bundle = status.gatewayClasses.length > 0 ? await bundleVersion() : null;
+    const addresses = gatewayAddresses(options.addresses(snapshot));
+    for (const target of statusTargets(snapshot, status, { controllerName, bundle, addresses, stamp })) {
       if (!options.isLeader()) return;
       try {
         await writeOne(target);
