@@ -7,7 +7,12 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeFlags } from '../../config/flags.ts';
 import type { Logger } from '../../log.ts';
 import type { GatewayApiStatus } from '../../model/gateway/types.ts';
-import { DEFAULT_MODEL_OPTIONS, type Diagnostic, type ModelOptions, type Snapshot } from '../../model/index.ts';
+import {
+  DEFAULT_MODEL_OPTIONS,
+  type Diagnostic,
+  type ModelOptions,
+  type Snapshot,
+} from '../../model/index.ts';
 import { createEventRecorder } from './events.ts';
 import { createGatewayStatusWriter } from './gateway-status.ts';
 import { createLeaderElection } from './leader.ts';
@@ -99,7 +104,8 @@ export function createReporting(options: ReportingOptions): Reporting {
   const gateways = flags.updateStatus
     ? createGatewayStatusWriter({
         kubeConfig,
-        controllerName: options.classes.gatewayControllerName ?? DEFAULT_MODEL_OPTIONS.gatewayControllerName ?? '',
+        controllerName:
+          options.classes.gatewayControllerName ?? DEFAULT_MODEL_OPTIONS.gatewayControllerName ?? '',
         addresses: (snapshot) => publishedAddresses(snapshot, flags),
         isLeader: () => leader,
         onError: (object, error) => log.warn({ object, err: error }, 'writing the Gateway API status failed'),
