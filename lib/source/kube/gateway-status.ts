@@ -9,7 +9,8 @@
 //   the report's, and ours that the report no longer has removed (also on routes no longer ours).
 // A condition keeps its lastTransitionTime while its status stays; a new or flipped one gets now.
 // An object is written only when its status differs: first judged on the watched copy (no request
-// at all when it matches), then on a fresh GET of the /status subresource, then PUT there with the
+// at all when it matches; nothing is compared when neither the report nor the watched objects
+// changed since a run that left every object as wanted), then on a fresh GET of the /status subresource, then PUT there with the
 // resourceVersion read, retried on a 409 Conflict. Requests run one after the other and stop as soon
 // as this replica is no longer the leader; an update asked for meanwhile is coalesced into one more
 // run with the latest report. Objects that are not ours are never written, not even to clear them.
@@ -326,20 +327,31 @@ export function createGatewayStatusWriter(options: GatewayStatusOptions): Gatewa
     }
   };
 
+  /** The inputs of the last run that brought every object to its status: most builds (endpoint
+   * churn) change none of them, and the store keeps a list's array while nothing in it changes. */
+  let settled: { lists: readonly unknown[]; inputs: string } | null = null;
+
   const run = async (snapshot: Snapshot, status: GatewayApiStatus): Promise<void> => {
     if (!options.isLeader()) return;
     const stamp = rfc3339(now());
     // the CRD is read only when there is a GatewayClass to write
     const bundle = status.gatewayClasses.length > 0 ? await bundleVersion() : null;
     const addresses = gatewayAddresses(options.addresses(snapshot));
+    const lists = [snapshot.gatewayClasses, snapshot.gateways, snapshot.httpRoutes];
+    const inputs = JSON.stringify([status, addresses, bundle]);
+    if (settled?.inputs === inputs && settled.lists.every((list, i) => list === lists[i])) return;
+    settled = null;
+    let complete = true;
     for (const target of statusTargets(snapshot, status, { controllerName, bundle, addresses, stamp })) {
       if (!options.isLeader()) return;
       try {
         await writeOne(target);
       } catch (error) {
+        complete = false;
         failed(target.label, error);
       }
     }
+    if (complete) settled = { lists, inputs };
   };
 
   const drain = async (): Promise<void> => {

@@ -234,6 +234,28 @@ t.test('unchanged: no request; a new message keeps lastTransitionTime, a new sta
   );
 });
 
+t.test('a build that changed neither the report nor the objects: nothing is even compared', async (t) => {
+  const { api, writer } = await setup(t);
+  await writer.update(snapshotOf(api), report());
+  let reads = 0;
+  const counted = <T extends object>(list: T): T =>
+    new Proxy(list, {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
+        return Reflect.get(target, key, receiver);
+      },
+    });
+  const current = snapshotOf(api);
+  const snapshot = { ...current, httpRoutes: counted([...(current.httpRoutes ?? [])]) };
+  await writer.update(snapshot, report());
+  t.ok(reads > 0, 'new lists: each object compared with the watched copy');
+  reads = 0;
+  await writer.update(snapshot, report());
+  t.equal(reads, 0, 'the same lists and an equal report: settled, no object looked at');
+  await writer.update(snapshot, report('True', 'reworded'));
+  t.ok(reads > 0, 'a report that differs is looked at');
+});
+
 t.test('not the leader: nothing is asked of the API server', async (t) => {
   const { api, state, writer } = await setup(t);
   state.leader = false;
