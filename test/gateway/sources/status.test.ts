@@ -161,6 +161,13 @@ t.test('first write: each kind, parents of others kept, a stale one of ours remo
   await writer.update(snapshotOf(api), report());
   t.same(state.errors, []);
   t.equal(writes(api), 3, 'one write per object');
+  const gatewayMeta = api.get({
+    apiVersion: V1,
+    kind: 'Gateway',
+    namespace: 'infra',
+    name: 'edge',
+  })?.metadata;
+  t.equal(gatewayMeta?.generation, 1, 'through /status: the generation does not move');
   const stamp = '2026-01-01T10:00:00Z';
   t.same(statusOf(api, 'GatewayClass', 'ingress-ts'), {
     conditions: [
