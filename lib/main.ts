@@ -103,6 +103,7 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
     const manifests = createManifestSource({
       dir: config.manifests,
       model: config.model,
+      gatewayApi: config.gatewayApi,
       onChange,
       onProblem: (problem) =>
         log[levelOf(problem)](
@@ -133,6 +134,8 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
     model: config.model,
     // its address goes into Ingress status: a change must reach the status writer
     watchedServices: config.kube.publishService === null ? [] : [config.kube.publishService],
+    gatewayApi: config.gatewayApi,
+    onGatewayApi: (state) => log.info(state.enabled ? 'Gateway API CRDs found; watching them' : state.reason),
     onChange,
     onWatchError: (kind, error, retryInMs) =>
       log.warn({ kind, err: error, retryInMs }, `watching ${kind} objects failed; retrying`),

@@ -7,6 +7,7 @@ import { DEFAULT_MODEL_OPTIONS, type ModelOptions } from '../model/index.ts';
 import { BUCKET_FLAGS } from './bucket-flags.ts';
 import { ConfigError } from './config-error.ts';
 import { apiserverHost, buckets, duration, excludedMetrics, objectRef, port } from './flag-values.ts';
+import { GATEWAY_FLAGS, gatewayModelFlags } from './gateway-flags.ts';
 import { COMPAT_FLAGS } from './ingress-nginx-flags.ts';
 import { type IgnoredFlag, readPflagArgs } from './pflag-args.ts';
 import {
@@ -47,6 +48,8 @@ export interface Config {
   logLevel: LogLevel;
   model: ModelOptions;
   webhook: WebhookConfig | null;
+  /** --enable-gateway-api: watch (or read) the Gateway API kinds when installed */
+  gatewayApi: boolean;
 }
 
 export interface KubeFlags {
@@ -266,6 +269,7 @@ export const FLAGS = {
     help: `one of ${LOG_LEVELS.join(', ')}; without it, ingress-nginx's --v=N sets it (N<3 info, 3-4 debug, 5+ trace)`,
   },
   ...WEBHOOK_FLAGS,
+  ...GATEWAY_FLAGS,
   help: { type: 'boolean', default: false, help: 'print this help and exit' },
   version: { type: 'boolean', default: false, help: 'print the version and exit' },
 } as const satisfies Record<string, FlagSpec>;
@@ -476,11 +480,15 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
     },
     logLevel: logLevel as LogLevel,
     webhook: webhookFlags(values, ignored),
+    gatewayApi: values['enable-gateway-api'],
     // the controller's own ports: a TCP or UDP service entry cannot take one (0: a port the system picks)
-    model: modelFlags(
-      values,
-      Object.values(ports).filter((p) => p !== 0),
-    ),
+    model: {
+      ...modelFlags(
+        values,
+        Object.values(ports).filter((p) => p !== 0),
+      ),
+      ...gatewayModelFlags(values, ports),
+    },
   };
   return {
     kind: 'run',

@@ -3,6 +3,7 @@
 // what it applied goes to the reporter (report.ts). The build's caches live here, one per process.
 
 import type { DataPlaneHandle, SwapResult } from '../dataplane/handle.ts';
+import type { GatewayApiStatus } from '../model/gateway/types.ts';
 import {
   type BuildCaches,
   buildModel,
@@ -18,6 +19,8 @@ export interface AppliedChange {
   snapshot: Snapshot;
   model: Model;
   diagnostics: readonly Diagnostic[];
+  /** the Gateway API status to write (the leader); absent without Gateway API objects */
+  gatewayStatus?: GatewayApiStatus;
   swap: SwapResult;
   /** milliseconds the build took */
   buildMs: number;
@@ -41,6 +44,7 @@ export interface Applied {
   snapshot: Snapshot;
   model: Model | null;
   diagnostics: readonly Diagnostic[];
+  gatewayStatus?: GatewayApiStatus;
 }
 
 export interface Applier {
@@ -56,16 +60,21 @@ export function createApplier(options: ApplierOptions): Applier {
     async run() {
       const started = performance.now();
       const snapshot = options.snapshot();
-      const { model, diagnostics, references } = buildModel(snapshot, options.modelOptions, caches);
+      const { model, diagnostics, references, gatewayStatus } = buildModel(
+        snapshot,
+        options.modelOptions,
+        caches,
+      );
       options.setReferences?.(references);
       const built = performance.now();
       const swap = await handle.apply(model);
       const swapped = performance.now();
-      latest = { snapshot, model, diagnostics };
+      latest = { snapshot, model, diagnostics, gatewayStatus };
       options.onApplied({
         snapshot,
         model,
         diagnostics,
+        gatewayStatus,
         swap,
         buildMs: built - started,
         swapMs: swapped - built,

@@ -51,8 +51,8 @@ export function createReporter(options: ReporterOptions): Reporter {
   const { log, metrics, traffic, reporting } = options;
   let reported = new Set<string>();
   return {
-    applied({ snapshot, model, diagnostics, swap, buildMs, swapMs }) {
-      reporting?.afterBuild(snapshot, diagnostics);
+    applied({ snapshot, model, diagnostics, gatewayStatus, swap, buildMs, swapMs }) {
+      reporting?.afterBuild(snapshot, diagnostics, gatewayStatus);
       metrics?.applied({
         routesHash: model.routesHash,
         kind: swap.kind,

@@ -14,7 +14,10 @@
 //   style churn: labels, annotations, targetRef, zone hints);
 // - any ConfigMap but --configmap and those its keys refer to (proxy-set-headers, add-headers);
 // - anything in a namespace outside --watch-namespace-selector's current set (but IngressClasses,
-//   the --configmap ConfigMap and the --publish-service Service, which are no user's objects).
+//   the --configmap ConfigMap and the --publish-service Service, which are no user's objects);
+// - a Gateway API object (GatewayClass, Gateway, HTTPRoute, ReferenceGrant) or Namespace whose
+//   labels, annotations, generation and spec did not change (the leader's status writes), and any
+//   of them while the Gateway API is off. Every other change to them counts: the build reads them all.
 // Until the first build reports its references every Service and Secret counts (nothing is built
 // before the source is synced anyway).
 
@@ -36,6 +39,11 @@ export const STORE_KINDS = {
   EndpointSlice: 'endpointSlices',
   Secret: 'secrets',
   ConfigMap: 'configMaps',
+  GatewayClass: 'gatewayClasses',
+  Gateway: 'gateways',
+  HTTPRoute: 'httpRoutes',
+  ReferenceGrant: 'referenceGrants',
+  Namespace: 'namespaces',
 } as const satisfies Record<string, keyof Snapshot>;
 
 export type StoreKind = keyof typeof STORE_KINDS;
@@ -43,7 +51,20 @@ type ListName = (typeof STORE_KINDS)[StoreKind];
 
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 /** Not subject to --watch-namespace-selector: cluster-scoped, or the controller's own (--configmap). */
-const UNSCOPED: ReadonlySet<ListName> = new Set(['ingressClasses', 'configMaps']);
+const UNSCOPED: ReadonlySet<ListName> = new Set([
+  'ingressClasses',
+  'configMaps',
+  'gatewayClasses',
+  'namespaces',
+]);
+/** In the snapshot only once the Gateway API is on (its CRDs installed, or standalone mode). */
+const GATEWAY_LISTS: ReadonlySet<ListName> = new Set([
+  'gatewayClasses',
+  'gateways',
+  'httpRoutes',
+  'referenceGrants',
+  'namespaces',
+]);
 
 export type ClassOptions = Pick<
   ModelOptions,
@@ -58,6 +79,8 @@ export interface StoreOptions {
   selectNamespaces?: boolean;
   /** `namespace/name` of Services in every snapshot whatever the namespaces selected (--publish-service) */
   pinnedServices?: readonly string[];
+  /** the Gateway API kinds are in the snapshot from the start (standalone mode); else see enableGatewayApi */
+  gatewayApi?: boolean;
 }
 
 const keyOf = (object: KubeObject): string =>
@@ -97,6 +120,20 @@ function sameIngressInput(a: KubeObject, b: KubeObject): boolean {
   return input(a) === input(b);
 }
 
+/** What the build reads of a Gateway API object or a Namespace: the leader's status writes, which
+ * come back as updates, build nothing. */
+function sameGatewayInput(a: KubeObject, b: KubeObject): boolean {
+  const input = (o: KubeObject) =>
+    JSON.stringify([
+      o.metadata?.labels,
+      o.metadata?.annotations,
+      o.metadata?.creationTimestamp,
+      o.metadata?.generation,
+      (o as { spec?: unknown }).spec,
+    ]);
+  return input(a) === input(b);
+}
+
 export class ObjectStore {
   readonly #options: StoreOptions;
   readonly #maps: Record<ListName, Map<string, KubeObject>> = {
@@ -106,6 +143,11 @@ export class ObjectStore {
     endpointSlices: new Map(),
     secrets: new Map(),
     configMaps: new Map(),
+    gatewayClasses: new Map(),
+    gateways: new Map(),
+    httpRoutes: new Map(),
+    referenceGrants: new Map(),
+    namespaces: new Map(),
   };
   /** the arrays of the last snapshot per list; null once that list changed */
   readonly #arrays: Record<ListName, KubeObject[] | null> = {
@@ -115,6 +157,11 @@ export class ObjectStore {
     endpointSlices: null,
     secrets: null,
     configMaps: null,
+    gatewayClasses: null,
+    gateways: null,
+    httpRoutes: null,
+    referenceGrants: null,
+    namespaces: null,
   };
   #snapshot: Snapshot | null = null;
   /** names of the IngressClasses this controller owns */
@@ -125,9 +172,11 @@ export class ObjectStore {
   /** the selected namespaces; null: all */
   #namespaces: ReadonlySet<string> | null;
   readonly #pinned: ReadonlySet<string>;
+  #gatewayApi: boolean;
 
   constructor(options: StoreOptions) {
     this.#options = options;
+    this.#gatewayApi = options.gatewayApi === true;
     this.#namespaces = options.selectNamespaces ? new Set() : null;
     this.#pinned = new Set(options.pinnedServices ?? []);
   }
@@ -171,6 +220,12 @@ export class ObjectStore {
     return true;
   }
 
+  /** The Gateway API CRDs are installed: its kinds join the snapshot (the lists, even empty). */
+  enableGatewayApi(): void {
+    this.#gatewayApi = true;
+    this.#snapshot = null;
+  }
+
   /** What the last build looked up: changes to other Services and Secrets no longer matter. */
   setReferences(references: ModelReferences): void {
     this.#services = new Set(references.services);
@@ -183,6 +238,7 @@ export class ObjectStore {
     if (this.#snapshot !== null) return this.#snapshot;
     const arrays = {} as Record<ListName, KubeObject[]>;
     for (const list of Object.values(STORE_KINDS)) {
+      if (!this.#gatewayApi && GATEWAY_LISTS.has(list)) continue;
       let array = this.#arrays[list];
       if (array === null) {
         array = [];
@@ -228,6 +284,11 @@ export class ObjectStore {
     if (kind === 'ConfigMap') return key === this.#options.configMap || this.#configMaps.has(key);
     if (kind === 'Service' && this.#pinned.has(key)) return true;
     const namespace = (after ?? before)?.metadata?.namespace;
+    const list = STORE_KINDS[kind];
+    if (GATEWAY_LISTS.has(list)) {
+      if (!this.#gatewayApi || (!UNSCOPED.has(list) && !this.#inScope(namespace))) return false;
+      return before === undefined || after === undefined || !sameGatewayInput(before, after);
+    }
     if (!this.#inScope(namespace)) return false;
     switch (kind) {
       case 'Ingress':
@@ -239,6 +300,8 @@ export class ObjectStore {
         return this.#secrets === null || this.#secrets.has(key);
       case 'EndpointSlice':
         return this.#sliceChanged(before as EndpointSlice | undefined, after as EndpointSlice | undefined);
+      default:
+        return true; // the Gateway API kinds, judged above
     }
   }
 

@@ -30,6 +30,7 @@ const migrationValues = path.join(chartDir, 'values-ingress-nginx-migration.yaml
 const VALUE_SETS: Record<string, Record<string, unknown> | string | null> = {
   defaults: null,
   daemonset: { controller: { kind: 'DaemonSet', hostPort: { enabled: true } } },
+  gatewayApi: { controller: { gatewayAPI: { enabled: true, gatewayClass: { create: true } } } },
   metrics: {
     controller: {
       metrics: {

@@ -88,7 +88,29 @@ const MODELS: Record<string, Validator> = {
     ValidatingWebhookConfiguration as unknown as Validator,
   'cert-manager.io/v1/Issuer': certManagerModel('Issuer'),
   'cert-manager.io/v1/Certificate': certManagerModel('Certificate'),
+  'gateway.networking.k8s.io/v1/GatewayClass': gatewayClassModel(),
 };
+
+/** The GatewayClass CRD's spec (standard channel; no schema package of the Gateway API is installed). */
+function gatewayClassModel(): Validator {
+  return class {
+    #data: Rendered;
+    constructor(data: Rendered) {
+      this.#data = data;
+    }
+    validate(): void {
+      const spec = this.#data.spec as Record<string, unknown> | undefined;
+      const problems: string[] = [];
+      if (typeof spec?.controllerName !== 'string' || !/^[a-z0-9.-]+\/\S+$/.test(spec.controllerName))
+        problems.push('spec.controllerName is a domain-prefixed path');
+      for (const key of Object.keys(spec ?? {}))
+        if (!['controllerName', 'parametersRef', 'description'].includes(key))
+          problems.push(`spec.${key} is not a field`);
+      if (problems.length > 0)
+        throw new Error(`GatewayClass ${this.#data.metadata.name}: ${problems.join('; ')}`);
+    }
+  };
+}
 
 /**
  * cert-manager's kinds, checked against the parts of its v1 CRDs the chart uses (no schema package

@@ -2,7 +2,9 @@
 // hooks to inject faults. It answers the way a real apiserver answers @kubernetes/client-node 2, and
 // test/source/fake-apiserver.test.ts holds it to that with the real client.
 //
-// Not modelled: discovery (/api, /apis), server-side apply, strategic merge keys (treated as a merge
+// Discovery is modelled for the Gateway API group only (/apis/gateway.networking.k8s.io/v1, with the
+// `gatewayApi` option: the CRDs installed; without it that group answers 404 like any unknown path).
+// Not modelled: the rest of discovery (/api, /apis), CRD defaulting and validation, server-side apply, strategic merge keys (treated as a merge
 // patch), protobuf, managedFields, admission (namespaces need not exist), dryRun, list paging.
 
 import { randomUUID } from 'node:crypto';
@@ -101,6 +103,13 @@ export interface FakeApiServerOptions {
   objects?: KubeObject[];
   /** When set, every request must be allowed by one of these rules (403 otherwise), as RBAC does. */
   rbac?: RbacRule[];
+  /**
+   * The Gateway API CRDs are installed: discovery of gateway.networking.k8s.io/v1 lists its four
+   * kinds, they are served, and the HTTPRoute CRD exists with this bundle-version annotation
+   * (default v1.6.1; null: the annotation is missing). Discovery is open to every caller (as the
+   * system:discovery ClusterRole makes it): RBAC rules do not apply to it, faults do.
+   */
+  gatewayApi?: boolean | { bundleVersion?: string | null };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -177,7 +186,20 @@ function validateEventsV1(obj: KubeObject): string[] {
 }
 
 const EVENT_MICROTIMES = [['eventTime'], ['series', 'lastObservedTime']];
+export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
 const RESOURCES: Resource[] = [
+  resource(GATEWAY_GROUP, 'GatewayClass', 'gatewayclasses', {
+    namespaced: false,
+    status: true,
+    generation: 'spec',
+  }),
+  resource(GATEWAY_GROUP, 'Gateway', 'gateways', { status: true, generation: 'spec' }),
+  resource(GATEWAY_GROUP, 'HTTPRoute', 'httproutes', { status: true, generation: 'spec' }),
+  resource(GATEWAY_GROUP, 'ReferenceGrant', 'referencegrants', { generation: 'spec' }),
+  resource('apiextensions.k8s.io', 'CustomResourceDefinition', 'customresourcedefinitions', {
+    namespaced: false,
+    generation: 'spec',
+  }),
   resource('networking.k8s.io', 'Ingress', 'ingresses', { status: true, generation: 'spec' }),
   resource('networking.k8s.io', 'IngressClass', 'ingressclasses', { namespaced: false, generation: 'spec' }),
   resource('', 'Service', 'services', { status: true }),
@@ -212,6 +234,29 @@ const RESOURCES: Resource[] = [
 const apiVersionOf = (r: Resource) => (r.group === '' ? r.version : `${r.group}/${r.version}`);
 /** `ingresses.networking.k8s.io`, or `services` for core: how messages name a resource. */
 const qualified = (r: Resource) => (r.group === '' ? r.plural : `${r.plural}.${r.group}`);
+
+/** The APIResourceList of gateway.networking.k8s.io/v1 (the standard channel's kinds). */
+function gatewayDiscovery(): KubeObject {
+  const resources = RESOURCES.filter((r) => r.group === GATEWAY_GROUP).flatMap((r) => {
+    const verbs = ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'];
+    const main = {
+      name: r.plural,
+      singularName: r.kind.toLowerCase(),
+      namespaced: r.namespaced,
+      kind: r.kind,
+      verbs,
+    };
+    const status = {
+      name: `${r.plural}/status`,
+      singularName: '',
+      namespaced: r.namespaced,
+      kind: r.kind,
+      verbs: ['get', 'patch', 'update'],
+    };
+    return r.status ? [main, status] : [main];
+  });
+  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: `${GATEWAY_GROUP}/v1`, resources };
+}
 
 function resolveType(type: TypeRef): Resource {
   const { kind, apiVersion } = typeof type === 'string' ? { kind: type, apiVersion: undefined } : type;
@@ -670,6 +715,21 @@ export class FakeApiServer {
       this.#sockets.add(socket);
       socket.on('close', () => this.#sockets.delete(socket));
     });
+    if (options.gatewayApi) {
+      const version = options.gatewayApi === true ? undefined : options.gatewayApi.bundleVersion;
+      const annotations: Record<string, string> =
+        version === null ? {} : { [`${GATEWAY_GROUP}/bundle-version`]: version ?? 'v1.6.1' };
+      this.apply({
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: `httproutes.${GATEWAY_GROUP}`, annotations },
+        spec: {
+          group: GATEWAY_GROUP,
+          names: { kind: 'HTTPRoute', plural: 'httproutes' },
+          scope: 'Namespaced',
+        },
+      });
+    }
     for (const obj of options.objects ?? []) this.apply(obj);
   }
 
@@ -949,6 +1009,9 @@ current-context: fake
       throw badRequest(
         'the namespace of the provided object does not match the namespace sent on the request',
       );
+    // the namespace controller's immutable label (NamespaceDefaultLabelName)
+    if (r.kind === 'Namespace' && typeof m.name === 'string')
+      m.labels = { ...m.labels, 'kubernetes.io/metadata.name': m.name };
     return obj;
   }
 
@@ -980,7 +1043,8 @@ current-context: fake
     if (viaApi || !m.creationTimestamp) m.creationTimestamp = stamp();
     if (r.generation !== 'none') m.generation = 1;
     else delete m.generation;
-    if (viaApi && r.status) obj.status = { loadBalancer: {} }; // Ingress/Service PrepareForCreate
+    // Ingress/Service PrepareForCreate; a CRD's status subresource drops the status of a create
+    if (viaApi && r.status) obj.status = r.group === GATEWAY_GROUP ? {} : { loadBalancer: {} };
     if (viaApi) this.#validate(r, obj, true);
     return this.#commit(r, 'ADDED', obj);
   }
@@ -1024,7 +1088,9 @@ current-context: fake
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake');
-    const route = parseRoute(url.pathname);
+    const parsed = parseRoute(url.pathname);
+    // the Gateway API kinds exist only with their CRDs
+    const route = parsed?.resource.group === GATEWAY_GROUP && !this.#options.gatewayApi ? undefined : parsed;
     const contentType = req.headers['content-type']?.split(';')[0]?.trim();
     const record: RequestRecord = {
       method: req.method ?? 'GET',
@@ -1057,6 +1123,10 @@ current-context: fake
     try {
       this.#checkAuth(req);
       this.#injectFault(record);
+      if (route === undefined && this.#options.gatewayApi && url.pathname === `/apis/${GATEWAY_GROUP}/v1`) {
+        this.#send(res, record, 200, gatewayDiscovery());
+        return;
+      }
       if (route === undefined)
         throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
       this.#authorize(record);

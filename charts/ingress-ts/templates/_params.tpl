@@ -44,6 +44,11 @@
 {{- end }}
 {{- end }}
 - --shutdown-grace-period={{ .Values.controller.shutdownGracePeriod }}
+{{- if .Values.controller.gatewayAPI.enabled }}
+- --gateway-controller-name={{ .Values.controller.gatewayAPI.controllerName }}
+{{- else }}
+- --enable-gateway-api=false
+{{- end }}
 {{- with .Values.controller.admissionWebhooks }}
 {{- if .enabled }}
 - --validating-webhook=:{{ .port }}

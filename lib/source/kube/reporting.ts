@@ -1,21 +1,33 @@
 // What a replica tells the cluster in Kubernetes mode: which replica leads (leader.ts), and, from the
-// leader only, the Ingress status (status.ts) and the build's diagnostics as Events (events.ts).
+// leader only, the Ingress status (status.ts), the Gateway API status (gateway-status.ts) and the
+// build's diagnostics as Events (events.ts). --update-status=false turns off both status writers.
 // Without leader election (--disable-leader-election) this replica leads from the start.
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeFlags } from '../../config/flags.ts';
 import type { Logger } from '../../log.ts';
-import type { Diagnostic, ModelOptions, Snapshot } from '../../model/index.ts';
+import type { GatewayApiStatus } from '../../model/gateway/types.ts';
+import {
+  DEFAULT_MODEL_OPTIONS,
+  type Diagnostic,
+  type ModelOptions,
+  type Snapshot,
+} from '../../model/index.ts';
 import { createEventRecorder } from './events.ts';
+import { createGatewayStatusWriter } from './gateway-status.ts';
 import { createLeaderElection } from './leader.ts';
-import { createStatusWriter } from './status.ts';
+import { createStatusWriter, publishedAddresses } from './status.ts';
 
 export interface ReportingOptions {
   kubeConfig: KubeConfig;
   flags: KubeFlags;
   classes: Pick<
     ModelOptions,
-    'controllerClass' | 'ingressClass' | 'ingressClassByName' | 'watchIngressWithoutClass'
+    | 'controllerClass'
+    | 'ingressClass'
+    | 'ingressClassByName'
+    | 'watchIngressWithoutClass'
+    | 'gatewayControllerName'
   >;
   /** this replica (POD_NAME, else the host name) and its namespace (POD_NAMESPACE), for the Lease */
   identity: string;
@@ -24,12 +36,12 @@ export interface ReportingOptions {
   /** leadership changed (metrics) */
   onLeader?(leader: boolean): void;
   /** the objects and the diagnostics of the last build: what a new leader reports at once */
-  latest(): { snapshot: Snapshot; diagnostics: readonly Diagnostic[] };
+  latest(): { snapshot: Snapshot; diagnostics: readonly Diagnostic[]; gatewayStatus?: GatewayApiStatus };
 }
 
 export interface Reporting {
   /** After every build (also one that changed nothing: the published address may have moved). */
-  afterBuild(snapshot: Snapshot, diagnostics: readonly Diagnostic[]): void;
+  afterBuild(snapshot: Snapshot, diagnostics: readonly Diagnostic[], gatewayStatus?: GatewayApiStatus): void;
   /** Starts the election (call once the first build is served). */
   start(): void;
   /** Steps down, releasing the Lease so that a successor need not wait for the TTL. */
@@ -78,7 +90,9 @@ export function createReporting(options: ReportingOptions): Reporting {
       })
     : null;
   if (status !== null && flags.publishService === null && flags.publishStatusAddress === null) {
-    log.warn('neither --publish-service nor --publish-status-address: Ingress status is not written');
+    log.warn(
+      'neither --publish-service nor --publish-status-address: Ingress status is not written, Gateway status has no addresses',
+    );
   }
   const events = createEventRecorder({
     kubeConfig,
@@ -87,9 +101,25 @@ export function createReporting(options: ReportingOptions): Reporting {
     onError: (error) => log.warn({ err: error }, 'writing a Kubernetes Event failed'),
   });
   let leader = !flags.leaderElection;
+  const gateways = flags.updateStatus
+    ? createGatewayStatusWriter({
+        kubeConfig,
+        controllerName:
+          options.classes.gatewayControllerName ?? DEFAULT_MODEL_OPTIONS.gatewayControllerName ?? '',
+        addresses: (snapshot) => publishedAddresses(snapshot, flags),
+        isLeader: () => leader,
+        onError: (object, error) => log.warn({ object, err: error }, 'writing the Gateway API status failed'),
+        onWritten: (object) => log.debug({ object }, 'Gateway API status updated'),
+      })
+    : null;
 
-  const report = (snapshot: Snapshot, diagnostics: readonly Diagnostic[]): void => {
+  const report = (
+    snapshot: Snapshot,
+    diagnostics: readonly Diagnostic[],
+    gatewayStatus: GatewayApiStatus | undefined,
+  ): void => {
     void status?.update(snapshot);
+    if (gatewayStatus !== undefined) void gateways?.update(snapshot, gatewayStatus);
     events.report(diagnostics);
   };
 
@@ -105,8 +135,8 @@ export function createReporting(options: ReportingOptions): Reporting {
           options.onLeader?.(next);
           log.info({ identity, lease: flags.electionId }, next ? 'elected leader' : 'no longer the leader');
           if (next) {
-            const { snapshot, diagnostics } = options.latest();
-            report(snapshot, diagnostics);
+            const { snapshot, diagnostics, gatewayStatus } = options.latest();
+            report(snapshot, diagnostics, gatewayStatus);
           }
         },
         onError: (error) =>
@@ -118,8 +148,8 @@ export function createReporting(options: ReportingOptions): Reporting {
     get leader() {
       return leader;
     },
-    afterBuild(snapshot, diagnostics) {
-      if (leader) report(snapshot, diagnostics);
+    afterBuild(snapshot, diagnostics, gatewayStatus) {
+      if (leader) report(snapshot, diagnostics, gatewayStatus);
     },
     start() {
       election?.start();

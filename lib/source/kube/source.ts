@@ -8,6 +8,8 @@
 // and with --watch-namespace-selector the Namespaces it selects (the API server evaluates the
 // selector; the store keeps only those namespaces' objects in the snapshot). Helm release Secrets
 // (type helm.sh/release.v1, large and never TLS material) are filtered out by the server.
+// With --enable-gateway-api (the default) and the Gateway API CRDs installed, also GatewayClasses,
+// Gateways, HTTPRoutes, ReferenceGrants and every Namespace (gateway-sources.ts).
 //
 // start() resolves when every informer has delivered its first list: nothing is built from a partial
 // cluster. After that, a change the store calls relevant triggers onChange; the rest is only stored.
@@ -18,6 +20,7 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { KubeObject, ModelOptions, ModelReferences, Snapshot } from '../../model/index.ts';
 import { ObjectStore, type StoreKind } from '../../store/store.ts';
 import { dropUnreadMetadata } from '../../store/unread.ts';
+import { discoverGatewayApi, type GatewayApiState, gatewayWatchTargets } from './gateway-sources.ts';
 import { type Backoff, createInformer, type ResilientInformer, type WatchTarget } from './informer.ts';
 
 export interface KubeSourceOptions {
@@ -38,6 +41,10 @@ export interface KubeSourceOptions {
   >;
   /** `namespace/name` of Services that matter although no route uses them (--publish-service) */
   watchedServices?: readonly string[];
+  /** --enable-gateway-api: ask discovery whether the Gateway API CRDs are installed (default false) */
+  gatewayApi?: boolean;
+  /** what discovery said (once, during start()) */
+  onGatewayApi?(state: GatewayApiState): void;
   /** a relevant change after the first sync */
   onChange(): void;
   /** a watch failed and is retried in retryInMs */
@@ -53,6 +60,8 @@ export interface KubeSource {
   setReferences(references: ModelReferences): void;
   /** per kind: synced yet, restarts after errors */
   informers(): Array<{ kind: string; synced: boolean; restarts: number }>;
+  /** the Gateway API CRDs were found at start (and --enable-gateway-api): its kinds are watched */
+  readonly gatewayApi: boolean;
 }
 
 /** Lists and watch events both arrive as plain JSON here (informer.ts), with string timestamps,
@@ -73,6 +82,8 @@ function splitRef(ref: string): { namespace: string; name: string } {
   return { namespace: ref.slice(0, slash), name: ref.slice(slash + 1) };
 }
 
+/** The kinds always watched. A target whose store is 'Namespace' is --watch-namespace-selector's
+ * selection (the namespaces in scope), not the Namespace objects the Gateway API reads. */
 export function watchTargets(
   options: Pick<KubeSourceOptions, 'watchNamespace' | 'namespaceSelector' | 'model' | 'watchedServices'>,
 ): Array<WatchTarget & { store: StoreKind | 'Namespace' }> {
@@ -157,10 +168,25 @@ export function createKubeSource(options: KubeSourceOptions): KubeSource {
     if (relevant && synced) options.onChange();
   };
 
-  const informers: ResilientInformer[] = watchTargets(options).map((target) => {
-    const kind = target.store;
-    const handlers =
-      kind === 'Namespace'
+  const informer = (
+    target: WatchTarget,
+    handlers: Pick<Parameters<typeof createInformer>[0], 'onUpsert' | 'onDelete'>,
+  ): ResilientInformer =>
+    createInformer({
+      ...target,
+      ...handlers,
+      kubeConfig: options.kubeConfig,
+      backoff: options.backoff,
+      onError: (error, retryInMs) => options.onWatchError?.(target.kind, error, retryInMs),
+    });
+  const stored = (kind: StoreKind) => ({
+    onUpsert: (object: KubernetesObject) => changed(store.upsert(kind, dropUnreadMetadata(plain(object)))),
+    onDelete: (object: KubernetesObject) => changed(store.remove(kind, plain(object))),
+  });
+  const informers: ResilientInformer[] = watchTargets(options).map((target) =>
+    informer(
+      target,
+      target.store === 'Namespace'
         ? {
             onUpsert: (object: KubernetesObject) => {
               namespaces.add(object.metadata?.name ?? '');
@@ -171,27 +197,40 @@ export function createKubeSource(options: KubeSourceOptions): KubeSource {
               changed(store.setNamespaces(namespaces));
             },
           }
-        : {
-            onUpsert: (object: KubernetesObject) =>
-              changed(store.upsert(kind, dropUnreadMetadata(plain(object)))),
-            onDelete: (object: KubernetesObject) => changed(store.remove(kind, plain(object))),
-          };
-    return createInformer({
-      ...target,
-      ...handlers,
+        : stored(target.store),
+    ),
+  );
+  let stopped = false;
+  let gatewayApi = false;
+  /** discovery, then the Gateway API informers' first lists (nothing when it is off) */
+  const startGatewayApi = async (): Promise<void> => {
+    if (options.gatewayApi !== true) return;
+    const state = await discoverGatewayApi({
       kubeConfig: options.kubeConfig,
       backoff: options.backoff,
-      onError: (error, retryInMs) => options.onWatchError?.(target.kind, error, retryInMs),
+      onError: (error, retryInMs) => options.onWatchError?.('Gateway API discovery', error, retryInMs),
+      stopped: () => stopped,
     });
-  });
+    if (stopped) return;
+    options.onGatewayApi?.(state);
+    if (!state.enabled) return;
+    gatewayApi = true;
+    store.enableGatewayApi();
+    const added = gatewayWatchTargets(options.watchNamespace).map((target) =>
+      informer(target, stored(target.store)),
+    );
+    informers.push(...added);
+    await Promise.all(added.map((one) => one.start()));
+  };
 
   return {
     async start() {
-      await Promise.all(informers.map((informer) => informer.start()));
+      await Promise.all([...informers.map((one) => one.start()), startGatewayApi()]);
       synced = true;
     },
     async stop() {
-      await Promise.all(informers.map((informer) => informer.stop()));
+      stopped = true;
+      await Promise.all(informers.map((one) => one.stop()));
     },
     snapshot: () => store.snapshot(),
     setReferences: (references) =>
@@ -200,5 +239,8 @@ export function createKubeSource(options: KubeSourceOptions): KubeSource {
         services: [...references.services, ...(options.watchedServices ?? [])],
       }),
     informers: () => informers.map(({ kind, synced, restarts }) => ({ kind, synced, restarts })),
+    get gatewayApi() {
+      return gatewayApi;
+    },
   };
 }

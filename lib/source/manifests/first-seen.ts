@@ -1,7 +1,7 @@
-// Ingresses without metadata.creationTimestamp get the time their namespace/name was first seen, kept
-// while such an Ingress exists (also across edits and moves between files), so oldest-wins is stable;
-// one removed and added later is new. (Only Ingresses are ordered by age; other kinds are left as
-// written, which spares 10,000s of object copies.)
+// Ingresses, Gateways and HTTPRoutes without metadata.creationTimestamp get the time their
+// namespace/name was first seen, kept while such an object exists (also across edits and moves
+// between files), so oldest-wins is stable; one removed and added later is new. (Only these kinds
+// are ordered by age; other kinds are left as written, which spares 10,000s of object copies.)
 
 import type { KubeObject } from '../../model/k8s.ts';
 import type { StoreKind } from '../../store/store.ts';
@@ -18,12 +18,15 @@ export interface FirstSeen {
   objects(winners: ReadonlyMap<string, Entry>): Map<string, Delivered>;
 }
 
+/** The kinds the build orders by age (oldest wins). */
+const AGED: ReadonlySet<StoreKind> = new Set(['Ingress', 'Gateway', 'HTTPRoute']);
+
 function rfc3339Seconds(date: Date): string {
   return new Date(Math.floor(date.getTime() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }
 
 export function createFirstSeen(now: () => Date): FirstSeen {
-  /** Ingress key → creationTimestamp given when first seen. */
+  /** key → creationTimestamp given when first seen. */
   let firstSeen = new Map<string, string>();
   /** The filled-in object per key, reused while its source object and timestamp stay. */
   let filled = new Map<string, { source: KubeObject; timestamp: string; out: KubeObject }>();
@@ -35,7 +38,7 @@ export function createFirstSeen(now: () => Date): FirstSeen {
       const nextFilled = new Map<string, { source: KubeObject; timestamp: string; out: KubeObject }>();
       const objects = new Map<string, Delivered>();
       for (const [key, { kind, object: source }] of winners) {
-        if (kind !== 'Ingress') {
+        if (!AGED.has(kind)) {
           objects.set(key, { kind, object: source });
           continue;
         }

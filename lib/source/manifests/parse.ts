@@ -60,15 +60,25 @@ export interface ParseResult {
   broken: boolean;
 }
 
-const KEPT: Record<StoreKind, { apiVersion: string; clusterScoped: boolean; stringMaps: readonly string[] }> =
-  {
-    Ingress: { apiVersion: 'networking.k8s.io/v1', clusterScoped: false, stringMaps: [] },
-    IngressClass: { apiVersion: 'networking.k8s.io/v1', clusterScoped: true, stringMaps: [] },
-    Service: { apiVersion: 'v1', clusterScoped: false, stringMaps: [] },
-    EndpointSlice: { apiVersion: 'discovery.k8s.io/v1', clusterScoped: false, stringMaps: [] },
-    Secret: { apiVersion: 'v1', clusterScoped: false, stringMaps: ['data', 'stringData'] },
-    ConfigMap: { apiVersion: 'v1', clusterScoped: false, stringMaps: ['data'] },
-  };
+const GATEWAY_VERSIONS = ['gateway.networking.k8s.io/v1', 'gateway.networking.k8s.io/v1beta1'];
+
+const KEPT: Record<
+  StoreKind,
+  { apiVersions: readonly string[]; clusterScoped: boolean; stringMaps: readonly string[] }
+> = {
+  Ingress: { apiVersions: ['networking.k8s.io/v1'], clusterScoped: false, stringMaps: [] },
+  IngressClass: { apiVersions: ['networking.k8s.io/v1'], clusterScoped: true, stringMaps: [] },
+  Service: { apiVersions: ['v1'], clusterScoped: false, stringMaps: [] },
+  EndpointSlice: { apiVersions: ['discovery.k8s.io/v1'], clusterScoped: false, stringMaps: [] },
+  Secret: { apiVersions: ['v1'], clusterScoped: false, stringMaps: ['data', 'stringData'] },
+  ConfigMap: { apiVersions: ['v1'], clusterScoped: false, stringMaps: ['data'] },
+  // the versions the Gateway API CRDs serve (the fields read are the same in both)
+  GatewayClass: { apiVersions: GATEWAY_VERSIONS, clusterScoped: true, stringMaps: [] },
+  Gateway: { apiVersions: GATEWAY_VERSIONS, clusterScoped: false, stringMaps: [] },
+  HTTPRoute: { apiVersions: GATEWAY_VERSIONS, clusterScoped: false, stringMaps: [] },
+  ReferenceGrant: { apiVersions: GATEWAY_VERSIONS, clusterScoped: false, stringMaps: [] },
+  Namespace: { apiVersions: ['v1'], clusterScoped: true, stringMaps: [] },
+};
 
 function isKeptKind(kind: string): kind is StoreKind {
   return Object.hasOwn(KEPT, kind);
@@ -231,11 +241,11 @@ function keep(value: Fields, kind: StoreKind, apiVersion: unknown, line: number 
   }
   const namespace = spec.clusterScoped ? '' : metadata.namespace || DEFAULT_NAMESPACE;
   const id: ObjectId = { kind, namespace, name };
-  if (apiVersion !== spec.apiVersion) {
+  if (typeof apiVersion !== 'string' || !spec.apiVersions.includes(apiVersion)) {
     result.findings.push({
       line,
       code: 'MANIFEST_API_VERSION_IGNORED',
-      message: `${labelOf(id)} has apiVersion ${String(apiVersion)}, only ${spec.apiVersion} is read: ignored`,
+      message: `${labelOf(id)} has apiVersion ${String(apiVersion)}, only ${spec.apiVersions.join(' or ')} is read: ignored`,
       id,
     });
     return;

@@ -43,6 +43,8 @@ export interface ManifestSourceOptions {
     ModelOptions,
     'controllerClass' | 'ingressClass' | 'ingressClassByName' | 'watchIngressWithoutClass' | 'configMap'
   >;
+  /** Read the Gateway API kinds (and Namespaces) from the folder; default true (--enable-gateway-api) */
+  gatewayApi?: boolean;
   /** A relevant change after the first read. */
   onChange: () => void;
   /** A new problem appeared (also called for the problems of the first scan). */
@@ -98,7 +100,11 @@ function notify(callback: () => void): void {
 
 export function createManifestSource(options: ManifestSourceOptions): ManifestSource {
   const { dir, onChange } = options;
-  const store = new ObjectStore({ classes: options.model, configMap: options.model.configMap });
+  const store = new ObjectStore({
+    classes: options.model,
+    configMap: options.model.configMap,
+    gatewayApi: options.gatewayApi !== false,
+  });
   const firstSeen = createFirstSeen(options.now ?? (() => new Date()));
   const problems = createProblemLog(options.onProblem);
   let delivered = new Map<string, Delivered>();
