@@ -29,7 +29,8 @@ export function compilePathModifier(modifier: PathModifier, routePath: string): 
  */
 export function modifiedPath(modifier: CompiledPathModifier, path: string): string {
   if (modifier.type === 'ReplaceFullPath') return modifier.value === '' ? '/' : modifier.value;
-  const rest = path.slice(modifier.prefix.length);
+  // on prefix `/`, the path `/` is the whole match (as `/foo` is on `/foo`), not a trailing slash
+  const rest = modifier.prefix === '' && path === '/' ? '' : path.slice(modifier.prefix.length);
   const replaced = withoutTrailingSlashes(modifier.value) + rest;
   if (replaced === '') return '/';
   return replaced.charCodeAt(0) === 47 ? replaced : `/${replaced}`;

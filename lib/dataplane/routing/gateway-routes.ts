@@ -74,15 +74,27 @@ function gatewayRule(
   const redirect = match.redirect;
   if (redirect !== null) {
     const location = headerSafe(redirectLocation(redirect, match.listenerPorts, route.path));
-    const value: RoutedAction = { type: 'redirect', code: redirect.statusCode, location: '', locationOf: location, ...own };
+    const value: RoutedAction = {
+      type: 'redirect',
+      code: redirect.statusCode,
+      location: '',
+      locationOf: location,
+      ...own,
+    };
     return { ...rule, values: [{ value, weight: 1 }] };
   }
   const failed: RoutedAction = { type: 'status', status: 500, ...own };
   const rewrite = match.rewrite;
-  const rewritePath = rewrite?.path == null ? null : gatewayRewrite(compilePathModifier(rewrite.path, route.path));
+  const rewritePath =
+    rewrite?.path == null ? null : gatewayRewrite(compilePathModifier(rewrite.path, route.path));
   const hostname = rewrite?.hostname ?? null;
   const served = (upstream: string): RoutedAction => {
-    let action = routedAction(state, server, { ...route, backend: { type: 'upstream', upstream } }, route.path);
+    let action = routedAction(
+      state,
+      server,
+      { ...route, backend: { type: 'upstream', upstream } },
+      route.path,
+    );
     if (policy !== null) action = { ...action, response };
     if (rewritePath !== null) action = { ...action, rewrite: rewritePath };
     if (hostname !== null && action.type === 'proxy') {
@@ -122,13 +134,11 @@ function redirectLocation(
     const scheme = redirect.scheme ?? (https ? 'https' : 'http');
     const listenerPort = https ? listenerPorts.https : listenerPorts.http;
     const port =
-      redirect.port ??
-      (redirect.scheme === null ? listenerPort : (WELL_KNOWN_PORTS[scheme] ?? listenerPort));
+      redirect.port ?? (redirect.scheme === null ? listenerPort : (WELL_KNOWN_PORTS[scheme] ?? listenerPort));
     const omitted = port === null || WELL_KNOWN_PORTS[scheme] === port;
     const url = req.url ?? '/';
     const query = url.indexOf('?');
-    const path =
-      modifier === null ? (query === -1 ? url : url.slice(0, query)) : modifiedPath(modifier, uri);
+    const path = modifier === null ? (query === -1 ? url : url.slice(0, query)) : modifiedPath(modifier, uri);
     const hostname = redirect.hostname ?? host;
     return `${scheme}://${hostname}${omitted ? '' : `:${port}`}${path}${query === -1 ? '' : url.slice(query)}`;
   };
@@ -197,7 +207,10 @@ function requestEdits(
   };
 }
 
-function responseEdits(base: HttpPolicy, edits: HeaderEdits): Pick<HttpPolicy, 'responseDrop' | 'responseHeaders'> {
+function responseEdits(
+  base: HttpPolicy,
+  edits: HeaderEdits,
+): Pick<HttpPolicy, 'responseDrop' | 'responseHeaders'> {
   const drop = Object.assign(Object.create(null) as Record<string, true>, base.responseDrop);
   const replaced = new Set<string>();
   const allowed = (name: string): boolean => !FRAMING_RESPONSE_HEADERS.has(name);

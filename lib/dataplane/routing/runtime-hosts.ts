@@ -4,8 +4,8 @@
 import type { Model, Route, Server } from '../../model/index.ts';
 import { compileClientAuth } from '../access/client-cert.ts';
 import { dataplaneError } from '../events.ts';
-import { LayeredMap } from './layered-map.ts';
 import { compileGatewayPaths, hasGatewayRoutes } from './gateway-routes.ts';
+import { LayeredMap } from './layered-map.ts';
 import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
 import type { CompiledServer, PassthroughTarget, RoutedAction, Runtime } from './runtime.ts';
 import type { UpstreamBalancers } from './runtime-balancers.ts';
