@@ -10,7 +10,8 @@ import type { HttpPolicy } from '../http-policy.ts';
 import { gatewayRewrite } from '../responses/rewrite.ts';
 import type { RouteResponse } from '../responses/route-headers.ts';
 import type { HashKey } from '../upstream/hash-key.ts';
-import { proxyOwnsRequestHeader } from '../upstream/request-headers.ts';
+import type { CompiledMirror } from '../upstream/mirror.ts';
+import { proxyOwnsRequestHeader, upstreamPath } from '../upstream/request-headers.ts';
 import { compileConditions } from './gateway-conditions.ts';
 import { GatewayPathMatcher, type GatewayPathRule, type WeightedValue } from './gateway-matcher.ts';
 import { compilePathModifier, modifiedPath } from './gateway-paths.ts';
@@ -88,6 +89,7 @@ function gatewayRule(
   const rewritePath =
     rewrite?.path == null ? null : gatewayRewrite(compilePathModifier(rewrite.path, route.path));
   const hostname = rewrite?.hostname ?? null;
+  const mirror = gatewayMirror(state, match.mirrors);
   const served = (upstream: string): RoutedAction => {
     let action = routedAction(
       state,
@@ -97,6 +99,7 @@ function gatewayRule(
     );
     if (policy !== null) action = { ...action, response };
     if (rewritePath !== null) action = { ...action, rewrite: rewritePath };
+    if (mirror !== null && action.type === 'proxy') action = { ...action, mirror };
     if (hostname !== null && action.type === 'proxy') {
       action = { ...action, target: { ...action.target, upstreamHost: hostname, upstreamHostOf: null } };
     }
@@ -114,6 +117,30 @@ function gatewayRule(
   // no backendRefs, or every weight 0: the spec's 500
   if (values.length === 0) values.push({ value: failed, weight: 1 });
   return { ...rule, values };
+}
+
+/**
+ * RequestMirror: a copy of each request (its share by `percent`) to an endpoint of the mirror's
+ * upstream, picked by that upstream's balancer, with the request's Host. Only the first mirror is
+ * served (several mirrors are the extended feature HTTPRouteRequestMultipleMirrors).
+ */
+function gatewayMirror(
+  state: RouteCompileState,
+  mirrors: GatewayRouteMatch['mirrors'],
+): CompiledMirror | null {
+  const first = mirrors[0];
+  if (first === undefined || first.percent <= 0) return null;
+  const balancer = state.upstreams.balancerFor(first.upstream);
+  if (balancer === null) return null;
+  return {
+    url: ({ req }) => {
+      const peer = balancer.pick();
+      return peer === undefined ? '' : `http://${peer.key}${upstreamPath(req.url)}`;
+    },
+    host: ({ req, host }) => req.headers.host ?? host,
+    requestBody: true,
+    percent: first.percent,
+  };
 }
 
 const WELL_KNOWN_PORTS: Readonly<Record<string, number>> = { http: 80, https: 443 };

@@ -3,6 +3,7 @@
 // (scheme, hostname, listener port 80/443/8080, path modifiers, query kept, status codes), and
 // URLRewrite (hostname as the upstream Host, path modifiers). Headers the proxy owns are never
 // edited.
+import { once } from 'node:events';
 import t from 'tap';
 import type { GatewayRouteMatch, HeaderEdits } from '../../../lib/model/index.ts';
 import { type Reply, seenBy, send } from '../../support/echo.ts';
@@ -192,3 +193,18 @@ t.test('URLRewrite: the hostname becomes the upstream Host, the path is replaced
   t.equal(s.url, '/one');
   t.equal(s.headers.host, 'full.example');
 });
+
+t.test(
+  'RequestMirror: a copy of each request goes to the mirror backend, the client gets the main one',
+  async (t) => {
+    const { http, arrivals } = await gatewayPlane(t, (kit) => [
+      kit.route('mirror', '/m', 'Prefix', 'v1', {
+        mirrors: [{ upstream: kit.upstream('v2'), percent: 100 }],
+      }),
+    ]);
+    const copy = once(arrivals, 'v2');
+    const reply = await send(http, HOST, '/m/a?x=1');
+    t.equal(seenBy(reply).name, 'v1');
+    t.strictSame(await copy, ['/m/a?x=1', HOST]);
+  },
+);

@@ -2,6 +2,8 @@
 // from an Ingress on `gw.test` (so the upstreams of Services v1, v2, v3 and `empty`, without
 // endpoints, exist, each with an echo backend named after it) whose routes are then replaced by
 // the test's. With INGRESS_TS_TEST_THREADS the model crosses to worker threads as in production.
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Test } from 'tap';
 import { DataPlane } from '../../../lib/dataplane/dataplane.ts';
@@ -72,6 +74,8 @@ export interface GatewayPlane {
   http: number;
   https: number;
   handle: DataPlaneHandle;
+  /** emits `v1`..`v3` with the request target and Host of each request a backend receives */
+  arrivals: EventEmitter;
 }
 
 /**
@@ -84,8 +88,10 @@ export async function gatewayPlane(
   options: { regex?: boolean } = {},
 ): Promise<GatewayPlane> {
   const ports: Record<string, number> = {};
+  const arrivals = new EventEmitter();
   for (const name of BACKENDS) {
     const backend = echoBackend(name);
+    backend.on('request', (req: IncomingMessage) => arrivals.emit(name, req.url, req.headers.host));
     ports[name] = await listen(backend);
     t.teardown(() => {
       backend.closeAllConnections();
@@ -131,7 +137,7 @@ export async function gatewayPlane(
   t.teardown(() => handle.close());
   await handle.apply(model);
   const { http, https } = await handle.listen();
-  return { http: http.port, https: https.port, handle };
+  return { http: http.port, https: https.port, handle, arrivals };
 }
 
 /** One HTTPS request to 127.0.0.1:`port` with SNI and Host gw.test (the default certificate answers). */
