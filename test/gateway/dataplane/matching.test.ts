@@ -4,6 +4,7 @@
 // HTTPRoute routes before the Ingress regex routes. The cases of the conformance tests
 // HTTPRouteMatching and HTTPRouteHeaderMatching are reproduced with the model order the build gives.
 import { request } from 'node:http';
+import { connect } from 'node:http2';
 import t from 'tap';
 import { type Reply, send } from '../../support/echo.ts';
 import { answeredBy, gatewayPlane, HOST, sendHttps } from './plane.ts';
@@ -162,4 +163,38 @@ t.test('regex mode: HTTPRoute routes are tried first, then the Ingress regex rou
   t.equal(answeredBy(await send(http, HOST, '/ingress-v1/a', { headers: { 'X-GW': 'yes' } })), 'v3');
   t.equal(answeredBy(await send(http, HOST, '/ingress-v1/a')), 'v1');
   t.equal(answeredBy(await send(http, HOST, '/nothing')), '404');
+});
+
+t.test('HTTP/2: conditions read the stream headers; redirects name the :authority host', async (t) => {
+  const { https } = await gatewayPlane(t, (kit) => [
+    kit.route('h2', '/', 'Prefix', 'v2', { headers: [header('version', 'two')], protocols: 'https' }),
+    kit.route('h2', '/moved', 'Prefix', 'v1', {
+      redirect: { scheme: null, hostname: null, port: null, path: null, statusCode: 301 },
+    }),
+    kit.route('h2', '/', 'Prefix', 'v1'),
+  ]);
+  const session = connect(`https://127.0.0.1:${https}`, { servername: HOST, rejectUnauthorized: false });
+  t.teardown(() => session.close());
+  const ask = (path: string, headers: Record<string, string> = {}) =>
+    new Promise<string>((resolve, reject) => {
+      const req = session.request({ ':path': path, ':authority': HOST, ...headers });
+      let body = '';
+      let head: Record<string, unknown> = {};
+      req.on('response', (h) => {
+        head = h;
+      });
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      req.on('end', () => {
+        const status = Number(head[':status']);
+        resolve(status === 200 ? (JSON.parse(body) as { name: string }).name : `${status} ${head.location}`);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  t.equal(await ask('/', { version: 'two' }), 'v2');
+  t.equal(await ask('/', { version: 'one' }), 'v1');
+  t.equal(await ask('/moved/x?y=1'), `301 https://${HOST}/moved/x?y=1`);
 });
