@@ -22,19 +22,20 @@ import { type RouteCompileState, routedAction } from './runtime-routes.ts';
 
 /** A server's routes as one path matcher; its default route answers what no path matches. */
 export function compileServer(state: RouteCompileState, server: Server): CompiledServer {
-  const fallback = routedAction(state, server, server.defaultRoute, '/');
-  const matcherOf = (routes: readonly Route[]): PathMatcher<RoutedAction> =>
-    createPathMatcher(
-      routes.map((route): PathRule<RoutedAction> => {
-        const value = routedAction(state, server, route, route.path);
-        return {
-          path: route.path,
-          pathType: route.pathType,
-          value,
-          captures: value.rewrite?.reuseCaptures === true,
-        };
-      }),
-      fallback,
+  // the routes compile before the default route, as they always have (compiles share state by order)
+  const matcherOf = (routes: readonly Route[]): PathMatcher<RoutedAction> => {
+    const rules = routes.map((route): PathRule<RoutedAction> => {
+      const value = routedAction(state, server, route, route.path);
+      return {
+        path: route.path,
+        pathType: route.pathType,
+        value,
+        captures: value.rewrite?.reuseCaptures === true,
+      };
+    });
+    return createPathMatcher(
+      rules,
+      routedAction(state, server, server.defaultRoute, '/'),
       server.regex,
       (path, error) =>
         dataplaneError.publish({
@@ -42,6 +43,7 @@ export function compileServer(state: RouteCompileState, server: Server): Compile
         }),
       state.caches.pathRegexes,
     );
+  };
   return {
     hostname: server.hostname,
     redirectTo: null,
