@@ -53,7 +53,9 @@ export function joinedHeader(rawHeaders: readonly string[], lowerName: string): 
   let joined: string | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] as string;
-    if (name.length !== lowerName.length || name.toLowerCase() !== lowerName) continue;
+    // HTTP/2 names are lower-case already: most comparisons need no lower-cased copy
+    if (name.length !== lowerName.length || (name !== lowerName && name.toLowerCase() !== lowerName))
+      continue;
     const value = rawHeaders[i + 1] as string;
     joined = joined === undefined ? value : `${joined},${value}`;
   }
