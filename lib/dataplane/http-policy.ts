@@ -51,6 +51,11 @@ export interface HttpPolicy {
   readonly upstreamHeaders: readonly string[];
   /** lower-case names of upstreamHeaders: the client's headers of those names are replaced */
   readonly upstreamHeaderNames: Readonly<Record<string, true>> | null;
+  /**
+   * an HTTPRoute's RequestHeaderModifier `add` as a flat [lower-case name, value, ...] list: the
+   * client's lines of the name (also in upstreamHeaderNames) joined with `,`, then `,value`
+   */
+  readonly upstreamHeaderAppends?: readonly string[] | null;
   /** response headers of the upstream never passed on (hop-by-hop, Server, hide-headers, and the
    * add-headers names, which replace the upstream's) */
   readonly responseDrop: Readonly<Record<string, true>>;

@@ -150,7 +150,8 @@ export function decide(runtime: Runtime | null, arrival: Arrival, head: RequestH
     const code = runtime.model.config.httpRedirectCode;
     return { kind: 'redirect', code, location, host: hostname, match: null, requestId: incomingId };
   }
-  const match = server.paths.match(path);
+  // the head and the port's protocol matter only to a server with HTTPRoute conditions
+  const match = server.paths.match(path, head, arrival.https);
   // app-root acts at server level, before any location (and so before every other redirect)
   if (server.appRoot !== null && path === '/') {
     const location = `${arrival.https ? 'https' : 'http'}://${host ?? ''}${server.appRoot}`;

@@ -7,6 +7,7 @@
 
 import { RE2JS } from 're2js';
 import { argsOf } from '../request-values.ts';
+import { type CompiledPathModifier, modifiedPath } from '../routing/gateway-paths.ts';
 import { type Captures, capturesOf } from '../routing/router.ts';
 
 /** Literal text, or the index of a capture group. */
@@ -23,6 +24,13 @@ export interface CompiledRewrite {
   reuseCaptures: boolean;
   /** the target is a URL: answer 302 (`scheme`: it starts with `$scheme`, left out of `target`) */
   redirect: 'url' | 'scheme' | null;
+  /** an HTTPRoute URLRewrite path instead of a target (the other fields are then unused) */
+  gateway?: CompiledPathModifier;
+}
+
+/** An HTTPRoute URLRewrite path as a route's rewrite. */
+export function gatewayRewrite(modifier: CompiledPathModifier): CompiledRewrite {
+  return { target: [], prefix: null, regex: null, reuseCaptures: false, redirect: null, gateway: modifier };
 }
 
 /** `$0`..`$9` are captures (NGINX reads one digit); any other `$` is literal. */
@@ -130,6 +138,12 @@ export function applyRewrite(
   captures: Captures | null,
   https = false,
 ): RewriteResult | null {
+  if (rewrite.gateway !== undefined) {
+    const next = modifiedPath(rewrite.gateway, uri);
+    const args = argsOf(url);
+    const path = escapeUri(next);
+    return { uri: next, path: args === '' ? path : `${path}?${args}`, forwardedPrefix: undefined };
+  }
   let groups = rewrite.reuseCaptures ? captures : null;
   if (groups === null) {
     if (rewrite.regex === null) return null;

@@ -6,6 +6,7 @@
 
 import type { RE2JS } from 're2js';
 import { compilePathRegex, PathRegexCache } from '../../model/path-regex.ts';
+import type { ConditionInput } from './gateway-conditions.ts';
 import { LayeredMap } from './layered-map.ts';
 
 /** A compiled path rule: `T` is whatever the runtime attaches (the action for the route). */
@@ -28,12 +29,16 @@ export interface PathMatch<T> {
   captures: Captures | null;
 }
 
+/**
+ * `request` and `https` are read only by a server holding HTTPRoute routes (gateway-matcher.ts):
+ * their conditions and protocols. An Ingress-only server matches by path alone.
+ */
 export interface PathMatcher<T> {
-  match(path: string): PathMatch<T>;
+  match(path: string, request?: ConditionInput, https?: boolean): PathMatch<T>;
 }
 
 /** Strip trailing slashes except the root: Prefix `/foo/` and `/foo` match the same requests. */
-function prefixKey(path: string): string {
+export function prefixKey(path: string): string {
   let end = path.length;
   while (end > 1 && path.charCodeAt(end - 1) === 47) end--;
   return end === path.length ? path : path.slice(0, end);

@@ -1,11 +1,12 @@
 // The host side of a compile: each server of the model with its path matcher, the host table (hosts,
 // then aliases, then from-to-www names) and the ssl-passthrough table beside it.
 
-import type { Model, Server } from '../../model/index.ts';
+import type { Model, Route, Server } from '../../model/index.ts';
 import { compileClientAuth } from '../access/client-cert.ts';
 import { dataplaneError } from '../events.ts';
+import { compileGatewayPaths, hasGatewayRoutes } from './gateway-routes.ts';
 import { LayeredMap } from './layered-map.ts';
-import { createPathMatcher, HostTable, type PathRule } from './router.ts';
+import { createPathMatcher, HostTable, type PathMatcher, type PathRule } from './router.ts';
 import type { CompiledServer, PassthroughTarget, RoutedAction, Runtime } from './runtime.ts';
 import type { UpstreamBalancers } from './runtime-balancers.ts';
 import { compileChangedServers, isStateful, wwwRedirect } from './runtime-changes.ts';
@@ -21,32 +22,37 @@ import { type RouteCompileState, routedAction } from './runtime-routes.ts';
 
 /** A server's routes as one path matcher; its default route answers what no path matches. */
 export function compileServer(state: RouteCompileState, server: Server): CompiledServer {
-  const rules: PathRule<RoutedAction>[] = server.routes.map((route) => {
-    const value = routedAction(state, server, route, route.path);
-    return {
-      path: route.path,
-      pathType: route.pathType,
-      value,
-      captures: value.rewrite?.reuseCaptures === true,
-    };
-  });
-  const fallback = routedAction(state, server, server.defaultRoute, '/');
-  return {
-    hostname: server.hostname,
-    redirectTo: null,
-    appRoot: server.annotations.appRoot.path,
-    tls: server.tls !== null,
-    clientAuth: compileClientAuth(server.clientAuth, state.caches.verifiedLeaves),
-    paths: createPathMatcher(
+  // the routes compile before the default route, as they always have (compiles share state by order)
+  const matcherOf = (routes: readonly Route[]): PathMatcher<RoutedAction> => {
+    const rules = routes.map((route): PathRule<RoutedAction> => {
+      const value = routedAction(state, server, route, route.path);
+      return {
+        path: route.path,
+        pathType: route.pathType,
+        value,
+        captures: value.rewrite?.reuseCaptures === true,
+      };
+    });
+    return createPathMatcher(
       rules,
-      fallback,
+      routedAction(state, server, server.defaultRoute, '/'),
       server.regex,
       (path, error) =>
         dataplaneError.publish({
           message: `host ${server.hostname}: path ${path} is not a valid regex: ${error.message}`,
         }),
       state.caches.pathRegexes,
-    ),
+    );
+  };
+  return {
+    hostname: server.hostname,
+    redirectTo: null,
+    appRoot: server.annotations.appRoot.path,
+    tls: server.tls !== null,
+    clientAuth: compileClientAuth(server.clientAuth, state.caches.verifiedLeaves),
+    paths: hasGatewayRoutes(server)
+      ? compileGatewayPaths(state, server, matcherOf)
+      : matcherOf(server.routes),
   };
 }
 

@@ -257,11 +257,11 @@ function proxyTo(
   };
 }
 
-function routeLogs(model: Model, annotations: LocationAnnotations): boolean {
+export function routeLogs(model: Model, annotations: LocationAnnotations): boolean {
   return !model.config.accessLog.disabled && annotations.accessLog.enabled;
 }
 
-function routeInfo(state: RouteCompileState, route: Route | DefaultRoute): RouteInfo | null {
+export function routeInfo(state: RouteCompileState, route: Route | DefaultRoute): RouteInfo | null {
   const { ingress } = route;
   if (ingress === null) return null;
   const upstream = route.backend.type === 'upstream' ? route.backend.upstream : null;
@@ -288,7 +288,7 @@ const percentEncoded = (char: string): string => {
  * every byte a header cannot carry percent-encoded. NGINX writes them raw, which splits the response;
  * Node would refuse the header (a 500), and the upgrade path writes its head by hand.
  */
-function headerSafe(location: HashKey): HashKey {
+export function headerSafe(location: HashKey): HashKey {
   return (input) => {
     const url = location(input);
     return UNSAFE_IN_HEADER.test(url) ? url.replace(UNSAFE_IN_HEADER_ALL, percentEncoded) : url;

@@ -29,6 +29,12 @@ export interface CompiledMirror {
   readonly host: HashKey;
   /** mirror-request-body */
   readonly requestBody: boolean;
+  /**
+   * an HTTPRoute RequestMirror: the share of requests copied (0-100), drawn per request; a `url` of
+   * '' then means no copy (the mirror's Service has no endpoints). Absent: every request, as
+   * mirror-target
+   */
+  readonly percent?: number;
 }
 
 export function compileMirror(value: MirrorAnnotations): CompiledMirror | null {
@@ -47,7 +53,13 @@ export interface MirrorRequest {
   requestBody: boolean;
 }
 
-export function mirrorRequestOf(mirror: CompiledMirror, input: KeyInput): MirrorRequest {
+export function mirrorRequestOf(mirror: CompiledMirror, input: KeyInput): MirrorRequest | null {
+  const percent = mirror.percent;
+  if (percent !== undefined) {
+    if (percent < 100 && Math.random() * 100 >= percent) return null;
+    const url = mirror.url(input);
+    return url === '' ? null : { url, host: mirror.host(input), requestBody: mirror.requestBody };
+  }
   return { url: mirror.url(input), host: mirror.host(input), requestBody: mirror.requestBody };
 }
 

@@ -164,6 +164,10 @@ export function forwardHeaders(req: IncomingMessage, ctx: RequestContext, vhost?
         break;
     }
   }
+  // only a route whose policy replaces headers can append to them (HTTPRoute RequestHeaderModifier)
+  if (replaced !== null && policy.upstreamHeaderAppends != null) {
+    appendJoined(out, raw, policy.upstreamHeaderAppends);
+  }
   // $full_x_forwarded_for: the incoming chain plus the socket peer
   if (policy.computeFullForwardedFor) {
     const peer = ctx.peerAddress ?? ctx.remoteAddress;
@@ -185,6 +189,26 @@ export function forwardHeaders(req: IncomingMessage, ctx: RequestContext, vhost?
   if (xfh !== undefined) out.push('x-original-forwarded-host', xfh);
   if (connection !== undefined) stripConnectionTokens(out, own, connection);
   return { headers: out, hasBody, hasLength };
+}
+
+/** Whether the proxy sets or strips this request header itself (lower-case name): no route may edit it. */
+export function proxyOwnsRequestHeader(name: string): boolean {
+  return REQUEST_HEADER_ACTION[name] !== undefined;
+}
+
+/** Each [name, value] of `appends` with the client's lines of that name before it, joined with `,`. */
+function appendJoined(out: string[], raw: readonly string[], appends: readonly string[]): void {
+  for (let a = 0; a < appends.length; a += 2) {
+    const name = appends[a] as string;
+    let joined: string | undefined;
+    for (let i = 0; i < raw.length; i += 2) {
+      const own = raw[i] as string;
+      if (own.length !== name.length || own.toLowerCase() !== name) continue;
+      joined = joined === undefined ? (raw[i + 1] as string) : `${joined},${raw[i + 1] as string}`;
+    }
+    const value = appends[a + 1] as string;
+    out.push(name, joined === undefined ? value : `${joined},${value}`);
+  }
 }
 
 /** Removes the client headers (from index `from`) that the Connection header names as hop-by-hop. */
