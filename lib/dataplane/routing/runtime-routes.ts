@@ -338,12 +338,9 @@ function actionFor(state: RouteCompileState, route: Route | DefaultRoute): Actio
       denied: true,
     };
   }
-  if (route.backend.type === 'default') return state.defaultBackend;
-  // HTTPRoute rules' weighted backends are not compiled yet: the first one, else the default
-  const upstream =
-    route.backend.type === 'upstream' ? route.backend.upstream : route.backend.backends[0]?.upstream;
-  if (upstream === null || upstream === undefined) return state.defaultBackend;
-  return proxiedAction(state, route, upstream, backendTls);
+  // an HTTPRoute rule's weighted backends reach here one by one, as 'upstream' (gateway-routes.ts)
+  if (route.backend.type !== 'upstream') return state.defaultBackend;
+  return proxiedAction(state, route, route.backend.upstream, backendTls);
 }
 
 /** A route to an upstream: its settings and protocol, affinity cookie, custom errors and canary. */
