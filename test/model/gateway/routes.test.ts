@@ -2,8 +2,13 @@
 // servers and routes out. Route lines: `host Type path -> backends (object) [#rule protocols
 // conditions]`, weighted backends as `upstream*weight`, a refused one as `500*weight`.
 import t, { type Test } from 'tap';
-import type { BuildResult, ModelOptions } from '../../../lib/model/index.ts';
-import { defaultLines, diagnosticLines, ingress, path, routeLines, rule } from '../helpers.ts';
+import {
+  type BuildResult,
+  DEFAULT_MODEL_OPTIONS,
+  ingressVerdicts,
+  type ModelOptions,
+} from '../../../lib/model/index.ts';
+import { defaultLines, diagnosticLines, ingress, ingressClass, path, routeLines, rule } from '../helpers.ts';
 import { buildWithGraph, type GatewayWorld, graphOf, type PlanSpec, plan } from './helpers.ts';
 
 interface Case extends GatewayWorld {
@@ -521,4 +526,19 @@ t.test("an HTTPRoute change changes its hosts' content hashes only", async (t) =
     base.model.hash,
     'the same graph, the same hash',
   );
+});
+
+t.test("`ingress-ts check`: an HTTPRoute's routes never count for an Ingress of the same name", async (t) => {
+  const ingresses = [
+    ingress('old', { created: 0, rules: [rule('a.com', path('/p', 'app:80'))] }),
+    ingress('store', { created: 1, rules: [rule('a.com', path('/p', 'other:80'))] }),
+  ];
+  const result = buildWithGraph({ ingresses }, graphOf([plan('store', { listeners: [a(['b.com'])] })]));
+  const verdicts = ingressVerdicts({
+    ingresses,
+    ingressClasses: [ingressClass('ingress-ts')],
+    result,
+    options: DEFAULT_MODEL_OPTIONS,
+  });
+  t.equal(verdicts.find((v) => v.name === 'store')?.verdict, 'not-served');
 });
