@@ -13,6 +13,7 @@
 // change, so a field added to a model type but not here fails the tests.
 
 import { createHash, hash as digestOf } from 'node:crypto';
+import { sameGatewayMatch } from './gateway/route-match.ts';
 import type {
   Backend,
   ContentHashes,
@@ -51,7 +52,16 @@ export class FingerprintCache {
 const sameRef = (a: ObjectRef | null, b: ObjectRef | null): boolean =>
   a === b ||
   (a !== null && b !== null && a.namespace === b.namespace && a.name === b.name && a.kind === b.kind);
-const sameBackend = (a: Backend, b: Backend): boolean => a === b || backendKey(a) === backendKey(b);
+const sameBackend = (a: Backend, b: Backend): boolean => {
+  if (a === b) return true;
+  if (a.type === 'weighted' && b.type === 'weighted') {
+    const [x, y] = [a.backends, b.backends];
+    return (
+      x.length === y.length && x.every((e, i) => e.upstream === y[i]?.upstream && e.weight === y[i]?.weight)
+    );
+  }
+  return backendKey(a) === backendKey(b);
+};
 /** A backend as one string: `default`, `upstream:<name>`, `weighted:<upstream or ->*<weight>,...`. */
 export function backendKey(backend: Backend): string {
   if (backend.type === 'default') return backend.type;
@@ -213,7 +223,7 @@ class Fingerprint {
           !sameBackend(x.backend, y.backend) ||
           !this.#sameShared(x.annotations, y.annotations) ||
           !sameJson(x.canary, y.canary) ||
-          !sameJson(x.gateway ?? null, y.gateway ?? null))
+          !sameGatewayMatch(x.gateway, y.gateway))
       ) {
         return false;
       }

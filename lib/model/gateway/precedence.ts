@@ -13,12 +13,13 @@ import { prefixMatchKey } from '../paths.ts';
 import type { ObjectRef, Route } from '../types.ts';
 import type { RoutePlan } from './types.ts';
 
-/** Each object's place on the one time line of Ingresses and HTTPRoutes, oldest first. */
+/**
+ * Each object's place on the one time line of Ingresses and HTTPRoutes, oldest first, by the ref
+ * object its routes carry (`Route.ingress`: one per Ingress and one per HTTPRoute in a build).
+ */
 export interface RoutePrecedence {
-  readonly ranks: ReadonlyMap<string, number>;
+  readonly ranks: ReadonlyMap<ObjectRef, number>;
 }
-
-const rankKey = (ref: ObjectRef): string => `${ref.kind ?? 'Ingress'}\u0000${ref.namespace}\u0000${ref.name}`;
 
 interface Dated {
   ref: ObjectRef;
@@ -35,6 +36,7 @@ export function routePrecedence(
   ingresses: readonly ObjectRef[],
   ingressObjects: readonly Ingress[],
   plans: readonly RoutePlan[],
+  planRefs: readonly ObjectRef[],
 ): RoutePrecedence {
   const created = new Map<string, number>();
   for (const object of ingressObjects) {
@@ -48,13 +50,10 @@ export function routePrecedence(
     key: `${ref.namespace}/${ref.name}`,
   });
   const left = ingresses.map((ref) => dated(ref, created.get(`${ref.namespace}/${ref.name}`) ?? 0));
-  const right = plans.map((plan) =>
-    dated(
-      { ...plan.route, kind: 'HTTPRoute' },
-      creationSeconds({ metadata: { creationTimestamp: plan.created } }),
-    ),
+  const right = plans.map((plan, i) =>
+    dated(planRefs[i] as ObjectRef, creationSeconds({ metadata: { creationTimestamp: plan.created } })),
   );
-  const ranks = new Map<string, number>();
+  const ranks = new Map<ObjectRef, number>();
   let i = 0;
   let j = 0;
   while (i < left.length || j < right.length) {
@@ -67,7 +66,7 @@ export function routePrecedence(
     const next = (ingressFirst ? a : b) as Dated;
     if (ingressFirst) i++;
     else j++;
-    if (!ranks.has(rankKey(next.ref))) ranks.set(rankKey(next.ref), ranks.size);
+    if (!ranks.has(next.ref)) ranks.set(next.ref, ranks.size);
   }
   return { ranks };
 }
@@ -92,7 +91,7 @@ function keyed(route: Route, precedence: RoutePrecedence): Keyed {
     method: match?.method == null ? 0 : 1,
     headers: match?.headers.length ?? 0,
     query: match?.queryParams.length ?? 0,
-    rank: precedence.ranks.get(rankKey(route.ingress)) ?? Number.MAX_SAFE_INTEGER,
+    rank: precedence.ranks.get(route.ingress) ?? Number.MAX_SAFE_INTEGER,
     rule: match?.rule ?? 0,
   };
 }

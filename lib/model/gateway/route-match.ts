@@ -98,3 +98,57 @@ export function ruleFiltersOf(filters: readonly HTTPRouteFilter[]): RuleFilters 
   }
   return out;
 }
+
+type Pairs = ReadonlyArray<{ name: string; value: string }>;
+const samePairs = (a: Pairs, b: Pairs): boolean =>
+  a === b || (a.length === b.length && a.every((x, i) => x.name === b[i]?.name && x.value === b[i]?.value));
+const sameStrings = (a: readonly string[], b: readonly string[]): boolean =>
+  a === b || (a.length === b.length && a.every((x, i) => x === b[i]));
+const sameEdits = (a: HeaderEdits | null, b: HeaderEdits | null): boolean =>
+  a === b ||
+  (a !== null &&
+    b !== null &&
+    samePairs(a.set, b.set) &&
+    samePairs(a.add, b.add) &&
+    sameStrings(a.remove, b.remove));
+const samePath = (a: PathModifier | null, b: PathModifier | null): boolean =>
+  a === b || (a !== null && b !== null && a.type === b.type && a.value === b.value);
+
+/**
+ * Whether two Gateway matches are equal, field by field: the content hash compares a route with the
+ * last build's on every build (each build makes new match objects), so without serialising them.
+ */
+export function sameGatewayMatch(
+  a: GatewayRouteMatch | undefined,
+  b: GatewayRouteMatch | undefined,
+): boolean {
+  if (a === b) return true;
+  if (a === undefined || b === undefined) return false;
+  const { redirect: x, rewrite: r } = a;
+  const { redirect: y, rewrite: s } = b;
+  return (
+    a.rule === b.rule &&
+    a.protocols === b.protocols &&
+    a.listenerPorts.http === b.listenerPorts.http &&
+    a.listenerPorts.https === b.listenerPorts.https &&
+    a.method === b.method &&
+    samePairs(a.headers, b.headers) &&
+    samePairs(a.queryParams, b.queryParams) &&
+    sameEdits(a.requestHeaders, b.requestHeaders) &&
+    sameEdits(a.responseHeaders, b.responseHeaders) &&
+    (x === y ||
+      (x !== null &&
+        y !== null &&
+        x.scheme === y.scheme &&
+        x.hostname === y.hostname &&
+        x.port === y.port &&
+        x.statusCode === y.statusCode &&
+        samePath(x.path, y.path))) &&
+    (r === s || (r !== null && s !== null && r.hostname === s.hostname && samePath(r.path, s.path))) &&
+    (a.mirrors === b.mirrors ||
+      (a.mirrors.length === b.mirrors.length &&
+        a.mirrors.every(
+          (m, i) => m.upstream === b.mirrors[i]?.upstream && m.percent === b.mirrors[i]?.percent,
+        )))
+  );
+}

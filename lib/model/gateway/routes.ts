@@ -20,12 +20,19 @@ import type { GatewayGraph, ResolvedRule, RoutePlan } from './types.ts';
 export function addGatewayRoutes(state: BuildState, graph: GatewayGraph): string | null {
   if (graph.routes.length === 0 && graph.certificates.length === 0) return null;
   const reached = new Map<string, Set<string>>();
-  for (const plan of graph.routes) addPlan(state, plan, reached);
+  // one ref per HTTPRoute, shared by its routes: the precedence finds an object's rank by it
+  const refs = graph.routes.map(
+    ({ route }): ObjectRef => ({ namespace: route.namespace, name: route.name, kind: 'HTTPRoute' }),
+  );
+  for (let i = 0; i < graph.routes.length; i++) {
+    addPlan(state, graph.routes[i] as RoutePlan, refs[i] as ObjectRef, reached);
+  }
   if (graph.routes.length > 0) {
     state.routePrecedence = routePrecedence(
       state.ingresses.map((ingress) => ingress.ref),
       state.snapshot.ingresses,
       graph.routes,
+      refs,
     );
   }
   return applyListenerCertificates(state, graph.certificates, reached);
@@ -45,8 +52,12 @@ interface CompiledRule {
   mirrors: GatewayRouteMatch['mirrors'];
 }
 
-function addPlan(state: BuildState, plan: RoutePlan, reached: Map<string, Set<string>>): void {
-  const route: ObjectRef = { namespace: plan.route.namespace, name: plan.route.name, kind: 'HTTPRoute' };
+function addPlan(
+  state: BuildState,
+  plan: RoutePlan,
+  route: ObjectRef,
+  reached: Map<string, Set<string>>,
+): void {
   const hosts = new Map<string, HostAttachment>();
   for (const listener of plan.listeners) {
     for (const host of listener.hostnames.length === 0 ? ['_'] : listener.hostnames) {
