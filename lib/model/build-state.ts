@@ -12,6 +12,7 @@ import { type BuildCaches, createBuildCaches } from './build-caches.ts';
 import type { GlobalConfig } from './configmap/global-config.ts';
 import type { ConfigMapLookup } from './configmap/key-parser.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
+import type { RoutePrecedence } from './gateway/precedence.ts';
 import type { CheckedIngress } from './ingress.ts';
 import { type ConfigMap, objectKey, type Secret, type Snapshot } from './k8s.ts';
 import type { ModelOptions } from './options.ts';
@@ -59,6 +60,8 @@ export interface BuildState {
   readonly drafts: Map<string, ServerDraft>;
   /** the certificates the model serves, by Secret `namespace/name` */
   readonly certificates: Map<string, Certificate>;
+  /** Ingresses and HTTPRoutes on one time line, once HTTPRoute routes were added (else null) */
+  routePrecedence: RoutePrecedence | null;
 }
 
 export function createBuildState(
@@ -92,6 +95,7 @@ export function createBuildState(
     }),
     drafts: new Map(),
     certificates: new Map(),
+    routePrecedence: null,
   };
 }
 

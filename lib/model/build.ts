@@ -27,7 +27,7 @@ import { resolveCustomDefaultBackends, resolveDefaultBackendFlag } from './defau
 import { type Diagnostic, DiagnosticsCollector } from './diagnostics.ts';
 import { resolveGateways } from './gateway/resolve.ts';
 import { addGatewayRoutes } from './gateway/routes.ts';
-import { EMPTY_GATEWAY_GRAPH, type GatewayApiStatus } from './gateway/types.ts';
+import { EMPTY_GATEWAY_GRAPH, type GatewayApiStatus, type GatewayGraph } from './gateway/types.ts';
 import { modelFingerprints } from './hash.ts';
 import type { CheckedIngress } from './ingress.ts';
 import { checkContext, checkIngressOnce } from './ingress-checks.ts';
@@ -66,10 +66,12 @@ export interface BuildResult {
 // Each step reads and extends the build state; the order matters, for the model (oldest wins) and
 // for the order of the diagnostics and of the upstreams.
 // `caches` (default: none kept) lets a caller reuse regexes and certificates from its earlier builds.
+// `gatewaysOf` lets a test hand the build a GatewayGraph of its own.
 export function buildModel(
   snapshot: Snapshot,
   overrides: Partial<ModelOptions> = {},
   caches: BuildCaches = createBuildCaches(),
+  gatewaysOf: (state: BuildState) => GatewayGraph = resolveGateways,
 ): BuildResult {
   caches.pathRegexes.rotate();
   const options: ModelOptions = { ...DEFAULT_MODEL_OPTIONS, ...overrides };
@@ -85,13 +87,13 @@ export function buildModel(
   applyHostSettings(state);
   addClientAuth(state);
   addRoutes(state);
-  const gateways = resolveGateways(state);
-  addGatewayRoutes(state, gateways);
+  const gateways = gatewaysOf(state);
+  const gatewayCertificate = addGatewayRoutes(state, gateways);
   attachCanaries(state);
   markPassthrough(state);
   combineSharedAffinity(state);
   const servers = finishServers(state);
-  const defaultCertificate = resolveDefaultCertificateFlag(state);
+  const defaultCertificate = resolveDefaultCertificateFlag(state) ?? gatewayCertificate;
   const result = assembleResult(state, servers, defaultCertificate);
   if (gateways !== EMPTY_GATEWAY_GRAPH) result.gatewayStatus = gateways.status;
   caches.upstreams.end();
@@ -233,7 +235,8 @@ export function resolveLocationReferences(state: BuildState): void {
 export function finishServers(state: BuildState): Server[] {
   const { catchAll, drafts, diagnostics } = state;
   const servers = state.caches.hostOrder.of(drafts).map((host) => (drafts.get(host) as ServerDraft).server);
-  for (const server of [catchAll.server, ...servers]) finishRoutes(server, diagnostics, state.caches);
+  for (const server of [catchAll.server, ...servers])
+    finishRoutes(server, diagnostics, state.caches, state.routePrecedence);
   resolveAliases(servers, drafts, diagnostics);
   resolveWwwRedirects(servers, drafts, diagnostics);
   resolveCustomDefaultBackends([catchAll.server, ...servers], state.resolver, state.config, diagnostics);

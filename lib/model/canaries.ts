@@ -22,7 +22,9 @@ export function attachCanaries(state: BuildState): void {
         const where = `${path.pathTypeAsWritten} ${path.path} on host ${rule.host === '' ? '(any host)' : rule.host}`;
         const place = { host: rule.host, path: path.path };
         const route = draft?.server.routes.find(
+          // never an HTTPRoute's route: a canary Ingress shadows Ingress paths only
           (r) =>
+            r.gateway === undefined &&
             r.path === path.path &&
             r.pathTypeAsWritten === path.pathTypeAsWritten &&
             r.ingress.namespace === ingress.ref.namespace,

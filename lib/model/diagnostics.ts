@@ -76,7 +76,7 @@ export const DIAGNOSTIC_CODES = {
   ],
   TLS_CONFLICT: [
     'warning',
-    'An older Ingress already decided the certificate of this host; this tls entry is ignored.',
+    "An older Ingress (or an older Gateway's HTTPS listener) already decided the certificate of this host; this tls entry is ignored.",
   ],
   TLS_SECRET_NOT_FOUND: [
     'warning',

@@ -13,6 +13,7 @@
 // change, so a field added to a model type but not here fails the tests.
 
 import { createHash, hash as digestOf } from 'node:crypto';
+import { sameGatewayMatch } from './gateway/route-match.ts';
 import type {
   Backend,
   ContentHashes,
@@ -49,8 +50,18 @@ export class FingerprintCache {
 }
 
 const sameRef = (a: ObjectRef | null, b: ObjectRef | null): boolean =>
-  a === b || (a !== null && b !== null && a.namespace === b.namespace && a.name === b.name);
-const sameBackend = (a: Backend, b: Backend): boolean => a === b || backendKey(a) === backendKey(b);
+  a === b ||
+  (a !== null && b !== null && a.namespace === b.namespace && a.name === b.name && a.kind === b.kind);
+const sameBackend = (a: Backend, b: Backend): boolean => {
+  if (a === b) return true;
+  if (a.type === 'weighted' && b.type === 'weighted') {
+    const [x, y] = [a.backends, b.backends];
+    return (
+      x.length === y.length && x.every((e, i) => e.upstream === y[i]?.upstream && e.weight === y[i]?.weight)
+    );
+  }
+  return backendKey(a) === backendKey(b);
+};
 /** A backend as one string: `default`, `upstream:<name>`, `weighted:<upstream or ->*<weight>,...`. */
 export function backendKey(backend: Backend): string {
   if (backend.type === 'default') return backend.type;
@@ -142,8 +153,12 @@ class Fingerprint {
     return id;
   }
 
+  /** `ns/name` of an Ingress; `Kind:ns/name` of a Gateway API object (an HTTPRoute may share an Ingress's name) */
   ref(ref: ObjectRef | null): string {
-    return ref === null ? '-' : `${ref.namespace}/${ref.name}`;
+    if (ref === null) return '-';
+    return ref.kind === undefined
+      ? `${ref.namespace}/${ref.name}`
+      : `${ref.kind}:${ref.namespace}/${ref.name}`;
   }
 
   backend(backend: Backend): string {
@@ -207,7 +222,8 @@ class Fingerprint {
           !sameRef(x.ingress, y.ingress) ||
           !sameBackend(x.backend, y.backend) ||
           !this.#sameShared(x.annotations, y.annotations) ||
-          !sameJson(x.canary, y.canary))
+          !sameJson(x.canary, y.canary) ||
+          !sameGatewayMatch(x.gateway, y.gateway))
       ) {
         return false;
       }
@@ -225,6 +241,8 @@ class Fingerprint {
     )}\t${this.defaultRoute(server.defaultRoute)}\t${clientAuthKey(server.clientAuth)}\t${passthroughKey(server.passthrough)}`;
     for (const route of server.routes) {
       text += `\nR\t${JSON.stringify(route.path)}\t${route.pathType}\t${route.pathTypeAsWritten}\t${this.ref(route.ingress)}\t${this.backend(route.backend)}\t${this.shared(route.annotations)}\t${route.canary === null ? '' : JSON.stringify(route.canary)}\t${route.setsAffinityCookie}`;
+      // an HTTPRoute rule's conditions, protocols, filters and mirrors (absent: an Ingress path)
+      if (route.gateway !== undefined) text += `\t${JSON.stringify(route.gateway)}`;
     }
     return text;
   }

@@ -6,6 +6,7 @@ import { usesRegex } from './annotations/index.ts';
 import type { BuildCaches } from './build-caches.ts';
 import { type BuildState, refName, sameRef, useUpstream } from './build-state.ts';
 import type { DiagnosticsCollector } from './diagnostics.ts';
+import { orderWithGatewayRoutes, type RoutePrecedence } from './gateway/precedence.ts';
 import { prefixMatchKey } from './paths.ts';
 import { sortSmall } from './sort.ts';
 import type { ObjectRef, Route, Server } from './types.ts';
@@ -46,17 +47,27 @@ export function addRoutes(state: BuildState): void {
   }
 }
 
-export function finishRoutes(server: Server, diagnostics: DiagnosticsCollector, caches: BuildCaches): void {
+/** `precedence`: set once HTTPRoute routes were added (their hosts are ordered by it). */
+export function finishRoutes(
+  server: Server,
+  diagnostics: DiagnosticsCollector,
+  caches: BuildCaches,
+  precedence: RoutePrecedence | null = null,
+): void {
   // The default route stands for ingress-nginx's root placeholder location (path /, the creating
-  // Ingress's annotations), which counts too unless a Prefix / route replaced it.
-  const rootReplaced = server.routes.some((route) => route.pathType === 'Prefix' && route.path === '/');
+  // Ingress's annotations), which counts too unless an Ingress's Prefix / route replaced it (an
+  // HTTPRoute's / may hold only for some requests). HTTPRoute routes never make a host regex.
+  const rootReplaced = server.routes.some(
+    (route) => route.gateway === undefined && route.pathType === 'Prefix' && route.path === '/',
+  );
   server.regex =
     (!rootReplaced && usesRegex(server.defaultRoute.annotations, '/')) ||
-    server.routes.some((route) => usesRegex(route.annotations, route.path));
+    server.routes.some((route) => route.gateway === undefined && usesRegex(route.annotations, route.path));
   // In regex mode every path is a regex: one RE2 cannot compile (backreference, lookahead…) is not
   // served, found here rather than by the first request (RE2 keeps matching linear in the path).
   if (server.regex) {
     server.routes = server.routes.filter((route) => {
+      if (route.gateway !== undefined) return true;
       try {
         caches.pathRegexes.compile(route.path);
         return true;
@@ -76,12 +87,16 @@ export function finishRoutes(server: Server, diagnostics: DiagnosticsCollector, 
   }
   // Prefix /foo and /foo/ match the same requests: keep the oldest (routes are in Ingress order).
   // Identical paths were refused already, so only a trailing slash can make two routes collide.
+  // HTTPRoute routes with the same path are no conflict: their conditions and precedence decide.
   const trailingSlash = (route: Route) =>
-    route.pathType === 'Prefix' && route.path.length > 1 && route.path.endsWith('/');
+    route.gateway === undefined &&
+    route.pathType === 'Prefix' &&
+    route.path.length > 1 &&
+    route.path.endsWith('/');
   if (!server.regex && server.routes.some(trailingSlash)) {
     const prefixes = new Map<string, Route>();
     server.routes = server.routes.filter((route) => {
-      if (route.pathType !== 'Prefix') return true;
+      if (route.pathType !== 'Prefix' || route.gateway !== undefined) return true;
       const key = prefixMatchKey(route.path);
       const winner = prefixes.get(key);
       if (winner === undefined) {
@@ -92,7 +107,11 @@ export function finishRoutes(server: Server, diagnostics: DiagnosticsCollector, 
       return false;
     });
   }
-  sortSmall(server.routes, compareRoutes);
+  if (precedence !== null && server.routes.some((route) => route.gateway !== undefined)) {
+    server.routes = orderWithGatewayRoutes(server.routes, server.regex, precedence, compareRoutes);
+  } else {
+    sortSmall(server.routes, compareRoutes);
+  }
 }
 
 /** ingress-nginx's location order: longest first, ties by reverse-lexicographic path; the sort is

@@ -138,7 +138,7 @@ export interface DefaultRoute {
 export interface ServerTLS {
   /** id of `Model.certificates`; null: serve the default certificate */
   certificate: string | null;
-  /** the Ingress whose `spec.tls` decided this */
+  /** the Ingress whose `spec.tls` decided this, or the Gateway whose HTTPS listener did (kind 'Gateway') */
   ingress: ObjectRef;
 }
 
@@ -183,7 +183,10 @@ export interface Passthrough {
 export interface Server {
   /** lower-cased: `example.com`, `*.example.com`, or `_` for the catch-all server */
   hostname: string;
-  /** the oldest Ingress that names this host (null for the catch-all server) */
+  /**
+   * the oldest Ingress that names this host (null for the catch-all server); a host only HTTPRoutes
+   * name: the oldest of them (kind 'HTTPRoute')
+   */
   ingress: ObjectRef | null;
   /**
    * null: no Ingress for this host has a `spec.tls` section (HTTPS still answers, with the default
@@ -205,9 +208,23 @@ export interface Server {
    */
   passthrough: Passthrough | null;
   /**
-   * Longest path first, ties by reverse-lexicographic path, equal paths in Ingress order. Outside
-   * regex mode the order does not decide anything: an Exact route beats a Prefix one and the longest
-   * matching Prefix wins. In regex mode the first route whose regex matches wins, in this order.
+   * A host of Ingress paths only: longest path first, ties by reverse-lexicographic path, equal paths
+   * in Ingress order. Outside regex mode the order does not decide anything: an Exact route beats a
+   * Prefix one and the longest matching Prefix wins. In regex mode the first route whose regex
+   * matches wins, in this order.
+   *
+   * A host with HTTPRoute routes (`gateway` set): Ingress paths and HTTPRoute matches in one order,
+   * by the path they are matched by (Exact: the path; Prefix: the path without trailing slashes),
+   * longest first, ties reverse-lexicographic; routes with the same matched path and type are tried
+   * in this order and the first whose conditions all hold wins (an Ingress path has none, so it
+   * always holds); when none holds, shorter prefixes, then the default route. Among the same matched
+   * path: (1) a method match first, then the most header matches, then the most query parameter
+   * matches; (2) the older object (Ingresses and HTTPRoutes by creationTimestamp; on one second
+   * namespace/name ascending across kinds, ingress-nginx's order between Ingresses); (3) the rule's
+   * index, then the match's. Two Ingresses with one host, path and type stay a conflict (the older
+   * wins); an Ingress path and an HTTPRoute match with one path are both kept. In regex mode the
+   * HTTPRoute routes come first, in this order and matched as above, then the Ingress paths in
+   * ingress-nginx's order as regexes.
    */
   routes: Route[];
 }

@@ -326,8 +326,9 @@ function groupByIngress(diagnostics: readonly Diagnostic[]): Map<string, Diagnos
 /** `namespace/name` of every Ingress some route, default route, canary or passthrough comes from. */
 function ingressesInModel(model: Model): Set<string> {
   const found = new Set<string>();
+  // an HTTPRoute's route names the HTTPRoute (kind set), never an Ingress of the same name
   const add = (ref: ObjectRef | null | undefined) => {
-    if (ref != null) found.add(`${ref.namespace}/${ref.name}`);
+    if (ref != null && ref.kind === undefined) found.add(`${ref.namespace}/${ref.name}`);
   };
   for (const server of [model.catchAll, ...model.servers]) {
     add(server.defaultRoute.ingress);

@@ -4,6 +4,7 @@
 import t from 'tap';
 import { FingerprintCache, modelFingerprints, modelHashes } from '../../lib/model/hash.ts';
 import type { Model } from '../../lib/model/index.ts';
+import { buildWithGraph, graphOf, listenerCertificate, plan } from './gateway/helpers.ts';
 import {
   build,
   externalNameService,
@@ -17,7 +18,64 @@ import {
 } from './helpers.ts';
 import { caSecret } from './helpers-client-auth.ts';
 
-const { model } = build(
+// an HTTPRoute with every field a route's Gateway match has, on a host of its own with a listener's
+// certificate, and on the Ingress host a.example.com beside its paths
+const gatewayGraph = graphOf(
+  [
+    plan('gw-route', {
+      listeners: [
+        { hostnames: ['gw.example.com', 'a.example.com'] },
+        { protocol: 'HTTPS', hostnames: ['gw.example.com'] },
+      ],
+      rules: [
+        {
+          matches: [{ path: '/g', method: 'GET', headers: ['x-h=1'], query: ['q=1'] }],
+          backends: ['web:80*2', '!RefNotPermitted*1'],
+          filters: [
+            {
+              type: 'RequestHeaderModifier',
+              requestHeaderModifier: {
+                set: [{ name: 'x-s', value: 's' }],
+                add: [{ name: 'x-a', value: 'a' }],
+                remove: ['x-r'],
+              },
+            },
+            {
+              type: 'ResponseHeaderModifier',
+              responseHeaderModifier: { set: [{ name: 'x-o', value: 'o' }] },
+            },
+            {
+              type: 'URLRewrite',
+              urlRewrite: {
+                hostname: 'in.example.com',
+                path: { type: 'ReplacePrefixMatch', replacePrefixMatch: '/n' },
+              },
+            },
+          ],
+          mirrors: ['copy:81'],
+        },
+        {
+          matches: [{ path: '/r', exact: true }],
+          backends: [],
+          filters: [
+            {
+              type: 'RequestRedirect',
+              requestRedirect: {
+                scheme: 'https',
+                hostname: 'r.example.com',
+                port: 8443,
+                path: { type: 'ReplaceFullPath', replaceFullPath: '/x' },
+              },
+            },
+          ],
+        },
+      ],
+    }),
+  ],
+  [listenerCertificate('gw-cert', 'gw.example.com')],
+);
+
+const { model } = buildWithGraph(
   {
     ingresses: [
       ingress('catch', { created: 1, defaultBackend: 'fallback:80' }),
@@ -53,11 +111,13 @@ const { model } = build(
     ],
     slices: [slice('db', [{ addresses: ['10.9.0.1'] }], [{ port: 80 }], { namespace: 'infra' })],
     secrets: [
+      tlsSecret('gw-cert', pem('wildcard-example'), 'infra'),
       tlsSecret('a-tls', pem('a-example')),
       caSecret('client-ca', pem('a-example').crt),
       tlsSecret('default-cert', pem('wildcard-example'), 'infra'),
     ],
   },
+  gatewayGraph,
   {
     defaultBackendService: 'infra/db',
     defaultSSLCertificate: 'infra/default-cert',
@@ -131,6 +191,11 @@ t.test('the rich model really uses every feature', async (t) => {
     model.servers.some((s) => s.passthrough !== null),
     'ssl-passthrough',
   );
+  t.ok(
+    model.servers.some((s) => s.routes.some((r) => r.gateway !== undefined && r.backend.type === 'weighted')),
+    "an HTTPRoute's routes",
+  );
+  t.equal(model.servers.find((s) => s.hostname === 'gw.example.com')?.tls?.ingress.kind, 'Gateway');
   t.strictSame(modelHashes(body), { hash, routesHash }, 'recomputing gives the same hashes');
 });
 

@@ -260,12 +260,27 @@ export function build(world: World, options: Partial<ModelOptions> = {}): BuildR
   return buildModel(snapshotOf(world), options);
 }
 
-const who = (ref: { namespace: string; name: string } | null): string =>
-  ref === null ? '-' : ref.namespace === 'default' ? ref.name : `${ref.namespace}/${ref.name}`;
+/** `name` (namespace default) or `ns/name`, after `Kind:` for a Gateway API object */
+export const who = (ref: { namespace: string; name: string; kind?: string } | null): string =>
+  ref === null
+    ? '-'
+    : `${ref.kind === undefined ? '' : `${ref.kind}:`}${ref.namespace === 'default' ? ref.name : `${ref.namespace}/${ref.name}`}`;
+
+/** ` [#rule protocols METHOD h:name=value q:name=value]` for an HTTPRoute's route, '' for an Ingress path */
+function gatewayText(match: Route['gateway']): string {
+  if (match === undefined) return '';
+  const parts = [`#${match.rule}`, match.protocols];
+  if (match.method !== null) parts.push(match.method);
+  for (const header of match.headers) parts.push(`h:${header.name}=${header.value}`);
+  for (const param of match.queryParams) parts.push(`q:${param.name}=${param.value}`);
+  return ` [${parts.join(' ')}]`;
+}
 
 function targetOf(backend: Backend): string {
-  if (backend.type === 'weighted')
+  if (backend.type === 'weighted') {
+    if (backend.backends.length === 0) return '500';
     return backend.backends.map((b) => `${b.upstream ?? '500'}*${b.weight}`).join('|');
+  }
   return backend.type === 'default' ? 'default' : backend.upstream;
 }
 
@@ -286,12 +301,13 @@ function canaryText(canary: Route['canary']): string {
   return parts.join(' ');
 }
 
-/** `host Type path -> upstream (ingress)[ ~> canary...]`, every server, catch-all (`_`) last. */
+/** `host Type path -> upstream (ingress)[ ~> canary...][ [gateway match]]`, every server, catch-all (`_`) last;
+ * weighted backends as `upstream*weight|500*weight`. */
 export function routeLines(model: Model): string[] {
   return [...model.servers, model.catchAll].flatMap((server) =>
     server.routes.map(
       (r) =>
-        `${server.hostname} ${r.pathType} ${r.path} -> ${targetOf(r.backend)} (${who(r.ingress)})${canaryText(r.canary)}`,
+        `${server.hostname} ${r.pathType} ${r.path} -> ${targetOf(r.backend)} (${who(r.ingress)})${canaryText(r.canary)}${gatewayText(r.gateway)}`,
     ),
   );
 }

@@ -11,7 +11,14 @@ interface Entry {
 interface DataModule {
   certificateState(tls: unknown, now: number): { days: number | null; level: string } | null;
   buildView(model: unknown): {
-    hosts: Array<Entry & { ingresses: string[]; findings: Array<{ object: string; code: string }> }>;
+    hosts: Array<
+      Entry & {
+        ingresses: string[];
+        findings: Array<{ object: string; code: string }>;
+        gatewayObjects: string[];
+        backends: Array<{ name: string }>;
+      }
+    >;
     others: Array<Entry & { object: string }>;
   };
   queryTerms(query: string): string[];
@@ -24,6 +31,8 @@ interface DataModule {
     path: string,
     canary: boolean,
   ): unknown;
+  gatewayConditions(route: unknown): string[];
+  weightedText(backends: unknown[]): string;
   formatRate(rate: number): string;
   formatShare(share: number): string;
   formatSeconds(seconds: number | null): string;
@@ -151,6 +160,93 @@ t.test('search: every word, anywhere in what the host shows', async (t) => {
     );
   }
 });
+
+const GATEWAY_MODEL = {
+  hosts: [
+    {
+      host: 'gw.example.test',
+      ingress: 'd/store',
+      ingressKind: 'HTTPRoute',
+      tls: { secret: 'infra/gw-cert', ingress: 'infra/gw', kind: 'Gateway', certificate: {} },
+      routes: [
+        {
+          path: '/cart',
+          pathType: 'Prefix',
+          ingress: 'd/shop',
+          backend: 'd-cart-80',
+          canary: null,
+        },
+        {
+          path: '/api',
+          pathType: 'Prefix',
+          ingress: 'd/store',
+          kind: 'HTTPRoute',
+          backend: 'weighted',
+          canary: null,
+          backends: [
+            { backend: 'd-v1-80', weight: 3, share: 0.75 },
+            { backend: null, weight: 1, share: 0.25 },
+          ],
+          gateway: {
+            rule: 2,
+            protocols: 'https',
+            method: 'POST',
+            headers: [{ name: 'x-beta', value: '***' }],
+            queryParams: [],
+            filters: ['redirect 301: hostname new.example.test'],
+          },
+        },
+      ],
+      defaultRoute: { ingress: null, backend: 'default-backend' },
+    },
+  ],
+  backends: [
+    { name: 'd-v1-80', service: 'd/v1:80', endpoints: ['10.0.0.9:80'] },
+    { name: 'd-cart-80', service: 'd/cart:80', endpoints: [] },
+  ],
+  diagnostics: {
+    'HTTPRoute d/store': [{ severity: 'warning', code: 'ENDPOINTS_NONE', message: 'x' }],
+    'Gateway infra/gw': [{ severity: 'error', code: 'SOME_CODE', message: 'y' }],
+    'Ingress d/store': [{ severity: 'error', code: 'INGRESS_INVALID', message: 'an Ingress of that name' }],
+  },
+};
+
+t.test(
+  'HTTPRoutes and Gateways where Ingresses are listed: objects, findings, backends, search',
+  async (t) => {
+    const view = data.buildView(GATEWAY_MODEL);
+    const [host] = view.hosts;
+    t.strictSame(host?.ingresses, ['d/shop'], 'only Ingresses as Ingresses');
+    t.strictSame(host?.gatewayObjects, ['HTTPRoute d/store', 'Gateway infra/gw']);
+    t.strictSame(
+      host?.findings.map((f) => `${f.object} ${f.code}`),
+      ['HTTPRoute d/store ENDPOINTS_NONE', 'Gateway infra/gw SOME_CODE'],
+      'not the Ingress of the same name',
+    );
+    t.strictSame(
+      host?.backends.map((b) => b.name),
+      ['d-cart-80', 'd-v1-80'],
+      'the weighted backends too',
+    );
+    t.strictSame(
+      view.others.map((o) => o.object),
+      ['Ingress d/store'],
+    );
+    for (const query of ['httproute d/store', 'method post', 'x-beta', 'redirect 301', 'https only']) {
+      t.equal(data.filterEntries(view.hosts, data.queryTerms(query), false).length, 1, query);
+    }
+    const route = GATEWAY_MODEL.hosts[0]?.routes[1];
+    t.strictSame(data.gatewayConditions(route), [
+      'method POST',
+      'header x-beta: ***',
+      'HTTPS only',
+      'redirect 301: hostname new.example.test',
+    ]);
+    t.strictSame(data.gatewayConditions(GATEWAY_MODEL.hosts[0]?.routes[0]), [], 'an Ingress path: none');
+    t.equal(data.weightedText(route?.backends ?? []), 'd-v1-80 75.0% · 500 25.0%');
+    t.equal(data.weightedText([]), '500 (no backends)');
+  },
+);
 
 t.test('traffic summed per route, main and canary apart, joined with or without a host', async (t) => {
   const index = data.indexTraffic({

@@ -14,8 +14,11 @@ import { listen } from '../support/http.ts';
 
 const HOSTILE = '<script>window.__pwned = 1</script>';
 
+/** A host of /debug/model's answer, as loosely as the page reads it. */
+type HostJson = { host: string; routes: unknown[] } & Record<string, unknown>;
+
 function model(extraHost: string | null) {
-  const hosts = [
+  const hosts: HostJson[] = [
     {
       host: 'app.example.test',
       ingress: 'd/app',
@@ -49,6 +52,39 @@ function model(extraHost: string | null) {
         },
       ],
       defaultRoute: { ingress: 'd/app', backend: 'default-backend' },
+    },
+    // a host only an HTTPRoute names, as /debug/model describes it
+    {
+      host: 'gw.example.test',
+      ingress: 'd/store',
+      ingressKind: 'HTTPRoute',
+      regex: false,
+      tls: null,
+      routes: [
+        {
+          path: '/api',
+          pathType: 'Prefix',
+          ingress: 'd/store',
+          kind: 'HTTPRoute',
+          backend: 'weighted',
+          backendProtocol: 'HTTP',
+          canary: null,
+          backends: [
+            { backend: 'd-api-80', weight: 3, share: 0.75 },
+            { backend: null, weight: 1, share: 0.25 },
+          ],
+          gateway: {
+            rule: 1,
+            protocols: 'both',
+            listenerPorts: { http: 80, https: 443 },
+            method: 'GET',
+            headers: [{ name: 'x-beta', value: '***' }],
+            queryParams: [],
+            filters: ['request headers: set x-team'],
+          },
+        },
+      ],
+      defaultRoute: { ingress: null, backend: 'default-backend' },
     },
   ];
   if (extraHost !== null) {
@@ -236,6 +272,23 @@ t.test('the page renders the documented contract', { skip }, async (t) => {
       await app.locator('.details').innerText(),
       /Ingress d\/api\s+· created 2026-01-03T00:00:00Z\s+none/,
     );
+  });
+
+  t.test('an HTTPRoute where an Ingress would be: its rule, shares, conditions and filters', async (t) => {
+    const gw = page.locator('li.host[data-host="gw.example.test"]');
+    const first = await gw.locator('tbody tr').first().innerText();
+    t.match(first, /d-api-80 75\.0% · 500 25\.0%/);
+    t.match(first, /HTTPRoute d\/store · rule 1/);
+    t.match(
+      await gw.locator('tr.conditions').innerText(),
+      /method GET · header x-beta: \*\*\* · request headers: set x-team/,
+    );
+    await gw.locator('button.toggle').click();
+    t.match(await gw.locator('.details').innerText(), /HTTPRoute d\/store\s+none: the ConfigMap's settings/);
+    await page.locator('#search').fill('httproute x-beta');
+    await page.locator('#summary').filter({ hasText: 'Showing 1 of 1 matching' }).waitFor();
+    await page.locator('#search').fill('');
+    await gw.locator('button.toggle').click();
   });
 
   t.test('an unchanged model is a 304 and is not rendered again; traffic refreshes in place', async (t) => {

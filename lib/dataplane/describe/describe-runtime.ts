@@ -19,6 +19,7 @@ import type { Runtime } from '../routing/runtime.ts';
 import { peerKey } from '../upstream/balancer.ts';
 import { type EwmaStore, ewmaScore } from '../upstream/balancers/ewma.ts';
 import { bundleInfo, type CertificateInfoCache } from './certificates.ts';
+import { gatewayRouteOf, WEIGHTED_BACKEND } from './gateway-route.ts';
 import { canaryOf, pathSettingsOf, redactSettings, snippetOf } from './route-settings.ts';
 import type {
   BackendDescription,
@@ -38,7 +39,11 @@ const refOf = (ref: ObjectRef | null): string | null =>
   ref === null ? null : `${ref.namespace}/${ref.name}`;
 
 const backendOf = (backend: Backend): string =>
-  backend.type === 'upstream' ? backend.upstream : DEFAULT_BACKEND;
+  backend.type === 'upstream'
+    ? backend.upstream
+    : backend.type === 'weighted'
+      ? WEIGHTED_BACKEND
+      : DEFAULT_BACKEND;
 
 /** What describing one runtime shares: the runtime, the certificate cache, the ConfigMap's upstream settings. */
 interface Describing {
@@ -121,6 +126,7 @@ function tlsOf(d: Describing, server: Server): HostTLS | null {
   return {
     secret: certificate === undefined ? 'default' : certificate.id,
     ingress: refOf(server.tls.ingress) ?? '',
+    ...(server.tls.ingress.kind === 'Gateway' ? { kind: 'Gateway' as const } : {}),
     certificate:
       certificate === undefined
         ? d.defaultCertificate.certificate
@@ -164,6 +170,7 @@ function describeRoute(d: Describing, route: Server['routes'][number]): RouteDes
     backend: backendOf(route.backend),
     backendProtocol: route.annotations.backendProtocol.protocol,
     canary: canaryOf(route.canary),
+    ...gatewayRouteOf(route),
     ...pathSettingsOf(route.annotations, route.path),
     ...upstreamOf(d, route.annotations),
   };
@@ -181,6 +188,7 @@ function describeServer(d: Describing, server: Server): HostDescription {
     host: server.hostname,
     ...(aliases.length > 0 ? { aliases: [...aliases] } : {}),
     ingress: refOf(server.ingress),
+    ...(server.ingress?.kind === 'HTTPRoute' ? { ingressKind: 'HTTPRoute' as const } : {}),
     regex: server.regex,
     ...(server.annotations.fromToWww.from === null
       ? {}

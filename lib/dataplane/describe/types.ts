@@ -29,8 +29,10 @@ export type CertificateInfo =
 export interface HostTLS {
   /** `namespace/name` of the Secret, or `default`: the default certificate is served */
   secret: string;
-  /** the Ingress whose `spec.tls` decided it */
+  /** the Ingress whose `spec.tls` decided it (the Gateway whose HTTPS listener did, with `kind`) */
   ingress: string;
+  /** 'Gateway': `ingress` names the Gateway of the HTTPS listener; absent: an Ingress */
+  kind?: 'Gateway';
   certificate: CertificateInfo;
 }
 
@@ -39,9 +41,20 @@ export interface RouteDescription extends PathSettingsDescription {
   pathType: string;
   /** when it differs from `pathType` (ImplementationSpecific is matched as Prefix) */
   pathTypeAsWritten?: string;
+  /** the Ingress of the path, or the HTTPRoute of the rule (with `kind`) */
   ingress: string;
-  /** an upstream name of `backends`, or `default-backend` */
+  /** 'HTTPRoute': a match of an HTTPRoute rule; absent: an Ingress path */
+  kind?: 'HTTPRoute';
+  /** an upstream name of `backends`, `default-backend`, or `weighted` (an HTTPRoute rule: see `backends`) */
   backend: string;
+  /**
+   * an HTTPRoute rule's backendRefs, one drawn per request by weight: the upstream (null: a refused
+   * ref, its share answers 500), the weight and the share of requests (0 to 1); empty: every request
+   * answers 500
+   */
+  backends?: Array<{ backend: string | null; weight: number; share: number }>;
+  /** an HTTPRoute rule's conditions beyond the path and its filters */
+  gateway?: GatewayRouteDescription;
   /** backend-protocol: how the proxy talks to the backend (FCGI: the route answers 502) */
   backendProtocol: BackendProtocol;
   /** the canary sharing the route (its Ingress, upstream of `backends` and policy), or null */
@@ -51,6 +64,24 @@ export interface RouteDescription extends PathSettingsDescription {
    * rewrites), present when its annotations make it differ from `upstreamDefaults`
    */
   upstream?: UpstreamSettings;
+}
+
+/** What an HTTPRoute rule adds to its routes: where it is served, its conditions, its filters. */
+export interface GatewayRouteDescription {
+  /** the rule's index in the HTTPRoute's spec.rules */
+  rule: number;
+  /** served on the HTTP port, the HTTPS port, or both (the protocols of the listeners it attached to) */
+  protocols: 'http' | 'https' | 'both';
+  /** the listeners' ports as written, by protocol (redirects build their Location from them) */
+  listenerPorts: { http: number | null; https: number | null };
+  /** the method the request must have; null: any */
+  method: string | null;
+  /** header matches (all must hold): names lower-cased, values `***` */
+  headers: Array<{ name: string; value: string }>;
+  /** query parameter matches (all must hold): values `***` */
+  queryParams: Array<{ name: string; value: string }>;
+  /** the filters in words, in the order they apply (header edits name headers only) */
+  filters: string[];
 }
 
 /** Per-path settings, present only when set (annotations); unset ssl-redirect values follow `config`. */
@@ -145,8 +176,10 @@ export interface HostDescription {
   /** `_` is the catch-all server: hosts no rule names, and rules without a host */
   host: string;
   aliases?: string[];
-  /** the oldest Ingress naming the host; null for the catch-all server without one */
+  /** the oldest Ingress naming the host (the oldest HTTPRoute, with `ingressKind`); null for the catch-all server without one */
   ingress: string | null;
+  /** 'HTTPRoute': only HTTPRoutes name the host; absent: an Ingress */
+  ingressKind?: 'HTTPRoute';
   /** paths are case-insensitive regexes anchored at the start (use-regex, rewrite-target) */
   regex: boolean;
   /** from-to-www-redirect: this other name redirects to the host */

@@ -37,11 +37,11 @@ function hostIngresses(host) {
   const add = (name) => {
     if (typeof name === 'string' && name !== '') names.add(name);
   };
-  add(host.ingress);
-  add(host.tls?.ingress);
+  if (!host.ingressKind) add(host.ingress);
+  if (!host.tls?.kind) add(host.tls?.ingress);
   add(host.clientAuth?.ingress);
   for (const route of host.routes) {
-    add(route.ingress);
+    if (!route.kind) add(route.ingress);
     add(route.canary?.ingress);
   }
   add(host.defaultRoute?.ingress);
@@ -49,15 +49,50 @@ function hostIngresses(host) {
   return [...names];
 }
 
-/** The upstream names a host's routes use (main and canary). */
+/**
+ * The Gateway API objects a host's routing comes from, as the diagnostics name objects
+ * (`HTTPRoute ns/name`, `Gateway ns/name`): its HTTPRoutes in route order, the Gateway of its
+ * listener certificate.
+ */
+function hostGatewayObjects(host) {
+  const objects = new Set();
+  if (host.ingressKind) objects.add(`${host.ingressKind} ${host.ingress}`);
+  for (const route of host.routes) if (route.kind) objects.add(`${route.kind} ${route.ingress}`);
+  if (host.tls?.kind) objects.add(`${host.tls.kind} ${host.tls.ingress}`);
+  return [...objects];
+}
+
+/** The upstream names a host's routes use (main, canary, an HTTPRoute rule's weighted ones). */
 function hostBackends(host) {
   const names = new Set();
   for (const route of [...host.routes, host.defaultRoute]) {
     if (route === undefined) continue;
     if (route.backend) names.add(route.backend);
     if (route.canary?.backend) names.add(route.canary.backend);
+    for (const entry of route.backends ?? []) if (entry.backend) names.add(entry.backend);
   }
   return [...names];
+}
+
+/** An HTTPRoute route's conditions and filters in words (match values as /debug/model shows them). */
+export function gatewayConditions(route) {
+  const match = route.gateway;
+  if (!match) return [];
+  const words = [];
+  if (match.method) words.push(`method ${match.method}`);
+  for (const header of match.headers ?? []) words.push(`header ${header.name}: ${header.value}`);
+  for (const param of match.queryParams ?? []) words.push(`query ${param.name}: ${param.value}`);
+  if (match.protocols === 'http') words.push('HTTP only');
+  else if (match.protocols === 'https') words.push('HTTPS only');
+  return [...words, ...(match.filters ?? [])];
+}
+
+/** An HTTPRoute rule's backends with their shares: `a-80 75% · 500 25%`; none: every request 500. */
+export function weightedText(backends) {
+  if (backends.length === 0) return '500 (no backends)';
+  return backends
+    .map((entry) => `${entry.backend ?? '500'} ${formatShare(Number(entry.share) || 0)}`)
+    .join(' · ');
 }
 
 function countSeverities(findings) {
@@ -126,11 +161,16 @@ export function buildView(model) {
   const byKind = findingsByKind(model.diagnostics ?? {});
   const noFindings = new Map();
   const ingressFindings = byKind.get('Ingress') ?? noFindings;
+  const findingsOf = (object) => {
+    const space = object.indexOf(' ');
+    return byKind.get(object.slice(0, space))?.get(object.slice(space + 1));
+  };
   const secretFindings = byKind.get('Secret') ?? noFindings;
   const serviceFindings = byKind.get('Service') ?? noFindings;
   const claimed = new Set();
   const hosts = (model.hosts ?? []).map((host, index) => {
     const ingressNames = hostIngresses(host);
+    const gatewayObjects = hostGatewayObjects(host);
     const used = [];
     for (const name of hostBackends(host)) {
       // `default-backend` (the built-in 404) has no entry: nothing to show
@@ -142,6 +182,7 @@ export function buildView(model) {
       if (entry !== undefined && !found.includes(entry)) found.push(entry);
     };
     for (const name of ingressNames) collect(ingressFindings.get(name));
+    for (const object of gatewayObjects) collect(findingsOf(object));
     if (host.tls?.secret) collect(secretFindings.get(host.tls.secret));
     if (host.clientAuth?.secret) collect(secretFindings.get(host.clientAuth.secret));
     for (const entry of used) collect(serviceFindings.get(entry.service));
@@ -153,7 +194,11 @@ export function buildView(model) {
     let text = host.host;
     for (const alias of host.aliases ?? []) text += `\n${alias}`;
     for (const name of ingressNames) text += `\n${name}`;
-    for (const route of host.routes) text += `\n${route.path}\n${route.pathType}`;
+    for (const object of gatewayObjects) text += `\n${object}`;
+    for (const route of host.routes) {
+      text += `\n${route.path}\n${route.pathType}`;
+      for (const words of gatewayConditions(route)) text += `\n${words}`;
+    }
     for (const entry of used) text += `\n${entry.backend.name}\n${entry.text}`;
     for (const name of ingressNames) text += `\n${annotationText(name)}`;
     if (host.tls) text += `\n${host.tls.secret}\n${host.tls.certificate?.issuer ?? ''}`;
@@ -162,6 +207,7 @@ export function buildView(model) {
       key: `h${index}`,
       host,
       ingresses: ingressNames,
+      gatewayObjects,
       backends: used.map((entry) => entry.backend),
       findings,
       ...countSeverities(findings),

@@ -3,7 +3,15 @@
 // characters. Nodes are built detached and inserted once per change, so a render writes the document
 // without reading layout in between.
 
-import { certificateState, formatRate, formatSeconds, formatShare, routeTraffic } from './data.js';
+import {
+  certificateState,
+  formatRate,
+  formatSeconds,
+  formatShare,
+  gatewayConditions,
+  routeTraffic,
+  weightedText,
+} from './data.js';
 
 /** An element with properties (`class`, `text`, attributes) and children (nodes or strings as text). */
 export function h(tag, props, ...children) {
@@ -96,13 +104,29 @@ function routesTable(entry, cells) {
       h('td', {
         text: route.pathTypeAsWritten ? `${route.pathType} (${route.pathTypeAsWritten})` : route.pathType,
       }),
-      h('td', { text: route.backend }),
+      h('td', { text: route.backends ? weightedText(route.backends) : route.backend }),
       // the canary's rules are on its own row below
       h('td'),
-      h('td', { text: route.ingress }),
+      h('td', {
+        text: route.kind
+          ? `${route.kind} ${route.ingress} · rule ${route.gateway?.rule ?? 0}`
+          : route.ingress,
+      }),
     );
     trafficCells(row, cells, (index) => routeTraffic(index, hostName, route.ingress, route.path, false));
     body.append(row);
+    // an HTTPRoute rule's conditions and filters: on a row of their own, like a canary's rules
+    const conditions = gatewayConditions(route);
+    if (conditions.length > 0) {
+      body.append(
+        h(
+          'tr',
+          { class: 'conditions' },
+          h('td', { class: 'path' }, h('span', { class: 'muted', text: '↳ when' })),
+          h('td', { colspan: 7, text: conditions.join(' · ') }),
+        ),
+      );
+    }
     if (route.canary) {
       const canary = route.canary;
       const canaryRow = h(
@@ -234,6 +258,18 @@ export function hostDetails(entry, ingresses) {
         : pairs.length === 0
           ? h('p', { class: 'muted', text: 'none' })
           : list,
+    );
+  }
+  // Gateway API objects have no annotations: their routes take the ConfigMap's settings
+  for (const object of entry.gatewayObjects ?? []) {
+    notes.append(
+      h('h4', null, object),
+      h('p', {
+        class: 'muted',
+        text: object.startsWith('Gateway ')
+          ? 'its HTTPS listener decides the certificate of this host'
+          : "none: the ConfigMap's settings, never redirected to HTTPS",
+      }),
     );
   }
   details.append(notes);
