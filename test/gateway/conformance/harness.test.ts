@@ -8,7 +8,14 @@ import t from 'tap';
 import { conformanceEcho, type EchoedRequest } from '../../support/conformance-echo.ts';
 import type { KubeObject } from '../../support/fake-apiserver.ts';
 import { listen, send } from '../../support/http.ts';
-import { GATEWAY_ADDRESS, INFRA_NAMESPACE, startConformance } from './harness.ts';
+import {
+  CONTROLLER_NAME,
+  GATEWAY_ADDRESS,
+  GATEWAY_CLASS_NAME,
+  INFRA_NAMESPACE,
+  readManifests,
+  startConformance,
+} from './harness.ts';
 import {
   type CapturedResponse,
   compareRoundTrip,
@@ -16,10 +23,22 @@ import {
   expectEventually,
   goVerifyHostname,
   SwapCounter,
+  weightedDistributionProblems,
 } from './roundtrip.ts';
 import { conditionsMatch, listenersMatch, parentsMatch, staleConditions } from './status.ts';
 
 t.setTimeout(90_000);
+
+t.test("the vendored manifests get the suite's placeholders filled in", async (t) => {
+  const [gatewayClass] = readManifests('gatewayclass-observed-generation-bump.yaml');
+  t.equal((gatewayClass?.spec as { controllerName?: string } | undefined)?.controllerName, CONTROLLER_NAME);
+  const gateways = readManifests('base.yaml').filter((o) => o.kind === 'Gateway');
+  t.equal(gateways.length, 4, 'the four shared Gateways');
+  t.same(
+    new Set(gateways.map((o) => (o.spec as { gatewayClassName?: string }).gatewayClassName)),
+    new Set([GATEWAY_CLASS_NAME]),
+  );
+});
 
 t.test('the echo answers as echo-basic does', async (t) => {
   const server = conformanceEcho({ namespace: 'ns-a', backend: 'infra-backend-v1' });
@@ -228,6 +247,33 @@ t.test("the HTTPS client accepts the names Go's client accepts", async (t) => {
     ['example.com', false],
   ];
   for (const [host, valid] of cases) t.equal(goVerifyHostname(host, cert) === undefined, valid, host);
+});
+
+t.test('the weight check counts shares as the suite counts them', async (t) => {
+  const weights = { 'infra-backend-v1': 0.7, 'infra-backend-v2': 0.3, 'infra-backend-v3': 0 };
+  const cycling = (pods: string[]) => {
+    let i = 0;
+    return async () => pods[i++ % pods.length] as string;
+  };
+  const seventyThirty = [...Array(7).fill('infra-backend-v1-a-b'), ...Array(3).fill('infra-backend-v2-c-d')];
+  t.same(await weightedDistributionProblems(cycling(seventyThirty), weights), [], '70/30 exactly');
+  // one in a hundred to the weight-0 backend: every share within tolerance, one backend too many
+  const oneStray = [
+    ...Array(69).fill('infra-backend-v1-a-b'),
+    ...Array(30).fill('infra-backend-v2-c-d'),
+    'infra-backend-v3-e-f',
+  ];
+  t.same(
+    await weightedDistributionProblems(cycling(oneStray), weights),
+    ['expected 2 backends to receive traffic, but got 3'],
+    'a weight-0 backend that answers at all',
+  );
+  t.match(
+    await weightedDistributionProblems(cycling(['infra-backend-v1-a-b', 'infra-backend-v2-c-d']), weights),
+    [/"infra-backend-v1" weighted traffic of 0.5/, /"infra-backend-v2" weighted traffic of 0.5/],
+    'half and half is off by 20 points',
+  );
+  await t.rejects(weightedDistributionProblems(cycling(['web-backend-a-b']), weights), /unexpected pod/);
 });
 
 t.test('the status checks match as the suite matches', async (t) => {

@@ -151,10 +151,11 @@ export interface Conformance {
   echoPort(namespace: string, backend: string): number;
 }
 
-/** GetTestCaseName */
-export function testCaseName(expected: ExpectedResponse): string {
+/** GetTestCaseName: how the suite names a request's subtest (`i` its index in the test's table) */
+export function testCaseName(expected: ExpectedResponse, i?: number): string {
   const { host, path, headers } = expected.request;
-  const request = `request to '${host ?? ''}${path}'${headers === undefined ? '' : ' with headers'}`;
+  const index = i === undefined ? '' : `${i} `;
+  const request = `${index}request to '${host ?? ''}${path}'${headers === undefined ? '' : ' with headers'}`;
   return expected.backend
     ? `${request} should go to ${expected.backend}`
     : `${request} should receive one of ${(expected.response?.statusCodes ?? [200]).join(', ')}`;
@@ -198,6 +199,19 @@ function baseObjects(gatewayApi: boolean): KubeObject[] {
     if (obj.kind === 'Gateway' && gatewayApi) return [obj];
     return [];
   });
+}
+
+/**
+ * The suite's loop over a test's table: one subtest per expected response, named as the suite
+ * names it, each awaiting its eventually consistent answer (the suite runs them in parallel).
+ */
+export async function expectAll(t: Test, h: Conformance, cases: readonly ExpectedResponse[]): Promise<void> {
+  for (const [i, expected] of cases.entries()) {
+    const name = testCaseName(expected, i);
+    await t.test(name, async (t) => {
+      await h.expectResponse(t, expected, name);
+    });
+  }
 }
 
 /** Starts echo servers, the fake API server and ingress-ts; everything stops in `t`'s teardown. */

@@ -289,3 +289,56 @@ export async function expectEventually(
     }
   }
 }
+
+/** extractBackendName: a pod name without its last two dash-separated parts. */
+export function backendOfPod(pod: string): string {
+  const parts = pod.split('-');
+  return parts.length < 3 ? pod : parts.slice(0, -2).join('-');
+}
+
+/** TestWeightedDistribution's figures: 500 requests, 10 at a time, each share within ±5 points. */
+export const WEIGHT_REQUESTS = 500;
+export const WEIGHT_CONCURRENCY = 10;
+export const WEIGHT_TOLERANCE = 0.05;
+/** MaxTestRetries */
+export const WEIGHT_ATTEMPTS = 10;
+
+/**
+ * TestWeightedDistribution: sends the requests through `send` (which resolves with the answering
+ * pod, or rejects) and returns what is wrong with the shares seen: a backend outside `weights`,
+ * a weight-0 backend that got traffic, a share off by more than the tolerance.
+ */
+export async function weightedDistributionProblems(
+  send: () => Promise<string>,
+  weights: Readonly<Record<string, number>>,
+): Promise<string[]> {
+  const seen = new Map<string, number>();
+  let next = 0;
+  const worker = async () => {
+    while (next < WEIGHT_REQUESTS) {
+      next += 1;
+      const pod = await send();
+      const backend = backendOfPod(pod);
+      if (!(backend in weights)) throw new Error(`request was handled by an unexpected pod "${pod}"`);
+      seen.set(backend, (seen.get(backend) ?? 0) + 1);
+    }
+  };
+  await Promise.all(Array.from({ length: WEIGHT_CONCURRENCY }, worker));
+  const problems: string[] = [];
+  const active = Object.values(weights).filter((w) => w > 0).length;
+  if (seen.size !== active)
+    problems.push(`expected ${active} backends to receive traffic, but got ${seen.size}`);
+  for (const [backend, want] of Object.entries(weights)) {
+    const count = seen.get(backend);
+    if (count === undefined && want !== 0) {
+      problems.push(`expect traffic to hit backend "${backend}" - but none was received`);
+      continue;
+    }
+    const got = (count ?? 0) / WEIGHT_REQUESTS;
+    if (Math.abs(got - want) > WEIGHT_TOLERANCE)
+      problems.push(
+        `backend "${backend}" weighted traffic of ${got} not within tolerance ${want} (+/-${WEIGHT_TOLERANCE})`,
+      );
+  }
+  return problems.sort();
+}
