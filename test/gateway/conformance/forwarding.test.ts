@@ -75,37 +75,42 @@ t.test('HTTPRouteServiceTypes', async (t) => {
   }
 });
 
-t.test(
-  'HTTPRouteMultipleGateways',
-  {
-    todo:
-      "every Gateway on port 80 shares ingress-ts's one HTTP listener and their routes merge: both " +
-      'Gateways answer / from the same dedicated route, so one of the two dedicated routes is never ' +
-      'reached (docs/gateway-api.md, "One listener set")',
-  },
-  async (t) => {
-    const h = await startConformance(t, { manifests: ['httproute-multiple-gateways.yaml'] });
-    for (const [gateway, dedicated, backend] of [
-      ['same-namespace', 'same-namespace-dedicated-route', 'infra-backend-v2'],
-      ['all-namespaces', 'all-namespaces-dedicated-route', 'infra-backend-v3'],
-    ] as const) {
-      t.test(`Gateway ${gateway}`, async (t) => {
-        await gatewayAndHTTPRoutesMustBeAccepted(t, h, CONTROLLER_NAME, infra(gateway), [
-          infra('multiple-gateways-shared-route'),
-          infra(dedicated),
-        ]);
-        t.test('shared route is accessible and routed to infra-backend-v1', async (t) => {
-          await h.expectResponse(t, {
-            request: { path: '/shared' },
-            backend: 'infra-backend-v1',
-            namespace: INFRA_NAMESPACE,
-          });
-        });
-        t.test(`dedicated route is accessible and routed to ${backend}`, async (t) => {
-          // the suite sends this to the Gateway's own address; ingress-ts has one for all
-          await h.expectResponse(t, { request: { path: '/' }, backend, namespace: INFRA_NAMESPACE });
+// One listener set: every Gateway on port 80 shares ingress-ts's HTTP listener and their routes
+// merge, so both Gateways answer / from the same dedicated route (the older route wins, then the
+// namespace/name order). The test runs in full; the answer it cannot get is reported as a TODO.
+const MULTIPLE_GATEWAYS_TODO =
+  "Gateways on port 80 share ingress-ts's one HTTP listener: both answer / from one dedicated route " +
+  '(docs/gateway-api.md, "One listener set")';
+
+t.test('HTTPRouteMultipleGateways', async (t) => {
+  const h = await startConformance(t, { manifests: ['httproute-multiple-gateways.yaml'] });
+  for (const [gateway, dedicated, backend] of [
+    ['same-namespace', 'same-namespace-dedicated-route', 'infra-backend-v2'],
+    ['all-namespaces', 'all-namespaces-dedicated-route', 'infra-backend-v3'],
+  ] as const) {
+    await t.test(`Gateway ${gateway}`, async (t) => {
+      await gatewayAndHTTPRoutesMustBeAccepted(t, h, CONTROLLER_NAME, infra(gateway), [
+        infra('multiple-gateways-shared-route'),
+        infra(dedicated),
+      ]);
+      await t.test('shared route is accessible and routed to infra-backend-v1', async (t) => {
+        await h.expectResponse(t, {
+          request: { path: '/shared' },
+          backend: 'infra-backend-v1',
+          namespace: INFRA_NAMESPACE,
         });
       });
-    }
-  },
-);
+      const name = `dedicated route is accessible and routed to ${backend}`;
+      await t.test(name, async (t) => {
+        // the suite sends this to the Gateway's own address; ingress-ts has one for all Gateways
+        const failure = await h
+          .expectResponse(t, { request: { path: '/' }, backend, namespace: INFRA_NAMESPACE }, name)
+          .then(
+            () => undefined,
+            (err: Error) => err.message,
+          );
+        if (failure !== undefined) t.fail(name, { todo: MULTIPLE_GATEWAYS_TODO, failure });
+      });
+    });
+  }
+});
