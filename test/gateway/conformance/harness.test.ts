@@ -404,6 +404,14 @@ t.test('the harness with an Ingress: base backends, HTTPS, swaps and status', as
     namespace: INFRA_NAMESPACE,
   };
   await h.expectResponse(t, expected);
+  const model = (await (await fetch(`http://127.0.0.1:${h.controller.healthz.port}/debug/model`)).json()) as {
+    backends: Array<{ service: string; endpoints: string[] }>;
+  };
+  t.same(
+    model.backends.find((b) => b.service === `${INFRA_NAMESPACE}/infra-backend-v1:8080`)?.endpoints,
+    [`127.0.0.1:${h.echoPort(INFRA_NAMESPACE, 'infra-backend-v1')}`],
+    'the echo is the one endpoint: no Service port targets a port nobody listens on',
+  );
   await h.expectResponse(
     t,
     { ...expected, request: { ...expected.request, https: true } },

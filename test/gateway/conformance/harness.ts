@@ -184,6 +184,18 @@ function endpointSliceFor(service: KubeObject, port: number): KubeObject {
   };
 }
 
+/**
+ * The Service with every targetPort on the echo's port: a pod of the suite listens on each port its
+ * Service targets, and ingress-ts (as ingress-nginx) uses the targetPort for the slice ports whose
+ * name differs from the Service port asked for, so 3000 would name a port nobody listens on here.
+ */
+function onEchoPort(service: KubeObject, slice: KubeObject): KubeObject {
+  const port = (slice.ports as Array<{ port: number }>)[0]?.port;
+  const spec = service.spec as { ports?: Array<Record<string, unknown>> } | undefined;
+  const ports = spec?.ports?.map((p) => ({ ...p, targetPort: port }));
+  return { ...service, spec: { ...spec, ports } };
+}
+
 const GATEWAY_API_KINDS = new Set(['Gateway', 'GatewayClass', 'HTTPRoute', 'ReferenceGrant']);
 
 /** Everything of the base manifests ingress-ts reads; Deployments become the echo servers. */
@@ -242,8 +254,8 @@ export async function startConformance(t: Test, options: ConformanceOptions = {}
   const apply = (objects: readonly KubeObject[]) => {
     for (const obj of objects) {
       if (!gatewayApi && GATEWAY_API_KINDS.has(obj.kind ?? '')) continue;
-      api.apply(obj);
       const slice = obj.kind === 'Service' ? echoSlice(obj) : undefined;
+      api.apply(slice === undefined ? obj : onEchoPort(obj, slice));
       if (slice !== undefined) api.apply(slice);
     }
   };
