@@ -193,25 +193,42 @@ export function createPathMatcher<T>(
 }
 
 /**
- * Exact host names, then single-label wildcards (`*.example.com` keyed by `example.com`), then the
- * catch-all. A table patched from another (`HostTable.patched`) shares its entries (layered-map.ts),
- * so a one-Ingress change costs the names it touches, not the 20,000 hosts of a large cluster.
+ * Exact host names, then single-label wildcards (`*.example.com` keyed by `example.com`), then
+ * any-depth wildcards (an HTTPRoute's `*.example.com` also matches `a.b.example.com`, the longest
+ * parent first), then the catch-all. An Ingress wildcard stays single-label, as ingress-nginx renders
+ * it (`^[\w-]+\.example\.com$`). A table patched from another (`HostTable.patched`) shares its
+ * entries (layered-map.ts), so a one-Ingress change costs the names it touches, not the 20,000 hosts
+ * of a large cluster.
  */
 export class HostTable<T> {
   readonly #exact: LayeredMap<T>;
   readonly #wildcards: LayeredMap<T>;
   readonly #catchAll: T;
+  /** which wildcard entries match any depth; null: none does */
+  readonly #anyDepth: ((value: T) => boolean) | null;
+  /** some wildcard entry may match any depth (kept once set along patches: a miss only walks more) */
+  #deep: boolean;
 
-  constructor(catchAll: T, exact = new LayeredMap<T>(), wildcards = new LayeredMap<T>()) {
+  constructor(
+    catchAll: T,
+    exact = new LayeredMap<T>(),
+    wildcards = new LayeredMap<T>(),
+    anyDepth: ((value: T) => boolean) | null = null,
+    deep = false,
+  ) {
     this.#catchAll = catchAll;
     this.#exact = exact;
     this.#wildcards = wildcards;
+    this.#anyDepth = anyDepth;
+    this.#deep = deep;
   }
 
   /** The first registration of a name wins (hosts before aliases); only while the table is built. */
   add(name: string, value: T): void {
-    if (name.startsWith('*.')) this.#wildcards.addIfAbsent(name.slice(2), value);
-    else this.#exact.addIfAbsent(name, value);
+    if (name.startsWith('*.')) {
+      this.#wildcards.addIfAbsent(name.slice(2), value);
+      if (this.#anyDepth?.(value) === true) this.#deep = true;
+    } else this.#exact.addIfAbsent(name, value);
   }
 
   /**
@@ -221,14 +238,19 @@ export class HostTable<T> {
   patched(catchAll: T, changes: ReadonlyMap<string, T | undefined>): HostTable<T> {
     const exact: Array<[string, T | undefined]> = [];
     const wildcards: Array<[string, T | undefined]> = [];
+    let deep = this.#deep;
     for (const [name, value] of changes) {
-      if (name.startsWith('*.')) wildcards.push([name.slice(2), value]);
-      else exact.push([name, value]);
+      if (name.startsWith('*.')) {
+        wildcards.push([name.slice(2), value]);
+        if (value !== undefined && this.#anyDepth?.(value) === true) deep = true;
+      } else exact.push([name, value]);
     }
     return new HostTable(
       catchAll,
       exact.length === 0 ? this.#exact : this.#exact.patched(exact),
       wildcards.length === 0 ? this.#wildcards : this.#wildcards.patched(wildcards),
+      this.#anyDepth,
+      deep,
     );
   }
 
@@ -242,10 +264,17 @@ export class HostTable<T> {
   lookup(host: string): T {
     const exact = this.#exact.get(host);
     if (exact !== undefined) return exact;
-    const dot = host.indexOf('.');
+    let dot = host.indexOf('.');
     if (dot > 0) {
       const wildcard = this.#wildcards.get(host.slice(dot + 1));
       if (wildcard !== undefined) return wildcard;
+      if (this.#deep) {
+        // only an any-depth wildcard covers more than one label
+        for (dot = host.indexOf('.', dot + 1); dot > 0; dot = host.indexOf('.', dot + 1)) {
+          const deeper = this.#wildcards.get(host.slice(dot + 1));
+          if (deeper !== undefined && this.#anyDepth?.(deeper) === true) return deeper;
+        }
+      }
     }
     return this.#catchAll;
   }

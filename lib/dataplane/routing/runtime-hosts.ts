@@ -44,17 +44,20 @@ export function compileServer(state: RouteCompileState, server: Server): Compile
       state.caches.pathRegexes,
     );
   };
+  const gateway = hasGatewayRoutes(server);
   return {
     hostname: server.hostname,
     redirectTo: null,
     appRoot: server.annotations.appRoot.path,
     tls: server.tls !== null,
     clientAuth: compileClientAuth(server.clientAuth, state.caches.verifiedLeaves),
-    paths: hasGatewayRoutes(server)
-      ? compileGatewayPaths(state, server, matcherOf)
-      : matcherOf(server.routes),
+    paths: gateway ? compileGatewayPaths(state, server, matcherOf) : matcherOf(server.routes),
+    ...(gateway && server.hostname.startsWith('*.') ? { anyDepth: true } : {}),
   };
 }
+
+/** An HTTPRoute's wildcard host matches any number of labels (Gateway API); an Ingress's one. */
+const matchesAnyDepth = (entry: CompiledServer): boolean => entry.anyDepth === true;
 
 /** Every server of the model compiled (or kept from `previous`), and what the next compile may keep. */
 export interface CompiledServers {
@@ -136,7 +139,7 @@ function hostTableOf(
   catchAll: CompiledServer,
   compiled: ReadonlyArray<readonly [Server, CompiledServer]>,
 ): HostTable<CompiledServer> {
-  const hosts = new HostTable<CompiledServer>(catchAll);
+  const hosts = new HostTable<CompiledServer>(catchAll, undefined, undefined, matchesAnyDepth);
   for (const [server, entry] of compiled) hosts.add(server.hostname, entry);
   for (const [server, entry] of compiled)
     for (const alias of server.annotations.alias.aliases) hosts.add(alias, entry);

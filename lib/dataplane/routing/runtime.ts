@@ -132,6 +132,8 @@ export interface CompiledServer {
   /** auth-tls-*: client certificate authentication of the host, or null */
   clientAuth: CompiledClientAuth | null;
   paths: PathMatcher<RoutedAction>;
+  /** a wildcard host some HTTPRoute names: it matches any number of labels, not just one */
+  anyDepth?: true;
 }
 
 /** ssl-redirect and HSTS, from the global ConfigMap; the per-route redirect decision is PathSettings.httpsRedirect. */
