@@ -18,7 +18,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { GATEWAY_GROUP } from '../../model/gateway/k8s.ts';
 import type { StoreKind } from '../../store/store.ts';
 import { apiRequest, statusMessage } from './api-request.ts';
-import { type Backoff, backoffDelay, DEFAULT_BACKOFF, type WatchTarget } from './informer.ts';
+import { type Backoff, backoffDelay, DEFAULT_BACKOFF, listObjects, type WatchTarget } from './informer.ts';
 
 export const GATEWAY_API_PATH = `/apis/${GATEWAY_GROUP}/v1`;
 
@@ -131,4 +131,28 @@ export function forbiddenListState(target: GatewayWatchTarget, error: unknown): 
     reason: `no permission to list ${resource} (RBAC: list and watch on ${target.resource} in API group "${target.apiGroup}"); Gateway API support is off until a restart`,
     forbidden: { kind: target.kind, resource: target.resource, apiGroup: target.apiGroup, error },
   };
+}
+
+/** One read of the Gateway API kinds for `ingress-ts check`, with the controller's rules: nothing when
+ * discovery says off (404, 403, a kind missing) or RBAC refuses a list; an API server that fails
+ * otherwise is an error (the controller would retry; a one-shot check says so instead). */
+export async function listGatewayApiOnce(
+  kubeConfig: KubeConfig,
+  watchNamespace: string | null,
+): Promise<{ state: GatewayApiState; lists: Array<{ target: GatewayWatchTarget; items: unknown[] }> }> {
+  const response = await apiRequest(kubeConfig, 'GET', GATEWAY_API_PATH);
+  const state = gatewayApiState(response.status, response.body);
+  if (state === null) throw new Error(`discovery of ${GATEWAY_API_PATH}: ${statusMessage(response)}`);
+  if (!state.enabled) return { state, lists: [] };
+  const targets = gatewayWatchTargets(watchNamespace);
+  const lists: Array<{ target: GatewayWatchTarget; items: unknown[] }> = [];
+  for (const target of targets) {
+    try {
+      lists.push({ target, items: (await listObjects(kubeConfig, target)).items ?? [] });
+    } catch (error) {
+      if ((error as { statusCode?: number }).statusCode !== 403) throw error;
+      return { state: forbiddenListState(target, error), lists: [] };
+    }
+  }
+  return { state, lists };
 }
