@@ -15,6 +15,7 @@
 // keeps its last objects and is retried like any watch failure.
 
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from '../../log.ts';
 import { GATEWAY_GROUP } from '../../model/gateway/k8s.ts';
 import type { StoreKind } from '../../store/store.ts';
 import { apiRequest, statusMessage } from './api-request.ts';
@@ -155,4 +156,14 @@ export async function listGatewayApiOnce(
     }
   }
   return { state, lists };
+}
+
+/** The one log line saying whether the Gateway API is on: an error when RBAC refused a first list. */
+export function logGatewayApiState(log: Logger, state: GatewayApiState): void {
+  if (state.enabled) log.info('Gateway API CRDs found; watching them');
+  else if (state.forbidden === undefined) log.info(state.reason);
+  else {
+    const { kind, resource, apiGroup, error } = state.forbidden;
+    log.error({ kind, resource, apiGroup, verb: 'list', err: error }, state.reason);
+  }
 }

@@ -270,6 +270,20 @@ function statusTargets(
   return found;
 }
 
+/** `work` on each item, at most `lanes` at once, in order of start; a lane whose work answers false
+ * takes no more items. */
+async function inLanes<T>(
+  items: readonly T[],
+  lanes: number,
+  work: (item: T) => Promise<boolean>,
+): Promise<void> {
+  let taken = 0;
+  const lane = async (): Promise<void> => {
+    while (taken < items.length) if (!(await work(items[taken++] as T))) return;
+  };
+  await Promise.all(Array.from({ length: Math.min(lanes, items.length) }, lane));
+}
+
 export function createGatewayStatusWriter(options: GatewayStatusOptions): GatewayStatusWriter {
   const { kubeConfig, controllerName } = options;
   const now = options.now ?? (() => new Date());
@@ -350,25 +364,20 @@ export function createGatewayStatusWriter(options: GatewayStatusOptions): Gatewa
     const targets = statusTargets(snapshot, status, { controllerName, bundle, addresses, stamp });
     // a few objects at a time: one after the other, a first write of 1,000 routes waited ~10 s on
     // round trips; a run still ends before the next starts, so an object's writes keep their order
-    let taken = 0;
     let complete = true;
-    const lane = async (): Promise<void> => {
-      while (taken < targets.length) {
-        if (!options.isLeader()) {
-          complete = false;
-          return;
-        }
-        const target = targets[taken++] as Target;
-        try {
-          if (!(await writeOne(target))) complete = false;
-        } catch (error) {
-          complete = false;
-          failed(target.label, error);
-        }
+    await inLanes(targets, options.inFlight ?? STATUS_WRITES_IN_FLIGHT, async (target) => {
+      if (!options.isLeader()) {
+        complete = false;
+        return false;
       }
-    };
-    const lanes = Math.min(options.inFlight ?? STATUS_WRITES_IN_FLIGHT, targets.length);
-    await Promise.all(Array.from({ length: lanes }, lane));
+      try {
+        if (!(await writeOne(target))) complete = false;
+      } catch (error) {
+        complete = false;
+        failed(target.label, error);
+      }
+      return true;
+    });
     if (complete) settled = { lists, inputs };
   };
 

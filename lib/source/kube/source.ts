@@ -177,7 +177,7 @@ export function createKubeSource(options: KubeSourceOptions): KubeSource {
 
   const informer = (
     target: WatchTarget,
-    handlers: Pick<Parameters<typeof createInformer>[0], 'onUpsert' | 'onDelete'>,
+    handlers: Pick<Parameters<typeof createInformer>[0], 'onUpsert' | 'onDelete' | 'onFirstListForbidden'>,
   ): ResilientInformer =>
     createInformer({
       ...target,
@@ -241,10 +241,7 @@ export function createKubeSource(options: KubeSourceOptions): KubeSource {
     };
     for (const target of gatewayWatchTargets(options.watchNamespace)) {
       const { onUpsert, onDelete } = stored(target.store);
-      const one = createInformer({
-        ...target,
-        kubeConfig: options.kubeConfig,
-        backoff: options.backoff,
+      const one = informer(target, {
         // a list already under way when the Gateway API was turned off still delivers its items
         onUpsert: (object) => {
           if (gatewayApi) onUpsert(object);
@@ -252,7 +249,6 @@ export function createKubeSource(options: KubeSourceOptions): KubeSource {
         onDelete: (object) => {
           if (gatewayApi) onDelete(object);
         },
-        onError: (error, retryInMs) => options.onWatchError?.(target.kind, error, retryInMs),
         onFirstListForbidden: (error) => forbidden(target, error),
       });
       added.push(one);
