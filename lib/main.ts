@@ -135,7 +135,7 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
     // its address goes into Ingress status: a change must reach the status writer
     watchedServices: config.kube.publishService === null ? [] : [config.kube.publishService],
     gatewayApi: config.gatewayApi,
-    onGatewayApi: (state) => log.info(state.enabled ? 'Gateway API CRDs found; watching them' : state.reason),
+    onGatewayApi: (state) => modules.logGatewayApiState(log, state),
     onChange,
     onWatchError: (kind, error, retryInMs) =>
       log.warn({ kind, err: error, retryInMs }, `watching ${kind} objects failed; retrying`),

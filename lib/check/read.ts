@@ -1,7 +1,8 @@
 // The objects `ingress-ts check` looks at, read once from the controller's own sources: the
 // manifests folder through the standalone source (the same parser, Lists included, and its
 // MANIFEST_* findings), or the cluster through one list per kind of the Kubernetes source's targets,
-// with its client code and its store (no watch, no informer).
+// with its client code and its store (no watch, no informer), the Gateway API kinds included when
+// installed and readable (the controller's rules, gateway-sources.ts).
 
 import type { Config } from '../config/flags.ts';
 import type { Diagnostic, Snapshot } from '../model/index.ts';
@@ -21,7 +22,12 @@ export async function readObjects(config: Config): Promise<Objects> {
 }
 
 async function readManifests(dir: string, config: Config): Promise<Objects> {
-  const source = createManifestSource({ dir, model: config.model, onChange: () => {} });
+  const source = createManifestSource({
+    dir,
+    model: config.model,
+    gatewayApi: config.gatewayApi,
+    onChange: () => {},
+  });
   await source.start();
   try {
     return { snapshot: source.snapshot(), problems: source.problems(), from: `manifests in ${dir}` };
@@ -55,6 +61,15 @@ async function readCluster(config: Config): Promise<Objects> {
     }
   });
   if (namespaceSelector !== null) store.setNamespaces(namespaces);
+  if (config.gatewayApi) {
+    // as the controller reads them: only when installed and listable
+    const { listGatewayApiOnce } = await import('../source/kube/gateway-sources.ts');
+    const gateway = await listGatewayApiOnce(kubeConfig, watchNamespace);
+    if (gateway.state.enabled) store.enableGatewayApi();
+    for (const { target, items } of gateway.lists) {
+      for (const item of items) store.upsert(target.store, item as Parameters<ObjectStore['upsert']>[1]);
+    }
+  }
   return {
     snapshot: store.snapshot(),
     problems: [],

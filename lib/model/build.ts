@@ -59,7 +59,8 @@ export interface BuildResult {
   diagnostics: Diagnostic[];
   /** what the model depends on, so a store can ignore changes to anything else */
   references: ModelReferences;
-  /** the status of our Gateway API objects, for the leader to write; absent: there are none */
+  /** the status of our Gateway API objects, for the leader to write; absent: the snapshot has no
+   * GatewayClass, Gateway or HTTPRoute (empty lists: routes only, whose old entries of ours go) */
   gatewayStatus?: GatewayApiStatus;
 }
 

@@ -226,6 +226,16 @@ export class ObjectStore {
     this.#snapshot = null;
   }
 
+  /** RBAC forbade listing a Gateway API kind: its kinds leave the snapshot, and what was stored of
+   * them is dropped. */
+  disableGatewayApi(): void {
+    this.#gatewayApi = false;
+    for (const list of GATEWAY_LISTS) {
+      this.#maps[list].clear();
+      this.#changed(list);
+    }
+  }
+
   /** What the last build looked up: changes to other Services and Secrets no longer matter. */
   setReferences(references: ModelReferences): void {
     this.#services = new Set(references.services);

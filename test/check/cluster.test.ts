@@ -135,3 +135,57 @@ t.test(
     t.match(ran.stderr, /ingress-ts check: list .*HTTP 401/);
   },
 );
+
+t.test('Gateway API installed: its kinds listed once as the controller reads them', async (t) => {
+  const V1 = 'gateway.networking.k8s.io/v1';
+  const fake = await startFakeApiServer({ gatewayApi: true });
+  t.teardown(() => fake.close());
+  for (const object of [
+    ...OBJECTS,
+    {
+      apiVersion: V1,
+      kind: 'GatewayClass',
+      metadata: { name: 'ingress-ts' },
+      spec: { controllerName: DEFAULT_MODEL_OPTIONS.gatewayControllerName },
+    },
+    {
+      apiVersion: V1,
+      kind: 'Gateway',
+      metadata: { name: 'edge', namespace: 'web' },
+      spec: { gatewayClassName: 'ingress-ts', listeners: [{ name: 'odd', port: 8081, protocol: 'HTTP' }] },
+    },
+  ])
+    fake.apply(object);
+  const kubeconfig = await fake.writeKubeconfig();
+  const gatewayFindings = (ran: { stdout: string }) =>
+    ((JSON.parse(ran.stdout) as CheckReport).other?.findings ?? []).filter((f) => f.kind === 'Gateway');
+
+  const ran = await check(['--kubeconfig', kubeconfig, '-o', 'json']);
+  t.equal(ran.code, 1);
+  t.match(
+    gatewayFindings(ran),
+    [{ kind: 'Gateway', namespace: 'web', name: 'edge', code: 'GATEWAY_INVALID', message: /odd/ }],
+    "the build saw the Gateway: its listener's port is not one ingress-ts serves",
+  );
+  for (const resource of ['gatewayclasses', 'gateways', 'httproutes', 'referencegrants', 'namespaces']) {
+    t.equal(fake.count({ verb: 'list', resource }), 1, `${resource} listed once`);
+  }
+  t.equal(fake.count({ verb: 'watch' }), 0, 'no watch');
+
+  const before = fake.requests.length;
+  const off = await check(['--kubeconfig', kubeconfig, '-o', 'json', '--enable-gateway-api=false']);
+  t.same(gatewayFindings(off), [], '--enable-gateway-api=false: not read');
+  t.notOk(
+    fake.requests.slice(before).some((r) => r.path.includes('gateway.networking.k8s.io')),
+    'not even discovery',
+  );
+
+  fake.rbac = [
+    { apiGroups: ['networking.k8s.io'], resources: ['ingresses', 'ingressclasses'], verbs: ['list'] },
+    { apiGroups: [''], resources: ['services', 'secrets', 'configmaps'], verbs: ['list'] },
+    { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list'] },
+  ];
+  const forbidden = await check(['--kubeconfig', kubeconfig, '-o', 'json']);
+  t.equal(forbidden.code, 1, 'RBAC without the Gateway API rules: checked as the controller would serve');
+  t.same(gatewayFindings(forbidden), []);
+});

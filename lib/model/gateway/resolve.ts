@@ -38,7 +38,10 @@ import {
 export function resolveGateways(state: BuildState): GatewayGraph {
   const { snapshot } = state;
   if ((snapshot.gateways?.length ?? 0) === 0 && (snapshot.gatewayClasses?.length ?? 0) === 0) {
-    return EMPTY_GATEWAY_GRAPH;
+    // HTTPRoutes left without any Gateway still get a (empty) status: the writer removes the
+    // entries our Gateways left in their status.parents
+    if ((snapshot.httpRoutes?.length ?? 0) === 0) return EMPTY_GATEWAY_GRAPH;
+    return { ...EMPTY_GATEWAY_GRAPH, status: { gatewayClasses: [], gateways: [], httpRoutes: [] } };
   }
   const classes = selectGatewayClasses(state);
   const grants = new GrantIndex(snapshot.referenceGrants ?? []);

@@ -10,9 +10,10 @@
 // A condition keeps its lastTransitionTime while its status stays; a new or flipped one gets now.
 // An object is written only when its status differs: first judged on the watched copy (no request
 // at all when it matches; nothing is compared when neither the report nor the watched objects
-// changed since a run that left every object as wanted), then on a fresh GET of the /status subresource, then PUT there with the
-// resourceVersion read, retried on a 409 Conflict. Requests run one after the other and stop as soon
-// as this replica is no longer the leader; an update asked for meanwhile is coalesced into one more
+// changed since a run that left every object as wanted), then on a fresh GET of the /status
+// subresource, then PUT there with the resourceVersion read, retried on a 409 Conflict. Up to 10 objects are in hand at once (each read,
+// then written, by one lane; ingress-nginx's Ingress status pool has 10 too), and no request starts
+// once this replica is no longer the leader; an update asked for meanwhile is coalesced into one more
 // run with the latest report. Objects that are not ours are never written, not even to clear them.
 
 import { isDeepStrictEqual } from 'node:util';
@@ -51,6 +52,8 @@ export interface GatewayStatusOptions {
   onError?(object: string, error: unknown): void;
   onWritten?(object: string): void;
   now?: () => Date;
+  /** objects brought to their status at once (default STATUS_WRITES_IN_FLIGHT) */
+  inFlight?: number;
 }
 
 export interface GatewayStatusWriter {
@@ -62,6 +65,8 @@ const BUNDLE_VERSION = `${GATEWAY_GROUP}/bundle-version`;
 /** The bundle-version annotation is read again after this long (a CRD upgrade shows without a restart). */
 const VERSION_TTL_MS = 10 * 60_000;
 const MAX_CONFLICT_RETRIES = 3;
+/** objects read and written at once: ingress-nginx updates Ingress status through a pool of 10 */
+export const STATUS_WRITES_IN_FLIGHT = 10;
 const API = `/apis/${GATEWAY_GROUP}/v1`;
 
 type Status = Record<string, unknown>;
@@ -265,6 +270,20 @@ function statusTargets(
   return found;
 }
 
+/** `work` on each item, at most `lanes` at once, in order of start; a lane whose work answers false
+ * takes no more items. */
+async function inLanes<T>(
+  items: readonly T[],
+  lanes: number,
+  work: (item: T) => Promise<boolean>,
+): Promise<void> {
+  let taken = 0;
+  const lane = async (): Promise<void> => {
+    while (taken < items.length) if (!(await work(items[taken++] as T))) return;
+  };
+  await Promise.all(Array.from({ length: Math.min(lanes, items.length) }, lane));
+}
+
 export function createGatewayStatusWriter(options: GatewayStatusOptions): GatewayStatusWriter {
   const { kubeConfig, controllerName } = options;
   const now = options.now ?? (() => new Date());
@@ -298,19 +317,20 @@ export function createGatewayStatusWriter(options: GatewayStatusOptions): Gatewa
     options.onError?.(label, error);
   };
 
-  const writeOne = async (target: Target): Promise<void> => {
+  /** false: stopped because this replica no longer leads (the object may not be as wanted) */
+  const writeOne = async (target: Target): Promise<boolean> => {
     if (target.watched !== undefined) {
       const current = statusOf(target.watched);
-      if (isDeepStrictEqual(current, target.next(current))) return; // as the watch last said
+      if (isDeepStrictEqual(current, target.next(current))) return true; // as the watch last said
     }
     for (let attempt = 0; ; attempt++) {
-      if (!options.isLeader()) return;
+      if (!options.isLeader()) return false;
       const read = await apiRequest(kubeConfig, 'GET', `${target.path}/status`);
-      if (read.status === 404) return; // deleted meanwhile
+      if (read.status === 404) return true; // deleted meanwhile
       if (read.status !== 200 || !isRecord(read.body)) throw new Error(`read: ${statusMessage(read)}`);
       const next = target.next(read.body.status);
-      if (isDeepStrictEqual(read.body.status, next)) return;
-      if (!options.isLeader()) return;
+      if (isDeepStrictEqual(read.body.status, next)) return true;
+      if (!options.isLeader()) return false;
       const written = await apiRequest(kubeConfig, 'PUT', `${target.path}/status`, {
         ...read.body,
         status: next,
@@ -318,9 +338,9 @@ export function createGatewayStatusWriter(options: GatewayStatusOptions): Gatewa
       if (written.status === 200) {
         failing.delete(target.label);
         options.onWritten?.(target.label);
-        return;
+        return true;
       }
-      if (written.status === 404) return;
+      if (written.status === 404) return true;
       if (written.status !== 409 || attempt >= MAX_CONFLICT_RETRIES) {
         throw new Error(`write: ${statusMessage(written)}`);
       }
@@ -341,16 +361,23 @@ export function createGatewayStatusWriter(options: GatewayStatusOptions): Gatewa
     const inputs = JSON.stringify([status, addresses, bundle]);
     if (settled?.inputs === inputs && settled.lists.every((list, i) => list === lists[i])) return;
     settled = null;
+    const targets = statusTargets(snapshot, status, { controllerName, bundle, addresses, stamp });
+    // a few objects at a time: one after the other, a first write of 1,000 routes waited ~10 s on
+    // round trips; a run still ends before the next starts, so an object's writes keep their order
     let complete = true;
-    for (const target of statusTargets(snapshot, status, { controllerName, bundle, addresses, stamp })) {
-      if (!options.isLeader()) return;
+    await inLanes(targets, options.inFlight ?? STATUS_WRITES_IN_FLIGHT, async (target) => {
+      if (!options.isLeader()) {
+        complete = false;
+        return false;
+      }
       try {
-        await writeOne(target);
+        if (!(await writeOne(target))) complete = false;
       } catch (error) {
         complete = false;
         failed(target.label, error);
       }
-    }
+      return true;
+    });
     if (complete) settled = { lists, inputs };
   };
 

@@ -50,6 +50,9 @@ export interface InformerOptions extends WatchTarget {
   onError?(error: unknown, retryInMs: number): void;
   /** each (re)connect cycle of the client, just before its list (if any), sleep (if any) and watch */
   onConnect?(): void;
+  /** When set, a 403 on a list before any list succeeded is not retried: the informer stops (start()
+   * resolves) and this is called instead of onError. A 403 later goes through onError and the retries. */
+  onFirstListForbidden?(error: unknown): void;
   backoff?: Backoff;
   /** [0, 1): jitter (tests) */
   random?: () => number;
@@ -101,6 +104,9 @@ export async function listObjects(
   return (await response.json()) as KubernetesListObject<KubernetesObject>;
 }
 
+const statusCodeOf = (error: unknown): number | undefined =>
+  (error as { statusCode?: number } | null)?.statusCode;
+
 export function createInformer(options: InformerOptions): ResilientInformer {
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const random = options.random ?? Math.random;
@@ -114,10 +120,19 @@ export function createInformer(options: InformerOptions): ResilientInformer {
   /** settles start(): on the first delivered list, or on stop() */
   const { promise: settled, resolve: settle } = Promise.withResolvers<void>();
 
+  /** the first list was refused (onFirstListForbidden): no retry */
+  let refused = false;
   const listFn = async () => {
-    const list = await listObjects(options.kubeConfig, options);
-    listed = true; // the informer hands the items to onUpsert right after this resolves
-    return list;
+    try {
+      const list = await listObjects(options.kubeConfig, options);
+      listed = true; // the informer hands the items to onUpsert right after this resolves
+      return list;
+    } catch (error) {
+      if (!listed && options.onFirstListForbidden !== undefined && statusCodeOf(error) === 403) {
+        refused = true;
+      }
+      throw error;
+    }
   };
   // The client sleeps between re-watches (1 s, 2 s ... 30 s after empty streams) and does not look
   // at its stopped flag afterwards: a stop() during that sleep would be followed by a new watch.
@@ -144,6 +159,13 @@ export function createInformer(options: InformerOptions): ResilientInformer {
 
   const retryLater = (error: unknown): void => {
     if (stopping || timer !== null) return;
+    if (refused) {
+      stopping = true;
+      settle();
+      void informer.stop();
+      options.onFirstListForbidden?.(error);
+      return;
+    }
     const delay = backoffDelay(attempt++, backoff, random);
     options.onError?.(error, delay);
     timer = setTimeout(() => {

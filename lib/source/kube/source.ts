@@ -20,7 +20,13 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { KubeObject, ModelOptions, ModelReferences, Snapshot } from '../../model/index.ts';
 import { ObjectStore, type StoreKind } from '../../store/store.ts';
 import { dropUnreadMetadata } from '../../store/unread.ts';
-import { discoverGatewayApi, type GatewayApiState, gatewayWatchTargets } from './gateway-sources.ts';
+import {
+  discoverGatewayApi,
+  forbiddenListState,
+  type GatewayApiState,
+  type GatewayWatchTarget,
+  gatewayWatchTargets,
+} from './gateway-sources.ts';
 import { type Backoff, createInformer, type ResilientInformer, type WatchTarget } from './informer.ts';
 
 export interface KubeSourceOptions {
@@ -43,7 +49,8 @@ export interface KubeSourceOptions {
   watchedServices?: readonly string[];
   /** --enable-gateway-api: ask discovery whether the Gateway API CRDs are installed (default false) */
   gatewayApi?: boolean;
-  /** what discovery said (once, during start()) */
+  /** once, during start(): off (discovery said so, or RBAC forbade a first list), or on once the
+   * Gateway API kinds are listed */
   onGatewayApi?(state: GatewayApiState): void;
   /** a relevant change after the first sync */
   onChange(): void;
@@ -170,7 +177,7 @@ export function createKubeSource(options: KubeSourceOptions): KubeSource {
 
   const informer = (
     target: WatchTarget,
-    handlers: Pick<Parameters<typeof createInformer>[0], 'onUpsert' | 'onDelete'>,
+    handlers: Pick<Parameters<typeof createInformer>[0], 'onUpsert' | 'onDelete' | 'onFirstListForbidden'>,
   ): ResilientInformer =>
     createInformer({
       ...target,
@@ -212,15 +219,43 @@ export function createKubeSource(options: KubeSourceOptions): KubeSource {
       stopped: () => stopped,
     });
     if (stopped) return;
-    options.onGatewayApi?.(state);
-    if (!state.enabled) return;
+    if (!state.enabled) {
+      options.onGatewayApi?.(state);
+      return;
+    }
     gatewayApi = true;
     store.enableGatewayApi();
-    const added = gatewayWatchTargets(options.watchNamespace).map((target) =>
-      informer(target, stored(target.store)),
-    );
+    let refused: GatewayApiState | null = null;
+    const added: ResilientInformer[] = [];
+    // RBAC that forbids a first list turns the Gateway API off rather than holding the first build
+    // (and so the Ingresses) back for good
+    const forbidden = (target: GatewayWatchTarget, error: unknown): void => {
+      if (refused !== null) return;
+      refused = forbiddenListState(target, error);
+      gatewayApi = false;
+      store.disableGatewayApi();
+      for (const one of added) {
+        void one.stop();
+        informers.splice(informers.indexOf(one), 1);
+      }
+    };
+    for (const target of gatewayWatchTargets(options.watchNamespace)) {
+      const { onUpsert, onDelete } = stored(target.store);
+      const one = informer(target, {
+        // a list already under way when the Gateway API was turned off still delivers its items
+        onUpsert: (object) => {
+          if (gatewayApi) onUpsert(object);
+        },
+        onDelete: (object) => {
+          if (gatewayApi) onDelete(object);
+        },
+        onFirstListForbidden: (error) => forbidden(target, error),
+      });
+      added.push(one);
+    }
     informers.push(...added);
     await Promise.all(added.map((one) => one.start()));
+    if (!stopped) options.onGatewayApi?.(refused ?? state);
   };
 
   return {

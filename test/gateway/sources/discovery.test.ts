@@ -12,7 +12,6 @@ import {
   type FakeApiServer,
   GATEWAY_GROUP,
   type KubeObject,
-  type RbacRule,
   startFakeApiServer,
 } from '../../support/fake-apiserver.ts';
 import { LOOPBACK_PORT_0 } from '../../support/http.ts';
@@ -234,31 +233,4 @@ t.test('installed: the kinds reach the snapshot; a change builds, a status write
     while (seen.changes === before) await next();
   }
   t.equal(seen.changes, 5, 'every change to the kinds builds (Namespace labels, grants, classes, deletions)');
-});
-
-t.test('a 403 on a list after discovery: the informer retries until RBAC allows it', async (t) => {
-  const everything = (groups: string[], resources: string[]): RbacRule => ({
-    apiGroups: groups,
-    resources,
-    verbs: ['list', 'watch'],
-  });
-  const rules = [
-    everything(['networking.k8s.io'], ['ingresses', 'ingressclasses']),
-    everything([''], ['services', 'secrets', 'configmaps', 'namespaces']),
-    everything(['discovery.k8s.io'], ['endpointslices']),
-    everything([GATEWAY_GROUP], ['gatewayclasses', 'gateways', 'referencegrants']),
-  ];
-  const api = await startFakeApiServer({ gatewayApi: true, rbac: rules, objects: [route('web', 'a.test')] });
-  t.teardown(() => api.close());
-  const { kube, seen, next } = source(api);
-  t.teardown(() => kube.stop());
-  let started = false;
-  const starting = kube.start().then(() => {
-    started = true;
-  });
-  while (!seen.errors.includes('HTTPRoute')) await next();
-  t.notOk(started, 'not synced without the HTTPRoutes');
-  api.rbac = [...rules, everything([GATEWAY_GROUP], ['httproutes'])];
-  await starting;
-  t.same(names(kube.snapshot().httpRoutes), ['web/site']);
 });

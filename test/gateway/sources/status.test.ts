@@ -8,6 +8,7 @@ import { EMPTY_SNAPSHOT, type KubeObject as ModelObject, type Snapshot } from '.
 import {
   createGatewayStatusWriter,
   type GatewayStatusOptions,
+  STATUS_WRITES_IN_FLIGHT,
   supportedVersionCondition,
 } from '../../../lib/source/kube/gateway-status.ts';
 import {
@@ -272,17 +273,80 @@ t.test('not the leader: nothing is asked of the API server', async (t) => {
   t.equal(statusOf(api, 'Gateway', 'edge', 'infra'), undefined);
 });
 
-t.test('leadership lost during a run: the writes stop at once', async (t) => {
-  const state = { leader: true };
+t.test('leadership lost during a run: no request starts after it', async (t) => {
+  const state = { leader: true, requestsThen: -1 };
   const { api, writer } = await setup(t, 'v1.6.1', {
     isLeader: () => state.leader,
     onWritten: () => {
       state.leader = false;
+      state.requestsThen = api.requests.length;
     },
   });
+  // the other objects' reads, in flight beside the GatewayClass's write, answer after it
+  api.delayNext(
+    (r) => r.method === 'GET' && r.subresource === 'status' && r.resource !== 'gatewayclasses',
+    300,
+    2,
+  );
   await writer.update(snapshotOf(api), report());
   t.equal(writes(api), 1, 'the GatewayClass only');
+  t.equal(api.requests.length, state.requestsThen, 'nothing asked once no longer the leader');
   t.equal(statusOf(api, 'Gateway', 'edge', 'infra'), undefined);
+  state.leader = true;
+  await writer.update(snapshotOf(api), report());
+  t.match(
+    statusOf(api, 'Gateway', 'edge', 'infra'),
+    { listeners: [{ name: 'http' }] },
+    'leading again: written',
+  );
+});
+
+t.test('many objects: a bounded number in flight, each read before it is written', async (t) => {
+  const routes = 30;
+  const many: KubeObject[] = Array.from({ length: routes }, (_, i) => ({
+    apiVersion: V1,
+    kind: 'HTTPRoute',
+    metadata: { name: `r${i}`, namespace: 'web' },
+    spec: { parentRefs: [{ name: 'edge', namespace: 'infra' }] },
+  }));
+  const { api, state, writer } = await setup(t);
+  for (const route of many) api.apply(route);
+  const status = report();
+  const parent = status.httpRoutes[0]?.parents ?? [];
+  status.httpRoutes = many.map((_, i) => ({
+    namespace: 'web',
+    name: `r${i}`,
+    generation: 1,
+    parents: parent,
+  }));
+  let inFlight = 0;
+  let most = 0;
+  const pending = (r: { subresource?: string; status?: number }) =>
+    r.subresource === 'status' && r.status === undefined;
+  // every status read is slow: the count of unanswered requests at each arrival is what the writer has in flight
+  api.delayNext(
+    (r) => {
+      if (r.subresource !== 'status') return false;
+      inFlight = api.requests.filter(pending).length;
+      most = Math.max(most, inFlight);
+      return r.method === 'GET';
+    },
+    50,
+    1000,
+  );
+  await writer.update(snapshotOf(api), status);
+  t.same(state.errors, []);
+  t.equal(writes(api), routes + 3, 'every object written once (and web/site, for its stale entry)');
+  t.ok(most > 1, `several objects at once (${most})`);
+  t.ok(most <= STATUS_WRITES_IN_FLIGHT, `never more than ${STATUS_WRITES_IN_FLIGHT} (${most})`);
+  for (let i = 0; i < routes; i++) {
+    const path = `/apis/${V1}/namespaces/web/httproutes/r${i}/status`;
+    t.same(
+      api.requests.filter((r) => r.path === path).map((r) => r.method),
+      ['GET', 'PUT'],
+      `r${i}: read, then written`,
+    );
+  }
 });
 
 t.test('a route no longer in the report loses our entry only; others are never cleared', async (t) => {

@@ -393,17 +393,25 @@ t.test('parentRef port selects listeners by their spec port', async (t) => {
 });
 
 t.test(
-  'buildModel: the status reaches BuildResult.gatewayStatus; no Gateway API objects, none',
+  'buildModel: the status reaches BuildResult.gatewayStatus; routes only, empty lists; no Gateway API objects, none',
   async (t) => {
     const result = buildModel(snapshotOfWorld(baseWorld()));
     t.strictSame(
       result.gatewayStatus?.gateways.map((g) => g.name),
       ['all-namespaces', 'backend-namespaces', 'same-namespace', 'same-namespace-with-https-listener'],
     );
-    t.equal(
-      buildModel({ ...snapshotOfWorld(baseWorld()), gateways: [], gatewayClasses: [] }).gatewayStatus,
-      undefined,
+    const routesOnly = {
+      ...snapshotOfWorld(baseWorld()),
+      gateways: [],
+      gatewayClasses: [],
+      httpRoutes: [{ metadata: { name: 'r', namespace: 'n' }, spec: { parentRefs: [{ name: 'gone' }] } }],
+    };
+    t.strictSame(
+      buildModel(routesOnly).gatewayStatus,
+      { gatewayClasses: [], gateways: [], httpRoutes: [] },
+      'HTTPRoutes without any Gateway: an empty status (the writer removes our stale entries)',
     );
+    t.equal(buildModel({ ...routesOnly, httpRoutes: [] }).gatewayStatus, undefined);
     // plain data (it crosses to the status writer and /debug), and the same for the same objects
     t.strictSame(structuredClone(result.gatewayStatus), result.gatewayStatus);
     t.strictSame(buildModel(snapshotOfWorld(baseWorld())).gatewayStatus, result.gatewayStatus);
