@@ -7,7 +7,7 @@
 import { FRAMING_RESPONSE_HEADERS } from '../../model/annotations/validators.ts';
 import type { GatewayRouteMatch, HeaderEdits, Route, Server } from '../../model/index.ts';
 import type { HttpPolicy } from '../http-policy.ts';
-import { gatewayRewrite } from '../responses/rewrite.ts';
+import { escapeUri, gatewayRewrite } from '../responses/rewrite.ts';
 import type { RouteResponse } from '../responses/route-headers.ts';
 import type { HashKey } from '../upstream/hash-key.ts';
 import type { CompiledMirror } from '../upstream/mirror.ts';
@@ -15,7 +15,7 @@ import { proxyOwnsRequestHeader, upstreamPath } from '../upstream/request-header
 import { compileConditions } from './gateway-conditions.ts';
 import { GatewayPathMatcher, type GatewayPathRule, type WeightedValue } from './gateway-matcher.ts';
 import { compilePathModifier, modifiedPath } from './gateway-paths.ts';
-import type { PathMatcher } from './router.ts';
+import { normalizePath, type PathMatcher } from './router.ts';
 import type { RoutedAction } from './runtime.ts';
 import { headerSafe, type RouteCompileState, routedAction, routeInfo, routeLogs } from './runtime-routes.ts';
 
@@ -70,11 +70,18 @@ function gatewayRule(
     response,
     access: base.access,
   };
-  const { path, pathType } = route;
-  const rule = { path, pathType, protocols: match.protocols, conditions: compileConditions(match) };
+  // the CRD writes a path value escaped (`/caf%C3%A9`), the request path is matched decoded ($uri)
+  const path = normalizePath(route.path) ?? route.path;
+  const rule = {
+    path,
+    locationPath: route.path,
+    pathType: route.pathType,
+    protocols: match.protocols,
+    conditions: compileConditions(match),
+  };
   const redirect = match.redirect;
   if (redirect !== null) {
-    const location = headerSafe(redirectLocation(redirect, match.listenerPorts, route.path));
+    const location = headerSafe(redirectLocation(redirect, match.listenerPorts, path));
     const value: RoutedAction = {
       type: 'redirect',
       code: redirect.statusCode,
@@ -86,8 +93,7 @@ function gatewayRule(
   }
   const failed: RoutedAction = { type: 'status', status: 500, ...own };
   const rewrite = match.rewrite;
-  const rewritePath =
-    rewrite?.path == null ? null : gatewayRewrite(compilePathModifier(rewrite.path, route.path));
+  const rewritePath = rewrite?.path == null ? null : gatewayRewrite(compilePathModifier(rewrite.path, path));
   const hostname = rewrite?.hostname ?? null;
   const mirror = gatewayMirror(state, match.mirrors);
   const served = (upstream: string): RoutedAction => {
@@ -165,7 +171,9 @@ function redirectLocation(
     const omitted = port === null || WELL_KNOWN_PORTS[scheme] === port;
     const url = req.url ?? '/';
     const query = url.indexOf('?');
-    const path = modifier === null ? (query === -1 ? url : url.slice(0, query)) : modifiedPath(modifier, uri);
+    // the modified path is decoded (`$uri`): escaped again, or an escaped `?` or `#` would end it
+    const path =
+      modifier === null ? (query === -1 ? url : url.slice(0, query)) : escapeUri(modifiedPath(modifier, uri));
     const hostname = redirect.hostname ?? host;
     return `${scheme}://${hostname}${omitted ? '' : `:${port}`}${path}${query === -1 ? '' : url.slice(query)}`;
   };

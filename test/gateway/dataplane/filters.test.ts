@@ -165,6 +165,46 @@ t.test('RequestRedirect: Location by scheme, hostname, listener port and path', 
   t.equal(await location(send(http, HOST, '/prefix')), `302 http://${HOST}/replaced`);
 });
 
+t.test('RequestRedirect: a modified path is escaped again, as the spec table cuts it', async (t) => {
+  const prefix = (to: string) => ({
+    redirect: {
+      scheme: null,
+      hostname: null,
+      port: null,
+      path: { type: 'ReplacePrefixMatch' as const, value: to },
+      statusCode: 302,
+    },
+  });
+  const { http } = await gatewayPlane(t, (kit) => [
+    kit.route('r', '/foo', 'Prefix', 'v1', prefix('/xyz')),
+    kit.route('r', '/bar/', 'Prefix', 'v1', prefix('/xyz/')),
+    kit.route('r', '/empty', 'Prefix', 'v1', prefix('')),
+    kit.route('r', '/old', 'Prefix', 'v1', prefix('/new')),
+    kit.route('r', '/caf%C3%A9', 'Prefix', 'v1', prefix('/th%C3%A9%3F')),
+  ]);
+  const cases: Array<[request: string, location: string]> = [
+    // the spec's ReplacePrefixMatch table (HTTPPathModifier)
+    ['/foo/bar', '/xyz/bar'],
+    ['/foo', '/xyz'],
+    ['/foo/', '/xyz/'],
+    ['/bar/baz', '/xyz/baz'],
+    ['/empty/x', '/x'],
+    ['/empty', '/'],
+    // escapes the client sent stay escaped: `?` and `#` would end the path, the rest is not a URL
+    ['/old/a%3Fb%23c?q=1', '/new/a%3Fb%23c?q=1'],
+    ['/old/a%20b', '/new/a%20b'],
+    ['/old/x%0D%0Ay', '/new/x%0D%0Ay'],
+    ['/old/%E2%82%AC', '/new/%E2%82%AC'],
+    ['/old/100%25', '/new/100%25'],
+    // the route's values are written escaped: matched and replaced decoded, escaped once
+    ['/caf%C3%A9/menu', '/th%C3%A9%3F/menu'],
+  ];
+  for (const [request, location] of cases) {
+    const reply = await send(http, HOST, request);
+    t.equal(`${reply.status} ${reply.headers.location}`, `302 http://${HOST}${location}`, request);
+  }
+});
+
 t.test('URLRewrite: the hostname becomes the upstream Host, the path is replaced', async (t) => {
   const { http } = await gatewayPlane(t, (kit) => [
     kit.route('rw', '/host', 'Prefix', 'v1', { rewrite: { hostname: 'rewritten.example', path: null } }),
@@ -176,6 +216,9 @@ t.test('URLRewrite: the hostname becomes the upstream Host, the path is replaced
     }),
     kit.route('rw', '/full', 'Prefix', 'v1', {
       rewrite: { hostname: 'full.example', path: { type: 'ReplaceFullPath', value: '/one' } },
+    }),
+    kit.route('rw', '/escaped', 'Prefix', 'v1', {
+      rewrite: { hostname: null, path: { type: 'ReplacePrefixMatch', value: '/a%20b' } },
     }),
   ]);
   const seen = async (path: string) => seenBy(await send(http, HOST, path));
@@ -192,6 +235,8 @@ t.test('URLRewrite: the hostname becomes the upstream Host, the path is replaced
   s = await seen('/full/deep/er');
   t.equal(s.url, '/one');
   t.equal(s.headers.host, 'full.example');
+  // a value written escaped is not escaped twice; the client's escapes stay
+  t.equal((await seen('/escaped/c%3Fd')).url, '/a%20b/c%3Fd');
 });
 
 t.test(
