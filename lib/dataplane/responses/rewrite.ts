@@ -91,7 +91,7 @@ function expand(parts: readonly Part[], captures: Captures): string {
 }
 
 // NGX_ESCAPE_URI: what NGINX escapes in a rewritten URI before proxying it
-function escapeUri(uri: string): string {
+export function escapeUri(uri: string): string {
   let out = '';
   let plain = 0;
   for (let i = 0; i < uri.length; i++) {

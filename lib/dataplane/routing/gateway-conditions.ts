@@ -47,19 +47,23 @@ export function compileConditions(match: GatewayRouteMatch): CompiledConditions 
 
 /**
  * The request's value of a header: every line of that name (any case) joined with `,`, as RFC 7230
- * §3.2.2 combines repeated fields; undefined when the request has none.
+ * §3.2.2 combines repeated fields; undefined when the request has none. `host` falls back to
+ * HTTP/2's `:authority`, which takes Host's place there (RFC 9113 §8.3.1), so a `host` match means
+ * the same over both protocols.
  */
 export function joinedHeader(rawHeaders: readonly string[], lowerName: string): string | undefined {
   let joined: string | undefined;
+  let authority: string | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] as string;
+    if (name === ':authority') authority ??= rawHeaders[i + 1] as string;
     // HTTP/2 names are lower-case already: most comparisons need no lower-cased copy
     if (name.length !== lowerName.length || (name !== lowerName && name.toLowerCase() !== lowerName))
       continue;
     const value = rawHeaders[i + 1] as string;
     joined = joined === undefined ? value : `${joined},${value}`;
   }
-  return joined;
+  return joined === undefined && lowerName === 'host' ? authority : joined;
 }
 
 /** A query component decoded as Go's url.ParseQuery does (`+` is a space); as sent when malformed. */
@@ -73,31 +77,81 @@ function decodeQueryPart(part: string): string {
   }
 }
 
+/**
+ * How many `name=value` pairs of a query a condition looks at: a parameter after them is absent.
+ * Go's url.ParseQuery reads them all, NGINX's `$arg_` scans the query linearly per lookup; a bound
+ * keeps one request's decoding work small whatever its target holds, and real matches name one of
+ * the first few parameters.
+ */
+export const QUERY_PARAMS_LOOKED_AT = 100;
+
+/** A request target's query parameters: each decoded name with the raw value of its first pair. */
+function parseQuery(url: string): Map<string, string> {
+  const params = new Map<string, string>();
+  const start = url.indexOf('?');
+  if (start === -1) return params;
+  const hash = url.indexOf('#', start);
+  const end = hash === -1 ? url.length : hash;
+  let seen = 0;
+  for (let at = start + 1; at < end && seen < QUERY_PARAMS_LOOKED_AT; ) {
+    let amp = url.indexOf('&', at);
+    if (amp === -1 || amp > end) amp = end;
+    if (amp > at) {
+      seen++;
+      const pair = url.slice(at, amp);
+      const eq = pair.indexOf('=');
+      const key = decodeQueryPart(eq === -1 ? pair : pair.slice(0, eq));
+      if (!params.has(key)) params.set(key, eq === -1 ? '' : pair.slice(eq + 1));
+    }
+    at = amp + 1;
+  }
+  return params;
+}
+
 /** The first value of the query parameter `name` in a request target, decoded; undefined when absent. */
 export function queryValue(url: string, name: string): string | undefined {
-  const start = url.indexOf('?');
-  if (start === -1) return undefined;
-  const hash = url.indexOf('#', start);
-  const query = hash === -1 ? url.slice(start + 1) : url.slice(start + 1, hash);
-  for (const pair of query.split('&')) {
-    if (pair === '') continue;
-    const eq = pair.indexOf('=');
-    const key = decodeQueryPart(eq === -1 ? pair : pair.slice(0, eq));
-    if (key === name) return eq === -1 ? '' : decodeQueryPart(pair.slice(eq + 1));
+  const raw = parseQuery(url).get(name);
+  return raw === undefined ? undefined : decodeQueryPart(raw);
+}
+
+/**
+ * One request as its conditions read it, for the length of one match: the query is parsed on the
+ * first query condition and a header joined on the first condition naming it, so many candidates
+ * with conditions cost one pass over the request, not one per condition.
+ */
+export class RequestFacts {
+  readonly method: string | undefined;
+  readonly #request: ConditionInput;
+  #headers: Map<string, string | undefined> | null = null;
+  #query: Map<string, string> | null = null;
+
+  constructor(request: ConditionInput) {
+    this.#request = request;
+    this.method = request.method;
   }
-  return undefined;
+
+  header(lowerName: string): string | undefined {
+    this.#headers ??= new Map();
+    if (this.#headers.has(lowerName)) return this.#headers.get(lowerName);
+    const value = joinedHeader(this.#request.rawHeaders, lowerName);
+    this.#headers.set(lowerName, value);
+    return value;
+  }
+
+  query(name: string): string | undefined {
+    this.#query ??= parseQuery(this.#request.url ?? '/');
+    const raw = this.#query.get(name);
+    return raw === undefined ? undefined : decodeQueryPart(raw);
+  }
 }
 
 /** Whether every condition holds for the request (a request without a head never meets one). */
-export function conditionsHold(conditions: CompiledConditions, request: ConditionInput | undefined): boolean {
-  if (request === undefined) return false;
+export function conditionsHold(conditions: CompiledConditions, request: RequestFacts | null): boolean {
+  if (request === null) return false;
   if (conditions.method !== null && request.method !== conditions.method) return false;
   for (const { name, value } of conditions.headers) {
-    if (joinedHeader(request.rawHeaders, name) !== value) return false;
+    if (request.header(name) !== value) return false;
   }
-  if (conditions.query.length !== 0) {
-    const url = request.url ?? '/';
-    for (const { name, value } of conditions.query) if (queryValue(url, name) !== value) return false;
-  }
+  for (const { name, value } of conditions.query) if (request.query(name) !== value) return false;
   return true;
 }

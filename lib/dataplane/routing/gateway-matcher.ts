@@ -5,7 +5,12 @@
 // prefixes, then to `rest`: the host's default route, or in regex mode the Ingress regex routes.
 // A candidate with several backends picks one per request by weight (smooth weighted round robin).
 
-import { type CompiledConditions, type ConditionInput, conditionsHold } from './gateway-conditions.ts';
+import {
+  type CompiledConditions,
+  type ConditionInput,
+  conditionsHold,
+  RequestFacts,
+} from './gateway-conditions.ts';
 import { type PathMatch, type PathMatcher, prefixKey } from './router.ts';
 
 /** One backend of a candidate and its weight (only weights over 0 are given). */
@@ -16,7 +21,10 @@ export interface WeightedValue<T> {
 
 /** What a gateway server's matcher is built from: a route, its conditions and its backends. */
 export interface GatewayPathRule<T> {
+  /** as the request's path is matched: decoded */
   path: string;
+  /** as written, when it differs (the route's cookie Path and such) */
+  locationPath?: string;
   pathType: 'Exact' | 'Prefix';
   /** which of ingress-ts's ports it is served on */
   protocols: 'http' | 'https' | 'both';
@@ -71,6 +79,8 @@ export class GatewayPathMatcher<T> implements PathMatcher<T> {
   readonly #exact = new Map<string, Candidate<T>[]>();
   readonly #prefix = new Map<string, Candidate<T>[]>();
   readonly #rest: PathMatcher<T>;
+  /** whether any candidate has conditions (else a match never looks at the request) */
+  #conditional = false;
 
   constructor(rules: ReadonlyArray<GatewayPathRule<T>>, rest: PathMatcher<T>) {
     this.#rest = rest;
@@ -85,10 +95,11 @@ export class GatewayPathMatcher<T> implements PathMatcher<T> {
       }
       const backends = new SmoothWeighted(
         rule.values.map(({ value, weight }) => ({
-          value: { value, locationPath: rule.path, captures: null },
+          value: { value, locationPath: rule.locationPath ?? rule.path, captures: null },
           weight,
         })),
       );
+      if (rule.conditions !== null) this.#conditional = true;
       list.push({
         http: rule.protocols !== 'https',
         https: rule.protocols !== 'http',
@@ -99,9 +110,11 @@ export class GatewayPathMatcher<T> implements PathMatcher<T> {
   }
 
   match(path: string, request?: ConditionInput, https = false): PathMatch<T> {
+    // read lazily by the conditions, and shared by every candidate list this walk visits
+    const facts = request === undefined || !this.#conditional ? null : new RequestFacts(request);
     const exact = this.#exact.get(path);
     if (exact !== undefined) {
-      const found = firstHolding(exact, request, https);
+      const found = firstHolding(exact, facts, https);
       if (found !== null) return found;
     }
     if (this.#prefix.size !== 0) {
@@ -109,7 +122,7 @@ export class GatewayPathMatcher<T> implements PathMatcher<T> {
       for (;;) {
         const list = this.#prefix.get(candidate);
         if (list !== undefined) {
-          const found = firstHolding(list, request, https);
+          const found = firstHolding(list, facts, https);
           if (found !== null) return found;
         }
         if (candidate === '/') break;
@@ -123,7 +136,7 @@ export class GatewayPathMatcher<T> implements PathMatcher<T> {
 
 function firstHolding<T>(
   list: readonly Candidate<T>[],
-  request: ConditionInput | undefined,
+  request: RequestFacts | null,
   https: boolean,
 ): PathMatch<T> | null {
   for (const candidate of list) {

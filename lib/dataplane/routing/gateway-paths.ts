@@ -17,8 +17,23 @@ const withoutTrailingSlashes = (path: string): string => {
   return path.slice(0, end);
 };
 
+/** A value as written is escaped (`/a%20b`); the result is escaped once, after the decoded rest joins it. */
+function decodedValue(value: string): string {
+  if (!value.includes('%')) return value;
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+/** `routePath` is the route's path decoded, as the request path it is cut from. */
 export function compilePathModifier(modifier: PathModifier, routePath: string): CompiledPathModifier {
-  return { type: modifier.type, value: modifier.value, prefix: withoutTrailingSlashes(routePath) };
+  return {
+    type: modifier.type,
+    value: decodedValue(modifier.value),
+    prefix: withoutTrailingSlashes(routePath),
+  };
 }
 
 /**

@@ -7,15 +7,15 @@
 import { FRAMING_RESPONSE_HEADERS } from '../../model/annotations/validators.ts';
 import type { GatewayRouteMatch, HeaderEdits, Route, Server } from '../../model/index.ts';
 import type { HttpPolicy } from '../http-policy.ts';
-import { gatewayRewrite } from '../responses/rewrite.ts';
+import { escapeUri, gatewayRewrite } from '../responses/rewrite.ts';
 import type { RouteResponse } from '../responses/route-headers.ts';
 import type { HashKey } from '../upstream/hash-key.ts';
-import type { CompiledMirror } from '../upstream/mirror.ts';
+import type { CompiledMirror, HeaderEdit } from '../upstream/mirror.ts';
 import { proxyOwnsRequestHeader, upstreamPath } from '../upstream/request-headers.ts';
 import { compileConditions } from './gateway-conditions.ts';
 import { GatewayPathMatcher, type GatewayPathRule, type WeightedValue } from './gateway-matcher.ts';
 import { compilePathModifier, modifiedPath } from './gateway-paths.ts';
-import type { PathMatcher } from './router.ts';
+import { normalizePath, type PathMatcher } from './router.ts';
 import type { RoutedAction } from './runtime.ts';
 import { headerSafe, type RouteCompileState, routedAction, routeInfo, routeLogs } from './runtime-routes.ts';
 
@@ -70,11 +70,18 @@ function gatewayRule(
     response,
     access: base.access,
   };
-  const { path, pathType } = route;
-  const rule = { path, pathType, protocols: match.protocols, conditions: compileConditions(match) };
+  // the CRD writes a path value escaped (`/caf%C3%A9`), the request path is matched decoded ($uri)
+  const path = normalizePath(route.path) ?? route.path;
+  const rule = {
+    path,
+    locationPath: route.path,
+    pathType: route.pathType,
+    protocols: match.protocols,
+    conditions: compileConditions(match),
+  };
   const redirect = match.redirect;
   if (redirect !== null) {
-    const location = headerSafe(redirectLocation(redirect, match.listenerPorts, route.path));
+    const location = headerSafe(redirectLocation(redirect, match.listenerPorts, path));
     const value: RoutedAction = {
       type: 'redirect',
       code: redirect.statusCode,
@@ -86,10 +93,9 @@ function gatewayRule(
   }
   const failed: RoutedAction = { type: 'status', status: 500, ...own };
   const rewrite = match.rewrite;
-  const rewritePath =
-    rewrite?.path == null ? null : gatewayRewrite(compilePathModifier(rewrite.path, route.path));
+  const rewritePath = rewrite?.path == null ? null : gatewayRewrite(compilePathModifier(rewrite.path, path));
   const hostname = rewrite?.hostname ?? null;
-  const mirror = gatewayMirror(state, match.mirrors);
+  const mirror = gatewayMirror(state, match);
   const served = (upstream: string): RoutedAction => {
     let action = routedAction(
       state,
@@ -121,25 +127,74 @@ function gatewayRule(
 
 /**
  * RequestMirror: a copy of each request (its share by `percent`) to an endpoint of the mirror's
- * upstream, picked by that upstream's balancer, with the request's Host. Only the first mirror is
- * served (several mirrors are the extended feature HTTPRouteRequestMultipleMirrors).
+ * upstream, picked by that upstream's balancer. The copy is the request as the rule's backend gets
+ * it: with the rule's RequestHeaderModifier edits, its URLRewrite path and hostname (the Host), as
+ * Envoy mirrors the request after the route's edits; the spec asks for filters in the order written
+ * "wherever possible", and the model keeps no order between a rule's filters. Only the first mirror
+ * is served (several mirrors are the extended feature HTTPRouteRequestMultipleMirrors).
  */
-function gatewayMirror(
-  state: RouteCompileState,
-  mirrors: GatewayRouteMatch['mirrors'],
-): CompiledMirror | null {
-  const first = mirrors[0];
+function gatewayMirror(state: RouteCompileState, match: GatewayRouteMatch): CompiledMirror | null {
+  const first = match.mirrors[0];
   if (first === undefined || first.percent <= 0) return null;
   const balancer = state.upstreams.balancerFor(first.upstream);
   if (balancer === null) return null;
+  // the KeyInput's `uri` is $uri after the rule's URLRewrite: the path the backend gets, decoded
+  const rewritten = match.rewrite?.path != null;
+  const hostname = match.rewrite?.hostname ?? null;
   return {
-    url: ({ req }) => {
+    url: ({ req, uri }) => {
       const peer = balancer.pick();
-      return peer === undefined ? '' : `http://${peer.key}${upstreamPath(req.url)}`;
+      if (peer === undefined) return '';
+      if (!rewritten) return `http://${peer.key}${upstreamPath(req.url)}`;
+      const url = req.url ?? '/';
+      const query = url.indexOf('?');
+      const args = query === -1 ? '' : url.slice(query);
+      return `http://${peer.key}${escapeUri(uri)}${args}`;
     },
-    host: ({ req, host }) => req.headers.host ?? host,
+    host: ({ req, host }) => hostname ?? req.headers.host ?? host,
     requestBody: true,
     percent: first.percent,
+    edit: match.requestHeaders === null ? undefined : (mirrorEdit(match.requestHeaders) ?? undefined),
+  };
+}
+
+/**
+ * A rule's request header edits for the mirror's copy, with the proxied request's rules: remove,
+ * set, add (onto the line the client sent or the rule set, joined with `,`); never a header the
+ * proxy owns.
+ */
+function mirrorEdit(edits: HeaderEdits): HeaderEdit | null {
+  const allowed = (name: string): boolean => !proxyOwnsRequestHeader(name);
+  const dropped = new Set<string>();
+  for (const name of edits.remove) if (allowed(name)) dropped.add(name.toLowerCase());
+  const set = edits.set.filter((h) => allowed(h.name));
+  const add = edits.add.filter((h) => allowed(h.name));
+  for (const { name } of set) dropped.add(name.toLowerCase());
+  if (dropped.size === 0 && add.length === 0) return null;
+  return (lines) => {
+    const out: string[] = [];
+    for (let i = 0; i < lines.length; i += 2) {
+      const name = lines[i] as string;
+      if (!dropped.has(name.toLowerCase())) out.push(name, lines[i + 1] as string);
+    }
+    for (const { name, value } of set) out.push(name, value);
+    for (const { name, value } of add) {
+      const lower = name.toLowerCase();
+      let at = -1;
+      for (let i = 0; i < out.length; i += 2) {
+        if ((out[i] as string).toLowerCase() !== lower) continue;
+        if (at === -1) at = i;
+        else {
+          // repeated lines become one, as the proxied request's append joins them
+          out[at + 1] = `${out[at + 1]},${out[i + 1]}`;
+          out.splice(i, 2);
+          i -= 2;
+        }
+      }
+      if (at === -1) out.push(name, value);
+      else out[at + 1] = `${out[at + 1]},${value}`;
+    }
+    return out;
   };
 }
 
@@ -165,7 +220,9 @@ function redirectLocation(
     const omitted = port === null || WELL_KNOWN_PORTS[scheme] === port;
     const url = req.url ?? '/';
     const query = url.indexOf('?');
-    const path = modifier === null ? (query === -1 ? url : url.slice(0, query)) : modifiedPath(modifier, uri);
+    // the modified path is decoded (`$uri`): escaped again, or an escaped `?` or `#` would end it
+    const path =
+      modifier === null ? (query === -1 ? url : url.slice(0, query)) : escapeUri(modifiedPath(modifier, uri));
     const hostname = redirect.hostname ?? host;
     return `${scheme}://${hostname}${omitted ? '' : `:${port}`}${path}${query === -1 ? '' : url.slice(query)}`;
   };

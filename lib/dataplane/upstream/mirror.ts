@@ -35,7 +35,12 @@ export interface CompiledMirror {
    * mirror-target
    */
   readonly percent?: number;
+  /** an HTTPRoute rule's request header edits, made on the copy's headers as on the proxied request's */
+  readonly edit?: HeaderEdit | undefined;
 }
+
+/** Edits a copy's header lines (name, value pairs) into the lines it is sent with. */
+export type HeaderEdit = (lines: string[]) => string[];
 
 export function compileMirror(value: MirrorAnnotations): CompiledMirror | null {
   if (value.target === null || value.host === null) return null;
@@ -51,6 +56,7 @@ export interface MirrorRequest {
   url: string;
   host: string;
   requestBody: boolean;
+  edit?: HeaderEdit | undefined;
 }
 
 export function mirrorRequestOf(mirror: CompiledMirror, input: KeyInput): MirrorRequest | null {
@@ -58,7 +64,8 @@ export function mirrorRequestOf(mirror: CompiledMirror, input: KeyInput): Mirror
   if (percent !== undefined) {
     if (percent < 100 && Math.random() * 100 >= percent) return null;
     const url = mirror.url(input);
-    return url === '' ? null : { url, host: mirror.host(input), requestBody: mirror.requestBody };
+    if (url === '') return null;
+    return { url, host: mirror.host(input), requestBody: mirror.requestBody, edit: mirror.edit };
   }
   return { url: mirror.url(input), host: mirror.host(input), requestBody: mirror.requestBody };
 }
@@ -321,7 +328,10 @@ export class MirrorClient {
           origin,
           path,
           method: req.method ?? 'GET',
-          headers: mirrorHeaders(req, mirror.host, contentLength),
+          headers:
+            mirror.edit === undefined
+              ? mirrorHeaders(req, mirror.host, contentLength)
+              : mirror.edit(mirrorHeaders(req, mirror.host, contentLength)),
           body,
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,

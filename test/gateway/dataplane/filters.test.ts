@@ -165,6 +165,46 @@ t.test('RequestRedirect: Location by scheme, hostname, listener port and path', 
   t.equal(await location(send(http, HOST, '/prefix')), `302 http://${HOST}/replaced`);
 });
 
+t.test('RequestRedirect: a modified path is escaped again, as the spec table cuts it', async (t) => {
+  const prefix = (to: string) => ({
+    redirect: {
+      scheme: null,
+      hostname: null,
+      port: null,
+      path: { type: 'ReplacePrefixMatch' as const, value: to },
+      statusCode: 302,
+    },
+  });
+  const { http } = await gatewayPlane(t, (kit) => [
+    kit.route('r', '/foo', 'Prefix', 'v1', prefix('/xyz')),
+    kit.route('r', '/bar/', 'Prefix', 'v1', prefix('/xyz/')),
+    kit.route('r', '/empty', 'Prefix', 'v1', prefix('')),
+    kit.route('r', '/old', 'Prefix', 'v1', prefix('/new')),
+    kit.route('r', '/caf%C3%A9', 'Prefix', 'v1', prefix('/th%C3%A9%3F')),
+  ]);
+  const cases: Array<[request: string, location: string]> = [
+    // the spec's ReplacePrefixMatch table (HTTPPathModifier)
+    ['/foo/bar', '/xyz/bar'],
+    ['/foo', '/xyz'],
+    ['/foo/', '/xyz/'],
+    ['/bar/baz', '/xyz/baz'],
+    ['/empty/x', '/x'],
+    ['/empty', '/'],
+    // escapes the client sent stay escaped: `?` and `#` would end the path, the rest is not a URL
+    ['/old/a%3Fb%23c?q=1', '/new/a%3Fb%23c?q=1'],
+    ['/old/a%20b', '/new/a%20b'],
+    ['/old/x%0D%0Ay', '/new/x%0D%0Ay'],
+    ['/old/%E2%82%AC', '/new/%E2%82%AC'],
+    ['/old/100%25', '/new/100%25'],
+    // the route's values are written escaped: matched and replaced decoded, escaped once
+    ['/caf%C3%A9/menu', '/th%C3%A9%3F/menu'],
+  ];
+  for (const [request, location] of cases) {
+    const reply = await send(http, HOST, request);
+    t.equal(`${reply.status} ${reply.headers.location}`, `302 http://${HOST}${location}`, request);
+  }
+});
+
 t.test('URLRewrite: the hostname becomes the upstream Host, the path is replaced', async (t) => {
   const { http } = await gatewayPlane(t, (kit) => [
     kit.route('rw', '/host', 'Prefix', 'v1', { rewrite: { hostname: 'rewritten.example', path: null } }),
@@ -176,6 +216,9 @@ t.test('URLRewrite: the hostname becomes the upstream Host, the path is replaced
     }),
     kit.route('rw', '/full', 'Prefix', 'v1', {
       rewrite: { hostname: 'full.example', path: { type: 'ReplaceFullPath', value: '/one' } },
+    }),
+    kit.route('rw', '/escaped', 'Prefix', 'v1', {
+      rewrite: { hostname: null, path: { type: 'ReplacePrefixMatch', value: '/a%20b' } },
     }),
   ]);
   const seen = async (path: string) => seenBy(await send(http, HOST, path));
@@ -192,6 +235,8 @@ t.test('URLRewrite: the hostname becomes the upstream Host, the path is replaced
   s = await seen('/full/deep/er');
   t.equal(s.url, '/one');
   t.equal(s.headers.host, 'full.example');
+  // a value written escaped is not escaped twice; the client's escapes stay
+  t.equal((await seen('/escaped/c%3Fd')).url, '/a%20b/c%3Fd');
 });
 
 t.test(
@@ -205,6 +250,45 @@ t.test(
     const copy = once(arrivals, 'v2');
     const reply = await send(http, HOST, '/m/a?x=1');
     t.equal(seenBy(reply).name, 'v1');
-    t.strictSame(await copy, ['/m/a?x=1', HOST]);
+    t.strictSame((await copy).slice(0, 2), ['/m/a?x=1', HOST]);
   },
 );
+
+t.test('RequestMirror: the copy gets the rule request header edits and URL rewrite', async (t) => {
+  const { http, arrivals } = await gatewayPlane(t, (kit) => [
+    // the conformance test HTTPRouteRequestMirror's second rule
+    kit.route('mirror', '/mirror-and-modify-headers', 'Prefix', 'v1', {
+      mirrors: [{ upstream: kit.upstream('v2'), percent: 100 }],
+      requestHeaders: edits({
+        set: [pair('x-header-set', 'set-overwrites-values')],
+        add: [pair('x-header-add', 'header-val-1'), pair('x-header-add-append', 'header-val-2')],
+        remove: ['x-header-remove'],
+      }),
+    }),
+    kit.route('mirror', '/rewritten', 'Prefix', 'v1', {
+      mirrors: [{ upstream: kit.upstream('v2'), percent: 100 }],
+      rewrite: { hostname: 'mirror.example', path: { type: 'ReplacePrefixMatch', value: '/new' } },
+    }),
+  ]);
+  const client = {
+    'X-Header-Remove': 'remove-val',
+    'X-Header-Add-Append': 'append-val-1',
+    'X-Header-Set': 'client-value',
+  };
+  let copy = once(arrivals, 'v2');
+  const reply = await send(http, HOST, '/mirror-and-modify-headers?x=1', { headers: client });
+  const proxied = seenBy(reply).headers;
+  const [url, host, headers] = (await copy) as [string, string, Record<string, string>];
+  t.strictSame([url, host], ['/mirror-and-modify-headers?x=1', HOST]);
+  for (const name of ['x-header-set', 'x-header-add', 'x-header-add-append', 'x-header-remove']) {
+    t.equal(headers[name], proxied[name], `${name} as the backend got it`);
+  }
+  t.equal(headers['x-header-add-append'], 'append-val-1,header-val-2');
+  t.equal(headers['x-header-set'], 'set-overwrites-values');
+  t.notOk('x-header-remove' in headers);
+
+  copy = once(arrivals, 'v2');
+  const rewritten = seenBy(await send(http, HOST, '/rewritten/a%3Fb?q=1'));
+  t.strictSame((await copy).slice(0, 2), [rewritten.url, 'mirror.example']);
+  t.equal(rewritten.url, '/new/a%3Fb?q=1');
+});

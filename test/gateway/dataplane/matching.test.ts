@@ -168,6 +168,7 @@ t.test('regex mode: HTTPRoute routes are tried first, then the Ingress regex rou
 t.test('HTTP/2: conditions read the stream headers; redirects name the :authority host', async (t) => {
   const { https } = await gatewayPlane(t, (kit) => [
     kit.route('h2', '/', 'Prefix', 'v2', { headers: [header('version', 'two')], protocols: 'https' }),
+    kit.route('h2', '/by-host', 'Prefix', 'v3', { headers: [header('Host', HOST)] }),
     kit.route('h2', '/moved', 'Prefix', 'v1', {
       redirect: { scheme: null, hostname: null, port: null, path: null, statusCode: 301 },
     }),
@@ -197,4 +198,25 @@ t.test('HTTP/2: conditions read the stream headers; redirects name the :authorit
   t.equal(await ask('/', { version: 'two' }), 'v2');
   t.equal(await ask('/', { version: 'one' }), 'v1');
   t.equal(await ask('/moved/x?y=1'), `301 https://${HOST}/moved/x?y=1`);
+  // a `host` match reads `:authority`, as it reads the Host line over HTTP/1.1
+  t.equal(await ask('/by-host'), 'v3');
+  t.equal(answeredBy(await sendHttps(https, '/by-host')), 'v3');
+});
+
+t.test('path values are written escaped and matched against the decoded request path', async (t) => {
+  const { http } = await gatewayPlane(t, (kit) => [
+    kit.route('esc', '/caf%C3%A9', 'Prefix', 'v2'),
+    kit.route('esc', '/a%20b', 'Exact', 'v3'),
+    kit.route('esc', '/pct%25', 'Exact', 'v1'),
+  ]);
+  const cases: Array<[path: string, backend: string]> = [
+    ['/caf%C3%A9', 'v2'],
+    ['/caf%c3%a9/menu', 'v2'],
+    ['/caf%C3%A9x', '404'],
+    ['/a%20b', 'v3'],
+    ['/a%20b/', '404'],
+    ['/pct%25', 'v1'],
+    ['/pct', '404'],
+  ];
+  for (const [path, backend] of cases) t.equal(answeredBy(await send(http, HOST, path)), backend, path);
 });

@@ -74,7 +74,7 @@ export interface GatewayPlane {
   http: number;
   https: number;
   handle: DataPlaneHandle;
-  /** emits `v1`..`v3` with the request target and Host of each request a backend receives */
+  /** emits `v1`..`v3` with the request target, Host and headers of each request a backend receives */
   arrivals: EventEmitter;
 }
 
@@ -91,7 +91,9 @@ export async function gatewayPlane(
   const arrivals = new EventEmitter();
   for (const name of BACKENDS) {
     const backend = echoBackend(name);
-    backend.on('request', (req: IncomingMessage) => arrivals.emit(name, req.url, req.headers.host));
+    backend.on('request', (req: IncomingMessage) =>
+      arrivals.emit(name, req.url, req.headers.host, req.headers),
+    );
     ports[name] = await listen(backend);
     t.teardown(() => {
       backend.closeAllConnections();
