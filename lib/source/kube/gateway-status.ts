@@ -25,6 +25,7 @@ import type {
   GatewayClassStatusReport,
   GatewayStatusReport,
   HTTPRouteStatusReport,
+  RouteParentStatusReport,
 } from '../../model/gateway/types.ts';
 import type { KubeObject, Snapshot } from '../../model/index.ts';
 import { apiRequest, statusMessage } from './api-request.ts';
@@ -174,7 +175,11 @@ const parentKey = (ref: unknown): string => {
   ]);
 };
 
-/** status.parents: others' entries as they are, then ours from the report (none: ours removed). */
+/**
+ * status.parents: others' entries as they are, ours replaced where they stand by the report's (none:
+ * ours removed), the report's new ones last. Keeping the places keeps two controllers that share a
+ * route from reordering the list on every write, each undoing the other's.
+ */
 export function httpRouteStatus(
   report: HTTPRouteStatusReport | undefined,
   current: unknown,
@@ -182,23 +187,28 @@ export function httpRouteStatus(
   now: string,
 ): Status {
   const base = isRecord(current) ? current : {};
-  const others: unknown[] = [];
-  const ours = new Map<string, Record<string, unknown>>();
-  for (const parent of list(base.parents)) {
-    if (isRecord(parent) && parent.controllerName === controllerName)
-      ours.set(parentKey(parent.parentRef), parent);
-    else others.push(parent);
-  }
-  const mine = (report?.parents ?? []).map((parent) => ({
+  const wanted = new Map<string, RouteParentStatusReport>();
+  for (const parent of report?.parents ?? []) wanted.set(parentKey(parent.parentRef), parent);
+  const ours = (previous: Record<string, unknown> | undefined, parent: RouteParentStatusReport) => ({
     parentRef: { ...parent.parentRef },
     controllerName,
-    conditions: withTransitionTimes(
-      parent.conditions,
-      ours.get(parentKey(parent.parentRef))?.conditions,
-      now,
-    ),
-  }));
-  return { ...base, parents: [...others, ...mine] };
+    conditions: withTransitionTimes(parent.conditions, previous?.conditions, now),
+  });
+  const parents: unknown[] = [];
+  const placed = new Set<string>();
+  for (const parent of list(base.parents)) {
+    if (!isRecord(parent) || parent.controllerName !== controllerName) {
+      parents.push(parent);
+      continue;
+    }
+    const key = parentKey(parent.parentRef);
+    const next = wanted.get(key);
+    if (next === undefined || placed.has(key)) continue;
+    parents.push(ours(parent, next));
+    placed.add(key);
+  }
+  for (const [key, parent] of wanted) if (!placed.has(key)) parents.push(ours(undefined, parent));
+  return { ...base, parents };
 }
 
 const hasOurParent = (route: KubeObject, controllerName: string): boolean =>
