@@ -140,6 +140,11 @@ export interface ServerTLS {
   certificate: string | null;
   /** the Ingress whose `spec.tls` decided this, or the Gateway whose HTTPS listener did (kind 'Gateway') */
   ingress: ObjectRef;
+  /**
+   * true: a Gateway listener set the certificate and no Ingress spec.tls names the host, so the
+   * host's Ingress paths do not count it as TLS-configured (no ssl-redirect from a Gateway)
+   */
+  gatewayOnly?: true;
 }
 
 /**
