@@ -138,16 +138,30 @@ const cases: Case[] = [
       }),
     ],
     gateways: [gateway('gw', 0)],
-    plans: [plan('steal', { created: 100, listeners: [https(['a.example.com'], 'any')] })],
+    plans: [
+      plan('steal', {
+        created: 100,
+        listeners: [https(['a.example.com'], 'any')],
+        rules: [{ matches: [{ path: '/', method: 'GET' }] }],
+      }),
+    ],
     certificates: [listenerCertificate('other-cert', null, 'gw', 'any')],
     tls: ['a.example.com default/ing-cert@Ingress:site'],
     defaultCertificate: 'infra/other-cert',
+    // and its GET / behind the older Ingress's / is left out (routes.test.ts)
+    diagnostics: ['HTTPROUTE_PATH_TAKEN HTTPRoute:default/steal'],
   },
   {
     name: 'review repro 2: a listener without a hostname never adds tls to a plain Ingress host',
     ingresses: [ingress('site', { created: 50, rules: [rule('a.example.com', path('/', 'app:80'))] })],
     gateways: [gateway('gw', 0)],
-    plans: [plan('innocent', { created: 100, listeners: [https(['a.example.com'], 'any')] })],
+    plans: [
+      plan('innocent', {
+        created: 100,
+        listeners: [https(['a.example.com'], 'any')],
+        rules: [{ matches: [{ path: '/nothing-to-see', exact: true }] }],
+      }),
+    ],
     certificates: [listenerCertificate('other-cert', null, 'gw', 'any')],
     tls: [],
     defaultCertificate: 'infra/other-cert',
@@ -156,7 +170,13 @@ const cases: Case[] = [
     name: 'a listener without a hostname still serves the hosts only HTTPRoutes name',
     ingresses: [ingress('site', { created: 50, rules: [rule('a.example.com', path('/', 'app:80'))] })],
     gateways: [gateway('gw', 0)],
-    plans: [plan('r', { created: 100, listeners: [https(['a.example.com', 'b.example.com'], 'any')] })],
+    plans: [
+      plan('r', {
+        created: 100,
+        listeners: [https(['a.example.com', 'b.example.com'], 'any')],
+        rules: [{ matches: [{ path: '/r' }] }],
+      }),
+    ],
     certificates: [listenerCertificate('other-cert', null, 'gw', 'any')],
     tls: ['b.example.com infra/other-cert@Gateway:gw'],
     defaultCertificate: 'infra/other-cert',
