@@ -159,10 +159,12 @@ function checkFilter(filter: HTTPRouteFilter, matches: readonly RuleMatch[]): HT
   }
 }
 
-// What a header filter writes goes onto the wire as is: a name that is no HTTP token or a value with a
-// line break would fail every request of the rule (or split a header), so the rule is not served.
+// What a header filter writes goes onto the wire as is: a name that is no HTTP token or a value Node
+// refuses (its checkInvalidHeaderChar: anything but tab, 0x20-0x7E and 0x80-0xFF, so also a line
+// break or a character above U+00FF) would fail every request of the rule, or split a header, while
+// the route reported Programmed, so the rule is not served.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const BREAKS = /[\r\n\0]/;
+const NOT_FIELD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
 function checkHeaderEdits(type: string, edits: HTTPHeaderFilter): void {
   for (const header of [...listOf<HTTPHeader | null>(edits.set), ...listOf<HTTPHeader | null>(edits.add)]) {
@@ -171,8 +173,10 @@ function checkHeaderEdits(type: string, edits: HTTPHeaderFilter): void {
       throw new RuleProblem(`${type}: ${JSON.stringify(name)} is not a header name`);
     }
     // the value itself is never quoted: it may be a credential
-    if (typeof header?.value !== 'string' || BREAKS.test(header.value)) {
-      throw new RuleProblem(`${type}: the value of ${name} must be text without CR, LF or NUL`);
+    if (typeof header?.value !== 'string' || NOT_FIELD_VALUE.test(header.value)) {
+      throw new RuleProblem(
+        `${type}: the value of ${name} must be an HTTP field value (tab, printable ASCII or 0x80-0xFF; no control characters, nothing above U+00FF)`,
+      );
     }
   }
   for (const name of listOf<unknown>(edits.remove)) {
