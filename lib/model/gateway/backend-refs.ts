@@ -11,6 +11,7 @@ import type { BuildState } from '../build-state.ts';
 import { objectKey } from '../k8s.ts';
 import type { GrantIndex } from './grants.ts';
 import { type BackendObjectReference, GATEWAY_GROUP, type HTTPBackendRef } from './k8s.ts';
+import { text } from './read.ts';
 import type { ResolvedBackend } from './types.ts';
 
 export interface RefProblem {
@@ -34,7 +35,7 @@ export function resolveServiceRef(
   const group = ref.group ?? '';
   const kind = ref.kind ?? 'Service';
   const name = ref.name;
-  const shown = `${group === '' ? '' : `${group}/`}${kind} ${String(name)}`;
+  const shown = `${group === '' ? '' : `${text(group)}/`}${text(kind)} ${text(name)}`;
   if (group !== '' || kind !== 'Service') {
     return invalid('InvalidKind', `backendRef ${shown}: ingress-ts sends traffic to core Services only`);
   }

@@ -40,7 +40,7 @@ export function applyListenerCertificates(
   if (certificates.length === 0) return null;
   const gatewaySeconds = new Map<string, number>();
   for (const gateway of state.snapshot.gateways ?? []) {
-    const { namespace, name } = gateway.metadata ?? {};
+    const { namespace, name } = gateway?.metadata ?? {};
     if (typeof namespace === 'string' && typeof name === 'string')
       gatewaySeconds.set(objectKey(namespace, name), creationSeconds(gateway));
   }
