@@ -280,6 +280,10 @@ export const DIAGNOSTIC_CODES = {
     'warning',
     'Gateway API: a backendRef is not a core Service, does not exist (or lacks the port), or is in another namespace without a ReferenceGrant; its share of the traffic answers 500.',
   ],
+  HTTPROUTE_PATH_TAKEN: [
+    'warning',
+    'Gateway API: an HTTPRoute match has the path and path type of an older Ingress path on the same host; the oldest object wins a path, so the match is not served on that host (the route stays Accepted).',
+  ],
 } as const satisfies Record<string, readonly [Severity, string]>;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTIC_CODES;

@@ -166,7 +166,9 @@ class Fingerprint {
   }
 
   tls(tls: ServerTLS | null): string {
-    return tls === null ? '-' : `${tls.certificate ?? 'default'}@${this.ref(tls.ingress)}`;
+    return tls === null
+      ? '-'
+      : `${tls.certificate ?? 'default'}@${this.ref(tls.ingress)}${tls.gatewayOnly === true ? '+gw' : ''}`;
   }
 
   defaultRoute(route: DefaultRoute): string {
@@ -198,6 +200,7 @@ class Fingerprint {
         (a.tls !== null &&
           b.tls !== null &&
           a.tls.certificate === b.tls.certificate &&
+          a.tls.gatewayOnly === b.tls.gatewayOnly &&
           sameRef(a.tls.ingress, b.tls.ingress))
       ) ||
       !this.#sameShared(a.annotations, b.annotations) ||

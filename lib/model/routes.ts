@@ -108,7 +108,13 @@ export function finishRoutes(
     });
   }
   if (precedence !== null && server.routes.some((route) => route.gateway !== undefined)) {
-    server.routes = orderWithGatewayRoutes(server.routes, server.regex, precedence, compareRoutes);
+    server.routes = orderWithGatewayRoutes(
+      server.routes,
+      server.regex,
+      precedence,
+      compareRoutes,
+      (route, by) => reportPathTaken(diagnostics, route, by, server.hostname),
+    );
   } else {
     sortSmall(server.routes, compareRoutes);
   }
@@ -120,6 +126,18 @@ function compareRoutes(a: Route, b: Route): number {
   if (a.path.length !== b.path.length) return b.path.length - a.path.length;
   if (a.path === b.path) return 0;
   return a.path > b.path ? -1 : 1;
+}
+
+function reportPathTaken(diagnostics: DiagnosticsCollector, route: Route, by: Route, hostname: string): void {
+  const host = hostname === '_' ? '(any host)' : hostname;
+  diagnostics.report(
+    'HTTPRoute',
+    route.ingress,
+    'HTTPROUTE_PATH_TAKEN',
+    `rule ${route.gateway?.rule ?? 0}: ${route.pathType === 'Exact' ? 'Exact' : 'PathPrefix'} ${route.path} on host ${host} is already served by the older Ingress ${refName(by.ingress)} (the oldest object wins a path); this match is not served there`,
+    undefined,
+    { host: hostname === '_' ? '' : hostname, path: route.path },
+  );
 }
 
 function reportPathConflict(

@@ -140,6 +140,11 @@ export interface ServerTLS {
   certificate: string | null;
   /** the Ingress whose `spec.tls` decided this, or the Gateway whose HTTPS listener did (kind 'Gateway') */
   ingress: ObjectRef;
+  /**
+   * true: a Gateway listener set the certificate and no Ingress spec.tls names the host, so the
+   * host's Ingress paths do not count it as TLS-configured (no ssl-redirect from a Gateway)
+   */
+  gatewayOnly?: true;
 }
 
 /**
@@ -215,16 +220,18 @@ export interface Server {
    *
    * A host with HTTPRoute routes (`gateway` set): Ingress paths and HTTPRoute matches in one order,
    * by the path they are matched by (Exact: the path; Prefix: the path without trailing slashes),
-   * longest first, ties reverse-lexicographic; routes with the same matched path and type are tried
-   * in this order and the first whose conditions all hold wins (an Ingress path has none, so it
-   * always holds); when none holds, shorter prefixes, then the default route. Among the same matched
-   * path: (1) a method match first, then the most header matches, then the most query parameter
-   * matches; (2) the older object (Ingresses and HTTPRoutes by creationTimestamp; on one second
-   * namespace/name ascending across kinds, ingress-nginx's order between Ingresses); (3) the rule's
-   * index, then the match's. Two Ingresses with one host, path and type stay a conflict (the older
-   * wins); an Ingress path and an HTTPRoute match with one path are both kept. In regex mode the
-   * HTTPRoute routes come first, in this order and matched as above, then the Ingress paths in
-   * ingress-nginx's order as regexes.
+   * longest first, ties reverse-lexicographic, Exact before Prefix; routes with the same matched
+   * path and type are tried in this order and the first whose conditions all hold wins (an Ingress
+   * path has none, so it always holds); when none holds, shorter prefixes, then the default route.
+   * Among the same matched path and type: (1) between an Ingress path and an HTTPRoute match, the
+   * older object (Ingresses and HTTPRoutes by creationTimestamp; on one second namespace/name
+   * ascending across kinds, ingress-nginx's order between Ingresses): the oldest object wins a path,
+   * so the HTTPRoute matches of objects newer than the Ingress path are left out of the model
+   * (HTTPROUTE_PATH_TAKEN); (2) among HTTPRoute matches, a method match first, then the most header
+   * matches, then the most query parameter matches, then the older object; (3) the rule's index,
+   * then the match's. Two Ingresses with one host, path and type stay a conflict (the older wins).
+   * In regex mode the Ingress paths come first, in ingress-nginx's order as regexes, then the
+   * HTTPRoute routes in this order, matched as above.
    */
   routes: Route[];
 }

@@ -125,6 +125,7 @@ export const EFFECTS = {
   GATEWAY_INVALID: 'drops-part',
   HTTPROUTE_INVALID: 'drops-part',
   HTTPROUTE_BACKEND_INVALID: 'denies-paths',
+  HTTPROUTE_PATH_TAKEN: 'drops-part',
 } as const satisfies Record<DiagnosticCode, EffectRule>;
 
 export function effectOf(d: Pick<Diagnostic, 'code' | 'severity' | 'scope'>): Effect {

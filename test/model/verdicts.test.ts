@@ -562,6 +562,7 @@ const NOT_ON_AN_INGRESS: readonly DiagnosticCode[] = [
   'GATEWAY_INVALID',
   'HTTPROUTE_INVALID',
   'HTTPROUTE_BACKEND_INVALID',
+  'HTTPROUTE_PATH_TAKEN',
 ];
 
 function rawPath(path: string) {

@@ -2,7 +2,8 @@
 // (Exact `/a`, or Prefix `/a`), told apart by conditions: they form a candidate list in the model's
 // order, which is the precedence (decision 4 of the Gateway API design), and a request takes the
 // first candidate whose protocol and conditions hold. When none does, the walk goes on to shorter
-// prefixes, then to `rest`: the host's default route, or in regex mode the Ingress regex routes.
+// prefixes, then to `rest`: the host's default route. In regex mode the host's Ingress regex routes
+// are tried before all of this (RegexFirstMatcher), as the model orders them.
 // A candidate with several backends picks one per request by weight (smooth weighted round robin).
 
 import {
@@ -131,6 +132,25 @@ export class GatewayPathMatcher<T> implements PathMatcher<T> {
       }
     }
     return this.#rest.match(path, request, https);
+  }
+}
+
+/**
+ * Regex mode: the host's Ingress regex routes first, in ingress-nginx's location order (`null`: none
+ * matched), then the HTTPRoute candidates and the default route.
+ */
+export class RegexFirstMatcher<T> implements PathMatcher<T> {
+  readonly #regex: PathMatcher<T | null>;
+  readonly #gateway: PathMatcher<T>;
+
+  constructor(regex: PathMatcher<T | null>, gateway: PathMatcher<T>) {
+    this.#regex = regex;
+    this.#gateway = gateway;
+  }
+
+  match(path: string, request?: ConditionInput, https = false): PathMatch<T> {
+    const found = this.#regex.match(path, request, https);
+    return found.value !== null ? (found as PathMatch<T>) : this.#gateway.match(path, request, https);
   }
 }
 

@@ -13,7 +13,12 @@ import type { HashKey } from '../upstream/hash-key.ts';
 import type { CompiledMirror, HeaderEdit } from '../upstream/mirror.ts';
 import { proxyOwnsRequestHeader, upstreamPath } from '../upstream/request-headers.ts';
 import { compileConditions } from './gateway-conditions.ts';
-import { GatewayPathMatcher, type GatewayPathRule, type WeightedValue } from './gateway-matcher.ts';
+import {
+  GatewayPathMatcher,
+  type GatewayPathRule,
+  RegexFirstMatcher,
+  type WeightedValue,
+} from './gateway-matcher.ts';
 import { compilePathModifier, modifiedPath } from './gateway-paths.ts';
 import { normalizePath, type PathMatcher } from './router.ts';
 import type { RoutedAction } from './runtime.ts';
@@ -24,16 +29,19 @@ export function hasGatewayRoutes(server: Server): boolean {
   return false;
 }
 
+/** The matcher of the Ingress routes given, answering `fallback()` when none matches. */
+export type IngressPaths = <F>(routes: readonly Route[], fallback: () => F) => PathMatcher<RoutedAction | F>;
+
 /**
  * The path matcher of a server with HTTPRoute routes. `ingressPaths` makes the matcher of the
- * host's Ingress routes given (with the host's default route as its fallback): in regex mode the
- * Ingress routes are tried after every HTTPRoute route; otherwise they join the candidates, in the
- * model's order, and `rest` only answers the default route.
+ * host's Ingress routes given: in regex mode the Ingress regex routes are tried before every
+ * HTTPRoute route (a newer HTTPRoute never takes a regex host); otherwise they join the candidates,
+ * in the model's order. The host's default route answers what nothing matches.
  */
 export function compileGatewayPaths(
   state: RouteCompileState,
   server: Server,
-  ingressPaths: (routes: readonly Route[]) => PathMatcher<RoutedAction>,
+  ingressPaths: IngressPaths,
 ): PathMatcher<RoutedAction> {
   const rules: GatewayPathRule<RoutedAction>[] = [];
   const regexRoutes: Route[] = [];
@@ -46,7 +54,11 @@ export function compileGatewayPaths(
       rules.push({ path, pathType, protocols: 'both', conditions: null, values: [{ value, weight: 1 }] });
     }
   }
-  return new GatewayPathMatcher(rules, ingressPaths(regexRoutes));
+  const defaultRoute = (): RoutedAction => routedAction(state, server, server.defaultRoute, '/');
+  if (!server.regex) return new GatewayPathMatcher(rules, ingressPaths([], defaultRoute));
+  // compiled in the order they always were: the regex routes, then the default route
+  const regex = ingressPaths(regexRoutes, () => null);
+  return new RegexFirstMatcher(regex, new GatewayPathMatcher(rules, ingressPaths([], defaultRoute)));
 }
 
 const DEFAULT = { type: 'default' } as const;

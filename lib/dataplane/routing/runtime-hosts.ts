@@ -23,7 +23,7 @@ import { type RouteCompileState, routedAction } from './runtime-routes.ts';
 /** A server's routes as one path matcher; its default route answers what no path matches. */
 export function compileServer(state: RouteCompileState, server: Server): CompiledServer {
   // the routes compile before the default route, as they always have (compiles share state by order)
-  const matcherOf = (routes: readonly Route[]): PathMatcher<RoutedAction> => {
+  const matcherWith = <F>(routes: readonly Route[], fallback: () => F): PathMatcher<RoutedAction | F> => {
     const rules = routes.map((route): PathRule<RoutedAction> => {
       const value = routedAction(state, server, route, route.path);
       return {
@@ -33,9 +33,9 @@ export function compileServer(state: RouteCompileState, server: Server): Compile
         captures: value.rewrite?.reuseCaptures === true,
       };
     });
-    return createPathMatcher(
+    return createPathMatcher<RoutedAction | F>(
       rules,
-      routedAction(state, server, server.defaultRoute, '/'),
+      fallback(),
       server.regex,
       (path, error) =>
         dataplaneError.publish({
@@ -44,6 +44,8 @@ export function compileServer(state: RouteCompileState, server: Server): Compile
       state.caches.pathRegexes,
     );
   };
+  const matcherOf = (routes: readonly Route[]): PathMatcher<RoutedAction> =>
+    matcherWith(routes, () => routedAction(state, server, server.defaultRoute, '/'));
   const gateway = hasGatewayRoutes(server);
   return {
     hostname: server.hostname,
@@ -51,7 +53,7 @@ export function compileServer(state: RouteCompileState, server: Server): Compile
     appRoot: server.annotations.appRoot.path,
     tls: server.tls !== null,
     clientAuth: compileClientAuth(server.clientAuth, state.caches.verifiedLeaves),
-    paths: gateway ? compileGatewayPaths(state, server, matcherOf) : matcherOf(server.routes),
+    paths: gateway ? compileGatewayPaths(state, server, matcherWith) : matcherOf(server.routes),
     ...(gateway && server.hostname.startsWith('*.') ? { anyDepth: true } : {}),
   };
 }

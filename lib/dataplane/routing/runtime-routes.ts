@@ -484,7 +484,13 @@ export function routedAction(
       : { ...action, auth };
   return {
     ...guarded,
-    httpsRedirect: httpsRedirectOf(model.config, route.annotations, locationPath, server.tls !== null),
+    // a certificate only a Gateway listener set never turns on ssl-redirect for the Ingress paths
+    httpsRedirect: httpsRedirectOf(
+      model.config,
+      route.annotations,
+      locationPath,
+      server.tls !== null && server.tls.gatewayOnly !== true,
+    ),
     rewrite: compileRewrite(locationPath, target, forwardedPrefix),
     response,
     access: state.access.policyOf(route.annotations, route.ingress),

@@ -9,6 +9,7 @@ import { effectiveHostnames } from './hostnames.ts';
 import { GATEWAY_GROUP, type Namespace, type ParentReference } from './k8s.ts';
 import { selectorMatches } from './labels.ts';
 import type { GatewayEntry, ListenerEntry } from './listeners.ts';
+import { text } from './read.ts';
 
 export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
@@ -50,6 +51,13 @@ export function defaultedParentRef(ref: ParentReference): ParentReference | null
   const group = ref.group ?? GATEWAY_GROUP;
   const kind = ref.kind ?? 'Gateway';
   if (group !== GATEWAY_GROUP || kind !== 'Gateway' || typeof ref.name !== 'string') return null;
+  // a field of the wrong type (standalone manifests have no schema): the ref names no Gateway of ours
+  if (
+    !optional(ref.namespace, 'string') ||
+    !optional(ref.sectionName, 'string') ||
+    !optional(ref.port, 'number')
+  )
+    return null;
   return { ...ref, group, kind };
 }
 
@@ -91,10 +99,13 @@ export function attachParent(
   return outcome;
 }
 
+const optional = (value: unknown, type: 'string' | 'number'): boolean =>
+  value === undefined || value === null || typeof value === type;
+
 function noMatchingParent(ref: ParentReference): string {
   const wanted = [
-    ...(ref.sectionName === undefined ? [] : [`named ${ref.sectionName}`]),
-    ...(ref.port === undefined ? [] : [`on port ${ref.port}`]),
+    ...(ref.sectionName == null ? [] : [`named ${text(ref.sectionName)}`]),
+    ...(ref.port == null ? [] : [`on port ${text(ref.port)}`]),
   ];
   return wanted.length === 0
     ? 'the Gateway has no listeners'

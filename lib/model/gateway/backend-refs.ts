@@ -2,11 +2,16 @@
 // namespace or one whose ReferenceGrant trusts HTTPRoutes of the route's namespace, that exists and
 // has the port. An invalid ref keeps its weight: its share of the traffic answers 500. The Service
 // is looked up through the resolver, so it is recorded as a reference and its creation rebuilds.
+// An ExternalName Service is refused (InvalidKind, the API's reason for a kind of backend the
+// implementation does not support): its DNS name may point into any namespace, which would get
+// around ReferenceGrant (CVE-2021-25740), and the API says implementations SHOULD NOT support it.
+// Ingresses keep ExternalName backends, as in ingress-nginx.
 
 import type { BuildState } from '../build-state.ts';
 import { objectKey } from '../k8s.ts';
 import type { GrantIndex } from './grants.ts';
 import { type BackendObjectReference, GATEWAY_GROUP, type HTTPBackendRef } from './k8s.ts';
+import { text } from './read.ts';
 import type { ResolvedBackend } from './types.ts';
 
 export interface RefProblem {
@@ -30,7 +35,7 @@ export function resolveServiceRef(
   const group = ref.group ?? '';
   const kind = ref.kind ?? 'Service';
   const name = ref.name;
-  const shown = `${group === '' ? '' : `${group}/`}${kind} ${String(name)}`;
+  const shown = `${group === '' ? '' : `${text(group)}/`}${text(kind)} ${text(name)}`;
   if (group !== '' || kind !== 'Service') {
     return invalid('InvalidKind', `backendRef ${shown}: ingress-ts sends traffic to core Services only`);
   }
@@ -54,10 +59,14 @@ export function resolveServiceRef(
   }
   const service = state.resolver.findService(namespace, name);
   if (service === undefined) return invalid('BackendNotFound', `Service ${id} does not exist`);
+  if (service.spec?.type === 'ExternalName') {
+    return invalid(
+      'InvalidKind',
+      `Service ${id} is of type ExternalName, which HTTPRoutes may not use (its DNS name could reach any namespace around ReferenceGrant)`,
+    );
+  }
   const ports: unknown = service.spec?.ports;
-  const hasPort =
-    service.spec?.type === 'ExternalName' ||
-    (Array.isArray(ports) && ports.some((p: { port?: unknown } | null) => p?.port === port));
+  const hasPort = Array.isArray(ports) && ports.some((p: { port?: unknown } | null) => p?.port === port);
   if (!hasPort) return invalid('BackendNotFound', `Service ${id} has no port ${port}`);
   return { ok: true, namespace, name, port };
 }

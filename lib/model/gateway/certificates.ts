@@ -1,10 +1,14 @@
 // The certificates of programmed HTTPS listeners on the hosts they serve. A host takes the
 // certificate of the most specific listener that claims it: one whose hostname is the host, then a
 // wildcard listener a route reached the host through, then a listener without a hostname a route
-// reached it through; among equals, the older Gateway's (the graph lists them oldest first). An
-// Ingress of the host whose spec.tls is older than that Gateway keeps the host (the oldest object
-// wins). The oldest listener without a hostname answers the SNI names nothing else claims, unless
-// --default-ssl-certificate is set.
+// reached it through; among equals, the older Gateway's (the graph lists them oldest first).
+// A host an Ingress names is only ever claimed by a listener whose own hostname covers it: whoever
+// may attach an HTTPRoute to a shared listener without a hostname must not be able to change another
+// tenant's certificate. Against the host's Ingress spec.tls the older object wins (the Ingress by
+// its creationTimestamp, the Gateway by its own), as between two Ingresses in ingress-nginx. A
+// certificate a Gateway put on a host no Ingress spec.tls names does not make the host's Ingress
+// paths redirect to HTTPS (ServerTLS.gatewayOnly). The oldest listener without a hostname answers
+// the SNI names nothing else claims, unless --default-ssl-certificate is set.
 
 import type { BuildState, ServerDraft } from '../build-state.ts';
 import { objectKey } from '../k8s.ts';
@@ -36,7 +40,7 @@ export function applyListenerCertificates(
   if (certificates.length === 0) return null;
   const gatewaySeconds = new Map<string, number>();
   for (const gateway of state.snapshot.gateways ?? []) {
-    const { namespace, name } = gateway.metadata ?? {};
+    const { namespace, name } = gateway?.metadata ?? {};
     if (typeof namespace === 'string' && typeof name === 'string')
       gatewaySeconds.set(objectKey(namespace, name), creationSeconds(gateway));
   }
@@ -58,6 +62,8 @@ export function applyListenerCertificates(
       }
     }
     if (best === null) continue;
+    // a host an Ingress names: only a listener naming the host itself may claim it
+    if (bestScore === 1 && draft.server.ingress?.kind === undefined) continue;
     const seconds = gatewaySeconds.get(objectKey(best.gateway.namespace, best.gateway.name)) ?? 0;
     if (draft.tlsOwner !== null) {
       if (ingressSeconds.size === 0) indexIngressSeconds(state, ingressSeconds);
@@ -113,5 +119,6 @@ function useListenerCertificate(
   draft.server.tls = {
     certificate: id,
     ingress: { namespace: gateway.namespace, name: gateway.name, kind: 'Gateway' },
+    ...(draft.tlsOwner === null ? { gatewayOnly: true as const } : {}),
   };
 }

@@ -5,6 +5,7 @@
 import type { BuildState } from '../build-state.ts';
 import { condition, generationOf } from './conditions.ts';
 import type { GatewayClass } from './k8s.ts';
+import { text } from './read.ts';
 import type { GatewayClassStatusReport } from './types.ts';
 
 /** What `supportedFeatures` lists: the features whose conformance tests pass, sorted. */
@@ -35,7 +36,7 @@ export function selectGatewayClasses(state: BuildState): ClassSelection {
     const parameters = gatewayClass.spec?.parametersRef;
     let accepting = condition('Accepted', 'True', 'Accepted', 'accepted by ingress-ts', generation);
     if (parameters !== undefined && parameters !== null) {
-      const what = `${parameters.group ?? ''}/${parameters.kind ?? ''} ${parameters.name ?? ''}`;
+      const what = `${text(parameters.group ?? '')}/${text(parameters.kind ?? '')} ${text(parameters.name ?? '')}`;
       accepting = condition(
         'Accepted',
         'False',

@@ -2,6 +2,7 @@
 // matchExpressions are ANDed; an empty selector selects every namespace, as in Kubernetes.
 
 import type { LabelSelector } from './k8s.ts';
+import { text } from './read.ts';
 
 /** Why the selector cannot be evaluated (an unknown operator, In without values), or null. */
 export function selectorProblem(selector: LabelSelector): string | null {
@@ -14,7 +15,7 @@ export function selectorProblem(selector: LabelSelector): string | null {
     } else if (operator === 'Exists' || operator === 'DoesNotExist') {
       if (values.length !== 0) return `matchExpression ${expression.key} ${operator} must have no values`;
     } else {
-      return `matchExpression ${expression.key}: unknown operator ${String(operator)}`;
+      return `matchExpression ${expression.key}: unknown operator ${text(operator)}`;
     }
   }
   return null;

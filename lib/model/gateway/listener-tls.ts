@@ -9,6 +9,7 @@ import { objectKey } from '../k8s.ts';
 import { type Check, failed, PASSED } from './conditions.ts';
 import type { GrantIndex } from './grants.ts';
 import { GATEWAY_GROUP, type Listener, type SecretObjectReference } from './k8s.ts';
+import { text } from './read.ts';
 
 export interface CertificateCheck {
   check: Check;
@@ -51,7 +52,7 @@ function checkOne(
   if (group !== '' || kind !== 'Secret') {
     return failed(
       'InvalidCertificateRef',
-      `certificateRef ${group === '' ? 'core' : group}/${kind} ${String(name)}: ingress-ts reads certificates from core Secrets only`,
+      `certificateRef ${group === '' ? 'core' : text(group)}/${text(kind)} ${text(name)}: ingress-ts reads certificates from core Secrets only`,
     );
   }
   if (typeof name !== 'string' || name === '') {

@@ -14,6 +14,7 @@ import { hostnameProblem } from './hostnames.ts';
 import { GATEWAY_GROUP, type Gateway, type Listener } from './k8s.ts';
 import { selectorProblem } from './labels.ts';
 import { checkCertificateRefs } from './listener-tls.ts';
+import { text } from './read.ts';
 
 export const HTTPROUTE_KIND = Object.freeze({ group: GATEWAY_GROUP, kind: 'HTTPRoute' });
 
@@ -95,7 +96,7 @@ function checkGateway(state: BuildState, gateway: Gateway, grants: GrantIndex): 
   };
   const parameters = gateway.spec?.infrastructure?.parametersRef;
   if (parameters !== undefined && parameters !== null) {
-    const message = `ingress-ts takes no infrastructure parameters (parametersRef ${parameters.group ?? ''}/${parameters.kind ?? ''} ${parameters.name ?? ''}); the Gateway serves nothing`;
+    const message = `ingress-ts takes no infrastructure parameters (parametersRef ${text(parameters.group ?? '')}/${text(parameters.kind ?? '')} ${text(parameters.name ?? '')}); the Gateway serves nothing`;
     entry.parameters = failed('InvalidParameters', message);
     state.diagnostics.report('Gateway', ref, 'GATEWAY_INVALID', message);
   }
@@ -145,7 +146,7 @@ function checkListener(
   if (protocol === null) {
     entry.accepted = failed(
       'UnsupportedProtocol',
-      `protocol ${String(listener.protocol)}: ingress-ts serves HTTP and HTTPS listeners only`,
+      `protocol ${text(listener.protocol)}: ingress-ts serves HTTP and HTTPS listeners only`,
     );
     return entry;
   }
@@ -181,8 +182,7 @@ function namespacesProblem(listener: Listener): string | null {
   const namespaces = listener.allowedRoutes?.namespaces;
   const from = namespaces?.from ?? 'Same';
   if (from === 'Same' || from === 'All') return null;
-  if (from !== 'Selector')
-    return `allowedRoutes.namespaces.from ${String(from)} is not All, Same or Selector`;
+  if (from !== 'Selector') return `allowedRoutes.namespaces.from ${text(from)} is not All, Same or Selector`;
   if (namespaces?.selector === undefined || namespaces.selector === null)
     return 'allowedRoutes.namespaces.from Selector has no selector';
   const problem = selectorProblem(namespaces.selector);
@@ -215,7 +215,7 @@ function routeKinds(listener: Listener): {
     if (group === GATEWAY_GROUP && kind?.kind === 'HTTPRoute') {
       if (supported.length === 0) supported.push({ ...HTTPROUTE_KIND });
     } else {
-      invalid.push(`${group === '' ? 'core' : group}/${String(kind?.kind)}`);
+      invalid.push(`${group === '' ? 'core' : group}/${text(kind?.kind)}`);
     }
   }
   return { supported, invalid };
@@ -227,7 +227,7 @@ function checkTls(state: BuildState, entry: ListenerEntry, listener: Listener, g
     if (entry.accepted.ok) {
       entry.accepted = failed(
         'UnsupportedValue',
-        `tls.mode ${String(mode)}: an HTTPS listener terminates TLS (mode Terminate)`,
+        `tls.mode ${text(mode)}: an HTTPS listener terminates TLS (mode Terminate)`,
       );
     }
     return;

@@ -1,10 +1,17 @@
 // The order of a host's routes once HTTPRoute rules share it with Ingress paths (one precedence for
-// both): routes that match the same requests by path (the same Exact path, or Prefix paths equal
-// but for a trailing slash) are tried in this order, and the first whose conditions all hold wins:
-//   1. routes with conditions first: a method match, then the most header matches, then the most
-//      query parameter matches (Gateway API's rules 4-6; an Ingress path has none);
-//   2. the older object (Ingresses and HTTPRoutes by creationTimestamp on one time line);
+// both). Routes that match the same requests by path (the same path type, and the same Exact path or
+// Prefix paths equal but for a trailing slash) are tried in this order, and the first whose
+// conditions all hold wins:
+//   1. between an Ingress path and an HTTPRoute match, the older object (Ingresses and HTTPRoutes by
+//      creationTimestamp on one time line): the oldest object wins a path, as between Ingresses in
+//      ingress-nginx. An Ingress path has no conditions, so the HTTPRoute matches of newer objects
+//      behind it are never reached: they are left out of the model (HTTPROUTE_PATH_TAKEN);
+//   2. among HTTPRoute matches, Gateway API precedence: a method match, then the most header
+//      matches, then the most query parameter matches, then the older object;
 //   3. namespace/name; 4. the rule's index, then the match's, in the HTTPRoute.
+// In regex mode (an Ingress of the host uses use-regex or rewrite-target) the Ingress regex routes
+// come first, in ingress-nginx's location order, and the HTTPRoute routes after them: a newer
+// HTTPRoute never takes requests a regex route of the host matches.
 // Hosts without HTTPRoute routes keep ingress-nginx's location order (routes.ts).
 
 import type { Ingress } from '../k8s.ts';
@@ -76,6 +83,9 @@ interface Keyed {
   route: Route;
   /** the path the matcher keys it by: Prefix paths without their trailing slash */
   key: string;
+  exact: boolean;
+  /** an Ingress path: no conditions, and older than every HTTPRoute match kept beside it */
+  ingress: boolean;
   method: number;
   headers: number;
   query: number;
@@ -88,6 +98,8 @@ function keyed(route: Route, precedence: RoutePrecedence): Keyed {
   return {
     route,
     key: route.pathType === 'Prefix' ? prefixMatchKey(route.path) : route.path,
+    exact: route.pathType === 'Exact',
+    ingress: match === undefined,
     method: match?.method == null ? 0 : 1,
     headers: match?.headers.length ?? 0,
     query: match?.queryParams.length ?? 0,
@@ -96,39 +108,61 @@ function keyed(route: Route, precedence: RoutePrecedence): Keyed {
   };
 }
 
-/** Longest matched path first (ties reverse-lexicographic, as ingress-nginx), then the precedence. */
+/**
+ * Longest matched path first (ties reverse-lexicographic, as ingress-nginx), Exact before Prefix,
+ * then the precedence. Transitive once the HTTPRoute matches behind an older Ingress path are gone:
+ * every HTTPRoute match left at a key is older than the Ingress path there.
+ */
 function compareKeyed(a: Keyed, b: Keyed): number {
   if (a.key !== b.key) {
     if (a.key.length !== b.key.length) return b.key.length - a.key.length;
     return a.key > b.key ? -1 : 1;
   }
+  if (a.exact !== b.exact) return a.exact ? -1 : 1;
+  if (a.ingress || b.ingress) return a.rank - b.rank;
   return (
     b.method - a.method || b.headers - a.headers || b.query - a.query || a.rank - b.rank || a.rule - b.rule
   );
 }
 
+/** A match left out: the older Ingress path `by` serves every request it could. */
+export type OnPathTaken = (route: Route, by: Route) => void;
+
 /**
  * The routes of a host with HTTPRoute routes, in precedence order (stable: the matches of one rule
- * keep their order). In regex mode the HTTPRoute routes come first, in that order, and the Ingress
- * paths after them in `ingressOrder` (ingress-nginx's location order, which decides regex matches).
+ * keep their order), without the HTTPRoute matches an older Ingress path of the same key hides
+ * (`onTaken` hears of each). In regex mode the Ingress paths come first in `ingressOrder`
+ * (ingress-nginx's location order, which decides regex matches), then the HTTPRoute routes.
  */
 export function orderWithGatewayRoutes(
   routes: readonly Route[],
   regex: boolean,
   precedence: RoutePrecedence,
   ingressOrder: (a: Route, b: Route) => number,
+  onTaken: OnPathTaken,
 ): Route[] {
-  if (!regex) {
-    return routes
-      .map((route) => keyed(route, precedence))
-      .sort(compareKeyed)
-      .map((k) => k.route);
+  const all = routes.map((route) => keyed(route, precedence));
+  if (regex) {
+    const gateway = all.filter((k) => !k.ingress).sort(compareKeyed);
+    const ingress = routes.filter((route) => route.gateway === undefined).sort(ingressOrder);
+    return [...ingress, ...gateway.map((k) => k.route)];
   }
-  const gateway = routes
-    .filter((route) => route.gateway !== undefined)
-    .map((route) => keyed(route, precedence))
-    .sort(compareKeyed)
-    .map((k) => k.route);
-  const ingress = routes.filter((route) => route.gateway === undefined).sort(ingressOrder);
-  return [...gateway, ...ingress];
+  const oldestIngress = new Map<string, Keyed>();
+  for (const k of all) {
+    if (!k.ingress) continue;
+    const id = `${k.exact ? 'E' : 'P'}${k.key}`;
+    const held = oldestIngress.get(id);
+    if (held === undefined || k.rank < held.rank) oldestIngress.set(id, k);
+  }
+  const kept =
+    oldestIngress.size === 0
+      ? all
+      : all.filter((k) => {
+          if (k.ingress) return true;
+          const holder = oldestIngress.get(`${k.exact ? 'E' : 'P'}${k.key}`);
+          if (holder === undefined || holder.rank > k.rank) return true;
+          onTaken(k.route, holder.route);
+          return false;
+        });
+  return kept.sort(compareKeyed).map((k) => k.route);
 }

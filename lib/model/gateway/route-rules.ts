@@ -6,6 +6,7 @@ import type { BuildState } from '../build-state.ts';
 import { checkedWeight, type RefProblem, resolveBackends, resolveServiceRef } from './backend-refs.ts';
 import type { GrantIndex } from './grants.ts';
 import type { HTTPBackendRef, HTTPRoute, HTTPRouteFilter, HTTPRouteRule } from './k8s.ts';
+import { text } from './read.ts';
 import { normalizeFilters, normalizeMatches, RuleProblem } from './rules.ts';
 import type { ResolvedRule } from './types.ts';
 
@@ -54,7 +55,7 @@ function resolveRule(
   const refs = listOf<HTTPBackendRef | null>(rule.backendRefs);
   for (const ref of refs) {
     if (checkedWeight(ref?.weight) === null)
-      throw new RuleProblem(`backendRef weight ${String(ref?.weight)} is not an integer 0-1000000`);
+      throw new RuleProblem(`backendRef weight ${text(ref?.weight)} is not an integer 0-1000000`);
     if (listOf(ref?.filters).length > 0) throw new RuleProblem('backendRef filters are not supported');
   }
   const specFilters = listOf<HTTPRouteFilter | null>(rule.filters).map((f) => f ?? {});
@@ -64,7 +65,7 @@ function resolveRule(
     const { group, kind, name } = extensions[0]?.extensionRef ?? {};
     refProblems.push({
       reason: 'InvalidKind',
-      message: `rule ${index}: ExtensionRef ${group ?? ''}/${kind ?? ''} ${name ?? ''}: ingress-ts has no extension filters; the rule answers 500`,
+      message: `rule ${index}: ExtensionRef ${text(group ?? '')}/${text(kind ?? '')} ${text(name ?? '')}: ingress-ts has no extension filters; the rule answers 500`,
     });
     return {
       index,

@@ -128,9 +128,10 @@ function createDraft(state: BuildState, host: string, route: ObjectRef): ServerD
 }
 
 /**
- * Backends through the build's UpstreamResolver with the ConfigMap's load-balance (endpoints,
- * ExternalName, a Service without ready endpoints answering 503, as for an Ingress); a refused
- * backendRef is an entry without an upstream (500 for its share).
+ * Backends through the build's UpstreamResolver with the ConfigMap's load-balance (endpoints, a
+ * Service without ready endpoints answering 503, as for an Ingress; ExternalName Services were
+ * refused by resolveGateways); a refused backendRef is an entry without an upstream (500 for its
+ * share).
  */
 function compileRule(state: BuildState, route: ObjectRef, rule: ResolvedRule): CompiledRule {
   const upstreamOf = (namespace: string, service: string, port: number): string => {

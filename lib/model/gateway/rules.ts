@@ -14,6 +14,7 @@ import type {
   HTTPRouteMatch,
   HTTPRouteRule,
 } from './k8s.ts';
+import { text } from './read.ts';
 import type { ResolvedRule } from './types.ts';
 
 export type RuleMatch = ResolvedRule['matches'][number];
@@ -51,15 +52,15 @@ function normalizeMatch(match: HTTPRouteMatch): RuleMatch {
   const type = match.path?.type ?? 'PathPrefix';
   const value = match.path?.value ?? '/';
   if (type !== 'Exact' && type !== 'PathPrefix') {
-    throw new RuleProblem(`path match type ${String(type)} is not supported (Exact and PathPrefix are)`);
+    throw new RuleProblem(`path match type ${text(type)} is not supported (Exact and PathPrefix are)`);
   }
   if (typeof value !== 'string' || !value.startsWith('/') || value.includes('//') || /[\s#?]/.test(value)) {
     throw new RuleProblem(`path ${JSON.stringify(value)} must start with / and hold no //, ?, # or spaces`);
   }
   let method: string | null = null;
   if (match.method !== undefined && match.method !== null) {
-    method = String(match.method).toUpperCase();
-    if (!METHODS.has(method)) throw new RuleProblem(`method ${String(match.method)} is not an HTTP method`);
+    method = typeof match.method === 'string' ? match.method.toUpperCase() : '';
+    if (!METHODS.has(method)) throw new RuleProblem(`method ${text(match.method)} is not an HTTP method`);
   }
   return {
     path: { type, value },
@@ -79,7 +80,7 @@ function exactMatches(
   for (const match of listOf<HTTPHeaderMatch | null>(list)) {
     const type = match?.type ?? 'Exact';
     if (type !== 'Exact')
-      throw new RuleProblem(`${what} match type ${String(type)} is not supported (Exact is)`);
+      throw new RuleProblem(`${what} match type ${text(type)} is not supported (Exact is)`);
     if (typeof match?.name !== 'string' || match.name === '' || typeof match.value !== 'string') {
       throw new RuleProblem(`a ${what} match needs a name and a value`);
     }
@@ -100,7 +101,7 @@ export function normalizeFilters(
   const seen = new Set<string>();
   const out: HTTPRouteFilter[] = [];
   for (const filter of filters) {
-    const type = String(filter?.type);
+    const type = text(filter?.type);
     if (!FILTER_TYPES.has(type)) throw new RuleProblem(`filter type ${type} is not supported`);
     if (type !== 'RequestMirror' && seen.has(type)) throw new RuleProblem(`filter ${type} appears twice`);
     seen.add(type);
@@ -131,9 +132,9 @@ function checkFilter(filter: HTTPRouteFilter, matches: readonly RuleMatch[]): HT
         throw new RuleProblem('filter RequestRedirect has no settings');
       const statusCode = redirect.statusCode ?? 302;
       if (!REDIRECT_CODES.has(statusCode))
-        throw new RuleProblem(`redirect statusCode ${statusCode} is not 301, 302, 303, 307 or 308`);
+        throw new RuleProblem(`redirect statusCode ${text(statusCode)} is not 301, 302, 303, 307 or 308`);
       if (redirect.scheme !== undefined && redirect.scheme !== 'http' && redirect.scheme !== 'https') {
-        throw new RuleProblem(`redirect scheme ${String(redirect.scheme)} is not http or https`);
+        throw new RuleProblem(`redirect scheme ${text(redirect.scheme)} is not http or https`);
       }
       checkHostname('redirect', redirect.hostname);
       const port = redirect.port;
@@ -141,7 +142,7 @@ function checkFilter(filter: HTTPRouteFilter, matches: readonly RuleMatch[]): HT
         port !== undefined &&
         (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)
       ) {
-        throw new RuleProblem(`redirect port ${String(port)} is not 1-65535`);
+        throw new RuleProblem(`redirect port ${text(port)} is not 1-65535`);
       }
       checkPathModifier(redirect.path, matches);
       return { ...filter, requestRedirect: { ...redirect, statusCode } };
@@ -159,10 +160,12 @@ function checkFilter(filter: HTTPRouteFilter, matches: readonly RuleMatch[]): HT
   }
 }
 
-// What a header filter writes goes onto the wire as is: a name that is no HTTP token or a value with a
-// line break would fail every request of the rule (or split a header), so the rule is not served.
+// What a header filter writes goes onto the wire as is: a name that is no HTTP token or a value Node
+// refuses (its checkInvalidHeaderChar: anything but tab, 0x20-0x7E and 0x80-0xFF, so also a line
+// break or a character above U+00FF) would fail every request of the rule, or split a header, while
+// the route reported Programmed, so the rule is not served.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const BREAKS = /[\r\n\0]/;
+const NOT_FIELD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
 function checkHeaderEdits(type: string, edits: HTTPHeaderFilter): void {
   for (const header of [...listOf<HTTPHeader | null>(edits.set), ...listOf<HTTPHeader | null>(edits.add)]) {
@@ -171,8 +174,10 @@ function checkHeaderEdits(type: string, edits: HTTPHeaderFilter): void {
       throw new RuleProblem(`${type}: ${JSON.stringify(name)} is not a header name`);
     }
     // the value itself is never quoted: it may be a credential
-    if (typeof header?.value !== 'string' || BREAKS.test(header.value)) {
-      throw new RuleProblem(`${type}: the value of ${name} must be text without CR, LF or NUL`);
+    if (typeof header?.value !== 'string' || NOT_FIELD_VALUE.test(header.value)) {
+      throw new RuleProblem(
+        `${type}: the value of ${name} must be an HTTP field value (tab, printable ASCII or 0x80-0xFF; no control characters, nothing above U+00FF)`,
+      );
     }
   }
   for (const name of listOf<unknown>(edits.remove)) {
@@ -204,7 +209,7 @@ function checkPathModifier(path: HTTPPathModifier | undefined, matches: readonly
       throw new RuleProblem('ReplacePrefixMatch needs every match of the rule to be a PathPrefix');
     }
   } else {
-    throw new RuleProblem(`path modifier type ${String(path.type)} is not supported`);
+    throw new RuleProblem(`path modifier type ${text(path.type)} is not supported`);
   }
 }
 

@@ -1,7 +1,7 @@
 // HTTPRoute matching in the data plane, over real sockets: routes of one path tried in the model's
 // order with their method, header and query conditions; when none holds, shorter prefixes, then the
 // host's default route (404); the HTTP-only and HTTPS-only routes on each port; in regex mode the
-// HTTPRoute routes before the Ingress regex routes. The cases of the conformance tests
+// Ingress regex routes before the HTTPRoute routes. The cases of the conformance tests
 // HTTPRouteMatching and HTTPRouteHeaderMatching are reproduced with the model order the build gives.
 import { request } from 'node:http';
 import { connect } from 'node:http2';
@@ -149,19 +149,25 @@ t.test(
   },
 );
 
-t.test('regex mode: HTTPRoute routes are tried first, then the Ingress regex routes', async (t) => {
+t.test('regex mode: the Ingress regex routes are tried first, then the HTTPRoute routes', async (t) => {
   const { http } = await gatewayPlane(
     t,
     (kit) => [
-      kit.route('first', '/ingress-v2', 'Exact', 'v3'),
-      kit.route('first', '/ingress-v1', 'Prefix', 'v3', { headers: [header('x-gw', 'yes')] }),
+      kit.route('late', '/ingress-v2', 'Exact', 'v3'),
+      kit.route('late', '/ingress-v1', 'Prefix', 'v3', { headers: [header('x-gw', 'yes')] }),
+      kit.route('late', '/gw', 'Prefix', 'v3', { headers: [header('x-gw', 'yes')] }),
+      kit.route('late', '/gw', 'Prefix', 'v1'),
     ],
     { regex: true },
   );
-  t.equal(answeredBy(await send(http, HOST, '/ingress-v2')), 'v3');
+  // a regex route of the host matches: no HTTPRoute route takes the request, conditions or not
+  t.equal(answeredBy(await send(http, HOST, '/ingress-v2')), 'v2');
   t.equal(answeredBy(await send(http, HOST, '/ingress-v2/more')), 'v2');
-  t.equal(answeredBy(await send(http, HOST, '/ingress-v1/a', { headers: { 'X-GW': 'yes' } })), 'v3');
+  t.equal(answeredBy(await send(http, HOST, '/ingress-v1/a', { headers: { 'X-GW': 'yes' } })), 'v1');
   t.equal(answeredBy(await send(http, HOST, '/ingress-v1/a')), 'v1');
+  // none matches: the HTTPRoute candidates in order, then the default route
+  t.equal(answeredBy(await send(http, HOST, '/gw/a', { headers: { 'X-GW': 'yes' } })), 'v3');
+  t.equal(answeredBy(await send(http, HOST, '/gw/a')), 'v1');
   t.equal(answeredBy(await send(http, HOST, '/nothing')), '404');
 });
 

@@ -80,7 +80,7 @@ export interface GatewayPlane {
 
 /**
  * Echo backends v1..v3 and a data plane serving `routes(kit)` on gw.test (in place of the Ingress
- * routes; `regex`: the host is in regex mode and keeps its Ingress routes after the test's).
+ * routes; `regex`: the host is in regex mode and keeps its Ingress routes before the test's).
  */
 export async function gatewayPlane(
   t: Test,
@@ -131,7 +131,8 @@ export async function gatewayPlane(
       gateway: gatewayMatch(match),
     }),
   };
-  server.routes = [...routes(kit), ...(options.regex === true ? ingressRoutes : [])];
+  // the model's order in regex mode: the Ingress regex routes, then the HTTPRoute routes
+  server.routes = options.regex === true ? [...ingressRoutes, ...routes(kit)] : routes(kit);
   const common = { httpPort: 0, httpsPort: 0, bindAddress: '127.0.0.1', generatedDefaultCertificate };
   const handle: DataPlaneHandle = THREAD_MODE
     ? new DataPlaneThreads({ ...common, threads: TEST_THREAD_COUNT })

@@ -1,6 +1,6 @@
 // Listener certificates on the hosts they claim (decision 3): a listener's hostname, a wildcard
-// listener or one without a hostname a route reached the host through; the older object between a
-// Gateway and an Ingress's spec.tls wins; the oldest listener without a hostname is the default
+// listener or one without a hostname a route reached the host through (never a host an Ingress
+// names); the older object between a Gateway and an Ingress's spec.tls wins; the oldest listener without a hostname is the default
 // certificate unless --default-ssl-certificate is set.
 import t, { type Test } from 'tap';
 import type { BuildResult, ListenerCertificate, ModelOptions, RoutePlan } from '../../../lib/model/index.ts';
@@ -127,6 +127,88 @@ const cases: Case[] = [
     tls: ['a.example.com infra/a-cert@Gateway:gw'],
     defaultCertificate: null,
     diagnostics: ['TLS_CONFLICT ing'],
+  },
+  {
+    name: "review repro 1: a newer HTTPRoute through a listener without a hostname never takes an Ingress host's tls",
+    ingresses: [
+      ingress('site', {
+        created: 50,
+        tls: [{ hosts: ['a.example.com'], secretName: 'ing-cert' }],
+        rules: [rule('a.example.com', path('/', 'app:80'))],
+      }),
+    ],
+    gateways: [gateway('gw', 0)],
+    plans: [
+      plan('steal', {
+        created: 100,
+        listeners: [https(['a.example.com'], 'any')],
+        rules: [{ matches: [{ path: '/', method: 'GET' }] }],
+      }),
+    ],
+    certificates: [listenerCertificate('other-cert', null, 'gw', 'any')],
+    tls: ['a.example.com default/ing-cert@Ingress:site'],
+    defaultCertificate: 'infra/other-cert',
+    // and its GET / behind the older Ingress's / is left out (routes.test.ts)
+    diagnostics: ['HTTPROUTE_PATH_TAKEN HTTPRoute:default/steal'],
+  },
+  {
+    name: 'review repro 2: a listener without a hostname never adds tls to a plain Ingress host',
+    ingresses: [ingress('site', { created: 50, rules: [rule('a.example.com', path('/', 'app:80'))] })],
+    gateways: [gateway('gw', 0)],
+    plans: [
+      plan('innocent', {
+        created: 100,
+        listeners: [https(['a.example.com'], 'any')],
+        rules: [{ matches: [{ path: '/nothing-to-see', exact: true }] }],
+      }),
+    ],
+    certificates: [listenerCertificate('other-cert', null, 'gw', 'any')],
+    tls: [],
+    defaultCertificate: 'infra/other-cert',
+  },
+  {
+    name: 'a listener without a hostname still serves the hosts only HTTPRoutes name',
+    ingresses: [ingress('site', { created: 50, rules: [rule('a.example.com', path('/', 'app:80'))] })],
+    gateways: [gateway('gw', 0)],
+    plans: [
+      plan('r', {
+        created: 100,
+        listeners: [https(['a.example.com', 'b.example.com'], 'any')],
+        rules: [{ matches: [{ path: '/r' }] }],
+      }),
+    ],
+    certificates: [listenerCertificate('other-cert', null, 'gw', 'any')],
+    tls: ['b.example.com infra/other-cert@Gateway:gw'],
+    defaultCertificate: 'infra/other-cert',
+    check: (t, { model }) =>
+      t.equal(model.servers.find((s) => s.hostname === 'b.example.com')?.tls?.gatewayOnly, true),
+  },
+  {
+    name: "a listener naming a plain Ingress host gives it a certificate, marked as the Gateway's only (no ssl-redirect)",
+    ingresses: [ingress('site', { created: 1, rules: [rule('a.example.com', path('/', 'app:80'))] })],
+    gateways: [gateway('gw', 2)],
+    plans: [],
+    certificates: [listenerCertificate('a-cert', 'a.example.com')],
+    tls: ['a.example.com infra/a-cert@Gateway:gw'],
+    defaultCertificate: null,
+    check: (t, { model }) => t.equal(model.servers[0]?.tls?.gatewayOnly, true),
+  },
+  {
+    name: "an older Gateway's listener replacing a newer Ingress's tls keeps the host TLS-configured for redirects",
+    ingresses: [
+      ingress('ing', {
+        created: 3,
+        tls: [{ hosts: ['a.example.com'], secretName: 'ing-cert' }],
+        rules: [rule('a.example.com', path('/', 'app:80'))],
+      }),
+    ],
+    gateways: [gateway('gw', 2)],
+    plans: [],
+    certificates: [listenerCertificate('a-cert', 'a.example.com')],
+    tls: ['a.example.com infra/a-cert@Gateway:gw'],
+    defaultCertificate: null,
+    diagnostics: ['TLS_CONFLICT ing'],
+    check: (t, { model }) => t.equal(model.servers[0]?.tls?.gatewayOnly, undefined),
   },
   {
     name: 'an HTTP-only route reaches no certificate; the catch-all never gets one',

@@ -300,8 +300,23 @@ const DROPPED: Array<[HTTPRouteRule, RegExp]> = [
         },
       ],
     },
-    /value of X-A must be text without CR, LF or NUL/,
+    /value of X-A must be an HTTP field value/,
   ],
+  // values Node refuses to write (a control character, DEL, a character above U+00FF)
+  ...['a\x01b', 'a\x7fb', 'price \u20ac', '\u20ac'].map((value): [HTTPRouteRule, RegExp] => [
+    {
+      filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { add: [{ name: 'X-B', value }] } }],
+    },
+    /value of X-B must be an HTTP field value/,
+  ]),
+  ...['a\x01b', '\u20ac'].map((value): [HTTPRouteRule, RegExp] => [
+    {
+      filters: [
+        { type: 'ResponseHeaderModifier', responseHeaderModifier: { set: [{ name: 'X-C', value }] } },
+      ],
+    },
+    /value of X-C must be an HTTP field value/,
+  ]),
   [
     { filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { remove: ['Bad:Name'] } }] },
     /remove "Bad:Name"/,
@@ -565,5 +580,19 @@ t.test('certificates: one per served HTTPS listener, oldest Gateway first', asyn
       `same-namespace-with-https-listener/https-with-wildcard-hostname *.wildcard.org ${INFRA}/tls-validity-checks-certificate`,
       `same-namespace-with-https-listener/https-with-hostname-matching-wildcard fourth-example.wildcard.org ${INFRA}/tls-validity-checks-certificate`,
     ],
+  );
+});
+
+t.test('a header edit value Node writes is kept: tab, printable ASCII, 0x80-0xFF', async (t) => {
+  const value = 'a\tb ~ caf\u00e9 \u00ff';
+  const { plan } = planOf([
+    {
+      ...toBackend('infra-backend-v1', '/ok'),
+      filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'X-Ok', value }] } }],
+    },
+  ]);
+  t.strictSame(
+    plan?.rules.map((r) => r.index),
+    [0],
   );
 });

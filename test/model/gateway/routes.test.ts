@@ -183,29 +183,45 @@ const cases: Case[] = [
     ],
   },
   {
-    name: 'an older Ingress path before a newer HTTPRoute rule at the same path: no conflict',
+    name: 'an older Ingress path wins its path: a newer HTTPRoute match there is left out, with or without conditions',
     ingresses: [ingress('ing', { created: 1, rules: [rule('a.com', path('/p', 'app:80'))] })],
-    plans: [['r', { created: 2, listeners: [a(['a.com'])], rules: [{ matches: [{ path: '/p' }] }] }]],
-    routes: [
-      'a.com Prefix /p -> default-app-80 (ing)',
-      'a.com Prefix /p -> default-web-80*1 (HTTPRoute:r) [#0 http]',
+    plans: [
+      [
+        'r',
+        {
+          created: 2,
+          listeners: [a(['a.com'])],
+          rules: [{ matches: [{ path: '/p' }, { path: '/p/', method: 'GET' }, { path: '/p', exact: true }] }],
+        },
+      ],
     ],
+    routes: [
+      'a.com Exact /p -> default-web-80*1 (HTTPRoute:r) [#0 http]',
+      'a.com Prefix /p -> default-app-80 (ing)',
+    ],
+    // one per match left out: /p and /p/
+    diagnostics: ['HTTPROUTE_PATH_TAKEN HTTPRoute:default/r', 'HTTPROUTE_PATH_TAKEN HTTPRoute:default/r'],
   },
   {
-    name: 'an older HTTPRoute rule before a newer Ingress path; conditions before either',
+    name: 'older HTTPRoutes before a newer Ingress path, conditions first among them; a newer one is left out',
     ingresses: [ingress('ing', { created: 5, rules: [rule('a.com', path('/p', 'app:80'))] })],
     plans: [
       ['old', { created: 2, listeners: [a(['a.com'])], rules: [{ matches: [{ path: '/p' }] }] }],
       [
+        'cond',
+        { created: 3, listeners: [a(['a.com'])], rules: [{ matches: [{ path: '/p', headers: ['x=1'] }] }] },
+      ],
+      [
         'new',
-        { created: 9, listeners: [a(['a.com'])], rules: [{ matches: [{ path: '/p', headers: ['x=1'] }] }] },
+        { created: 9, listeners: [a(['a.com'])], rules: [{ matches: [{ path: '/p', method: 'GET' }] }] },
       ],
     ],
     routes: [
-      'a.com Prefix /p -> default-web-80*1 (HTTPRoute:new) [#0 http h:x=1]',
+      'a.com Prefix /p -> default-web-80*1 (HTTPRoute:cond) [#0 http h:x=1]',
       'a.com Prefix /p -> default-web-80*1 (HTTPRoute:old) [#0 http]',
       'a.com Prefix /p -> default-app-80 (ing)',
     ],
+    diagnostics: ['HTTPROUTE_PATH_TAKEN HTTPRoute:default/new'],
   },
   {
     name: 'the same second: namespace/name; in one HTTPRoute: rule order, then match order',
@@ -239,8 +255,8 @@ const cases: Case[] = [
     ],
   },
   {
-    name: 'a trailing slash matches the same requests: /p/ and /p are ordered as one path, none dropped',
-    ingresses: [ingress('ing', { created: 0, rules: [rule('a.com', path('/p/', 'app:80'))] })],
+    name: 'a trailing slash matches the same requests: /p/ and /p are ordered as one path',
+    ingresses: [ingress('ing', { created: 3, rules: [rule('a.com', path('/p/', 'app:80'))] })],
     plans: [
       ['r1', { created: 1, listeners: [a(['a.com'])], rules: [{ matches: [{ path: '/p' }] }] }],
       [
@@ -250,8 +266,8 @@ const cases: Case[] = [
     ],
     routes: [
       'a.com Prefix /p/ -> default-web-80*1 (HTTPRoute:r2) [#0 http h:x=1]',
-      'a.com Prefix /p/ -> default-app-80 (ing)',
       'a.com Prefix /p -> default-web-80*1 (HTTPRoute:r1) [#0 http]',
+      'a.com Prefix /p/ -> default-app-80 (ing)',
     ],
   },
   {
@@ -261,14 +277,11 @@ const cases: Case[] = [
       ingress('young', { created: 3, rules: [rule('a.com', path('/p', 'other:80'))] }),
     ],
     plans: [['r', { created: 2, listeners: [a(['a.com'])], rules: [{ matches: [{ path: '/p' }] }] }]],
-    routes: [
-      'a.com Prefix /p -> default-app-80 (old)',
-      'a.com Prefix /p -> default-web-80*1 (HTTPRoute:r) [#0 http]',
-    ],
-    diagnostics: ['PATH_CONFLICT young'],
+    routes: ['a.com Prefix /p -> default-app-80 (old)'],
+    diagnostics: ['HTTPROUTE_PATH_TAKEN HTTPRoute:default/r', 'PATH_CONFLICT young'],
   },
   {
-    name: 'regex mode (an Ingress of the host uses use-regex): HTTPRoute routes first, kept as written',
+    name: 'regex mode (an Ingress of the host uses use-regex): the Ingress regex routes first, then HTTPRoute routes as written',
     ingresses: [
       ingress('ing', {
         created: 0,
@@ -287,10 +300,10 @@ const cases: Case[] = [
       ],
     ],
     routes: [
-      'a.com Prefix /v1 -> default-web-80*1 (HTTPRoute:r) [#0 http h:x=1]',
-      'a.com Prefix /( -> default-web-80*1 (HTTPRoute:r) [#0 http]',
       'a.com Prefix /v[0-9]+ -> default-app-80 (ing)',
       'a.com Prefix /a -> default-app-80 (ing)',
+      'a.com Prefix /v1 -> default-web-80*1 (HTTPRoute:r) [#0 http h:x=1]',
+      'a.com Prefix /( -> default-web-80*1 (HTTPRoute:r) [#0 http]',
     ],
     check: (t, { model }) => t.equal(model.servers[0]?.regex, true),
   },
@@ -305,8 +318,8 @@ const cases: Case[] = [
     ],
     plans: [['r', { created: 1, listeners: [a(['a.com', 'b.com'])] }]],
     routes: [
-      'a.com Prefix / -> default-web-80*1 (HTTPRoute:r) [#0 http]',
       'a.com Exact /x -> default-app-80 (ing)',
+      'a.com Prefix / -> default-web-80*1 (HTTPRoute:r) [#0 http]',
       'b.com Prefix / -> default-web-80*1 (HTTPRoute:r) [#0 http]',
     ],
     check: (t, { model }) => {
