@@ -43,6 +43,8 @@ Try:
   curl -i -H 'Host: secure.example.test' http://127.0.0.1:${http}/        # 308 to HTTPS
   curl -k --resolve secure.example.test:${https}:127.0.0.1 https://secure.example.test:${https}/
   curl -H 'Host: unknown.example.test' http://127.0.0.1:${http}/          # catch-all default backend
+  curl -H 'Host: gw.example.test' http://127.0.0.1:${http}/               # HTTPRoute: app 9 in 10, api 1 in 10
+  curl -H 'Host: gw.example.test' -H 'x-version: v2' http://127.0.0.1:${http}/   # HTTPRoute: api
   curl http://127.0.0.1:${controller.healthz.port}/healthz
 Edit examples/manifests/*.yaml and the change applies within a second. Ctrl-C stops.
 
