@@ -8,9 +8,8 @@
 // Ingresses keep ExternalName backends, as in ingress-nginx.
 
 import type { BuildState } from '../build-state.ts';
-import { objectKey } from '../k8s.ts';
 import type { GrantIndex } from './grants.ts';
-import { type BackendObjectReference, GATEWAY_GROUP, type HTTPBackendRef } from './k8s.ts';
+import type { BackendObjectReference, HTTPBackendRef } from './k8s.ts';
 import { text } from './read.ts';
 import type { ResolvedBackend } from './types.ts';
 
@@ -40,12 +39,12 @@ export function resolveServiceRef(
     return invalid('InvalidKind', `backendRef ${shown}: ingress-ts sends traffic to core Services only`);
   }
   if (typeof name !== 'string' || name === '') return invalid('BackendNotFound', 'a backendRef has no name');
-  const namespace =
-    typeof ref.namespace === 'string' && ref.namespace !== '' ? ref.namespace : routeNamespace;
-  const id = objectKey(namespace, name);
-  const permitted = grants.permits(
-    { group: GATEWAY_GROUP, kind: 'HTTPRoute', namespace: routeNamespace },
-    { group: '', kind: 'Service', namespace, name },
+  const { namespace, id, permitted } = grants.coreRef(
+    'HTTPRoute',
+    routeNamespace,
+    'Service',
+    ref.namespace,
+    name,
   );
   if (!permitted) {
     return invalid(

@@ -3,7 +3,8 @@
 // `to` without a name trusts every object of that group and kind. Gateway → Secret
 // (certificateRefs) and HTTPRoute → Service (backendRefs, mirrors) go through here.
 
-import type { ReferenceGrant } from './k8s.ts';
+import { objectKey } from '../k8s.ts';
+import { GATEWAY_GROUP, type ReferenceGrant } from './k8s.ts';
 
 export interface ReferenceFrom {
   group: string;
@@ -30,6 +31,25 @@ export class GrantIndex {
       if (list === undefined) this.#byNamespace.set(namespace, [grant]);
       else list.push(grant);
     }
+  }
+
+  /**
+   * A core object (`toKind`: Secret, Service) a Gateway API object refers to: its namespace (the
+   * reference's, else the referrer's), `namespace/name`, and whether the reference is allowed.
+   */
+  coreRef(
+    fromKind: 'Gateway' | 'HTTPRoute',
+    fromNamespace: string,
+    toKind: 'Secret' | 'Service',
+    refNamespace: unknown,
+    name: string,
+  ): { namespace: string; id: string; permitted: boolean } {
+    const namespace = typeof refNamespace === 'string' && refNamespace !== '' ? refNamespace : fromNamespace;
+    const permitted = this.permits(
+      { group: GATEWAY_GROUP, kind: fromKind, namespace: fromNamespace },
+      { group: '', kind: toKind, namespace, name },
+    );
+    return { namespace, id: objectKey(namespace, name), permitted };
   }
 
   /** Whether the reference is allowed: same namespace, or a grant in the target's namespace trusts it. */

@@ -5,10 +5,9 @@
 // not ours to tell.
 
 import type { BuildState } from '../build-state.ts';
-import { objectKey } from '../k8s.ts';
 import { type Check, failed, PASSED } from './conditions.ts';
 import type { GrantIndex } from './grants.ts';
-import { GATEWAY_GROUP, type Listener, type SecretObjectReference } from './k8s.ts';
+import type { Listener, SecretObjectReference } from './k8s.ts';
 import { text } from './read.ts';
 
 export interface CertificateCheck {
@@ -58,12 +57,12 @@ function checkOne(
   if (typeof name !== 'string' || name === '') {
     return failed('InvalidCertificateRef', 'a certificateRef has no name');
   }
-  const namespace =
-    typeof ref.namespace === 'string' && ref.namespace !== '' ? ref.namespace : gatewayNamespace;
-  const id = objectKey(namespace, name);
-  const permitted = grants.permits(
-    { group: GATEWAY_GROUP, kind: 'Gateway', namespace: gatewayNamespace },
-    { group: '', kind: 'Secret', namespace, name },
+  const { namespace, id, permitted } = grants.coreRef(
+    'Gateway',
+    gatewayNamespace,
+    'Secret',
+    ref.namespace,
+    name,
   );
   if (!permitted) {
     return failed(
