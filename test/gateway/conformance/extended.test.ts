@@ -92,3 +92,180 @@ t.test('HTTPRouteQueryParamMatching', async (t) => {
     v3({ headers: { version: 'four' }, path: '/?animal=hydra' }),
   ]);
 });
+
+t.test('HTTPRouteResponseHeaderModifier', async (t) => {
+  const h = await startConformance(t, { manifests: ['httproute-response-header-modifier.yaml'] });
+  await accepted(t, h, infra('response-header-modifier'));
+  const answering = (
+    path: string,
+    backendSetResponseHeaders: Record<string, string>,
+    response: { headers?: Record<string, string>; absentHeaders?: string[] },
+  ): ExpectedResponse => ({
+    ...v1({ path, backendSetResponseHeaders }),
+    expectedRequest: { path },
+    response,
+  });
+  await expectAll(t, h, [
+    answering(
+      '/set',
+      { 'Some-Other-Header': 'val' },
+      { headers: { 'Some-Other-Header': 'val', 'X-Header-Set': 'set-overwrites-values' } },
+    ),
+    answering(
+      '/set',
+      { 'Some-Other-Header': 'val', 'X-Header-Set': 'some-other-value' },
+      { headers: { 'Some-Other-Header': 'val', 'X-Header-Set': 'set-overwrites-values' } },
+    ),
+    answering(
+      '/add',
+      { 'Some-Other-Header': 'val' },
+      { headers: { 'Some-Other-Header': 'val', 'X-Header-Add': 'add-appends-values' } },
+    ),
+    answering(
+      '/add',
+      { 'Some-Other-Header': 'val', 'X-Header-Add': 'some-other-value' },
+      { headers: { 'Some-Other-Header': 'val', 'X-Header-Add': 'some-other-value,add-appends-values' } },
+    ),
+    answering('/remove', { 'X-Header-Remove': 'val' }, { absentHeaders: ['X-Header-Remove'] }),
+    answering(
+      '/multiple',
+      {
+        'X-Header-Set-2': 'set-val-2',
+        'X-Header-Add-2': 'add-val-2',
+        'X-Header-Remove-2': 'remove-val-2',
+        'Another-Header': 'another-header-val',
+        'X-Header-Remove-1': 'val',
+      },
+      {
+        headers: {
+          'X-Header-Set-1': 'header-set-1',
+          'X-Header-Set-2': 'header-set-2',
+          'X-Header-Add-1': 'header-add-1',
+          'X-Header-Add-2': 'add-val-2,header-add-2',
+          'X-Header-Add-3': 'header-add-3',
+          'Another-Header': 'another-header-val',
+        },
+        absentHeaders: ['X-Header-Remove-1', 'X-Header-Remove-2'],
+      },
+    ),
+    answering(
+      '/case-insensitivity',
+      {
+        'x-header-set': 'original-val-set',
+        'x-header-add': 'original-val-add',
+        'x-header-remove': 'original-val-remove',
+        'Another-Header': 'another-header-val',
+      },
+      {
+        headers: {
+          'X-Header-Set': 'header-set',
+          'X-Header-Add': 'original-val-add,header-add',
+          'X-Lowercase-Add': 'lowercase-add',
+          'X-Mixedcase-Add-1': 'mixedcase-add-1',
+          'X-Mixedcase-Add-2': 'mixedcase-add-2',
+          'X-Uppercase-Add': 'uppercase-add',
+          'Another-Header': 'another-header-val',
+        },
+        absentHeaders: ['x-header-remove', 'X-Header-Remove'],
+      },
+    ),
+    {
+      ...v1({
+        path: '/response-and-request-header-modifiers',
+        headers: {
+          'X-Header-Remove': 'remove-val',
+          'X-Header-Add-Append': 'append-val-1',
+          'X-Header-Echo': 'echo',
+        },
+        backendSetResponseHeaders: {
+          'X-Header-Set-2': 'set-val-2',
+          'X-Header-Add-2': 'add-val-2',
+          'X-Header-Remove-2': 'remove-val-2',
+          'Another-Header': 'another-header-val',
+          'X-Header-Remove-1': 'remove-val-1',
+          'X-Header-Echo': 'echo',
+        },
+      }),
+      expectedRequest: {
+        path: '/response-and-request-header-modifiers',
+        headers: {
+          'X-Header-Add': 'header-val-1',
+          'X-Header-Set': 'set-overwrites-values',
+          'X-Header-Add-Append': 'append-val-1,header-val-2',
+          'X-Header-Echo': 'echo',
+        },
+        absentHeaders: ['X-Header-Remove'],
+      },
+      response: {
+        headers: {
+          'X-Header-Set-1': 'header-set-1',
+          'X-Header-Set-2': 'header-set-2',
+          'X-Header-Add-1': 'header-add-1',
+          'X-Header-Add-2': 'add-val-2,header-add-2',
+          'Another-Header': 'another-header-val',
+          'X-Header-Echo': 'echo',
+        },
+        absentHeaders: ['X-Header-Remove-1', 'X-Header-Remove-2'],
+      },
+    },
+  ]);
+});
+
+/** Headers edited on the way to the backend, as the rewrite tests combine them with a rewrite. */
+const EDITED = {
+  'X-Header-Add': 'header-val-1',
+  'X-Header-Add-Append': 'append-val-1,header-val-2',
+  'X-Header-Set': 'set-overwrites-values',
+};
+
+t.test('HTTPRouteRewriteHost', async (t) => {
+  const h = await startConformance(t, { manifests: ['httproute-rewrite-host.yaml'] });
+  await accepted(t, h, infra('rewrite-host'));
+  await expectAll(t, h, [
+    {
+      ...v1({ path: '/one', host: 'rewrite.example' }),
+      expectedRequest: { path: '/one', host: 'one.example.org' },
+    },
+    {
+      ...v2({ path: '/two', host: 'rewrite.example' }),
+      expectedRequest: { path: '/two', host: 'example.org' },
+    },
+    {
+      ...v2({
+        path: '/rewrite-host-and-modify-headers',
+        host: 'rewrite.example',
+        headers: { 'X-Header-Remove': 'remove-val', 'X-Header-Add-Append': 'append-val-1' },
+      }),
+      expectedRequest: {
+        path: '/rewrite-host-and-modify-headers',
+        host: 'test.example.org',
+        headers: EDITED,
+        absentHeaders: ['X-Header-Remove'],
+      },
+    },
+  ]);
+});
+
+t.test('HTTPRouteRewritePath', async (t) => {
+  const h = await startConformance(t, { manifests: ['httproute-rewrite-path.yaml'] });
+  await accepted(t, h, infra('rewrite-path'));
+  const editing = {
+    'X-Header-Remove': 'remove-val',
+    'X-Header-Add-Append': 'append-val-1',
+    'X-Header-Set': 'set-val',
+  };
+  await expectAll(t, h, [
+    { ...v1({ path: '/prefix/one/two' }), expectedRequest: { path: '/one/two' } },
+    { ...v1({ path: '/strip-prefix/three' }), expectedRequest: { path: '/three' } },
+    { ...v1({ path: '/strip-prefix' }), expectedRequest: { path: '/' } },
+    { ...v1({ path: '/full/one/two' }), expectedRequest: { path: '/one' } },
+    {
+      ...v1({ path: '/full/rewrite-path-and-modify-headers/test', headers: editing }),
+      expectedRequest: { path: '/test', headers: EDITED, absentHeaders: ['X-Header-Remove'] },
+    },
+    {
+      ...v1({ path: '/prefix/rewrite-path-and-modify-headers/one', headers: editing }),
+      expectedRequest: { path: '/prefix/one', headers: EDITED, absentHeaders: ['X-Header-Remove'] },
+    },
+  ]);
+});
