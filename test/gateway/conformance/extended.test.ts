@@ -269,3 +269,50 @@ t.test('HTTPRouteRewritePath', async (t) => {
     },
   ]);
 });
+
+/** An unfollowed redirect: its status and what the Location must name (unset parts as sent). */
+const redirect = (
+  path: string,
+  status: number,
+  redirectRequest: NonNullable<ExpectedResponse['redirectRequest']>,
+): ExpectedResponse => ({
+  request: { path },
+  response: { statusCodes: [status] },
+  redirectRequest,
+  namespace: ns,
+});
+
+t.test('HTTPRouteRedirectScheme', async (t) => {
+  const h = await startConformance(t, { manifests: ['httproute-redirect-scheme.yaml'] });
+  await accepted(t, h, infra('redirect-scheme'));
+  await expectAll(t, h, [
+    redirect('/scheme', 302, { scheme: 'https' }),
+    redirect('/scheme-and-host', 302, { host: 'example.org', scheme: 'https' }),
+    redirect('/scheme-and-status', 301, { scheme: 'https' }),
+    redirect('/scheme-and-host-and-status', 302, { scheme: 'https', host: 'example.org' }),
+  ]);
+});
+
+t.test('HTTPRouteRedirectPort', async (t) => {
+  const h = await startConformance(t, { manifests: ['httproute-redirect-port.yaml'] });
+  await accepted(t, h, infra('redirect-port'));
+  await expectAll(t, h, [
+    redirect('/port', 302, { port: '8083' }),
+    redirect('/port-and-host', 302, { host: 'example.org', port: '8083' }),
+    redirect('/port-and-status', 301, { port: '8083' }),
+    redirect('/port-and-host-and-status', 302, { port: '8083', host: 'example.org' }),
+  ]);
+});
+
+t.test('HTTPRouteRedirectPath', async (t) => {
+  const h = await startConformance(t, { manifests: ['httproute-redirect-path.yaml'] });
+  await accepted(t, h, infra('redirect-path'));
+  await expectAll(t, h, [
+    redirect('/original-prefix/lemon', 302, { path: '/replacement-prefix/lemon' }),
+    redirect('/full/path/original', 302, { path: '/full-path-replacement' }),
+    redirect('/path-and-host', 302, { host: 'example.org', path: '/replacement-prefix' }),
+    redirect('/path-and-status', 301, { path: '/replacement-prefix' }),
+    redirect('/full-path-and-host', 302, { host: 'example.org', path: '/replacement-full' }),
+    redirect('/full-path-and-status', 301, { path: '/replacement-full' }),
+  ]);
+});
