@@ -1,6 +1,8 @@
 // GATEWAY-HTTP extended conformance (gateway-api v1.6.1 conformance/tests/) for the features the
-// data plane serves: method and query parameter matches. One ingress-ts per upstream test; each
+// data plane serves: method and query parameter matches, response header edits, host and path
+// rewrites, scheme, port and path redirects, request mirrors. One ingress-ts per upstream test; each
 // request of the test's table is a subtest named as the suite names it.
+import { randomUUID } from 'node:crypto';
 import t, { type Test } from 'tap';
 import {
   CONTROLLER_NAME,
@@ -8,6 +10,7 @@ import {
   expectAll,
   INFRA_NAMESPACE,
   startConformance,
+  testCaseName,
 } from './harness.ts';
 import type { ExpectedResponse, RoundTripRequest } from './roundtrip.ts';
 import {
@@ -315,4 +318,39 @@ t.test('HTTPRouteRedirectPath', async (t) => {
     redirect('/full-path-and-host', 302, { host: 'example.org', path: '/replacement-full' }),
     redirect('/full-path-and-status', 301, { path: '/replacement-full' }),
   ]);
+});
+
+t.test('HTTPRouteRequestMirror', async (t) => {
+  const h = await startConformance(t, { manifests: ['httproute-request-mirror.yaml'] });
+  await gatewayAndHTTPRoutesMustBeAccepted(t, h, CONTROLLER_NAME, SAME_NAMESPACE, [infra('request-mirror')]);
+  const cases: ExpectedResponse[] = [
+    { ...v1({ path: '/mirror' }), expectedRequest: { path: '/mirror' } },
+    {
+      ...v1({
+        path: '/mirror-and-modify-headers',
+        headers: { 'X-Header-Remove': 'remove-val', 'X-Header-Add-Append': 'append-val-1' },
+      }),
+      expectedRequest: {
+        path: '/mirror-and-modify-headers',
+        headers: EDITED,
+        absentHeaders: ['X-Header-Remove'],
+      },
+    },
+  ];
+  for (const [i, tc] of cases.entries()) {
+    const name = testCaseName(tc, i);
+    await t.test(name, async (t) => {
+      // AddRequestIDQueryParam: the mirrored request is told from others by a query parameter
+      const target = `${tc.request.path}?gateway-api-conformance-request-id=${randomUUID()}`;
+      const expected = {
+        ...tc,
+        request: { ...tc.request, path: target },
+        expectedRequest: { ...tc.expectedRequest, path: target },
+      };
+      // ExpectMirroredRequest, listening before the request is sent (RequestTimeout: 10s)
+      const mirrored = h.echoed(ns, 'infra-backend-v2', target, 10_000);
+      await h.expectResponse(t, expected, name);
+      t.ok(await mirrored, `the mirrored request for ${target} reached ${ns}/infra-backend-v2`);
+    });
+  }
 });
