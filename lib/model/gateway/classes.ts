@@ -12,6 +12,15 @@ import type { GatewayClassStatusReport } from './types.ts';
 export const SUPPORTED_FEATURES: readonly string[] = Object.freeze([
   'Gateway',
   'HTTPRoute',
+  'HTTPRouteHostRewrite',
+  'HTTPRouteMethodMatching',
+  'HTTPRoutePathRedirect',
+  'HTTPRoutePathRewrite',
+  'HTTPRoutePortRedirect',
+  'HTTPRouteQueryParamMatching',
+  'HTTPRouteRequestMirror',
+  'HTTPRouteResponseHeaderModification',
+  'HTTPRouteSchemeRedirect',
   'ReferenceGrant',
 ]);
 

@@ -6,7 +6,7 @@
 // here does through the harness; what the suite sends through its roundtripper, `request` sends to
 // ingress-ts's real ports. The upstream manifests are vendored unchanged in manifests/.
 import { readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generate } from 'selfsigned';
 import type { Test } from 'tap';
@@ -149,6 +149,40 @@ export interface Conformance {
   expectResponse(t: Test, expected: ExpectedResponse, name?: string): Promise<CapturedResponse>;
   /** the echo port behind a backend (the "pod IP and port" of the suite's EndpointSlice patches) */
   echoPort(namespace: string, backend: string): number;
+  /**
+   * ExpectMirroredRequest: true once the backend's echo was sent a request for `target` (path and
+   * query) since the harness started, as the suite finds it in the pod's log; false after `timeoutMs`.
+   */
+  echoed(namespace: string, backend: string, target: string, timeoutMs: number): Promise<boolean>;
+}
+
+/** The request targets each echo was sent, and who waits for one: the echo pods' logs. */
+class EchoLog {
+  #seen = new Map<string, Set<string>>();
+  #waiters = new Set<() => void>();
+  record(echo: string, target: string): void {
+    const targets = this.#seen.get(echo) ?? new Set<string>();
+    targets.add(target);
+    this.#seen.set(echo, targets);
+    for (const wake of this.#waiters) wake();
+  }
+  seen(echo: string, target: string, timeoutMs: number): Promise<boolean> {
+    const found = () => this.#seen.get(echo)?.has(target) === true;
+    if (found()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const wake = () => {
+        if (!found()) return;
+        clearTimeout(timer);
+        this.#waiters.delete(wake);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(wake);
+        resolve(false);
+      }, timeoutMs);
+      this.#waiters.add(wake);
+    });
+  }
 }
 
 /** GetTestCaseName: how the suite names a request's subtest (`i` its index in the test's table) */
@@ -230,8 +264,10 @@ export async function expectAll(t: Test, h: Conformance, cases: readonly Expecte
 export async function startConformance(t: Test, options: ConformanceOptions = {}): Promise<Conformance> {
   const gatewayApi = options.gatewayApi ?? true;
   const echoes = new Map<string, number>();
+  const echoLog = new EchoLog();
   for (const [namespace, backend] of ECHO_BACKENDS) {
     const server: Server = conformanceEcho({ namespace, backend });
+    server.on('request', (req: IncomingMessage) => echoLog.record(`${namespace}/${backend}`, req.url ?? ''));
     echoes.set(`${namespace}/${backend}`, await listen(server));
     t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
   }
@@ -331,6 +367,8 @@ export async function startConformance(t: Test, options: ConformanceOptions = {}
       if (port === undefined) throw new Error(`no echo backend ${namespace}/${backend}`);
       return port;
     },
+    echoed: (namespace, backend, target, timeoutMs) =>
+      echoLog.seen(`${namespace}/${backend}`, target, timeoutMs),
   };
 
   if (gatewayApi) {

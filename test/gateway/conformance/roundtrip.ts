@@ -23,6 +23,8 @@ export interface RoundTripRequest {
   https?: boolean;
   /** TLS server name; default: the Host without its port (none for an IP address) */
   sni?: string;
+  /** BackendSetResponseHeaders: the headers the echo answers with (sent as X-Echo-Set-Header) */
+  backendSetResponseHeaders?: Record<string, string>;
 }
 
 export interface CapturedResponse {
@@ -69,7 +71,10 @@ export function goVerifyHostname(host: string, cert: PeerCertificate): Error | u
 export function roundTrip(request: RoundTripRequest, ports: Ports): Promise<CapturedResponse> {
   const host = request.host ?? ports.defaultHost;
   // MakeRequest always sends X-Echo-Set-Header, empty when the test wants no backend headers
-  const headers = { ...request.headers, host, 'x-echo-set-header': '' };
+  const echoSet = Object.entries(request.backendSetResponseHeaders ?? {}).map(
+    ([name, value]) => `${name}:${value}`,
+  );
+  const headers = { ...request.headers, host, 'x-echo-set-header': echoSet.join(',') };
   const bareHost = host.replace(/:\d+$/, '');
   const servername = request.sni ?? (isIP(bareHost) === 0 ? bareHost : undefined);
   return new Promise((resolve, reject) => {

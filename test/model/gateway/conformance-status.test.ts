@@ -46,6 +46,21 @@ const SAME = { name: 'same-namespace' };
 const HTTPS_LISTENER_OK = (name: string, routes = 0) => OK_HTTP(name, routes);
 const PROGRAMMED_INVALID = 'Programmed=False/Invalid';
 const NO_CONFLICTS = 'Conflicted=False/NoConflicts';
+/** supportedFeatures: the core features and the extended ones whose conformance tests pass, sorted */
+const FEATURES = [
+  'Gateway',
+  'HTTPRoute',
+  'HTTPRouteHostRewrite',
+  'HTTPRouteMethodMatching',
+  'HTTPRoutePathRedirect',
+  'HTTPRoutePathRewrite',
+  'HTTPRoutePortRedirect',
+  'HTTPRouteQueryParamMatching',
+  'HTTPRouteRequestMirror',
+  'HTTPRouteResponseHeaderModification',
+  'HTTPRouteSchemeRedirect',
+  'ReferenceGrant',
+].join(',');
 /** the base Gateway all forwarding tests use, with `routes` routes on its listener */
 const sameNamespaceOk = (routes = 1) => [GATEWAY_OK(), OK_HTTP('http', routes)];
 const routeOk = (parent = '-/same-namespace') => ['gen=1', `${parent}: ${PARENT_OK}`];
@@ -63,9 +78,9 @@ const ROWS: Row[] = [
     }),
     expect: {
       'GatewayClass gatewayclass-observed-generation-bump': [
-        'gen=1 Accepted=True/Accepted features=Gateway,HTTPRoute,ReferenceGrant',
+        `gen=1 Accepted=True/Accepted features=${FEATURES}`,
       ],
-      [`GatewayClass ${CLASS}`]: ['gen=1 Accepted=True/Accepted features=Gateway,HTTPRoute,ReferenceGrant'],
+      [`GatewayClass ${CLASS}`]: [`gen=1 Accepted=True/Accepted features=${FEATURES}`],
     },
   },
   {
@@ -81,7 +96,7 @@ const ROWS: Row[] = [
     }),
     expect: {
       'GatewayClass gatewayclass-observed-generation-bump': [
-        'gen=2 Accepted=True/Accepted features=Gateway,HTTPRoute,ReferenceGrant',
+        `gen=2 Accepted=True/Accepted features=${FEATURES}`,
       ],
     },
   },
