@@ -72,7 +72,7 @@ export function finishRoutes(
         caches.pathRegexes.compile(route.path);
         return true;
       } catch (error) {
-        const host = server.hostname === '_' ? '(any host)' : server.hostname;
+        const host = shownHost(server.hostname);
         diagnostics.report(
           'Ingress',
           route.ingress,
@@ -128,8 +128,13 @@ function compareRoutes(a: Route, b: Route): number {
   return a.path > b.path ? -1 : 1;
 }
 
+/** A server's hostname in a diagnostic: the catch-all `_` in words. */
+function shownHost(hostname: string): string {
+  return hostname === '_' ? '(every host)' : hostname;
+}
+
 function reportPathTaken(diagnostics: DiagnosticsCollector, route: Route, by: Route, hostname: string): void {
-  const host = hostname === '_' ? '(any host)' : hostname;
+  const host = shownHost(hostname);
   diagnostics.report(
     'HTTPRoute',
     route.ingress,
@@ -148,7 +153,7 @@ function reportPathConflict(
   pathType: string,
   path: string,
 ): void {
-  const host = hostname === '_' ? '(any host)' : hostname;
+  const host = shownHost(hostname);
   const message = sameRef(loser, winner.ingress)
     ? `${pathType} ${path} on host ${host} appears twice in this Ingress; the first one is used`
     : `${pathType} ${path} on host ${host} is already defined by the older Ingress ${refName(winner.ingress)}; this path is ignored`;

@@ -66,7 +66,7 @@ export interface GatewayRouteMatch {
   protocols: 'http' | 'https' | 'both';
   /** the listener's port as written (80, 443...) by protocol, for redirect Locations */
   listenerPorts: { http: number | null; https: number | null };
-  /** upper-case, or null: any */
+  /** upper-case, or null: every method */
   method: string | null;
   /** Exact header matches, names lower-cased: all must hold */
   headers: Array<{ name: string; value: string }>;

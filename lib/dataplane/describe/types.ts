@@ -74,7 +74,7 @@ export interface GatewayRouteDescription {
   protocols: 'http' | 'https' | 'both';
   /** the listeners' ports as written, by protocol (redirects build their Location from them) */
   listenerPorts: { http: number | null; https: number | null };
-  /** the method the request must have; null: any */
+  /** the method the request must have; null: every method */
   method: string | null;
   /** header matches (all must hold): names lower-cased, values `***` */
   headers: Array<{ name: string; value: string }>;

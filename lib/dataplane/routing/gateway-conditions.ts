@@ -12,7 +12,7 @@ export interface ConditionInput {
 }
 
 export interface CompiledConditions {
-  /** upper-case, or null: any */
+  /** upper-case, or null: every method */
   readonly method: string | null;
   /** names lower-case, one entry per name (the first of a repeated name, as the spec says) */
   readonly headers: ReadonlyArray<{ readonly name: string; readonly value: string }>;
@@ -46,10 +46,10 @@ export function compileConditions(match: GatewayRouteMatch): CompiledConditions 
 }
 
 /**
- * The request's value of a header: every line of that name (any case) joined with `,`, as RFC 7230
- * §3.2.2 combines repeated fields; undefined when the request has none. `host` falls back to
- * HTTP/2's `:authority`, which takes Host's place there (RFC 9113 §8.3.1), so a `host` match means
- * the same over both protocols.
+ * The request's value of a header: every line of that name (whatever its case) joined with `,`, the
+ * one value HTTP gives repeated lines; undefined when the request has none. `host` falls back to
+ * HTTP/2's `:authority`, which stands in for Host there, so a `host` match means the same over both
+ * protocols.
  */
 export function joinedHeader(rawHeaders: readonly string[], lowerName: string): string | undefined {
   let joined: string | undefined;

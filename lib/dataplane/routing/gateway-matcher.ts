@@ -1,6 +1,7 @@
 // The path matcher of a server that holds HTTPRoute routes. Several routes may share a path key
 // (Exact `/a`, or Prefix `/a`), told apart by conditions: they form a candidate list in the model's
-// order, which is the precedence (decision 4 of the Gateway API design), and a request takes the
+// order, which is the precedence (Gateway API precedence, with the oldest object winning a path
+// between an Ingress and an HTTPRoute), and a request takes the
 // first candidate whose protocol and conditions hold. When none does, the walk goes on to shorter
 // prefixes, then to `rest`: the host's default route. In regex mode the host's Ingress regex routes
 // are tried before all of this (RegexFirstMatcher), as the model orders them.
@@ -36,8 +37,8 @@ export interface GatewayPathRule<T> {
 }
 
 /**
- * nginx's smooth weighted round robin: over any run of sum(weights) picks each value is chosen
- * exactly `weight` times, interleaved. Chosen over a random draw so a share is exact at any request
+ * nginx's smooth weighted round robin: over every run of sum(weights) picks each value is chosen
+ * exactly `weight` times, interleaved. Chosen over a random draw so a share is exact at every request
  * count (the conformance suite accepts ±5% over 500 requests; a test can check it to the request).
  * Each data-plane thread keeps its own sequence.
  */
@@ -80,7 +81,7 @@ export class GatewayPathMatcher<T> implements PathMatcher<T> {
   readonly #exact = new Map<string, Candidate<T>[]>();
   readonly #prefix = new Map<string, Candidate<T>[]>();
   readonly #rest: PathMatcher<T>;
-  /** whether any candidate has conditions (else a match never looks at the request) */
+  /** whether some candidate has conditions (else a match never looks at the request) */
   #conditional = false;
 
   constructor(rules: ReadonlyArray<GatewayPathRule<T>>, rest: PathMatcher<T>) {

@@ -16,7 +16,7 @@ export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 export interface RouteHostnames {
   /** the route's valid hostnames, lower-cased */
   hostnames: string[];
-  /** whether spec.hostnames listed any, valid or not */
+  /** whether spec.hostnames listed some, valid or not */
   namesSome: boolean;
 }
 

@@ -29,9 +29,9 @@ export function intersectHostname(a: string, b: string): string | null {
 
 /**
  * The hostnames a route answers on a listener, lower-cased, in the route's order without repeats:
- * [] means any host (neither side names one); null means none (both name some, nothing intersects).
+ * [] means every host (neither side names one); null means none (both name some, nothing intersects).
  * `routeHostnames` are the valid ones of the route; `routeNamesSome` says whether the route's spec
- * listed any at all (a route whose every hostname is invalid must not become a catch-all).
+ * listed one at all (a route whose every hostname is invalid must not become a catch-all).
  */
 export function effectiveHostnames(
   listenerHostname: string | null,

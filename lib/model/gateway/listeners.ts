@@ -24,7 +24,7 @@ export interface ListenerEntry {
   specPort: number;
   /** null: a protocol ingress-ts does not serve */
   protocol: 'HTTP' | 'HTTPS' | null;
-  /** lower-cased; null: any host */
+  /** lower-cased; null: every host */
   hostname: string | null;
   allowedRoutes: Listener['allowedRoutes'];
   supportedKinds: Array<{ group: string; kind: string }>;

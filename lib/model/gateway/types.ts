@@ -77,7 +77,7 @@ export interface AttachedListener {
   specPort: number;
   /**
    * the route's effective hostnames on this listener (listener × route intersection, lower-cased,
-   * wildcards as `*.example.com`); empty: any host (the catch-all server)
+   * wildcards as `*.example.com`); empty: every host (the catch-all server)
    */
   hostnames: string[];
 }
