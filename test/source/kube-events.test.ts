@@ -103,3 +103,34 @@ t.test('a flapping object is rate-limited; other objects are not', async (t) => 
   await recorder.idle();
   t.equal(byName('newer'), 4, 'the bucket refills over time');
 });
+
+t.test(
+  'Gateway API objects: their Events name the group and version kubectl describe looks for',
+  async (t) => {
+    const api = await startFakeApiServer();
+    t.teardown(() => api.close());
+    const recorder = createEventRecorder({
+      kubeConfig: api.kubeConfig(),
+      identity: 'pod-a',
+      uidOf: (kind) => (kind === 'HTTPRoute' ? 'uid-route' : undefined),
+    });
+    const diagnostics: Diagnostic[] = [
+      { ...conflict, kind: 'HTTPRoute', name: 'store', code: 'HTTPROUTE_INVALID' },
+      { ...conflict, kind: 'Gateway', name: 'edge', code: 'GATEWAY_INVALID' },
+    ];
+    recorder.report(diagnostics);
+    await recorder.idle();
+    const events = api.list('Event') as unknown as CoreEvent[];
+    t.match(
+      events.find((e) => e.involvedObject.kind === 'HTTPRoute'),
+      { involvedObject: { apiVersion: 'gateway.networking.k8s.io/v1', name: 'store', uid: 'uid-route' } },
+    );
+    t.match(
+      events.find((e) => e.involvedObject.kind === 'Gateway'),
+      {
+        involvedObject: { apiVersion: 'gateway.networking.k8s.io/v1', name: 'edge' },
+        reason: 'GATEWAY_INVALID',
+      },
+    );
+  },
+);

@@ -13,6 +13,7 @@
 
 import { CoreV1Api, type CoreV1Event, type KubeConfig } from '@kubernetes/client-node';
 import { LRUCache } from 'lru-cache';
+import { GATEWAY_GROUP } from '../../model/gateway/k8s.ts';
 import { type Diagnostic, redactText } from '../../model/index.ts';
 
 export interface EventsOptions {
@@ -46,6 +47,11 @@ const API_VERSIONS: Record<string, string> = {
   Secret: 'v1',
   ConfigMap: 'v1',
   EndpointSlice: 'discovery.k8s.io/v1',
+  // ingress-ts watches the Gateway API in v1 only (discovery requires all four kinds there)
+  GatewayClass: `${GATEWAY_GROUP}/v1`,
+  Gateway: `${GATEWAY_GROUP}/v1`,
+  HTTPRoute: `${GATEWAY_GROUP}/v1`,
+  ReferenceGrant: `${GATEWAY_GROUP}/v1`,
 };
 
 const keyOf = (d: Diagnostic) =>

@@ -64,6 +64,10 @@ function uidLookup(
         Service: current.services,
         Secret: current.secrets,
         ConfigMap: current.configMaps,
+        GatewayClass: current.gatewayClasses ?? [],
+        Gateway: current.gateways ?? [],
+        HTTPRoute: current.httpRoutes ?? [],
+        ReferenceGrant: current.referenceGrants ?? [],
       };
       for (const [listKind, objects] of Object.entries(lists)) {
         for (const { metadata } of objects) {
