@@ -117,11 +117,15 @@ const NO_ENDPOINT_CODES: ReadonlySet<DiagnosticCode> = new Set<DiagnosticCode>([
 
 type Labels<N extends string> = Record<N, string>;
 
-/** The Ingresses a route or default route of `model` comes from, by namespace/name, in model order. */
-export function routedIngresses(model: Model): Map<string, ObjectRef> {
+/**
+ * The objects a route or default route of `model` comes from, by namespace/name, in model order:
+ * Ingresses and HTTPRoutes (request series carry either's name as `ingress`), or Ingresses only.
+ */
+export function routedIngresses(model: Model, ingressesOnly = false): Map<string, ObjectRef> {
   const ingresses = new Map<string, ObjectRef>();
   const note = (ref: ObjectRef | null): void => {
-    if (ref !== null) ingresses.set(`${ref.namespace}/${ref.name}`, ref);
+    if (ref === null || (ingressesOnly && ref.kind !== undefined)) return;
+    ingresses.set(`${ref.namespace}/${ref.name}`, ref);
   };
   for (const server of [model.catchAll, ...model.servers]) {
     for (const route of server.routes) note(route.ingress);
@@ -281,7 +285,7 @@ function backendProblems(diagnostics: readonly Diagnostic[]) {
 function orphanSeries(model: Model, diagnostics: readonly Diagnostic[]): Wanted<typeof ORPHAN_LABELS> {
   const problems = backendProblems(diagnostics);
   const wanted: Wanted<typeof ORPHAN_LABELS> = [];
-  for (const [key, ref] of routedIngresses(model)) {
+  for (const [key, ref] of routedIngresses(model, true)) {
     const entry = problems.get(key);
     const labels = { namespace: ref.namespace, ingress: ref.name };
     wanted.push({ labels: { ...labels, type: 'no-service' }, value: entry?.noService ? 1 : 0 });

@@ -6,6 +6,7 @@ import { Registry } from 'prom-client';
 import t from 'tap';
 import { certificateFacts, createModelMetrics } from '../../lib/metrics/model-metrics.ts';
 import type { BuildResult, IngressTLS, ModelOptions } from '../../lib/model/index.ts';
+import { buildWithGraph, graphOf, plan } from '../model/gateway/helpers.ts';
 import {
   build,
   externalNameService,
@@ -607,6 +608,21 @@ for (const c of orphanCases) {
     t.strictSame(orphanLines(await m.scrape()), c.lines);
   });
 }
+
+t.test('orphan_ingress: HTTPRoutes are not Ingresses, even one named like an Ingress', async (t) => {
+  const m = fixture();
+  const world = worldOf([backend('web', 1)], [route('site', 'site.test', 'web:80')]);
+  const graph = graphOf([plan('site'), plan('store', { rules: [{ backends: ['ghost:80'] }] })]);
+  const result = buildWithGraph(world, graph, {}, ['ghost']);
+  t.ok(
+    [result.model.catchAll, ...result.model.servers].some((s) =>
+      s.routes.some((r) => r.ingress?.kind === 'HTTPRoute'),
+    ),
+    'precondition: the HTTPRoute is routed',
+  );
+  m.apply(result);
+  t.strictSame(orphanLines(await m.scrape()), ['default/site no-service=0 no-endpoint=0']);
+});
 
 t.test('orphan_ingress: fixed backends go back to 0, a deleted Ingress loses its series', async (t) => {
   const m = fixture();
