@@ -11,6 +11,9 @@
 import type { Channel } from 'node:diagnostics_channel';
 import type { IncomingMessage } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
+// the module's binding, not the global: `globalThis.performance` is an accessor, read through a
+// global IC on every call (~180 instructions)
+import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import { peerOf } from './access/access.ts';
 import { requestLogged } from './events.ts';
