@@ -433,7 +433,6 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
 
   return {
     observe(record) {
-      if (filterHosts && !definedHosts.has(record.host)) return;
       const code = record.status;
       const status = options.statusClasses
         ? (STATUS_CLASS_LABELS[Math.trunc(code / 100)] ?? `${Math.trunc(code / 100)}xx`)
@@ -453,6 +452,9 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
       ) {
         entry = last;
       } else {
+        // the same host as the last request's passed this check under the same model (a new model
+        // forgets the last series): only a request of another label set pays the Set lookup
+        if (filterHosts && !definedHosts.has(record.host)) return;
         entry = seriesOf(record, status, host);
         last = entry;
         lastNamespace = record.namespace;
@@ -480,6 +482,8 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
       const hosts = new Set<string>();
       for (const server of model.servers) hosts.add(server.hostname);
       definedHosts = hosts;
+      // a host the last series was counted for may be undefined now
+      last = null;
       if (series.size === 0) return; // nothing to remove (the first build, at any size)
       // the lookup cache still holds the removed series: start it again
       if (removeGoneIngresses(series, model)) {
