@@ -389,7 +389,7 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
   let tree: SeriesTree = new Map();
   // The series of the request observed last, with its labels: consecutive requests mostly share a
   // route, and their label strings are the route's own (compared by reference first), so this
-  // skips the eight lookups of the tree.
+  // skips the eight lookups of the tree and the defined-hosts check.
   let last: Series | null = null;
   let lastNamespace = '';
   let lastIngress = '';
@@ -452,8 +452,7 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
       ) {
         entry = last;
       } else {
-        // the same host as the last request's passed this check under the same model (a new model
-        // forgets the last series): only a request of another label set pays the Set lookup
+        // the last series' host passed it under this model (setModel forgets the last series)
         if (filterHosts && !definedHosts.has(record.host)) return;
         entry = seriesOf(record, status, host);
         last = entry;
@@ -482,8 +481,7 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
       const hosts = new Set<string>();
       for (const server of model.servers) hosts.add(server.hostname);
       definedHosts = hosts;
-      // a host the last series was counted for may be undefined now
-      last = null;
+      last = null; // its host may be undefined now
       if (series.size === 0) return; // nothing to remove (the first build, at any size)
       // the lookup cache still holds the removed series: start it again
       if (removeGoneIngresses(series, model)) {

@@ -36,7 +36,7 @@ export const PROXY_HEADER_NAMES: readonly string[] = [
 let registered: boolean | null = null;
 
 /**
- * Adds `PROXY_HEADER_NAMES` to undici's table of known header names, once per thread (each thread
+ * Adds the names above to undici's table of known header names, once per thread (each thread
  * loads its own undici). True when they are in it.
  */
 export function registerProxyHeaderNames(): boolean {
