@@ -4,9 +4,10 @@
 // the log's IC events are read back: every site whose inline cache reached the megamorphic state
 // (`N`), by source position (file:line:column), key and kind, with the number of misses seen after
 // the warm-up (a megamorphic site that still misses the stub cache then is on the steady path) and
-// the number of maps it saw. Sites are grouped by who owns the code: ours (lib/), undici, prom-client
-// and pino (node_modules), Node's own (node:). V8's tools/ic-processor is not shipped with Node;
-// this reads the few fields needed. Run with `node bench/ic-sites.ts [flags]` (see --help).
+// the number of maps it saw. Sites are grouped by who owns the code: ours (lib/), each package of
+// node_modules, Node's own (node:, and its startup snapshot's code, which has no script name).
+// V8's tools/ic-processor is not shipped with Node; this reads the few fields needed. --floor runs
+// the bare Node proxy (bench/support/bare-proxy.ts) instead. Run with `node bench/ic-sites.ts [flags]` (see --help).
 
 import {
   closeSync,
@@ -40,7 +41,7 @@ import { startNginx, upstreamConf } from './support/nginx.ts';
 
 const HOST = 'bench.test';
 
-const USAGE = `Usage: node bench/ic-sites.ts [--requests N] [--warmup N] [--connections C] [--no-log] [--no-metrics] [--top N] [--all]
+const USAGE = `Usage: node bench/ic-sites.ts [--requests N] [--warmup N] [--connections C] [--no-log] [--no-metrics] [--floor] [--top N] [--keep FILE]
   --requests N     GETs after the warm-up, whose misses are counted as steady [20000]
   --warmup N       GETs first [20000]
   --connections C  keep-alive connections [8]
