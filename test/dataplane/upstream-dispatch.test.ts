@@ -226,7 +226,7 @@ t.test('a chunked body, and a HEAD answer with a length, end without a chunk', a
 t.test(
   "the proxy's own request header names are in undici's table: no lower-casing and token check per request",
   async (t) => {
-    new UpstreamProxy().close();
+    await new UpstreamProxy().close();
     const table = createRequire(import.meta.url)('undici/lib/core/constants.js')
       .headerNameLowerCasedRecord as Record<string, string | undefined>;
     for (const name of PROXY_HEADER_NAMES) t.equal(table[name], name, name);
