@@ -57,8 +57,9 @@ export interface HttpPolicy {
    */
   readonly upstreamHeaderAppends?: readonly string[] | null;
   /** response headers of the upstream never passed on (hop-by-hop, Server, hide-headers, and the
-   * add-headers names, which replace the upstream's) */
-  readonly responseDrop: Readonly<Record<string, true>>;
+   * add-headers names, which replace the upstream's); a Set: every name of every response is looked
+   * up in it, and a dictionary object read with many keys is a megamorphic read each time */
+  readonly responseDrop: ReadonlySet<string>;
   /** add-headers and Server (server-tokens) as a flat list, for every response to the client */
   readonly responseHeaders: readonly string[];
   /**
@@ -135,18 +136,17 @@ export function compileHttpPolicy(config: GlobalConfig): HttpPolicy {
     upstreamHeaderNames ??= Object.create(null) as Record<string, true>;
     upstreamHeaderNames['x-original-uri'] = true;
   }
-  const responseDrop = Object.create(null) as Record<string, true>;
-  for (const name of RESPONSE_DROP) responseDrop[name] = true;
-  for (const name of headers.hideHeaders) responseDrop[name] = true;
+  const responseDrop = new Set<string>(RESPONSE_DROP);
+  for (const name of headers.hideHeaders) responseDrop.add(name);
   const responseHeaders: string[] = [];
   for (const [name, value] of headers.addHeaders.headers) {
-    responseDrop[name.toLowerCase()] = true;
+    responseDrop.add(name.toLowerCase());
     responseHeaders.push(name, value);
   }
   // ingress-nginx: `proxy_pass_header Server` only with allow-backend-server-header, and with
   // server-tokens off `more_clear_headers Server` removes every Server, the upstream's too
   const passServer = headers.allowBackendServerHeader && headers.serverTokens;
-  if (!passServer) responseDrop.server = true;
+  if (!passServer) responseDrop.add('server');
   if (headers.serverTokens && !passServer) responseHeaders.push('server', SERVER_TOKEN);
   return {
     clientAddress: realIp ? createClientAddress(forwarding.realIpCidrs, trustedPeer) : null,

@@ -11,6 +11,9 @@
 import type { Channel } from 'node:diagnostics_channel';
 import type { IncomingMessage } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
+// the module's binding, not the global: `globalThis.performance` is an accessor, read through a
+// global IC on every call (~180 instructions)
+import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import { peerOf } from './access/access.ts';
 import { requestLogged } from './events.ts';
@@ -155,12 +158,15 @@ export function startRecord(req: IncomingMessage, source: Duplex, at: RecordStar
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
     length += name.length + value.length + 4;
+    // the first letter (either case) before a lower-cased copy: `connection` is as long as
+    // `user-agent`, and a keep-alive client sends it on every request
+    const first = name.charCodeAt(0) | 0x20;
     if (name.length === 10) {
-      if (userAgent === '' && name.toLowerCase() === 'user-agent') userAgent = value;
+      if (userAgent === '' && first === 117 /* u */ && name.toLowerCase() === 'user-agent') userAgent = value;
     } else if (name.length === 7) {
-      if (referer === '' && name.toLowerCase() === 'referer') referer = value;
+      if (referer === '' && first === 114 /* r */ && name.toLowerCase() === 'referer') referer = value;
     } else if (name.length === 14) {
-      if (contentLength === -1 && name.toLowerCase() === 'content-length') {
+      if (contentLength === -1 && first === 99 /* c */ && name.toLowerCase() === 'content-length') {
         const n = Number(value);
         if (Number.isSafeInteger(n) && n >= 0) contentLength = n;
       }

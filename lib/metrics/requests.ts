@@ -389,7 +389,7 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
   let tree: SeriesTree = new Map();
   // The series of the request observed last, with its labels: consecutive requests mostly share a
   // route, and their label strings are the route's own (compared by reference first), so this
-  // skips the eight lookups of the tree.
+  // skips the eight lookups of the tree and the defined-hosts check.
   let last: Series | null = null;
   let lastNamespace = '';
   let lastIngress = '';
@@ -433,7 +433,6 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
 
   return {
     observe(record) {
-      if (filterHosts && !definedHosts.has(record.host)) return;
       const code = record.status;
       const status = options.statusClasses
         ? (STATUS_CLASS_LABELS[Math.trunc(code / 100)] ?? `${Math.trunc(code / 100)}xx`)
@@ -453,6 +452,8 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
       ) {
         entry = last;
       } else {
+        // the last series' host passed it under this model (setModel forgets the last series)
+        if (filterHosts && !definedHosts.has(record.host)) return;
         entry = seriesOf(record, status, host);
         last = entry;
         lastNamespace = record.namespace;
@@ -480,6 +481,7 @@ export function createRequestMetrics(registry: Registry, options: RequestMetrics
       const hosts = new Set<string>();
       for (const server of model.servers) hosts.add(server.hostname);
       definedHosts = hosts;
+      last = null; // its host may be undefined now
       if (series.size === 0) return; // nothing to remove (the first build, at any size)
       // the lookup cache still holds the removed series: start it again
       if (removeGoneIngresses(series, model)) {

@@ -7,6 +7,7 @@
 // version() names the tick: /debug/traffic keeps one answer per tick (debug-routes.ts), so asking
 // more often than every 5 seconds costs nothing more.
 
+import { performance } from 'node:perf_hooks';
 import type { RouteTotal } from './requests.ts';
 
 /** seconds covered by an answer, at most */

@@ -38,9 +38,9 @@ t.test('policy: real IP only with enable-real-ip or use-forwarded-headers; heade
   const policy = compileHttpPolicy(config);
   t.not(policy.clientAddress, null, 'use-forwarded-headers turns on real IP');
   t.strictSame(policy.responseHeaders, ['X-Frame-Options', 'DENY', 'server', 'ingress-ts']);
-  t.equal(policy.responseDrop['x-powered-by'], true, 'hidden');
-  t.equal(policy.responseDrop['x-frame-options'], true, 'replaced by add-headers');
-  t.equal(policy.responseDrop.server, true, "the upstream's Server never passes");
+  t.equal(policy.responseDrop.has('x-powered-by'), true, 'hidden');
+  t.equal(policy.responseDrop.has('x-frame-options'), true, 'replaced by add-headers');
+  t.equal(policy.responseDrop.has('server'), true, "the upstream's Server never passes");
   t.strictSame(policy.upstreamHeaders, ['X-Env', 'prod']);
   t.equal(policy.upstreamHeaderNames?.['x-env'], true);
 });

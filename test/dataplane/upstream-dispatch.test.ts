@@ -1,13 +1,18 @@
 // What the proxy hands to undici and to Node per request, where the hot path saves calls: the
-// servername of a cleartext dispatch, and the last chunk of a Content-Length body written with the end.
+// servername of a cleartext dispatch, the last chunk of a Content-Length body written with the end,
+// and the proxy's own header names known to undici.
 import { channel } from 'node:diagnostics_channel';
 import { once } from 'node:events';
 import http from 'node:http';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import t, { type Test } from 'tap';
+import { DEFAULT_HTTP_POLICY } from '../../lib/dataplane/http-policy.ts';
 import { peerKey } from '../../lib/dataplane/upstream/balancer.ts';
 import { servernameOf } from '../../lib/dataplane/upstream/pools.ts';
+import { forwardHeaders } from '../../lib/dataplane/upstream/request-headers.ts';
 import type { ProxyTarget } from '../../lib/dataplane/upstream/target.ts';
+import { PROXY_HEADER_NAMES } from '../../lib/dataplane/upstream/undici-names.ts';
 import { UpstreamProxy } from '../../lib/dataplane/upstream/upstream-proxy.ts';
 
 function target(port: number, extra: Partial<ProxyTarget> = {}): ProxyTarget {
@@ -217,3 +222,35 @@ t.test('a chunked body, and a HEAD answer with a length, end without a chunk', a
   t.ok((writes[0]?.written.length ?? 0) >= 1);
   t.same(writes[1], { written: [], endChunk: null }, 'HEAD: no body at all');
 });
+
+t.test(
+  "the proxy's own request header names are in undici's table: no lower-casing and token check per request",
+  async (t) => {
+    await new UpstreamProxy().close();
+    const table = createRequire(import.meta.url)('undici/lib/core/constants.js')
+      .headerNameLowerCasedRecord as Record<string, string | undefined>;
+    for (const name of PROXY_HEADER_NAMES) t.equal(table[name], name, name);
+    // every name the proxy writes on a request with all its own headers (a client's Host, X-Forwarded-*,
+    // a rewrite's prefix, a client certificate's and a span's headers)
+    const req = {
+      rawHeaders: ['Host', 'app.example', 'X-Forwarded-For', '198.51.100.1', 'X-Forwarded-Host', 'a.example'],
+      url: '/x',
+      httpVersionMajor: 1,
+    } as unknown as http.IncomingMessage;
+    const { headers } = forwardHeaders(req, {
+      https: false,
+      listenPort: 80,
+      remoteAddress: '127.0.0.1',
+      requestId: 'r1',
+      hsts: null,
+      hashKey: '',
+      session: null,
+      policy: { ...DEFAULT_HTTP_POLICY, originalUriHeader: true },
+      forwardedPrefix: '/p',
+      clientCertHeaders: ['ssl-client-verify', 'SUCCESS'],
+      traceHeaders: ['traceparent', '00-1-2-01', 'tracestate', 'a=b'],
+    });
+    const unknown = headers.filter((name, i) => i % 2 === 0 && table[name] !== name);
+    t.same(unknown, [], 'each name known to undici as itself');
+  },
+);

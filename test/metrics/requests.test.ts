@@ -255,6 +255,26 @@ t.test('the series observed last is not counted again after its Ingress left the
   t.equal(metrics.seriesCount, 1);
 });
 
+t.test('a host no longer defined is not counted, also when its series was observed last', async (t) => {
+  const registry = new Registry();
+  const metrics = createRequestMetrics(registry, DEFAULT_REQUEST_METRICS_OPTIONS);
+  const site = (hosts: string[]) =>
+    build({
+      ingresses: [
+        ingress('site', { namespace: 'ns', rules: hosts.map((h) => rule(h, path('/app', 'web'))) }),
+      ],
+    }).model;
+  const c = () => record({ host: 'c.test' });
+  metrics.setModel(site(['a.test', 'c.test']));
+  metrics.observe(c());
+  // the Ingress stays (its series too), the rule for c.test is gone
+  metrics.setModel(site(['a.test']));
+  metrics.observe(c());
+  metrics.observe(c());
+  const m = parseExposition(await registry.metrics());
+  t.equal(sampleValue(m, 'nginx_ingress_controller_requests', { ...SITE, host: 'c.test' }), 1);
+});
+
 t.test('excludedSocketMetrics', async (t) => {
   const { names, unknown } = excludedSocketMetrics([
     'requests',

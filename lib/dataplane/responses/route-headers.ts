@@ -36,8 +36,8 @@ export interface RouteResponse {
 function extend(base: HttpPolicy, headers: ReadonlyArray<readonly [string, string]>): HttpPolicy {
   if (headers.length === 0) return base;
   const names = new Set(headers.map(([name]) => name.toLowerCase()));
-  const responseDrop = Object.assign(Object.create(null) as Record<string, true>, base.responseDrop);
-  for (const name of names) responseDrop[name] = true;
+  const responseDrop = new Set(base.responseDrop);
+  for (const name of names) responseDrop.add(name);
   const responseHeaders: string[] = [];
   const inherited = base.responseHeaders;
   for (let i = 0; i < inherited.length; i += 2) {
@@ -84,7 +84,7 @@ export function snippetPolicy(
   if (server === null && location === null) return base;
   const levels = [server, location].filter((rules): rules is SnippetRules => rules !== null);
   let responseHeaders = [...base.responseHeaders];
-  const responseDrop = Object.assign(Object.create(null) as Record<string, true>, base.responseDrop);
+  const responseDrop = new Set(base.responseDrop);
   const prefixes = [...(base.responseDropPrefixes ?? [])];
   let upstreamHeaders = [...base.upstreamHeaders];
   let upstreamHeaderNames = base.upstreamHeaderNames;
@@ -97,11 +97,11 @@ export function snippetPolicy(
         responseHeaders = without(responseHeaders, (n) => n.startsWith(prefix));
         continue;
       }
-      responseDrop[lower] = true;
+      responseDrop.add(lower);
       responseHeaders = without(responseHeaders, (n) => n === lower);
       if (value !== null) responseHeaders.push(name, value);
     }
-    for (const name of rules.hideHeaders) responseDrop[name] = true;
+    for (const name of rules.hideHeaders) responseDrop.add(name);
     for (const [name, value] of rules.requestOps) {
       const lower = name.toLowerCase();
       upstreamHeaderNames = { ...upstreamHeaderNames, [lower]: true };
@@ -156,8 +156,8 @@ export function compileRouteResponse(
   let corsPolicy = extend(policy, headers);
   if (!anyOrigin) {
     // the echoed Allow-Origin is added per request: the upstream's never passes
-    const responseDrop = Object.assign(Object.create(null) as Record<string, true>, corsPolicy.responseDrop);
-    responseDrop['access-control-allow-origin'] = true;
+    const responseDrop = new Set(corsPolicy.responseDrop);
+    responseDrop.add('access-control-allow-origin');
     corsPolicy = { ...corsPolicy, responseDrop };
   }
   return {

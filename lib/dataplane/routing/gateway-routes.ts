@@ -307,12 +307,12 @@ function responseEdits(
   base: HttpPolicy,
   edits: HeaderEdits,
 ): Pick<HttpPolicy, 'responseDrop' | 'responseHeaders'> {
-  const drop = Object.assign(Object.create(null) as Record<string, true>, base.responseDrop);
+  const drop = new Set(base.responseDrop);
   const replaced = new Set<string>();
   const allowed = (name: string): boolean => !FRAMING_RESPONSE_HEADERS.has(name);
   for (const name of edits.remove) if (allowed(name)) replaced.add(name);
   for (const { name } of edits.set) if (allowed(name)) replaced.add(name);
-  for (const name of replaced) drop[name] = true;
+  for (const name of replaced) drop.add(name);
   const responseHeaders: string[] = [];
   const inherited = base.responseHeaders;
   for (let i = 0; i < inherited.length; i += 2) {

@@ -14,6 +14,7 @@
 // default `proxy_ssl_verify off`.
 
 import type { IncomingMessage } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { PassThrough, type Readable, Transform } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
 import type { MirrorErrorCode } from '../../errors.ts';

@@ -41,7 +41,7 @@ export function responseHeaders(
   const out: Array<string | string[]> = [];
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || drop[name] === true) continue;
+    if (value === undefined || drop.has(name)) continue;
     if (named?.has(name)) continue;
     out.push(name, value);
   }

@@ -37,6 +37,7 @@ import { forwardHeaders, upstreamPath } from './request-headers.ts';
 import { generateRequestId } from './request-id.ts';
 import { setOwnResponseHeaders } from './response-headers.ts';
 import type { ProxyTarget, RequestContext } from './target.ts';
+import { registerProxyHeaderNames } from './undici-names.ts';
 import { UpgradeExchange } from './upgrade-exchange.ts';
 import { WebExchange } from './web-exchange.ts';
 
@@ -91,6 +92,7 @@ export class UpstreamProxy {
   watchClose: (res: ServerResponse, exchange: WebExchange) => void = listenForClose;
 
   constructor(options: ProxyOptions = {}) {
+    registerProxyHeaderNames();
     this.configure(options);
   }
 

@@ -3,6 +3,7 @@
 // there: affinity (sticky_balanced, sticky_persistent) > upstream-hash-by (chash, chashsubset) >
 // load-balance (ewma, round_robin).
 
+import { performance } from 'node:perf_hooks';
 import type { Affinity, HashBy } from '../../../model/index.ts';
 import type { Balancer, BalancerEnv, BalancerKind, Peer } from '../balancer.ts';
 import { ChashBalancer } from './chash.ts';
