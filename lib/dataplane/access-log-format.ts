@@ -1,8 +1,9 @@
-// The access log line, compiled from `log-format-upstream` once per configuration: a list of
-// constant byte parts and one writer per variable, run in order into the batch buffer. Nothing is
-// parsed per request and no string is made for a line: constant parts are copied from bytes made
-// once, strings are escaped as they are copied, numbers written digit by digit, and the times'
-// prefixes made once a second (bench/README.md, "The log format's cost").
+// The access log line, compiled from `log-format-upstream` once per configuration. Nothing is parsed
+// per request. A line none of whose values needs escaping (nearly all) is made as one string and
+// copied into the batch buffer by one native write (access-log-line.ts); otherwise the writers below,
+// a list of constant byte parts and one writer per variable, run in order into the buffer: strings
+// escaped as they are copied, numbers written digit by digit, the times' text made once a second.
+// Both write the same bytes (bench/README.md, "The log format's cost").
 //
 // NGINX's values: a variable that is not found is `-` (with escape=json or escape=none: nothing),
 // lists of upstream tries are `a, b`, times have three decimals, $status three digits.

@@ -91,7 +91,7 @@ function intText(value: number, width: number): string {
   if (n < 1000) return width === 3 ? (PADDED[n] as string) : (SMALL[n] as string);
   if (n < 1_000_000) {
     const high = Math.floor(n / 1000);
-    return `${SMALL[high]}${PADDED[n - high * 1000]}`;
+    return (SMALL[high] as string) + (PADDED[n - high * 1000] as string);
   }
   return String(n);
 }
@@ -127,6 +127,16 @@ export function timeText(iso: boolean): (time: number) => string {
 /** The line of a record as a string; undefined when a value needs escaping (`escaped` found it). */
 export type LineText = (r: RequestRecord, time: number) => string | undefined;
 
+// Values that come from the model or the parser's tables (the upstream's name and address, the
+// method, the protocol) are the same strings request after request: each is checked when it
+// changes, not per line. The connection's address too (one string per connection).
+const KNOWN_METHOD = 0;
+const KNOWN_PROTOCOL = 1;
+const KNOWN_UPSTREAM = 2;
+const KNOWN_CANARY = 3;
+const KNOWN_ADDR = 4;
+const KNOWN_REMOTE = 5;
+
 /**
  * The line string of a format whose variables are all read here (`kinds`, none BY_WRITER) and whose
  * text is ASCII: `literals[k]` before variable k, `tail` after the last. `missing` is what a value not
@@ -147,25 +157,37 @@ export function lineTextOf(
   );
   const localTime = timeText(false);
   const isoTime = timeText(true);
+  // the strings found safe last, by KNOWN_*; '' is always safe
+  const known = ['', '', '', '', '', ''];
+  const safe = (value: string, slot: number): boolean => {
+    if (value === known[slot]) return true;
+    if (escaped.test(value)) return false;
+    known[slot] = value;
+    return true;
+  };
+  // the format's text at even places, the values of a line at odd ones: one join makes the line
+  // flat, where adding part after part made a rope of ~35 strings for the write to flatten
+  const parts: string[] = [];
+  for (let k = 0; k < n; k++) parts.push(literals[k] as string, '');
+  parts.push(tail);
   return (r, time) => {
-    let line = '';
-    // the values alone, for the check: the format's own text is the operator's, written as it is
+    // the other values, for one check: the format's own text is the operator's, written as it is
     let values = '';
     for (let k = 0; k < n; k++) {
       let value: string;
       switch (kinds[k]) {
         case REMOTE_ADDR:
-          value = r.remoteAddress === '' ? missing : r.remoteAddress;
-          values += value;
+          value = r.remoteAddress;
+          if (value === '') value = missing;
+          else if (!safe(value, KNOWN_REMOTE)) return undefined;
           break;
         case REQUEST:
-          value =
-            r.method === ''
-              ? r.uri
-              : r.protocol === ''
-                ? `${r.method} ${r.uri}`
-                : `${r.method} ${r.uri} ${r.protocol}`;
-          values += value;
+          values += r.uri;
+          if (r.method === '') value = r.uri;
+          else {
+            if (!safe(r.method, KNOWN_METHOD) || !safe(r.protocol, KNOWN_PROTOCOL)) return undefined;
+            value = r.protocol === '' ? `${r.method} ${r.uri}` : `${r.method} ${r.uri} ${r.protocol}`;
+          }
           break;
         case STATUS:
           value = intText(r.status, 3);
@@ -176,15 +198,15 @@ export function lineTextOf(
         case BYTES_SENT:
           value = intText(r.bytesSent, 1);
           break;
-        case REFERER: {
-          const referer = withoutUserinfo(r.referer);
-          value = referer === '' ? missing : referer;
-          values += value;
+        case REFERER:
+          value = withoutUserinfo(r.referer);
+          if (value === '') value = missing;
+          else values += value;
           break;
-        }
         case USER_AGENT:
-          value = r.userAgent === '' ? missing : r.userAgent;
-          values += value;
+          value = r.userAgent;
+          if (value === '') value = missing;
+          else values += value;
           break;
         case REQUEST_LENGTH:
           value = intText(r.requestLength, 1);
@@ -195,36 +217,55 @@ export function lineTextOf(
         case UPSTREAM_NAME:
           // NGINX's server-level `set $proxy_upstream_name "-"` runs for every routed request
           value = r.upstream !== '' ? r.upstream : r.refused ? '' : '-';
-          values += value;
+          if (!safe(value, KNOWN_UPSTREAM)) return undefined;
           break;
         case CANARY:
           value = r.canary;
-          values += value;
+          if (!safe(value, KNOWN_CANARY)) return undefined;
           break;
         case UPSTREAM_ADDR:
-          value = r.upstreamAddr === '' ? missing : `${r.previousAddrs}${r.upstreamAddr}`;
-          values += value;
+          if (r.upstreamAddr === '') value = missing;
+          else {
+            if (!safe(r.upstreamAddr, KNOWN_ADDR)) return undefined;
+            values += r.previousAddrs;
+            value = r.previousAddrs + r.upstreamAddr;
+          }
           break;
         case UPSTREAM_LENGTH:
           value =
             r.upstreamAddr === ''
               ? missing
-              : `${r.previousLengths}${r.upstreamResponseLength >= 0 ? intText(r.upstreamResponseLength, 1) : '-'}`;
-          values += value;
+              : r.previousLengths +
+                (r.upstreamResponseLength >= 0 ? intText(r.upstreamResponseLength, 1) : '-');
+          values += r.previousLengths;
           break;
         case UPSTREAM_TIME:
           value =
             r.upstreamAddr === ''
               ? missing
-              : `${r.previousTimes}${r.responseTime >= 0 ? secondsText(r.responseTime) : '-'}`;
-          values += value;
+              : r.previousTimes + (r.responseTime >= 0 ? secondsText(r.responseTime) : '-');
+          values += r.previousTimes;
           break;
         case UPSTREAM_STATUS:
           value =
             r.upstreamAddr === ''
               ? missing
-              : `${r.previousStatuses}${r.upstreamStatus > 0 ? intText(r.upstreamStatus, 1) : '-'}`;
-          values += value;
+              : r.previousStatuses + (r.upstreamStatus > 0 ? intText(r.upstreamStatus, 1) : '-');
+          values += r.previousStatuses;
+          break;
+        case CONNECT_TIME:
+          value =
+            r.upstreamAddr === ''
+              ? missing
+              : r.previousConnectTimes + (r.connectTime >= 0 ? secondsText(r.connectTime) : '-');
+          values += r.previousConnectTimes;
+          break;
+        case HEADER_TIME:
+          value =
+            r.upstreamAddr === ''
+              ? missing
+              : r.previousHeaderTimes + (r.headerTime >= 0 ? secondsText(r.headerTime) : '-');
+          values += r.previousHeaderTimes;
           break;
         case REQ_ID:
           value = r.requestId;
@@ -245,20 +286,6 @@ export function lineTextOf(
         case CONNECTION_REQUESTS:
           value = intText(r.connectionRequests, 1);
           break;
-        case CONNECT_TIME:
-          value =
-            r.upstreamAddr === ''
-              ? missing
-              : `${r.previousConnectTimes}${r.connectTime >= 0 ? secondsText(r.connectTime) : '-'}`;
-          values += value;
-          break;
-        case HEADER_TIME:
-          value =
-            r.upstreamAddr === ''
-              ? missing
-              : `${r.previousHeaderTimes}${r.headerTime >= 0 ? secondsText(r.headerTime) : '-'}`;
-          values += value;
-          break;
         case HOST:
           // no Host: the name of the default server, `_` in ingress-nginx
           value = r.host === '' ? '_' : r.host;
@@ -268,8 +295,8 @@ export function lineTextOf(
           value = (getters[k] as Getter)(r) ?? missing;
           values += value;
       }
-      line = `${line}${literals[k]}${value}`;
+      parts[2 * k + 1] = value;
     }
-    return escaped.test(values) ? undefined : `${line}${tail}`;
+    return values !== '' && escaped.test(values) ? undefined : parts.join('');
   };
 }
