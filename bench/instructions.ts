@@ -13,6 +13,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Dispatcher, Pool } from 'undici';
+import { FLUSH_DELAY_ENV } from '../lib/access-log.ts';
 import {
   ensureTools,
   fail,
@@ -53,6 +54,7 @@ interface Options {
   keep: string | null;
   out: string | null;
   core: number;
+  logFlushMs: number;
 }
 
 // Two of V8's habits follow the clock, and under valgrind every clock-driven rate falls 20-60×, so
@@ -66,9 +68,17 @@ interface Options {
 // V8's own sizing promotes ~0.1 MB (bench/README.md, "Instructions per request").
 const V8_FLAGS = ['--no-memory-reducer', '--no-concurrent-recompilation', '--no-concurrent-osr'];
 
+// The access log writes its lines in batches, when 128 KiB are waiting or 100 ms after the first
+// line (lib/access-log.ts). A core proxying natively (~8,000 requests/s) fills a batch (~770 default
+// lines) within the 100 ms; under valgrind (~25 requests/s) a batch would carry 2-3 lines, each
+// paying a timer and a write through libuv's pool that natively ~770 lines share. So the log's delay
+// is lengthened for the measure (an environment variable for measurement only): batches are written
+// when full, as on a busy core. `--log-flush-ms 100` measures production's timer as it is.
+const LOG_FLUSH_MS = 60_000;
+
 const CONTENDERS = ['floor', 'ingress-ts', 'no-log', 'no-metrics', 'neither'] as const;
 
-const USAGE = `Usage: node bench/instructions.ts [--requests N] [--warmup N] [--windows W] [--connections C] [--idle S] [--only LIST] [--compare CHECKOUT] [--functions N] [--keep DIR] [--out FILE]
+const USAGE = `Usage: node bench/instructions.ts [--requests N] [--warmup N] [--windows W] [--connections C] [--idle S] [--only LIST] [--compare CHECKOUT] [--functions N] [--keep DIR] [--log-flush-ms MS] [--out FILE]
   --requests N        requests per measured window [4000]
   --warmup N          unmeasured requests first [12000]
   --windows W         measured windows per contender (1-20) [3]
@@ -79,6 +89,8 @@ const USAGE = `Usage: node bench/instructions.ts [--requests N] [--warmup N] [--
   --functions N       rows of the by-function table of each contender's last window [0: none]
   --core N            the core valgrind runs on; the upstream runs on another [0]
   --keep DIR          keep the callgrind dumps in DIR (for callgrind_annotate)
+  --log-flush-ms MS   the access log's batch delay (measurement only): 100 is production's, which
+                      under valgrind's ~25 requests/s makes each line pay a batch [60000: batches fill]
   --out FILE          also write the report to FILE (stdout only by default)
 `;
 
@@ -95,6 +107,7 @@ function parseOptions(args: readonly string[]): Options {
     keep: null,
     out: null,
     core: 0,
+    logFlushMs: LOG_FLUSH_MS,
   };
   const bounded = (flag: string, value: string | undefined, min: number, max: number): number => {
     const n = Number(value);
@@ -115,6 +128,7 @@ function parseOptions(args: readonly string[]): Options {
     else if (arg === '--core') options.core = bounded(arg, args[++i], 0, 1023);
     else if (arg === '--idle') options.idle = bounded(arg, args[++i], 0, 60);
     else if (arg === '--functions') options.functions = bounded(arg, args[++i], 0, 200);
+    else if (arg === '--log-flush-ms') options.logFlushMs = bounded(arg, args[++i], 1, 3_600_000);
     else if (arg === '--only') {
       const list = text(arg, args[++i]).split(',');
       for (const name of list)
@@ -277,6 +291,7 @@ interface Contender {
   name: string;
   port: number;
   argv: string[];
+  env?: NodeJS.ProcessEnv;
 }
 
 function valgrind(dir: string, argv: string[]): string[] {
@@ -300,6 +315,7 @@ async function ingressTs(
   checkout: string | undefined,
   withoutLog: boolean,
   withoutMetrics: boolean,
+  logFlushMs: number,
 ): Promise<Contender> {
   const slug = name.replace(/\W+/g, '-');
   const manifestsDir = join(dir, `manifests-${slug}`);
@@ -320,7 +336,7 @@ async function ingressTs(
     args: ['--configmap', 'bench/ingress-ts', ...(withoutMetrics ? ['--enable-metrics=false'] : [])],
     ...(checkout === undefined ? {} : { checkout }),
   });
-  return { name, port: ports.http, argv };
+  return { name, port: ports.http, argv, env: { ...process.env, [FLUSH_DELAY_ENV]: String(logFlushMs) } };
 }
 
 interface Measured {
@@ -338,7 +354,7 @@ async function measure(c: Contender, dir: string, options: Options): Promise<Mea
   const dumps = join(dir, `dumps-${c.name.replace(/\W+/g, '-')}`);
   mkdirSync(dumps, { recursive: true });
   log(`${c.name}: starting under callgrind`);
-  const started: Started = startProcess(pinned(options.core, valgrind(dumps, c.argv)));
+  const started: Started = startProcess(pinned(options.core, valgrind(dumps, c.argv)), undefined, c.env);
   await waitFor(
     c.name,
     async () => {
@@ -460,17 +476,49 @@ async function main(): Promise<void> {
     });
   }
   if (wanted('ingress-ts'))
-    contenders.push(await ingressTs('ingress-ts', dir, upstreamPort, undefined, false, false));
+    contenders.push(
+      await ingressTs('ingress-ts', dir, upstreamPort, undefined, false, false, options.logFlushMs),
+    );
   if (options.compare !== null)
     contenders.push(
-      await ingressTs(`ingress-ts (${options.compare})`, dir, upstreamPort, options.compare, false, false),
+      await ingressTs(
+        `ingress-ts (${options.compare})`,
+        dir,
+        upstreamPort,
+        options.compare,
+        false,
+        false,
+        options.logFlushMs,
+      ),
     );
   if (wanted('no-log'))
-    contenders.push(await ingressTs('ingress-ts, no access log', dir, upstreamPort, undefined, true, false));
+    contenders.push(
+      await ingressTs(
+        'ingress-ts, no access log',
+        dir,
+        upstreamPort,
+        undefined,
+        true,
+        false,
+        options.logFlushMs,
+      ),
+    );
   if (wanted('no-metrics'))
-    contenders.push(await ingressTs('ingress-ts, no metrics', dir, upstreamPort, undefined, false, true));
+    contenders.push(
+      await ingressTs(
+        'ingress-ts, no metrics',
+        dir,
+        upstreamPort,
+        undefined,
+        false,
+        true,
+        options.logFlushMs,
+      ),
+    );
   if (wanted('neither'))
-    contenders.push(await ingressTs('ingress-ts, neither', dir, upstreamPort, undefined, true, true));
+    contenders.push(
+      await ingressTs('ingress-ts, neither', dir, upstreamPort, undefined, true, true, options.logFlushMs),
+    );
   // one at a time: valgrind serialises a process's threads on one core, and two of them would share it
   const results: Measured[] = [];
   for (const c of contenders) results.push(await measure(c, dir, options));
@@ -480,7 +528,7 @@ async function main(): Promise<void> {
     `# Instructions per proxied request (valgrind callgrind, every thread, user space)
 
 - ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}, node ${process.version}, valgrind ${(await run(['valgrind', '--version'], 10_000)).out.trim()}, ${cpus()[0]?.model ?? '?'} × ${cpus().length}; load average at the end ${fixed(loadavg()[0] ?? Number.NaN, 2)}
-- each contender alone under callgrind on core ${options.core}, upstream NGINX (1 KiB) on another; ${int(options.warmup)} requests of warm-up, then ${options.windows} windows of ${int(options.requests)} GETs over ${options.connections} keep-alive connections (undici, outside valgrind)
+- each contender alone under callgrind on core ${options.core}, upstream NGINX (1 KiB) on another; ${int(options.warmup)} requests of warm-up, then ${options.windows} windows of ${int(options.requests)} GETs over ${options.connections} keep-alive connections (undici, outside valgrind); the access log's batch delay ${options.logFlushMs === 100 ? "100 ms, production's (under valgrind 2-3 lines a batch)" : `${int(options.logFlushMs)} ms (batches written when full, as on a busy core)`}
 
 | contender | instructions/request (median window) | per window | spread | of which GC | optimising compilers (left out), per window | idle instructions/s | floor ÷ this |
 |---|--:|---|--:|--:|---|--:|--:|

@@ -10,6 +10,11 @@
 // line; young-generation collections (scavenges) per 100,000 lines, a load-independent measure of
 // what a line allocates.
 // Usage: node bench/log-format.ts [--rounds 7] [--lines 200000] [--no-write]
+//
+// Instructions per line under callgrind: `--encode NAME --count N` encodes 30,000 lines of warm-up
+// and N more with one encoder and exits, with no report; run it under callgrind with N=0 and N=20000
+// and divide the difference of the totals by 20,000 (bench/README.md, "The log format's cost").
+// `--records bench` uses the line of bench/instructions.ts instead (no user agent or referer, `/`).
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +34,9 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '7' },
     lines: { type: 'string', default: '200000' },
     'no-write': { type: 'boolean', default: false },
+    encode: { type: 'string' },
+    count: { type: 'string', default: '0' },
+    records: { type: 'string', default: 'browser' },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -133,6 +141,35 @@ function records(): RequestRecord[] {
   });
 }
 
+/** The line bench/instructions.ts makes: undici's GET / with no user agent, one upstream. */
+function benchRecords(): RequestRecord[] {
+  const ids = Buffer.alloc(16 * 16, 0x5a).toString('hex');
+  return records().map((r, i) => ({
+    ...r,
+    remoteAddress: '127.0.0.1',
+    peer: '127.0.0.1',
+    method: 'GET',
+    uri: '/',
+    userAgent: '',
+    referer: '',
+    host: 'bench.test',
+    upstream: 'default-bench-upstream-80',
+    upstreamAddr: '127.0.0.1:41234',
+    // a slice of a longer string, as generateRequestId makes it
+    requestId: ids.slice(i * 32, i * 32 + 32),
+    requestLength: 38,
+    bytesSent: 1211,
+    headBytes: 187,
+    previousAddrs: '',
+    previousStatuses: '',
+    previousTimes: '',
+    previousConnectTimes: '',
+    previousHeaderTimes: '',
+    previousLengths: '',
+    headers: ['host', 'bench.test'],
+  }));
+}
+
 let scavenges = 0;
 const observer = new PerformanceObserver((list) => {
   for (const entry of list.getEntries())
@@ -168,7 +205,14 @@ function run(encode: Encode, recs: RequestRecord[], lines: number) {
 const wait = () => new Promise((resolve) => setImmediate(resolve));
 
 async function main() {
-  const recs = records();
+  const recs = values.records === 'bench' ? benchRecords() : records();
+  if (values.encode !== undefined) {
+    const chosen = ENCODERS.find(([name]) => name === values.encode);
+    if (chosen === undefined) throw new Error(`--encode: one of ${ENCODERS.map(([n]) => n).join(', ')}`);
+    run(chosen[1], recs, 30_000 + Number(values.count));
+    observer.disconnect();
+    return;
+  }
   for (const [, encode] of ENCODERS) run(encode, recs, 50_000); // warm up
   await wait();
   const samples = new Map<string, Array<{ ns: number; bytes: number; scavenges: number }>>();

@@ -40,6 +40,19 @@ export const BATCH_BYTES = 128 * 1024;
 const BATCH_CAPACITY = BATCH_BYTES + 64 * 1024;
 /** ...or after this long, whichever comes first. */
 const FLUSH_DELAY_MS = 100;
+/**
+ * For measurement only (bench/instructions.ts), not a setting: another delay, in ms. Under valgrind a
+ * process serves ~25 requests a second, so a 100 ms batch would carry 2-3 lines, each paying a timer
+ * and a write through libuv's pool that natively hundreds of lines share; with a long delay, batches
+ * fill up as they do on a busy core.
+ */
+export const FLUSH_DELAY_ENV = 'INGRESS_TS_BENCH_LOG_FLUSH_MS';
+
+/** The batch delay: FLUSH_DELAY_MS unless `env` names another (from 1 ms to an hour). */
+export function flushDelayOf(env: NodeJS.ProcessEnv = process.env): number {
+  const ms = Number(env[FLUSH_DELAY_ENV]);
+  return Number.isInteger(ms) && ms >= 1 && ms <= 3_600_000 ? ms : FLUSH_DELAY_MS;
+}
 /** The largest single write to the destination (SonicBoom maxWrite): a batch fits in one. */
 const MAX_WRITE_BYTES = 256 * 1024;
 
@@ -153,6 +166,7 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
   let batch = Buffer.allocUnsafeSlow(BATCH_CAPACITY);
   let used = 0;
   let timer: NodeJS.Timeout | null = null;
+  const delay = flushDelayOf();
   const flush = () => {
     if (timer !== null) {
       clearTimeout(timer);
@@ -197,7 +211,7 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
       used = end;
       batch[used++] = NEWLINE;
       if (used >= BATCH_BYTES) flush();
-      else if (timer === null) timer = setTimeout(flush, FLUSH_DELAY_MS);
+      else if (timer === null) timer = setTimeout(flush, delay);
     },
     writeLines(lines) {
       // copied into the batch, as lines encoded here are: the threads' batches (one per thread
@@ -211,7 +225,7 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
       batch.set(lines, used);
       used += lines.byteLength;
       if (used >= BATCH_BYTES) flush();
-      else if (timer === null) timer = setTimeout(flush, FLUSH_DELAY_MS);
+      else if (timer === null) timer = setTimeout(flush, delay);
     },
     configure(settings) {
       disabled = settings.disabled;

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import t from 'tap';
-import { BATCH_BYTES, createAccessLog } from '../lib/access-log.ts';
+import { BATCH_BYTES, createAccessLog, FLUSH_DELAY_ENV, flushDelayOf } from '../lib/access-log.ts';
 import { compileLogFormat, type LogEscape } from '../lib/dataplane/access-log-format.ts';
 import { createLogger } from '../lib/log.ts';
 import { DEFAULT_LOG_FORMAT_UPSTREAM, parseLogFormat } from '../lib/model/configmap/log-format.ts';
@@ -188,6 +188,13 @@ t.test('a quiet log is written out by the timer', async (t) => {
   log.write(record({ uri: '/alone' }));
   await once(out.stream, 'wrote');
   t.equal(out.lines().length, 1);
+});
+
+t.test("the batch delay: 100 ms, another only from the benchmark's variable", async (t) => {
+  t.equal(flushDelayOf({}), 100);
+  t.equal(flushDelayOf({ [FLUSH_DELAY_ENV]: '60000' }), 60000);
+  for (const bad of ['', '0', '-5', '1.5', 'soon', '3600001'])
+    t.equal(flushDelayOf({ [FLUSH_DELAY_ENV]: bad }), 100, `"${bad}": the default`);
 });
 
 t.test('a full batch is written at once, the rest waits', async (t) => {

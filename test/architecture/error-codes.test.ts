@@ -35,6 +35,7 @@ const FOREIGN_CODES: Record<string, string> = {
   UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'OpenSSL',
   AUTO_HTTP: 'ingress-nginx: a backend-protocol value, not an error',
   INGRESS_TS_THREAD_YOUNG_GENERATION_MB: 'an environment variable (lib/dataplane/worker/thread-heap.ts)',
+  INGRESS_TS_BENCH_LOG_FLUSH_MS: 'a measurement-only environment variable (lib/access-log.ts)',
 };
 
 /** A string literal that reads like a code: capitals and digits in two or more words joined by `_`. */

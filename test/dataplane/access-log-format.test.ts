@@ -126,6 +126,30 @@ t.test('escape=default, json and none on hostile bytes', async (t) => {
   t.equal(text('[$remote_user]', record(), 'none'), '[]', 'none: not found is empty');
 });
 
+t.test('one encoder, line after line: a value that was safe before and is not now is escaped', async (t) => {
+  // the line string checks the upstream, the method, the protocol and the connection's address only
+  // when they change: each change must be seen, whatever came before
+  const encoder = compileLogFormat(partsOf(DEFAULT_LOG_FORMAT_UPSTREAM), 'default');
+  const buf = Buffer.alloc(4096);
+  const of = (r: RequestRecord) => buf.subarray(0, encoder.encode(buf, 0, r, TIME)).toString('latin1');
+  const plain = of(record());
+  t.match(plain, /^127\.0\.0\.1 .* \[ns-web-80\] \[\] 10\.0\.0\.1:8080 /);
+  const changes: Array<[Partial<RequestRecord>, string]> = [
+    [{ upstream: 'ns-"web"-80' }, '[ns-\\x22web\\x22-80]'],
+    [{ canary: 'ns\ncanary' }, '[ns\\x0Acanary]'],
+    [{ upstreamAddr: '10.0.0.1:8080\r' }, ' 10.0.0.1:8080\\x0D '],
+    [{ remoteAddress: '127.0.0.1"' }, '127.0.0.1\\x22 - '],
+    [{ method: 'G\x01T' }, '"G\\x01T /app/x HTTP/1.1"'],
+    [{ protocol: 'HTTP/1.1\x7f' }, '"GET /app/x HTTP/1.1\\x7F"'],
+  ];
+  for (const [change, expected] of changes) {
+    t.equal(of(record()), plain, 'the safe line first');
+    t.ok(of(record(change)).includes(expected), `${Object.keys(change)[0]}: ${expected}`);
+    t.ok(of(record(change)).includes(expected), 'and again');
+    t.equal(of(record()), plain, 'then the safe line again');
+  }
+});
+
 t.test('request headers, cookies, arguments and credentials', async (t) => {
   const headers = [
     'X-Forwarded-For',
