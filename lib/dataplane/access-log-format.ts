@@ -1,9 +1,8 @@
-// The access log line, compiled from `log-format-upstream` once per configuration. Nothing is parsed
-// per request. A line none of whose values needs escaping (nearly all) is made as one string and
-// copied into the batch buffer by one native write (access-log-line.ts); otherwise the writers below,
-// a list of constant byte parts and one writer per variable, run in order into the buffer: strings
-// escaped as they are copied, numbers written digit by digit, the times' text made once a second.
-// Both write the same bytes (bench/README.md, "The log format's cost").
+// The access log line, compiled from `log-format-upstream` once per configuration: a list of
+// constant byte parts and one writer per variable, run in order into the batch buffer. Nothing is
+// parsed per request and no string is made for a line: constant parts are copied from bytes made
+// once, strings are escaped as they are copied, numbers written digit by digit, and the times'
+// prefixes made once a second (bench/README.md, "The log format's cost").
 //
 // NGINX's values: a variable that is not found is `-` (with escape=json or escape=none: nothing),
 // lists of upstream tries are `a, b`, times have three decimals, $status three digits.
@@ -23,7 +22,6 @@ import {
   type LogFormatPart,
   parseLogFormat,
 } from '../model/configmap/log-format.ts';
-import { BY_WRITER, kindOf, lineTextOf } from './access-log-line.ts';
 import { getterOf } from './access-log-values.ts';
 import type { RequestRecord } from './request-record.ts';
 
@@ -97,14 +95,6 @@ const DEFAULT_ESCAPED = /[^\x20\x21\x23-\x5b\x5d-\x7e]/;
 const JSON_ESCAPED = /["\\\u0000-\u001f\u0100-\uffff]/;
 const NONE_ESCAPED = /[\n\r\u0100-\uffff]/;
 const LONG_STRING = 48;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: every ASCII character is allowed
-const NOT_ASCII = /[^\x00-\x7f]/;
-
-/** Node's Buffer writes a latin1 string by this method (behind `buf.write(s, at, 'latin1')`, whose
- * argument checks cost more than the copy of a line); @types/node does not declare it. */
-interface Latin1Writable {
-  latin1Write(text: string, offset: number): number;
-}
 
 /** A string of characters up to 0xff, one byte each (a write past the buffer's end is skipped). */
 function putLatin1(buf: Buffer, at: number, value: string): number {
@@ -360,8 +350,6 @@ export function compileLogFormat(parts: readonly LogFormatPart[], escaping: LogE
   // literal i comes before writer i; the last literal after the last writer
   const literals: Uint8Array[] = [];
   const writers: Writer[] = [];
-  const texts: string[] = [];
-  const names: string[] = [];
   let pending = '';
   let details = false;
   for (const part of parts) {
@@ -371,35 +359,19 @@ export function compileLogFormat(parts: readonly LogFormatPart[], escaping: LogE
     }
     // the format's own text is the operator's: written as NGINX does, as it is (UTF-8)
     literals.push(Buffer.from(pending, 'utf8'));
-    texts.push(pending);
-    names.push(part.variable);
     pending = '';
     writers.push(variableWriter(part.variable, str, missing));
     if (CONNECTION_DETAILS.has(part.variable)) details = true;
   }
   const tail = Buffer.from(pending, 'utf8');
   const n = writers.length;
-  const byWriters = (buf: Buffer, at: number, r: RequestRecord, time: number) => {
-    let i = at;
-    for (let k = 0; k < n; k++)
-      i = (writers[k] as Writer)(buf, put(buf, i, literals[k] as Uint8Array), r, time);
-    return put(buf, i, tail);
-  };
-  // the line as one string, written by one native copy, unless a value is to be escaped (or the
-  // format's own text is not ASCII: the writers write it as UTF-8)
-  const kinds = names.map(kindOf);
-  if (kinds.includes(BY_WRITER) || NOT_ASCII.test(texts.join('') + pending))
-    return { connectionDetails: details, encode: byWriters };
-  const escaped = escaping === 'json' ? JSON_ESCAPED : escaping === 'none' ? NONE_ESCAPED : DEFAULT_ESCAPED;
-  const text = lineTextOf(names, kinds, texts, pending, escaping === 'default' ? '-' : '', escaped);
   return {
     connectionDetails: details,
     encode(buf, at, r, time) {
-      const line = text(r, time);
-      if (line === undefined) return byWriters(buf, at, r, time);
-      const end = at + line.length;
-      if (end <= buf.length) (buf as Buffer & Latin1Writable).latin1Write(line, at);
-      return end;
+      let i = at;
+      for (let k = 0; k < n; k++)
+        i = (writers[k] as Writer)(buf, put(buf, i, literals[k] as Uint8Array), r, time);
+      return put(buf, i, tail);
     },
   };
 }

@@ -54,7 +54,7 @@ function schemeOnly(value: string | undefined): string | undefined {
 }
 
 /** A URL's `user:password@` dropped (browsers never send one in a Referer; a crafted client might). */
-export function withoutUserinfo(url: string): string {
+function withoutUserinfo(url: string): string {
   return url.includes('@') ? url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/, '$1') : url;
 }
 
