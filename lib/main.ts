@@ -77,6 +77,8 @@ export interface StartOptions {
   prettyLogs?: boolean;
   /** tests that follow changes: /debug/model describes each new version at once (debug-routes.ts) */
   describeEveryVersion?: boolean;
+  /** tests: the informers' retry backoff (default 500 ms doubling up to 30 s) */
+  kubeBackoff?: { initialMs: number; maxMs: number };
 }
 
 /** Where objects come from: a manifests folder or the Kubernetes API. */
@@ -98,7 +100,7 @@ interface Source {
 
 type KubeModules = typeof import('./source/kube/index.ts');
 
-async function createSource(config: Config, log: Logger, onChange: () => void): Promise<Source> {
+async function createSource(config: Config, log: Logger, onChange: () => void, options: StartOptions) {
   if (config.manifests !== null) {
     const manifests = createManifestSource({
       dir: config.manifests,
@@ -137,6 +139,7 @@ async function createSource(config: Config, log: Logger, onChange: () => void): 
     gatewayApi: config.gatewayApi,
     onGatewayApi: (state) => modules.logGatewayApiState(log, state),
     onChange,
+    backoff: options.kubeBackoff,
     onWatchError: (kind, error, retryInMs) =>
       log.warn({ kind, err: error, retryInMs }, `watching ${kind} objects failed; retrying`),
   });
@@ -383,7 +386,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const stopLoggingErrors = logDataPlaneErrors(log);
   // A change the source sees before the scheduler exists needs nothing: the first build reads all.
   let onSourceChange = () => {};
-  const source = await createSource(config, log, () => onSourceChange());
+  const source = await createSource(config, log, () => onSourceChange(), options);
   // before the first full list: a review meanwhile builds against what the source has so far
   const webhook = await startAdmissionWebhook(config, source, log);
   // before the first full list too: the webhook can answer handshakes as soon as the Secret is read

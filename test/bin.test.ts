@@ -10,6 +10,8 @@ import { LOOPBACK_PORT_0 } from './support/http.ts';
 import { TEST_THREAD_COUNT, testThreadsFlags, withTestThreads } from './support/threads.ts';
 
 const run = promisify(execFile);
+// eight process starts: tap's 30 s default is too short on a loaded machine
+t.setTimeout(120_000);
 const bin = new URL('../bin/ingress-ts.ts', import.meta.url).pathname;
 const examples = new URL('../examples/manifests', import.meta.url).pathname;
 
@@ -64,6 +66,9 @@ t.test('starts on the example manifests, logs JSON, and exits 0 on SIGTERM', asy
   const threads = testThreadsFlags(manifests, []);
   const child = spawn(process.execPath, [bin, '--manifests', manifests, ...LOOPBACK_PORT_0, ...threads], {
     stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
   });
   let output = '';
   const serving = new Promise<Record<string, unknown>>((resolve, reject) => {

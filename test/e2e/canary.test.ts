@@ -13,6 +13,7 @@ import { start } from '../../lib/main.ts';
 import { get, listen, testConfig } from '../support/http.ts';
 import { INGRESS_CLASS, ingressYaml, serviceYaml } from '../support/manifests.ts';
 import { parseExposition, samplesOf } from '../support/prometheus.ts';
+import { rawGets } from '../support/raw-gets.ts';
 
 t.setTimeout(180_000); // 80,000 requests; tap's 30 s default is too short on a shared CI machine
 const agent = new Agent({ keepAlive: true, maxSockets: 32 });
@@ -45,15 +46,10 @@ function backendFor(port: number, host: string, headers: Record<string, string> 
 
 /** The share of `n` requests the canary served, with 32 requests in flight. */
 async function canaryShare(port: number, host: string, n: number): Promise<number> {
-  let canary = 0;
-  let next = 0;
-  const worker = async () => {
-    while (next < n) {
-      next++;
-      if ((await backendFor(port, host)) === 'canary') canary++;
-    }
-  };
-  await Promise.all(Array.from({ length: 32 }, worker));
+  const replies = await rawGets(port, host, Array<string>(n).fill('/'), 32);
+  const canary = replies.filter(
+    (reply) => reply.status === 200 && (JSON.parse(reply.body) as { backend: string }).backend === 'canary',
+  ).length;
   return canary / n;
 }
 

@@ -1,9 +1,11 @@
-// The API server goes away for 60 s (the environment variable INGRESS_TS_API_OUTAGE_MS sets another
-// length, in ms) after watch streams cut, 500s and 429s; its watch history is compacted
-// meanwhile, so the controller's resourceVersions get 410, while a client sends requests in
-// a loop: every request is served by the last good configuration, and once the API server is back the
-// controller relists and converges on what changed meanwhile. Slow by nature (the outage is
-// the point); it runs beside the other test files.
+// The API server goes away after watch streams cut, 500s and 429s; its watch history is compacted
+// meanwhile, so the controller's resourceVersions get 410, while a client sends requests in a loop:
+// every request is served by the last good configuration, and once the API server is back the
+// controller relists and converges on what changed meanwhile.
+// The outage lasts three times the informers' longest retry delay, so that they have been waiting at
+// that cap before the API server comes back, as in a long outage. By default the test scales both down
+// (a 6 s outage, retries from 100 ms up to 2 s); INGRESS_TS_API_OUTAGE_MS=60000 runs an outage of that
+// length against the production backoff (500 ms up to 30 s).
 import { setTimeout as delay } from 'node:timers/promises';
 import t from 'tap';
 import { echoServer } from '../../examples/demo-backends.ts';
@@ -12,10 +14,15 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
 import { get, LOOPBACK_PORT_0, listen } from '../support/http.ts';
+import { logSink } from '../support/log-sink.ts';
 import { TEST_THREAD_COUNT, testThreadsKube } from '../support/threads.ts';
 
-const OUTAGE_MS = Number(process.env.INGRESS_TS_API_OUTAGE_MS ?? 60_000);
-t.setTimeout(OUTAGE_MS + 120_000); // tap's 30 s default is shorter than the outage
+const OUTAGE_ENV = process.env.INGRESS_TS_API_OUTAGE_MS;
+const OUTAGE_MS = OUTAGE_ENV === undefined ? 6_000 : Number(OUTAGE_ENV);
+// undefined: the production backoff
+const BACKOFF = OUTAGE_ENV === undefined ? { initialMs: 100, maxMs: 2_000 } : undefined;
+const LONGEST_RETRY_MS = BACKOFF?.maxMs ?? 30_000;
+t.setTimeout(OUTAGE_MS + 120_000); // tap's 30 s default is shorter than a long outage
 
 const objects = (port: number): KubeObject[] => [
   {
@@ -74,7 +81,12 @@ t.test(`API server faults, then gone for ${OUTAGE_MS / 1000} s, under a request 
   const kubeconfig = await api.writeKubeconfig();
   const parsed = parseFlags(['--kubeconfig', kubeconfig, ...flags, ...threads.flags]);
   if (parsed.kind !== 'run') throw new Error('expected run');
-  const controller = await start(parsed.config, createLogger('silent'));
+  // thousands of requests: their access log lines go nowhere (not into the TAP stream)
+  const log = logSink();
+  const controller = await start(parsed.config, createLogger('warn', log.stream), {
+    accessLogStdout: { write() {} },
+    kubeBackoff: BACKOFF,
+  });
   t.equal(controller.threads, TEST_THREAD_COUNT, "the suite's data-plane threads");
   t.teardown(() => controller.stop(0));
 
@@ -110,10 +122,20 @@ t.test(`API server faults, then gone for ${OUTAGE_MS / 1000} s, under a request 
     200,
     '/healthz 200 throughout',
   );
+  // equal jitter: a delay computed at the cap lies between half of it and all of it, one computed
+  // below the cap at or under half of it; none is longer than the cap
+  const retryDelays = log.lines
+    .filter((line) => /objects failed; retrying$/.test(String(line.msg)))
+    .map((line) => Number(line.retryInMs));
+  t.ok(
+    retryDelays.some((ms) => ms > LONGEST_RETRY_MS / 2) && retryDelays.every((ms) => ms <= LONGEST_RETRY_MS),
+    `the informers were retrying at the longest delay (${LONGEST_RETRY_MS} ms) before the API server came back`,
+    { retryDelays },
+  );
   await api.restart();
 
   // converged: the Ingress created during the outage is served (polled: requests are the only signal)
-  const deadline = Date.now() + 40_000; // the informers' backoff may be at up to 30 s
+  const deadline = Date.now() + LONGEST_RETRY_MS + 10_000; // the informers' backoff is at its cap
   while ((await get(controller.http.port, 'during.test', '/')).status !== 200) {
     if (Date.now() > deadline) {
       looping = false;

@@ -144,9 +144,14 @@ export interface Conformance {
   request(request: RoundTripRequest): Promise<CapturedResponse>;
   /**
    * MakeRequestAndExpectEventuallyConsistentResponse: three answers in a row as `expected` says,
-   * a wrong one waiting for the next swap (roundtrip.ts); one assertion in `t`.
+   * a wrong one waiting for the next swap (roundtrip.ts, up to `swapWaitMs`); one assertion in `t`.
    */
-  expectResponse(t: Test, expected: ExpectedResponse, name?: string): Promise<CapturedResponse>;
+  expectResponse(
+    t: Test,
+    expected: ExpectedResponse,
+    name?: string,
+    swapWaitMs?: number,
+  ): Promise<CapturedResponse>;
   /** the echo port behind a backend (the "pod IP and port" of the suite's EndpointSlice patches) */
   echoPort(namespace: string, backend: string): number;
   /**
@@ -357,8 +362,8 @@ export async function startConformance(t: Test, options: ConformanceOptions = {}
     get: (ref) => api.get(ref),
     waitFor,
     request,
-    async expectResponse(t, expected, name) {
-      const captured = await expectEventually(request, swaps, expected);
+    async expectResponse(t, expected, name, swapWaitMs) {
+      const captured = await expectEventually(request, swaps, expected, swapWaitMs);
       t.pass(name ?? testCaseName(expected));
       return captured;
     },
