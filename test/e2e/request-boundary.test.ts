@@ -528,3 +528,47 @@ t.test("an exception in limit-rate's pacing timer is contained", { skip: FAULTS_
   );
   t.equal(sampleValue(await scrape(), 'ingress_ts_request_errors_total', { where: 'proxy' }), 1);
 });
+
+t.test(
+  "an exception in undici's response callbacks is ours, not the upstream's",
+  { skip: FAULTS_SKIP },
+  async (t) => {
+    const failures = watchFailures(t);
+    // undici catches what its callbacks throw and would report it as the upstream's failure: the
+    // response's end (written from undici's end callback) throws here, on the proxy's side only
+    let proxyPort = -1;
+    const end = ServerResponse.prototype.end;
+    ServerResponse.prototype.end = function (this: ServerResponse, ...args: unknown[]) {
+      if (this.req?.headers['x-fault'] !== undefined && this.socket?.localPort === proxyPort)
+        throw new Error('injected fault in the response end');
+      return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
+    } as typeof end;
+    t.teardown(() => {
+      ServerResponse.prototype.end = end;
+    });
+    const { controller, logLines, scrape } = await setUp(t);
+    proxyPort = controller.http.port;
+    const reply = await sendBody({
+      http: controller.http.port,
+      https: controller.https.port,
+      protocol: 'http',
+      framing: 'empty',
+      method: 'GET',
+      host: 'plain.test',
+      path: '/size/4096',
+      headers: { 'x-fault': '1', 'x-request-id': 'ended-1' },
+    });
+    t.equal(reply.status, 0, 'the head was sent: the connection is cut, not left hanging');
+    t.equal((await get(controller.http.port, 'plain.test', '/')).status, 200, 'still serving');
+    failures.check();
+    t.same(
+      failures.contained.map((f) => [f.where, f.requestId]),
+      [['proxy', 'ended-1']],
+    );
+    t.same(
+      logLines.filter((line) => line.level === 50).map((line) => line.req_id),
+      ['ended-1'],
+    );
+    t.equal(sampleValue(await scrape(), 'ingress_ts_request_errors_total', { where: 'proxy' }), 1);
+  },
+);
