@@ -50,7 +50,52 @@ export class UpgradeExchange extends Exchange {
     this.socket.destroy();
   }
 
+  // undici catches what its callbacks throw and reports it as the upstream's failure: an exception of
+  // ours is contained here instead, logged and counted as one
   onRequestUpgrade(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    upstream: Duplex,
+  ): void {
+    try {
+      this.upgraded(controller, statusCode, headers, upstream);
+    } catch (error) {
+      upstream.destroy();
+      this.unexpected(error);
+    }
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusText?: string,
+  ): void {
+    try {
+      this.refused(controller, statusCode, headers, statusText);
+    } catch (error) {
+      this.unexpected(error);
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    try {
+      this.refusalData(controller, chunk);
+    } catch (error) {
+      this.unexpected(error);
+    }
+  }
+
+  onResponseEnd(): void {
+    try {
+      this.refusalEnd();
+    } catch (error) {
+      this.unexpected(error);
+    }
+  }
+
+  private upgraded(
     _controller: Dispatcher.DispatchController,
     statusCode: number,
     headers: IncomingHttpHeaders,
@@ -77,7 +122,7 @@ export class UpgradeExchange extends Exchange {
   }
 
   /** The upstream refused the upgrade with an ordinary response: pass it on, then close. */
-  onResponseStart(
+  private refused(
     controller: Dispatcher.DispatchController,
     statusCode: number,
     headers: IncomingHttpHeaders,
@@ -97,7 +142,7 @@ export class UpgradeExchange extends Exchange {
     this.socket.write(rawHead(statusCode, statusText || 'Unknown', out));
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  private refusalData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.done) return;
     this.noteData(chunk.length);
     if (!this.socket.write(chunk) && !this.paused) {
@@ -110,7 +155,7 @@ export class UpgradeExchange extends Exchange {
     }
   }
 
-  onResponseEnd(): void {
+  private refusalEnd(): void {
     this.noteEnd();
     if (this.done) return;
     this.done = true;
