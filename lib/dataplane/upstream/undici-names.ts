@@ -1,5 +1,5 @@
 // undici checks every request header name it is handed: a name found in its table of well-known
-// names (headerNameLowerCasedRecord, lib/core/constants.js) is taken as it is; any other is
+// names (headerNameLowerCasedRecord, lib/core/constants.js) is taken as it is; every other one is
 // lower-cased, looked up again and matched against the token grammar (a regular expression from 12
 // characters on). The proxy's own headers (X-Forwarded-*, X-Real-IP, X-Request-ID...) are not in
 // that table, so each request paid that check for ~8 names the proxy itself wrote: about a third of
