@@ -13,7 +13,7 @@ import { createServer, type IncomingMessage, ServerResponse } from 'node:http';
 import { connect as http2Connect } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
+import { type Duplex, Writable } from 'node:stream';
 import t, { type Test } from 'tap';
 import { MirrorClient } from '../../lib/dataplane/upstream/mirror.ts';
 import { UpstreamProxy } from '../../lib/dataplane/upstream/upstream-proxy.ts';
@@ -572,3 +572,46 @@ t.test(
     t.equal(sampleValue(await scrape(), 'ingress_ts_request_errors_total', { where: 'proxy' }), 1);
   },
 );
+
+t.test("an exception in the upgrade's undici callback is contained", { skip: FAULTS_SKIP }, async (t) => {
+  const failures = watchFailures(t);
+  // an upstream that accepts every upgrade; the tunnel is set up from undici's upgrade callback
+  const upgrades = createServer();
+  const upstreamSockets = new Set<Duplex>();
+  upgrades.on('upgrade', (_req: IncomingMessage, socket: Duplex) => {
+    upstreamSockets.add(socket);
+    socket.on('error', () => {});
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+  });
+  const wsPort = await listen(upgrades);
+  t.teardown(() => {
+    for (const socket of upstreamSockets) socket.destroy();
+    upgrades.close();
+  });
+  const tunnel = UpstreamProxy.prototype.tunnel;
+  UpstreamProxy.prototype.tunnel = () => {
+    throw new Error('injected fault in the tunnel');
+  };
+  t.teardown(() => {
+    UpstreamProxy.prototype.tunnel = tunnel;
+  });
+  const { controller, logLines } = await setUp(
+    t,
+    serviceYaml('ws', [wsPort]) + ingressYaml({ name: 'ws', host: 'ws.test', service: 'ws' }),
+  );
+  const reply = await rawExchange(
+    controller.http.port,
+    'GET /ws HTTP/1.1\r\nHost: ws.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n',
+  );
+  t.match(reply.toString('latin1'), /^HTTP\/1\.1 101 /, 'the 101 went out before the fault');
+  t.equal((await get(controller.http.port, 'plain.test', '/')).status, 200, 'still serving');
+  failures.check();
+  t.same(
+    failures.contained.map((f) => f.where),
+    ['upgrade'],
+  );
+  t.match(
+    logLines.filter((line) => line.level === 50),
+    [{ where: 'upgrade', err: { message: 'injected fault in the tunnel' } }],
+  );
+});
