@@ -61,7 +61,7 @@ export function resolveServiceRef(
   if (service.spec?.type === 'ExternalName') {
     return invalid(
       'InvalidKind',
-      `Service ${id} is of type ExternalName, which HTTPRoutes may not use (its DNS name could reach any namespace around ReferenceGrant)`,
+      `Service ${id} is of type ExternalName, which HTTPRoutes may not use (its DNS name could point into another namespace without a ReferenceGrant)`,
     );
   }
   const ports: unknown = service.spec?.ports;
