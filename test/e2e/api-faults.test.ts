@@ -10,57 +10,15 @@ import { echoServer } from '../../examples/demo-backends.ts';
 import { parseFlags } from '../../lib/config/flags.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
+import { startFakeApiServer } from '../support/fake-apiserver.ts';
 import { get, LOOPBACK_PORT_0, listen } from '../support/http.ts';
+import { ingressObject, sliceObject, webCluster } from '../support/kube-objects.ts';
 import { TEST_THREAD_COUNT, testThreadsKube } from '../support/threads.ts';
 
 /** Fault rounds: each cuts the watches and fails the next three. */
 const ROUNDS = 6;
 const WATCH_FAULTS = 3;
 t.setTimeout(120_000);
-
-function ingress(name: string, host: string): KubeObject {
-  return {
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'Ingress',
-    metadata: { name, namespace: 'e2e' },
-    spec: {
-      ingressClassName: 'ingress-ts',
-      rules: [
-        {
-          host,
-          http: {
-            paths: [
-              {
-                path: '/',
-                pathType: 'Prefix',
-                backend: { service: { name: 'web', port: { number: 80 } } },
-              },
-            ],
-          },
-        },
-      ],
-    },
-  };
-}
-
-function slice(service: string, port: number): KubeObject {
-  return {
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    metadata: { name: `${service}-1`, namespace: 'e2e', labels: { 'kubernetes.io/service-name': service } },
-    addressType: 'IPv4',
-    ports: [{ name: 'http', port, protocol: 'TCP' }],
-    endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
-  };
-}
-
-const service = (name: string): KubeObject => ({
-  apiVersion: 'v1',
-  kind: 'Service',
-  metadata: { name, namespace: 'e2e' },
-  spec: { ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
-});
 
 t.test(`API server faults in ${ROUNDS} rounds under a request loop`, async (t) => {
   const web = echoServer('web');
@@ -76,16 +34,9 @@ t.test(`API server faults in ${ROUNDS} rounds under a request loop`, async (t) =
   const api = await startFakeApiServer({
     objects: [
       ...threads.objects,
-      {
-        apiVersion: 'networking.k8s.io/v1',
-        kind: 'IngressClass',
-        metadata: { name: 'ingress-ts' },
-        spec: { controller: 'ingress-ts.dev/controller' },
-      },
-      service('web'),
-      slice('web', webPort),
-      ingress('site', 'site.test'),
-      ingress('gone', 'gone.test'),
+      ...webCluster(webPort),
+      ingressObject('site', 'site.test'),
+      ingressObject('gone', 'gone.test'),
     ],
   });
   t.teardown(() => api.close());
@@ -126,12 +77,12 @@ t.test(`API server faults in ${ROUNDS} rounds under a request loop`, async (t) =
     api.delayNext({ verb: 'list' }, 1000, 2);
     api.cutWatches();
     // changed while the controller keeps losing its streams
-    if (round === 1) api.apply(ingress('during', 'during.test'));
+    if (round === 1) api.apply(ingressObject('during', 'during.test'));
     if (round === 2) api.remove({ kind: 'Ingress', namespace: 'e2e', name: 'gone' });
     // the Service's endpoints move to another backend (an Ingress moved to another Service instead
     // could briefly meet a Service whose EndpointSlice the controller has not seen yet: a 503 in a
     // real cluster too)
-    if (round === 3) api.apply(slice('web', movedPort));
+    if (round === 3) api.apply(sliceObject('web', movedPort));
     if (round === 4) api.compact(); // the history is gone as well: 410 on the next watch, a relist
     // the round lasts until the informers have met its watch faults (backing off, relisting) and one
     // watches again; the client loop above keeps sending requests all along

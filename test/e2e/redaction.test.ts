@@ -14,6 +14,7 @@ import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
 import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
 import { get, LOOPBACK_PORT_0 } from '../support/http.ts';
+import { webCluster } from '../support/kube-objects.ts';
 import { TEST_THREAD_COUNT, withTestThreads } from '../support/threads.ts';
 
 t.setTimeout(60_000);
@@ -74,27 +75,8 @@ function ingress(name: string, annotations: Record<string, string>): KubeObject 
 }
 
 const OBJECTS: KubeObject[] = [
-  {
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'IngressClass',
-    metadata: { name: 'ingress-ts' },
-    spec: { controller: 'ingress-ts.dev/controller' },
-  },
-  {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name: 'web', namespace: 'e2e' },
-    spec: { ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
-  },
-  {
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    metadata: { name: 'web-1', namespace: 'e2e', labels: { 'kubernetes.io/service-name': 'web' } },
-    addressType: 'IPv4',
-    // nothing listens there: the proxied request fails, which does not matter here
-    ports: [{ name: 'http', port: 1, protocol: 'TCP' }],
-    endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
-  },
+  // nothing listens on port 1: the proxied request fails, which does not matter here
+  ...webCluster(1),
   configMap(
     'ingress-ts',
     withTestThreads({

@@ -17,6 +17,7 @@ import {
   startFakeApiServer,
 } from '../../support/fake-apiserver.ts';
 import { get, LOOPBACK_PORT_0, listen } from '../../support/http.ts';
+import { ingressObject, webCluster } from '../../support/kube-objects.ts';
 import { logSink } from '../../support/log-sink.ts';
 
 t.setTimeout(60_000);
@@ -42,46 +43,9 @@ const route = (host: string): KubeObject => ({
   metadata: { name: 'site', namespace: 'web' },
   spec: { parentRefs: [{ name: 'edge' }], hostnames: [host] },
 });
-const ingress = (name: string, host: string): KubeObject => ({
-  apiVersion: 'networking.k8s.io/v1',
-  kind: 'Ingress',
-  metadata: { name, namespace: 'e2e' },
-  spec: {
-    ingressClassName: 'ingress-ts',
-    rules: [
-      {
-        host,
-        http: {
-          paths: [
-            { path: '/', pathType: 'Prefix', backend: { service: { name: 'web', port: { number: 80 } } } },
-          ],
-        },
-      },
-    ],
-  },
-});
 const cluster = (port: number): KubeObject[] => [
-  {
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'IngressClass',
-    metadata: { name: 'ingress-ts' },
-    spec: { controller: 'ingress-ts.dev/controller' },
-  },
-  {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name: 'web', namespace: 'e2e' },
-    spec: { ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
-  },
-  {
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    metadata: { name: 'web-1', namespace: 'e2e', labels: { 'kubernetes.io/service-name': 'web' } },
-    addressType: 'IPv4',
-    ports: [{ name: 'http', port, protocol: 'TCP' }],
-    endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
-  },
-  ingress('site', 'site.test'),
+  ...webCluster(port),
+  ingressObject('site', 'site.test'),
   route('route.test'),
 ];
 
@@ -131,7 +95,7 @@ t.test('CRDs served, no rules for them: Ingresses served, one error line, nothin
     'the lists were refused; no watch',
   );
   const applied = log.next(/^configuration applied$/);
-  api.apply(ingress('later', 'later.test'));
+  api.apply(ingressObject('later', 'later.test'));
   await applied;
   t.equal((await get(controller.http.port, 'later.test', '/')).status, 200, 'a later Ingress is served');
   t.equal(gatewayLists(api).length, asked, 'no Gateway API request since');
