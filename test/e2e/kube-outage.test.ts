@@ -2,81 +2,45 @@
 // meanwhile, so the controller's resourceVersions get 410, while a client sends requests in a loop:
 // every request is served by the last good configuration, and once the API server is back the
 // controller relists and converges on what changed meanwhile.
-// The outage lasts three times the informers' longest retry delay, so that they have been waiting at
-// that cap before the API server comes back, as in a long outage. By default the test scales both down
-// (a 6 s outage, retries from 100 ms up to 2 s); INGRESS_TS_API_OUTAGE_MS=60000 runs an outage of that
-// length against the production backoff (500 ms up to 30 s).
+// The outage lasts until an informer has failed often enough for its retry delay to reach the cap,
+// as in a long outage (read from the controller's log, not slept). By default the test scales the
+// backoff down (retries from 100 ms up to 2 s: a few seconds of outage); INGRESS_TS_API_OUTAGE_BACKOFF=
+// production runs it against the production backoff (500 ms up to 30 s: a minute or so).
 import { setTimeout as delay } from 'node:timers/promises';
 import t from 'tap';
 import { echoServer } from '../../examples/demo-backends.ts';
 import { parseFlags } from '../../lib/config/flags.ts';
 import { createLogger } from '../../lib/log.ts';
 import { start } from '../../lib/main.ts';
-import { type KubeObject, startFakeApiServer } from '../support/fake-apiserver.ts';
+import { DEFAULT_BACKOFF } from '../../lib/source/kube/informer.ts';
+import { startFakeApiServer } from '../support/fake-apiserver.ts';
 import { get, LOOPBACK_PORT_0, listen } from '../support/http.ts';
+import { ingressObject, webCluster } from '../support/kube-objects.ts';
 import { logSink } from '../support/log-sink.ts';
 import { TEST_THREAD_COUNT, testThreadsKube } from '../support/threads.ts';
 
-const OUTAGE_ENV = process.env.INGRESS_TS_API_OUTAGE_MS;
-const OUTAGE_MS = OUTAGE_ENV === undefined ? 6_000 : Number(OUTAGE_ENV);
-// undefined: the production backoff
-const BACKOFF = OUTAGE_ENV === undefined ? { initialMs: 100, maxMs: 2_000 } : undefined;
-const LONGEST_RETRY_MS = BACKOFF?.maxMs ?? 30_000;
-t.setTimeout(OUTAGE_MS + 120_000); // tap's 30 s default is shorter than a long outage
+const PRODUCTION = process.env.INGRESS_TS_API_OUTAGE_BACKOFF === 'production';
+const BACKOFF = PRODUCTION ? DEFAULT_BACKOFF : { initialMs: 100, maxMs: 2_000 };
+const LONGEST_RETRY_MS = BACKOFF.maxMs;
+/** failures in a row after which an informer's retry delay is computed at the cap */
+const RETRIES_TO_CAP = Math.ceil(Math.log2(BACKOFF.maxMs / BACKOFF.initialMs)) + 1;
+const RETRYING = /objects failed; retrying$/;
+t.setTimeout(PRODUCTION ? 300_000 : 120_000); // tap's 30 s default is shorter than a long outage
 
-const objects = (port: number): KubeObject[] => [
-  {
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'IngressClass',
-    metadata: { name: 'ingress-ts' },
-    spec: { controller: 'ingress-ts.dev/controller' },
-  },
-  {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name: 'web', namespace: 'e2e' },
-    spec: { ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
-  },
-  {
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    metadata: { name: 'web-1', namespace: 'e2e', labels: { 'kubernetes.io/service-name': 'web' } },
-    addressType: 'IPv4',
-    ports: [{ name: 'http', port, protocol: 'TCP' }],
-    endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
-  },
-  ingress('site', 'site.test'),
-  ingress('gone', 'gone.test'),
-];
-
-function ingress(name: string, host: string): KubeObject {
-  return {
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'Ingress',
-    metadata: { name, namespace: 'e2e' },
-    spec: {
-      ingressClassName: 'ingress-ts',
-      rules: [
-        {
-          host,
-          http: {
-            paths: [
-              { path: '/', pathType: 'Prefix', backend: { service: { name: 'web', port: { number: 80 } } } },
-            ],
-          },
-        },
-      ],
-    },
-  };
-}
-
-t.test(`API server faults, then gone for ${OUTAGE_MS / 1000} s, under a request loop`, async (t) => {
+t.test('API server faults, then gone until the retries reach their cap, under a request loop', async (t) => {
   const backend = echoServer('web');
   const port = await listen(backend);
   t.teardown(() => new Promise((resolve) => backend.close(resolve)));
   const flags = [...LOOPBACK_PORT_0, '--disable-leader-election'];
   const threads = testThreadsKube(flags);
-  const api = await startFakeApiServer({ objects: [...objects(port), ...threads.objects] });
+  const api = await startFakeApiServer({
+    objects: [
+      ...webCluster(port),
+      ingressObject('site', 'site.test'),
+      ingressObject('gone', 'gone.test'),
+      ...threads.objects,
+    ],
+  });
   t.teardown(() => api.close());
   const kubeconfig = await api.writeKubeconfig();
   const parsed = parseFlags(['--kubeconfig', kubeconfig, ...flags, ...threads.flags]);
@@ -112,23 +76,32 @@ t.test(`API server faults, then gone for ${OUTAGE_MS / 1000} s, under a request 
   const failed = () => api.requests.filter((r) => r.verb === 'watch' && (r.status ?? 0) >= 429).length;
   while (failed() < 6) await api.waitForRequest({ verb: 'watch' }, 30_000);
   await api.stop();
-  const back = delay(OUTAGE_MS);
-  api.apply(ingress('during', 'during.test')); // changed while the controller cannot see it
+  const outageFrom = log.lines.length;
+  api.apply(ingressObject('during', 'during.test')); // changed while the controller cannot see it
   api.remove({ kind: 'Ingress', namespace: 'e2e', name: 'gone' }); // deleted meanwhile
   api.compact(); // and the watch history is gone: the informers' resourceVersions get 410 → relist
-  await back;
+  const outageRetries = () => log.lines.slice(outageFrom).filter((line) => RETRYING.test(String(line.msg)));
+  // the retry delays of the first kind that failed RETRIES_TO_CAP times in a row, once there is one
+  const atCap = (): number[] | undefined => {
+    const byKind = new Map<unknown, number[]>();
+    for (const line of outageRetries()) {
+      const delays = byKind.get(line.kind) ?? [];
+      delays.push(Number(line.retryInMs));
+      byKind.set(line.kind, delays);
+    }
+    return [...byKind.values()].find((delays) => delays.length >= RETRIES_TO_CAP);
+  };
+  while (atCap() === undefined) await log.next(RETRYING);
   t.equal(
     (await get(controller.healthz.port, 'localhost', '/healthz')).status,
     200,
     '/healthz 200 throughout',
   );
-  // equal jitter: a delay computed at the cap lies between half of it and all of it, one computed
-  // below the cap at or under half of it; none is longer than the cap
-  const retryDelays = log.lines
-    .filter((line) => /objects failed; retrying$/.test(String(line.msg)))
-    .map((line) => Number(line.retryInMs));
+  // equal jitter: a delay computed at the cap lies between half of it and all of it; none is longer
+  const retryDelays = outageRetries().map((line) => Number(line.retryInMs));
+  const capped = atCap() ?? [];
   t.ok(
-    retryDelays.some((ms) => ms > LONGEST_RETRY_MS / 2) && retryDelays.every((ms) => ms <= LONGEST_RETRY_MS),
+    (capped.at(-1) ?? 0) >= LONGEST_RETRY_MS / 2 && retryDelays.every((ms) => ms <= LONGEST_RETRY_MS),
     `the informers were retrying at the longest delay (${LONGEST_RETRY_MS} ms) before the API server came back`,
     { retryDelays },
   );
