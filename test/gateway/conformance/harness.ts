@@ -27,6 +27,7 @@ import { LOOPBACK_PORT_0, listen } from '../../support/http.ts';
 import { testThreadsKube } from '../../support/threads.ts';
 import {
   type CapturedResponse,
+  Condition,
   type ExpectedResponse,
   expectEventually,
   type RoundTripRequest,
@@ -164,29 +165,15 @@ export interface Conformance {
 /** The request targets each echo was sent, and who waits for one: the echo pods' logs. */
 class EchoLog {
   #seen = new Map<string, Set<string>>();
-  #waiters = new Set<() => void>();
+  #recorded = new Condition();
   record(echo: string, target: string): void {
     const targets = this.#seen.get(echo) ?? new Set<string>();
     targets.add(target);
     this.#seen.set(echo, targets);
-    for (const wake of this.#waiters) wake();
+    this.#recorded.wake();
   }
   seen(echo: string, target: string, timeoutMs: number): Promise<boolean> {
-    const found = () => this.#seen.get(echo)?.has(target) === true;
-    if (found()) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const wake = () => {
-        if (!found()) return;
-        clearTimeout(timer);
-        this.#waiters.delete(wake);
-        resolve(true);
-      };
-      const timer = setTimeout(() => {
-        this.#waiters.delete(wake);
-        resolve(false);
-      }, timeoutMs);
-      this.#waiters.add(wake);
-    });
+    return this.#recorded.until(() => this.#seen.get(echo)?.has(target) === true, timeoutMs);
   }
 }
 

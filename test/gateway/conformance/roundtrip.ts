@@ -222,31 +222,45 @@ export function compareRoundTrip(expected: ExpectedResponse, captured: CapturedR
 }
 
 /** Counts the data plane's swaps, so that a retry waits for a change rather than for time. */
+/** Waiting for a state that changes: `until` resolves once `ready()` holds after a `wake()`. */
+export class Condition {
+  #waiters = new Set<() => void>();
+  /** the state may have changed: the waiters look again */
+  wake(): void {
+    for (const waiter of [...this.#waiters]) waiter();
+  }
+  /** true once `ready()` holds, false when it did not within `timeoutMs` */
+  until(ready: () => boolean, timeoutMs: number): Promise<boolean> {
+    if (ready()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = () => {
+        if (!ready()) return;
+        clearTimeout(timer);
+        this.#waiters.delete(waiter);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(waiter);
+        resolve(false);
+      }, timeoutMs);
+      this.#waiters.add(waiter);
+    });
+  }
+}
+
 export class SwapCounter {
   count = 0;
-  #waiters = new Set<() => void>();
+  #swapped = new Condition();
   #onSwap = () => {
     this.count += 1;
-    for (const wake of this.#waiters) wake();
+    this.#swapped.wake();
   };
   constructor() {
     subscribe(runtimeSwapped.name, this.#onSwap);
   }
   /** true once a swap after `seen` happened, false when none came within `timeoutMs` */
   after(seen: number, timeoutMs: number): Promise<boolean> {
-    if (this.count > seen) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.#waiters.delete(wake);
-        resolve(true);
-      };
-      const timer = setTimeout(() => {
-        this.#waiters.delete(wake);
-        resolve(false);
-      }, timeoutMs);
-      this.#waiters.add(wake);
-    });
+    return this.#swapped.until(() => this.count > seen, timeoutMs);
   }
   close(): void {
     unsubscribe(runtimeSwapped.name, this.#onSwap);
