@@ -11,6 +11,7 @@ import {
   baseWorld,
   CLASS,
   classLines,
+  FEATURES,
   GATEWAY_OK,
   type GatewayWorld,
   gateway,
@@ -46,21 +47,6 @@ const SAME = { name: 'same-namespace' };
 const HTTPS_LISTENER_OK = (name: string, routes = 0) => OK_HTTP(name, routes);
 const PROGRAMMED_INVALID = 'Programmed=False/Invalid';
 const NO_CONFLICTS = 'Conflicted=False/NoConflicts';
-/** supportedFeatures: the core features and the extended ones whose conformance tests pass, sorted */
-const FEATURES = [
-  'Gateway',
-  'HTTPRoute',
-  'HTTPRouteHostRewrite',
-  'HTTPRouteMethodMatching',
-  'HTTPRoutePathRedirect',
-  'HTTPRoutePathRewrite',
-  'HTTPRoutePortRedirect',
-  'HTTPRouteQueryParamMatching',
-  'HTTPRouteRequestMirror',
-  'HTTPRouteResponseHeaderModification',
-  'HTTPRouteSchemeRedirect',
-  'ReferenceGrant',
-].join(',');
 /** the base Gateway all forwarding tests use, with `routes` routes on its listener */
 const sameNamespaceOk = (routes = 1) => [GATEWAY_OK(), OK_HTTP('http', routes)];
 const routeOk = (parent = '-/same-namespace') => ['gen=1', `${parent}: ${PARENT_OK}`];

@@ -28,6 +28,21 @@ import { DEFAULT_MODEL_OPTIONS } from '../../../lib/model/index.ts';
 export const GROUP = 'gateway.networking.k8s.io';
 export const CONTROLLER = DEFAULT_MODEL_OPTIONS.gatewayControllerName as string;
 export const CLASS = 'gateway-conformance';
+/** supportedFeatures: the core features and the extended ones whose conformance tests pass, sorted */
+export const FEATURES = [
+  'Gateway',
+  'HTTPRoute',
+  'HTTPRouteHostRewrite',
+  'HTTPRouteMethodMatching',
+  'HTTPRoutePathRedirect',
+  'HTTPRoutePathRewrite',
+  'HTTPRoutePortRedirect',
+  'HTTPRouteQueryParamMatching',
+  'HTTPRouteRequestMirror',
+  'HTTPRouteResponseHeaderModification',
+  'HTTPRouteSchemeRedirect',
+  'ReferenceGrant',
+].join(',');
 export const INFRA = 'gateway-conformance-infra';
 export const APP = 'gateway-conformance-app-backend';
 export const WEB = 'gateway-conformance-web-backend';

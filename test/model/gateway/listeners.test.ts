@@ -8,6 +8,7 @@ import { buildModel } from '../../../lib/model/index.ts';
 import {
   CLASS,
   classLines,
+  FEATURES,
   GATEWAY_OK,
   type GatewayWorld,
   gateway,
@@ -30,21 +31,6 @@ import {
 const lines = (world: GatewayWorld, name: string, options = {}) =>
   gatewayLines(resolveWorld(world, options).graph, name);
 const NOT_SERVED = 'Programmed=False/Invalid';
-/** supportedFeatures: the core features and the extended ones whose conformance tests pass, sorted */
-const FEATURES = [
-  'Gateway',
-  'HTTPRoute',
-  'HTTPRouteHostRewrite',
-  'HTTPRouteMethodMatching',
-  'HTTPRoutePathRedirect',
-  'HTTPRoutePathRewrite',
-  'HTTPRoutePortRedirect',
-  'HTTPRouteQueryParamMatching',
-  'HTTPRouteRequestMirror',
-  'HTTPRouteResponseHeaderModification',
-  'HTTPRouteSchemeRedirect',
-  'ReferenceGrant',
-].join(',');
 const listenerLine = (
   name: string,
   accepted: string,
