@@ -19,6 +19,7 @@ import {
 } from '../listening/client-limits.ts';
 import { countRequest } from '../listening/connection-settings.ts';
 import { dropIgnoredHeaders } from '../listening/header-names.ts';
+import { LiveMap } from '../live-set.ts';
 import {
   byteSourceOf,
   finishOnClose,
@@ -43,6 +44,9 @@ import { nextPipelined, type Waiting, waitsInPipeline } from './pipelining.ts';
 import { recordedClientAddress, recordOf, refusedRecord } from './records.ts';
 import { ownHeadLines, respond, respondUpgrade, routeResponseOf, sendRedirect } from './respond.ts';
 import { endTrace, traceRequest } from './tracing-step.ts';
+
+/** A response's link in its pipeline's requests in flight (live-set.ts: not a Map). */
+const IN_FLIGHT = Symbol('response in flight');
 
 /** What authentication answers when it says no. */
 type AuthDenial = Extract<AuthVerdict, { allowed: false }>;
@@ -92,7 +96,7 @@ export class RequestPipeline {
   readonly https: Arrival;
   /** requests (not WebSocket tunnels) whose response has not closed yet, with the request's record
    * when one is kept (published when the response closes) */
-  readonly #inFlight = new Map<ServerResponse, InFlight>();
+  readonly #inFlight = new LiveMap<ServerResponse, InFlight>(IN_FLIGHT);
   /** a drain has begun: responses say Connection: close, connections are closed as they go idle */
   #draining = false;
   #drained: () => void = () => {};

@@ -1,0 +1,136 @@
+// Sets of the objects a data plane is serving now (responses in flight, TLS sockets, tunnels), with
+// the Map and Set API the data plane needs, kept off V8's hash tables.
+//
+// A Map or Set that lives long and sees one add and one delete per request (or connection) makes
+// the young generation's collections keep dead requests alive. Its backing table fills with
+// deleted slots and is rebuilt every few dozen requests; the table it replaces stays linked to the
+// new one and keeps the entries it held at that moment. Once one of these tables sits in the old
+// generation (the set lived long enough), a scavenge treats everything it reaches as alive: the
+// next table, its entries, and through them each request's whole graph (request, response, the
+// upstream's header arrays, buffers). They are copied, then promoted, and wait for a full
+// collection. Measured with one such Map of the responses in flight (`--trace-gc-nvp`, wrk -c64):
+// ~13 MB survived each scavenge instead of ~0.5 MB, each scavenge paused ~15 ms instead of ~1.5 ms,
+// and the thread served ~26k instead of ~35k requests/s.
+//
+// Here each member carries its own link, under a symbol its kind of set names once for the process
+// (a symbol per instance would give objects a new shape per data plane); it is set once and cleared
+// to undefined on delete, so the member's shape does not change again. Members are chained in a
+// doubly linked list whose links are cleared when a member leaves: an object that left holds no
+// pointer to one that is still in, whatever generation it is in. An object is in at most one set of
+// a kind at a time.
+
+interface Link<K, V> {
+  owner: object | null;
+  key: K | null;
+  value: V | undefined;
+  prev: Link<K, V> | null;
+  next: Link<K, V> | null;
+}
+
+type Linked<K, V> = { [key: symbol]: Link<K, V> | undefined };
+
+/** A map from live objects to a value each: get, set, has and delete cost one property access. */
+export class LiveMap<K extends object, V> {
+  readonly #link: symbol;
+  #head: Link<K, V> | null = null;
+  #size = 0;
+
+  /** `link`: the symbol of this kind of set, made once per process (`Symbol('...')` at module level) */
+  constructor(link: symbol) {
+    this.#link = link;
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  #own(key: K): Link<K, V> | undefined {
+    const link = (key as Linked<K, V>)[this.#link];
+    return link !== undefined && link.owner === this ? link : undefined;
+  }
+
+  get(key: K): V | undefined {
+    return this.#own(key)?.value;
+  }
+
+  has(key: K): boolean {
+    return this.#own(key) !== undefined;
+  }
+
+  set(key: K, value: V): this {
+    const linked = key as Linked<K, V>;
+    const existing = linked[this.#link];
+    if (existing !== undefined) {
+      if (existing.owner !== this)
+        throw new Error(`already in another set of its kind (${this.#link.description})`);
+      existing.value = value;
+      return this;
+    }
+    const link: Link<K, V> = { owner: this, key, value, prev: null, next: this.#head };
+    if (this.#head !== null) this.#head.prev = link;
+    this.#head = link;
+    linked[this.#link] = link;
+    this.#size++;
+    return this;
+  }
+
+  delete(key: K): boolean {
+    const linked = key as Linked<K, V>;
+    const link = this.#own(key);
+    if (link === undefined) return false;
+    linked[this.#link] = undefined;
+    if (link.prev === null) this.#head = link.next;
+    else link.prev.next = link.next;
+    if (link.next !== null) link.next.prev = link.prev;
+    link.owner = null;
+    link.key = null;
+    link.value = undefined;
+    link.prev = null;
+    link.next = null;
+    this.#size--;
+    return true;
+  }
+
+  /** The keys as they are now (an array: callers may delete while they go through it). */
+  keys(): K[] {
+    const keys: K[] = [];
+    for (let link = this.#head; link !== null; link = link.next) keys.push(link.key!);
+    return keys;
+  }
+}
+
+/** A set of live objects (see LiveMap). */
+export class LiveSet<T extends object> {
+  readonly #members: LiveMap<T, true>;
+
+  /** `link`: as LiveMap's */
+  constructor(link: symbol) {
+    this.#members = new LiveMap<T, true>(link);
+  }
+
+  get size(): number {
+    return this.#members.size;
+  }
+
+  has(value: T): boolean {
+    return this.#members.has(value);
+  }
+
+  add(value: T): this {
+    this.#members.set(value, true);
+    return this;
+  }
+
+  delete(value: T): boolean {
+    return this.#members.delete(value);
+  }
+
+  /** The members as they are now (an array: callers may delete while they go through it). */
+  values(): T[] {
+    return this.#members.keys();
+  }
+
+  [Symbol.iterator](): IterableIterator<T> {
+    return this.values()[Symbol.iterator]();
+  }
+}
