@@ -91,11 +91,27 @@ export class LiveMap<K extends object, V> {
     return true;
   }
 
+  /** Every member leaves. */
+  clear(): void {
+    for (const key of this.keys()) this.delete(key);
+  }
+
   /** The keys as they are now (an array: callers may delete while they go through it). */
   keys(): K[] {
     const keys: K[] = [];
     for (let link = this.#head; link !== null; link = link.next) keys.push(link.key!);
     return keys;
+  }
+
+  /** The members and their values as they are now (an array, as keys()). */
+  entries(): Array<[K, V]> {
+    const entries: Array<[K, V]> = [];
+    for (let link = this.#head; link !== null; link = link.next) entries.push([link.key!, link.value!]);
+    return entries;
+  }
+
+  [Symbol.iterator](): IterableIterator<[K, V]> {
+    return this.entries()[Symbol.iterator]();
   }
 }
 
@@ -123,6 +139,11 @@ export class LiveSet<T extends object> {
 
   delete(value: T): boolean {
     return this.#members.delete(value);
+  }
+
+  /** Every member leaves. */
+  clear(): void {
+    this.#members.clear();
   }
 
   /** The members as they are now (an array: callers may delete while they go through it). */

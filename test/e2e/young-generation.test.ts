@@ -59,6 +59,19 @@ t.test('LiveMap: the Map operations the pipeline uses', async (t) => {
   t.equal(map.size, 0, 'members deleted while going through keys()');
   map.set(b, 'again');
   t.equal(map.get(b), 'again', 'a member that left may come back');
+  map.set(a, 'a');
+  t.same(
+    new Map(map.entries()),
+    new Map([
+      [a, 'a'],
+      [b, 'again'],
+    ]),
+    'entries: each member and its value',
+  );
+  t.same(new Map(map), new Map(map.entries()), 'iterable as a Map is');
+  map.clear();
+  t.equal(map.size, 0, 'clear');
+  t.equal(map.has(a) || map.has(b), false);
   t.same(Object.keys(b), [], 'the link is a symbol property: invisible to Object.keys and JSON');
 });
 
@@ -77,6 +90,8 @@ t.test('LiveMap: two sets of one kind, two kinds on one object', async (t) => {
   t.equal(other.has(member), true, 'sets of different kinds are independent');
   t.same(other.values(), [member]);
   t.same([...other], [member]);
+  other.clear();
+  t.equal(other.size + Number(other.has(member)), 0, 'a set cleared');
   first.delete(member);
   second.set(member, 2);
   t.equal(second.get(member), 2, 'once it left the first, the second may take it');

@@ -9,6 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createSecureServer, type Http2SecureServer, type ServerHttp2Session } from 'node:http2';
 import type { Socket } from 'node:net';
+import { LiveSet } from '../live-set.ts';
 import { adoptProxied } from './proxy-front.ts';
 import { httpsServerOptions, type SniStore } from './sni.ts';
 
@@ -33,6 +34,10 @@ export interface HttpsListener {
    */
   front(accept: (socket: Socket, handOver: (socket: Socket) => void) => void): void;
 }
+
+/** The listener's open TLS connections and HTTP/2 sessions (live-set.ts: not Sets). */
+const TLS_SOCKET = Symbol('open TLS connection');
+const HTTP2_SESSION = Symbol('open HTTP/2 session');
 
 /** The ALPN protocol for a ClientHello's list: h2 first when offered and enabled, like NGINX. */
 export function selectAlpn(offered: readonly string[], http2: boolean): string | undefined {
@@ -62,8 +67,8 @@ export function createHttpsListener(
   idleSessionMs = IDLE_SESSION_MS,
   ticketKeys?: Uint8Array,
 ): HttpsListener {
-  const sockets = new Set<Socket>();
-  const sessions = new Set<ServerHttp2Session>();
+  const sockets = new LiveSet<Socket>(TLS_SOCKET);
+  const sessions = new LiveSet<ServerHttp2Session>(HTTP2_SESSION);
   const { ALPNProtocols: _fixed, ...tlsOptions } = httpsServerOptions(getStore);
   // client-header-timeout checked every second on HTTP/1.1 connections, and Host checked by
   // rejectedStatus, as on the HTTP listener (allowHTTP1 options Node reads, missing from @types/node)

@@ -11,12 +11,16 @@
 
 import { connect, type Socket } from 'node:net';
 import { dataplaneError } from '../events.ts';
+import { LiveSet } from '../live-set.ts';
 import type { HostTable } from '../routing/router.ts';
 import type { PassthroughTarget } from '../routing/runtime.ts';
 import { type Peer, peerKey } from '../upstream/balancer.ts';
 import { peekClientHello } from './client-hello.ts';
 
 export type PassthroughTable = HostTable<PassthroughTarget | null>;
+
+/** A connection whose ClientHello is being read (live-set.ts: not a Set). */
+const PEEKING = Symbol('reading a ClientHello');
 
 /**
  * The most TCP chunks a ClientHello may come in (a 16 KiB one is a dozen segments): each chunk
@@ -43,7 +47,7 @@ export interface PassthroughDeps {
 
 export function createPassthroughFront(deps: PassthroughDeps): PassthroughFront {
   /** connections peeked at or waiting for their upstream */
-  const pending = new Set<Socket>();
+  const pending = new LiveSet<Socket>(PEEKING);
 
   const peek = (socket: Socket, table: PassthroughTable, handOver: (socket: Socket) => void): void => {
     pending.add(socket);

@@ -16,6 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher, Pool } from 'undici';
 import { DEFAULT_HTTP_POLICY } from '../http-policy.ts';
+import { LiveSet } from '../live-set.ts';
 import type { RequestRecord } from '../request-record.ts';
 import { type CustomErrors, errorRequestHeaders } from '../responses/custom-errors.ts';
 import { sendErrorPage } from '../responses/error-pages.ts';
@@ -40,6 +41,9 @@ import type { ProxyTarget, RequestContext } from './target.ts';
 import { registerProxyHeaderNames } from './undici-names.ts';
 import { UpgradeExchange } from './upgrade-exchange.ts';
 import { WebExchange } from './web-exchange.ts';
+
+/** A WebSocket (or other upgraded) tunnel's client socket (live-set.ts: not a Set). */
+const TUNNEL = Symbol('tunnel');
 
 /** The client's response is gone: a closed HTTP/1.x response, or an HTTP/2 one whose stream closed. */
 function responseClosed(res: ServerResponse): boolean {
@@ -72,7 +76,7 @@ export class UpstreamProxy {
   private maxRequestsPerClient: number | undefined;
   /** by peer key; one Pool per connect timeout in use for that peer (normally exactly one) */
   private readonly pools = new Map<string, PeerPool[]>();
-  private readonly tunnels = new Set<Duplex>();
+  private readonly tunnels = new LiveSet<Duplex>(TUNNEL);
   /** mirror-target copies (fire and forget) */
   readonly mirrors = new MirrorClient();
 
