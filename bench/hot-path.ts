@@ -43,18 +43,20 @@ interface Options {
   warmup: number;
   connections: number;
   cpuProf: string | null;
+  gc: boolean;
   compare: string | null;
   features: boolean;
   top: number;
   out: string | null;
 }
 
-const USAGE = `Usage: node bench/hot-path.ts [--rounds N] [--duration S] [--warmup S] [--connections C] [--cpu-prof DIR] [--compare CHECKOUT] [--top N] [--out FILE]
+const USAGE = `Usage: node bench/hot-path.ts [--rounds N] [--duration S] [--warmup S] [--connections C] [--cpu-prof DIR] [--gc] [--compare CHECKOUT] [--top N] [--out FILE]
   --rounds N          interleaved rounds (1-30) [5]
   --duration S        seconds per wrk run (1-60) [5]
   --warmup S          unrecorded seconds per contender first (1-120) [10]
   --connections C     wrk connections [64]
   --cpu-prof DIR      afterwards, one profiled run per contender (node --cpu-prof into DIR/<contender>)
+  --gc                afterwards, one run per contender under node --trace-gc-nvp: what its scavenges keep
   --compare CHECKOUT  also run ingress-ts from another checkout (e.g. an export of an older commit)
   --features          also run ingress-ts without the access log, without metrics, and without both
   --top N             rows of each profile table [15]
@@ -68,6 +70,7 @@ function parseOptions(args: readonly string[]): Options {
     warmup: 10,
     connections: 64,
     cpuProf: null,
+    gc: false,
     compare: null,
     features: false,
     top: 15,
@@ -93,6 +96,7 @@ function parseOptions(args: readonly string[]): Options {
     else if (arg === '--cpu-prof') options.cpuProf = resolve(text(arg, args[++i]));
     else if (arg === '--compare') options.compare = resolve(text(arg, args[++i]));
     else if (arg === '--features') options.features = true;
+    else if (arg === '--gc') options.gc = true;
     else if (arg === '--out') options.out = resolve(text(arg, args[++i]));
     else if (arg === '--help') {
       process.stdout.write(USAGE);
@@ -249,6 +253,38 @@ function profileTables(file: string, top: number, requests: number, fromUs: numb
   return `Busy (not idle) samples of the recorded run: ${fixed(busy / 1e6, 1)} s, ${fixed(busy / requests, 1)} µs per request (the profiler's own overhead included).\n\n${table('function', byFunction)}\n\n${table('module', byModule)}`;
 }
 
+// --- young-generation collections ------------------------------------------------------------------
+
+/** One `--trace-gc-nvp` line's name=value pairs. */
+function nvp(line: string): Map<string, string> {
+  const pairs = new Map<string, string>();
+  for (const m of line.matchAll(/(\w[\w.]*)=(\S+)/g)) pairs.set(m[1]!, m[2]!);
+  return pairs;
+}
+
+/**
+ * One run of `c` under `node --trace-gc-nvp` after its warm-up: its scavenges (how often, how much
+ * each kept alive and promoted, their pauses) and its full collections. A request that is over should
+ * be garbage for the next scavenge: what survives one is the requests in flight and not much more.
+ */
+async function gcRun(c: Contender, options: Options): Promise<string> {
+  if (c.started !== null) await stopProcess(c.started, 'SIGINT', 15000);
+  c.started = await c.start(['--trace-gc-nvp']);
+  await load(c, options.warmup, options);
+  const from = c.started.output.length;
+  const run = await load(c, options.duration, options);
+  const lines = c.started.output.slice(from);
+  await stopProcess(c.started, 'SIGINT', 15000);
+  c.started = null;
+  const scavenges = lines.map(nvp).filter((pairs) => pairs.get('gc') === 's');
+  const full = lines.map(nvp).filter((pairs) => pairs.get('gc') === 'mc' || pairs.get('gc') === 'ms').length;
+  const of = (key: string) => scavenges.map((pairs) => Number(pairs.get(key) ?? Number.NaN));
+  const mib = (bytes: number) => fixed(bytes / 2 ** 20, 2);
+  const promoted = of('promoted').reduce((sum, bytes) => sum + bytes, 0);
+  const per10k = (n: number) => fixed((n / run.requests) * 10000, 1);
+  return `| ${c.name} | ${int(run.requests)} | ${per10k(scavenges.length)} | ${mib(median(of('new_space_survived')))} | ${mib(median(of('promoted')))} | ${int(promoted / run.requests)} | ${fixed(median(of('pause')), 1)} | ${per10k(full)} |`;
+}
+
 async function profileRun(c: Contender, dir: string, options: Options): Promise<string> {
   const side = join(dir, c.name.replace(/\W+/g, '-'));
   mkdirSync(side, { recursive: true });
@@ -329,6 +365,16 @@ async function main(): Promise<void> {
 ${rows.join('\n')}
 `,
   ];
+  if (options.gc) {
+    const rows: string[] = [];
+    for (const c of contenders) rows.push(await gcRun(c, options));
+    sections.push(`## Young-generation collections (node --trace-gc-nvp, one ${options.duration} s run each after ${options.warmup} s of warm-up)
+
+| contender | requests | scavenges per 10k requests | survived per scavenge, MiB (median) | promoted per scavenge, MiB (median) | promoted B per request | scavenge pause ms (median) | full collections per 10k requests |
+|---|--:|--:|--:|--:|--:|--:|--:|
+${rows.join('\n')}
+`);
+  }
   if (options.cpuProf !== null) {
     mkdirSync(options.cpuProf, { recursive: true });
     sections.push(
