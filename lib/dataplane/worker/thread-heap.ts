@@ -1,27 +1,32 @@
 // The V8 heap limits a data-plane thread starts with. V8 sizes a heap's young generation from the
 // machine's memory: on a machine with 16 GiB or more, up to 192 MiB (three 64 MiB semi-spaces' worth).
 // A thread that proxies steadily grows its young generation to that maximum within a minute or two,
-// and the native memory of its requests follows: a thread of ~30 MiB idle became ~77 MiB after load.
-// A smaller young generation holds that growth back (24 MiB: ~55 instead of ~140-160 MiB of growth
-// per thread, bench/thread-young-gen.ts) but scavenges 2.5 times as often and promotes more, and on
-// the busy 2-core machine it was measured on it cost ~4% more CPU per request (geometric mean of 23
-// paired rounds; the rounds themselves spread ±15%), more than the ~3% the default may cost. So V8
-// keeps its own sizing unless the environment says otherwise; an operator who prefers the memory sets
-// INGRESS_TS_THREAD_YOUNG_GENERATION_MB. The old generation is left to V8 in any case: a cap small
-// enough to save memory would stop a thread (an out-of-memory exit) under load a larger heap serves.
+// and the native memory of its requests follows: ~130 MiB of growth per thread after load. A scavenge
+// costs what it keeps alive, and a request that is over keeps nothing (lib/dataplane/live-set.ts): the
+// requests in flight, ~0.5 MiB, survive each one. So a small young generation scavenges more often
+// for no more CPU: with 16 MiB, ~27 scavenges per 10,000 requests instead of ~5, CPU per request
+// 0.98 of V8's sizing (6 paired rounds, quiet machine), and ~30 instead of ~128 MiB of growth per
+// thread (bench/thread-young-gen.ts). (Measured before live-set.ts, when each scavenge kept ~13 MiB
+// of dead requests, the smaller sizes cost ~4% more CPU and V8's sizing was the default.)
+// INGRESS_TS_THREAD_YOUNG_GENERATION_MB sets another size, 0 for V8's own. The old generation is
+// left to V8 in any case: a cap small enough to save memory would stop a thread (an out-of-memory
+// exit) under load a larger heap serves.
 
 import type { ResourceLimits } from 'node:worker_threads';
 
 /** The environment variable that sets it: a size in MiB (V8 rounds a semi-space up to a power of two), 0 for V8's own. */
 export const YOUNG_GENERATION_ENV = 'INGRESS_TS_THREAD_YOUNG_GENERATION_MB';
+/** The young generation of a data-plane thread when the environment names none, MiB. */
+export const DEFAULT_YOUNG_GENERATION_MB = 16;
 
 /**
- * The `resourceLimits` of every data-plane thread, from `env` (process.env): none by default. Node's
- * own `--max-semi-space-size` (NODE_OPTIONS), when given, sizes every isolate and wins over these.
+ * The `resourceLimits` of every data-plane thread, from `env` (process.env): a young generation of
+ * DEFAULT_YOUNG_GENERATION_MB unless the environment names another. Node's own
+ * `--max-semi-space-size` (NODE_OPTIONS), when given, sizes every isolate and wins over these.
  */
 export function threadResourceLimits(env: NodeJS.ProcessEnv = process.env): ResourceLimits {
   const text = env[YOUNG_GENERATION_ENV];
-  if (text === undefined || text === '') return {};
+  if (text === undefined || text === '') return { maxYoungGenerationSizeMb: DEFAULT_YOUNG_GENERATION_MB };
   const mb = Number(text);
   if (!Number.isInteger(mb) || mb < 0 || mb > 4096) {
     throw new RangeError(

@@ -1,10 +1,14 @@
-// The young generation of data-plane threads: V8's own sizing unless INGRESS_TS_THREAD_YOUNG_GENERATION_MB
-// sets one (0: V8's own), applied by V8 in every thread the pool starts, replacements included.
+// The young generation of data-plane threads: 16 MiB unless INGRESS_TS_THREAD_YOUNG_GENERATION_MB sets
+// another (0: V8's own sizing), applied by V8 in every thread the pool starts, replacements included.
 import { once } from 'node:events';
 import t from 'tap';
 import { generateDefaultCertificate } from '../../../lib/dataplane/listening/sni.ts';
 import { DataPlaneThreads } from '../../../lib/dataplane/worker/pool.ts';
-import { threadResourceLimits, YOUNG_GENERATION_ENV } from '../../../lib/dataplane/worker/thread-heap.ts';
+import {
+  DEFAULT_YOUNG_GENERATION_MB,
+  threadResourceLimits,
+  YOUNG_GENERATION_ENV,
+} from '../../../lib/dataplane/worker/thread-heap.ts';
 
 const SMALL = 24;
 
@@ -14,8 +18,8 @@ const generatedDefaultCertificate = await generateDefaultCertificate();
 
 t.test('the limits from the environment', async (t) => {
   const rows: Array<[string | undefined, ReturnType<typeof threadResourceLimits>]> = [
-    [undefined, {}],
-    ['', {}],
+    [undefined, { maxYoungGenerationSizeMb: 16 }],
+    ['', { maxYoungGenerationSizeMb: 16 }],
     ['0', {}],
     ['24', { maxYoungGenerationSizeMb: 24 }],
     ['48', { maxYoungGenerationSizeMb: 48 }],
@@ -61,7 +65,7 @@ async function heapLimitMiB(value: string | undefined): Promise<{ pool: DataPlan
 t.test('V8 gives each thread, and its replacement, the young generation set', async (t) => {
   // V8's heap limit is the old generation's plus the young generation's: the same old generation
   // in both, so the difference is what the young generation may take
-  const own = await heapLimitMiB(undefined);
+  const own = await heapLimitMiB('0');
   t.teardown(() => own.pool.close());
   const limited = await heapLimitMiB(String(SMALL));
   t.teardown(() => limited.pool.close());
@@ -82,4 +86,16 @@ t.test('V8 gives each thread, and its replacement, the young generation set', as
   t.equal(replacement?.resourceLimits?.maxYoungGenerationSizeMb, SMALL);
   const { heap_size_limit } = await (replacement as NonNullable<typeof replacement>).getHeapStatistics();
   t.equal(heap_size_limit / 2 ** 20, limited.limit, 'the same heap limit as the thread it replaces');
+});
+
+t.test('by default a thread gets the default young generation', async (t) => {
+  const byDefault = await heapLimitMiB(undefined);
+  t.teardown(() => byDefault.pool.close());
+  t.equal(byDefault.pool.workers[0]?.resourceLimits?.maxYoungGenerationSizeMb, DEFAULT_YOUNG_GENERATION_MB);
+  const own = await heapLimitMiB('0');
+  t.teardown(() => own.pool.close());
+  t.ok(
+    own.limit - byDefault.limit >= 48,
+    `smaller than V8's own (${byDefault.limit} MiB against ${own.limit} MiB)`,
+  );
 });
