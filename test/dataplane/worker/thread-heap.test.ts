@@ -1,4 +1,4 @@
-// The young generation of data-plane threads: 16 MiB unless INGRESS_TS_THREAD_YOUNG_GENERATION_MB sets
+// The young generation of data-plane threads: 32 MiB unless INGRESS_TS_THREAD_YOUNG_GENERATION_MB sets
 // another (0: V8's own sizing), applied by V8 in every thread the pool starts, replacements included.
 import { once } from 'node:events';
 import t from 'tap';
@@ -18,8 +18,8 @@ const generatedDefaultCertificate = await generateDefaultCertificate();
 
 t.test('the limits from the environment', async (t) => {
   const rows: Array<[string | undefined, ReturnType<typeof threadResourceLimits>]> = [
-    [undefined, { maxYoungGenerationSizeMb: 16 }],
-    ['', { maxYoungGenerationSizeMb: 16 }],
+    [undefined, { maxYoungGenerationSizeMb: 32 }],
+    ['', { maxYoungGenerationSizeMb: 32 }],
     ['0', {}],
     ['24', { maxYoungGenerationSizeMb: 24 }],
     ['48', { maxYoungGenerationSizeMb: 48 }],
