@@ -11,8 +11,8 @@
 // scavenge also has a fixed cost, and 28 of them per 10,000 requests add up. (Before live-set.ts,
 // when each scavenge kept ~13 MiB of dead requests, every smaller size cost ~4% more CPU and V8's
 // sizing was the default.) INGRESS_TS_THREAD_YOUNG_GENERATION_MB sets another size, 0 for V8's own.
-// The old generation is left to V8 in any case: a cap small enough to save memory would stop a
-// thread (an out-of-memory exit) under load a larger heap serves.
+// The old generation is left to V8 whatever the young one's size: a cap small enough to save
+// memory would stop a thread (an out-of-memory exit) under load a larger heap serves.
 
 import type { ResourceLimits } from 'node:worker_threads';
 
