@@ -264,7 +264,7 @@ function upstreamWriter(name: string, str: PutString, missing: Writer): Writer |
         (r) => r.previousAddrs,
         (buf, at, r) => str(buf, at, r.upstreamAddr),
         missing,
-        // addresses are escaped as any string; the other lists are numbers and dashes of ours
+        // addresses are escaped as every other string is; the other lists are numbers and dashes of ours
         str,
       );
     case 'upstream_status':
