@@ -3,6 +3,7 @@
 
 // the module's binding, not the global: `globalThis.performance` is an accessor, read through a
 // global IC on every call (~180 instructions)
+import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import { dataplaneError } from '../events.ts';
@@ -211,6 +212,53 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     record.upstreamStatus = statusCode;
     record.upstreamResponseLength = 0;
   }
+
+  // undici catches what its callbacks throw and reports it as the upstream's failure (a 502 or a cut
+  // response, counted against the upstream): an exception of ours is contained here instead, logged
+  // and counted as one, as everywhere else in the request.
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusText?: string,
+  ): void {
+    try {
+      this.responseStart(controller, statusCode, headers, statusText);
+    } catch (error) {
+      this.unexpected(error);
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    try {
+      this.responseData(controller, chunk);
+    } catch (error) {
+      this.unexpected(error);
+    }
+  }
+
+  onResponseEnd(controller: Dispatcher.DispatchController, trailers?: IncomingHttpHeaders): void {
+    try {
+      this.responseEnd(controller, trailers);
+    } catch (error) {
+      this.unexpected(error);
+    }
+  }
+
+  /** The upstream's response head (undici's onResponseStart, inside the boundary above). */
+  protected abstract responseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusText?: string,
+  ): void;
+  /** A chunk of the upstream's response body. */
+  protected abstract responseData(controller: Dispatcher.DispatchController, chunk: Buffer): void;
+  /** The upstream's response is complete. */
+  protected abstract responseEnd(
+    controller: Dispatcher.DispatchController,
+    trailers?: IncomingHttpHeaders,
+  ): void;
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;

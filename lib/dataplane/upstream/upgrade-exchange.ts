@@ -50,8 +50,7 @@ export class UpgradeExchange extends Exchange {
     this.socket.destroy();
   }
 
-  // undici catches what its callbacks throw and reports it as the upstream's failure: an exception of
-  // ours is contained here instead, logged and counted as one
+  // inside the exchange's boundary, as its response callbacks are (exchange.ts)
   onRequestUpgrade(
     controller: Dispatcher.DispatchController,
     statusCode: number,
@@ -62,35 +61,6 @@ export class UpgradeExchange extends Exchange {
       this.upgraded(controller, statusCode, headers, upstream);
     } catch (error) {
       upstream.destroy();
-      this.unexpected(error);
-    }
-  }
-
-  onResponseStart(
-    controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: IncomingHttpHeaders,
-    statusText?: string,
-  ): void {
-    try {
-      this.refused(controller, statusCode, headers, statusText);
-    } catch (error) {
-      this.unexpected(error);
-    }
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    try {
-      this.refusalData(controller, chunk);
-    } catch (error) {
-      this.unexpected(error);
-    }
-  }
-
-  onResponseEnd(): void {
-    try {
-      this.refusalEnd();
-    } catch (error) {
       this.unexpected(error);
     }
   }
@@ -122,7 +92,7 @@ export class UpgradeExchange extends Exchange {
   }
 
   /** The upstream refused the upgrade with an ordinary response: pass it on, then close. */
-  private refused(
+  protected responseStart(
     controller: Dispatcher.DispatchController,
     statusCode: number,
     headers: IncomingHttpHeaders,
@@ -142,7 +112,7 @@ export class UpgradeExchange extends Exchange {
     this.socket.write(rawHead(statusCode, statusText || 'Unknown', out));
   }
 
-  private refusalData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  protected responseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.done) return;
     this.noteData(chunk.length);
     if (!this.socket.write(chunk) && !this.paused) {
@@ -155,7 +125,7 @@ export class UpgradeExchange extends Exchange {
     }
   }
 
-  private refusalEnd(): void {
+  protected responseEnd(): void {
     this.noteEnd();
     if (this.done) return;
     this.done = true;

@@ -183,38 +183,7 @@ export class WebExchange extends Exchange {
     this.res.destroy();
   }
 
-  // undici catches what its callbacks throw and reports it as the upstream's failure (a 502 or a cut
-  // response, counted against the upstream): an exception of ours is contained here instead, logged
-  // and counted as one, as everywhere else in the request.
-  onResponseStart(
-    controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: IncomingHttpHeaders,
-  ): void {
-    try {
-      this.responseStart(controller, statusCode, headers);
-    } catch (error) {
-      this.unexpected(error);
-    }
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    try {
-      this.responseData(controller, chunk);
-    } catch (error) {
-      this.unexpected(error);
-    }
-  }
-
-  onResponseEnd(controller: Dispatcher.DispatchController, trailers?: IncomingHttpHeaders): void {
-    try {
-      this.responseEnd(controller, trailers);
-    } catch (error) {
-      this.unexpected(error);
-    }
-  }
-
-  private responseStart(
+  protected responseStart(
     controller: Dispatcher.DispatchController,
     statusCode: number,
     headers: IncomingHttpHeaders,
@@ -269,7 +238,7 @@ export class WebExchange extends Exchange {
     }
   }
 
-  private responseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  protected responseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.done) return;
     this.noteData(chunk.length);
     const held = this.held;
@@ -327,7 +296,7 @@ export class WebExchange extends Exchange {
     return pacer;
   }
 
-  private responseEnd(_controller: Dispatcher.DispatchController, trailers?: IncomingHttpHeaders): void {
+  protected responseEnd(_controller: Dispatcher.DispatchController, trailers?: IncomingHttpHeaders): void {
     this.clearSendTimer();
     this.noteEnd();
     if (this.done) return;
