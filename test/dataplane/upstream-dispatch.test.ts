@@ -11,9 +11,20 @@ import { DEFAULT_HTTP_POLICY } from '../../lib/dataplane/http-policy.ts';
 import { peerKey } from '../../lib/dataplane/upstream/balancer.ts';
 import { servernameOf } from '../../lib/dataplane/upstream/pools.ts';
 import { forwardHeaders } from '../../lib/dataplane/upstream/request-headers.ts';
-import type { ProxyTarget } from '../../lib/dataplane/upstream/target.ts';
+import type { ProxyTarget, RequestContext } from '../../lib/dataplane/upstream/target.ts';
 import { PROXY_HEADER_NAMES } from '../../lib/dataplane/upstream/undici-names.ts';
 import { UpstreamProxy } from '../../lib/dataplane/upstream/upstream-proxy.ts';
+
+/** A plain request's context: HTTP on port 80 from the loopback, nothing configured. */
+const CONTEXT: RequestContext = {
+  https: false,
+  listenPort: 80,
+  remoteAddress: '127.0.0.1',
+  requestId: 'r1',
+  hsts: null,
+  hashKey: '',
+  session: null,
+};
 
 function target(port: number, extra: Partial<ProxyTarget> = {}): ProxyTarget {
   const peer = { address: '127.0.0.1', port, key: peerKey('127.0.0.1', port) };
@@ -67,15 +78,7 @@ async function front(t: Test, tgt: ProxyTarget): Promise<{ port: number; writes:
       if (chunk !== undefined) seen.endChunk = chunk.length;
       return end(chunk);
     };
-    proxy.web(req, res, tgt, {
-      https: false,
-      listenPort: 80,
-      remoteAddress: '127.0.0.1',
-      requestId: 'r1',
-      hsts: null,
-      hashKey: '',
-      session: null,
-    });
+    proxy.web(req, res, tgt, { ...CONTEXT });
   });
   const port = await listen(t, server);
   t.teardown(() => proxy.close());
@@ -238,13 +241,7 @@ t.test(
       httpVersionMajor: 1,
     } as unknown as http.IncomingMessage;
     const { headers } = forwardHeaders(req, {
-      https: false,
-      listenPort: 80,
-      remoteAddress: '127.0.0.1',
-      requestId: 'r1',
-      hsts: null,
-      hashKey: '',
-      session: null,
+      ...CONTEXT,
       policy: { ...DEFAULT_HTTP_POLICY, originalUriHeader: true },
       forwardedPrefix: '/p',
       clientCertHeaders: ['ssl-client-verify', 'SUCCESS'],

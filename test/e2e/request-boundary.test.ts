@@ -105,6 +105,28 @@ async function setUp(t: Test, extraYaml = '') {
   return { controller, logLines, accessLines, scrape };
 }
 
+/**
+ * The requests `ids` were each contained once where the proxy's exchange runs: published (and no
+ * other failure), logged at error level with their request ids, counted under where="proxy".
+ */
+async function containedInProxy(
+  t: Test,
+  failures: ReturnType<typeof watchFailures>,
+  { logLines, scrape }: Pick<Awaited<ReturnType<typeof setUp>>, 'logLines' | 'scrape'>,
+  ids: string[],
+): Promise<void> {
+  failures.check();
+  t.same(
+    failures.contained.map((f) => [f.where, f.requestId]),
+    ids.map((id) => ['proxy', id]),
+  );
+  t.same(
+    logLines.filter((line) => line.level === 50).map((line) => line.req_id),
+    ids,
+  );
+  t.equal(sampleValue(await scrape(), 'ingress_ts_request_errors_total', { where: 'proxy' }), ids.length);
+}
+
 t.test('a body to a route that streams it is answered and logged; the process keeps serving', async (t) => {
   const failures = watchFailures(t);
   const records = collectRecords(t);
@@ -463,19 +485,7 @@ t.test(
       t.equal(reply.status, 500, `${protocol}: 500`);
     }
     t.equal((await get(ports.http, 'plain.test', '/')).status, 200, 'still serving');
-    failures.check();
-    t.same(
-      failures.contained.map((f) => [f.where, f.requestId]),
-      [
-        ['proxy', 'deferred-http'],
-        ['proxy', 'deferred-h2'],
-      ],
-    );
-    t.same(
-      logLines.filter((line) => line.level === 50).map((line) => line.req_id),
-      ['deferred-http', 'deferred-h2'],
-    );
-    t.equal(sampleValue(await scrape(), 'ingress_ts_request_errors_total', { where: 'proxy' }), 2);
+    await containedInProxy(t, failures, { logLines, scrape }, ['deferred-http', 'deferred-h2']);
   },
 );
 
@@ -517,16 +527,7 @@ t.test("an exception in limit-rate's pacing timer is contained", { skip: FAULTS_
   });
   t.equal(reply.status, 0, 'a response under way: the connection is cut');
   t.equal((await get(ports.http, 'plain.test', '/')).status, 200, 'still serving');
-  failures.check();
-  t.same(
-    failures.contained.map((f) => [f.where, f.requestId]),
-    [['proxy', 'paced-1']],
-  );
-  t.same(
-    logLines.filter((line) => line.level === 50).map((line) => line.req_id),
-    ['paced-1'],
-  );
-  t.equal(sampleValue(await scrape(), 'ingress_ts_request_errors_total', { where: 'proxy' }), 1);
+  await containedInProxy(t, failures, { logLines, scrape }, ['paced-1']);
 });
 
 t.test(
@@ -560,16 +561,7 @@ t.test(
     });
     t.equal(reply.status, 0, 'the head was sent: the connection is cut, not left hanging');
     t.equal((await get(controller.http.port, 'plain.test', '/')).status, 200, 'still serving');
-    failures.check();
-    t.same(
-      failures.contained.map((f) => [f.where, f.requestId]),
-      [['proxy', 'ended-1']],
-    );
-    t.same(
-      logLines.filter((line) => line.level === 50).map((line) => line.req_id),
-      ['ended-1'],
-    );
-    t.equal(sampleValue(await scrape(), 'ingress_ts_request_errors_total', { where: 'proxy' }), 1);
+    await containedInProxy(t, failures, { logLines, scrape }, ['ended-1']);
   },
 );
 
