@@ -5,9 +5,10 @@
 // shared with other work, where req/s does not. Contenders run in interleaved rounds (floor,
 // ingress-ts, [ingress-ts of --compare], floor, ...); medians over rounds. With --cpu-prof DIR, each
 // contender is then restarted under `node --cpu-prof` for one more run, and the self time of its
-// profile is summed by function and by module. Run with `node bench/hot-path.ts [flags]` (see --help).
+// profile is summed by function and by module; with --perf DIR, under `perf record`, summed by symbol
+// (V8's and node's C++ and the kernel's too). Run with `node bench/hot-path.ts [flags]` (see --help).
 
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
@@ -24,10 +25,13 @@ import {
   pinned,
   probe,
   REPO,
+  run,
   type Started,
+  sleep,
   startProcess,
   stopProcess,
   waitFor,
+  which,
 } from './support/harness.ts';
 import { plainManifests, startIngressTs } from './support/ingress-ts.ts';
 import { startNginx, upstreamConf } from './support/nginx.ts';
@@ -43,6 +47,7 @@ interface Options {
   warmup: number;
   connections: number;
   cpuProf: string | null;
+  perf: string | null;
   gc: boolean;
   compare: string | null;
   features: boolean;
@@ -50,12 +55,14 @@ interface Options {
   out: string | null;
 }
 
-const USAGE = `Usage: node bench/hot-path.ts [--rounds N] [--duration S] [--warmup S] [--connections C] [--cpu-prof DIR] [--gc] [--compare CHECKOUT] [--top N] [--out FILE]
+const USAGE = `Usage: node bench/hot-path.ts [--rounds N] [--duration S] [--warmup S] [--connections C] [--cpu-prof DIR] [--perf DIR] [--gc] [--compare CHECKOUT] [--top N] [--out FILE]
   --rounds N          interleaved rounds (1-30) [5]
   --duration S        seconds per wrk run (1-60) [5]
   --warmup S          unrecorded seconds per contender first (1-120) [10]
   --connections C     wrk connections [64]
   --cpu-prof DIR      afterwards, one profiled run per contender (node --cpu-prof into DIR/<contender>)
+  --perf DIR          afterwards, one run per contender under perf record (into DIR): self time by symbol,
+                      JavaScript, node's C++, V8's builtins and the kernel alike
   --gc                afterwards, one run per contender under node --trace-gc-nvp: what its scavenges keep
   --compare CHECKOUT  also run ingress-ts from another checkout (e.g. an export of an older commit)
   --features          also run ingress-ts without the access log, without metrics, and without both
@@ -70,6 +77,7 @@ function parseOptions(args: readonly string[]): Options {
     warmup: 10,
     connections: 64,
     cpuProf: null,
+    perf: null,
     gc: false,
     compare: null,
     features: false,
@@ -94,6 +102,7 @@ function parseOptions(args: readonly string[]): Options {
     else if (arg === '--connections') options.connections = bounded(arg, args[++i], 1, 4096);
     else if (arg === '--top') options.top = bounded(arg, args[++i], 1, 100);
     else if (arg === '--cpu-prof') options.cpuProf = resolve(text(arg, args[++i]));
+    else if (arg === '--perf') options.perf = resolve(text(arg, args[++i]));
     else if (arg === '--compare') options.compare = resolve(text(arg, args[++i]));
     else if (arg === '--features') options.features = true;
     else if (arg === '--gc') options.gc = true;
@@ -304,6 +313,77 @@ async function profileRun(c: Contender, dir: string, options: Options): Promise<
   return `### ${c.name}\n\n${int(run.rps)} req/s under the profiler, ${fixed(run.cpuUsPerReq ?? Number.NaN, 1)} µs CPU per request in the recorded run; profile \`${file}\`.\n\n${profileTables(file, options.top, run.requests, from, to)}\n`;
 }
 
+// --- perf -------------------------------------------------------------------------------------------
+
+/**
+ * One run of `c` under `perf record` (cpu-clock samples of all its threads, the kernel's part
+ * included) after its warm-up; node names JIT frames through --perf-basic-prof-only-functions. The
+ * report is self time by symbol, turned into µs per request with the run's own CPU per request:
+ * where --cpu-prof shows "(garbage collector)" and "(program)", this names the scavenger, the parser's
+ * C++ and the syscalls.
+ */
+async function perfRun(c: Contender, dir: string, options: Options): Promise<string> {
+  const data = join(dir, `${c.name.replace(/\W+/g, '-')}.perf.data`);
+  if (c.started !== null) await stopProcess(c.started, 'SIGINT', 15000);
+  c.started = await c.start(['--perf-basic-prof-only-functions']);
+  const pid = c.started.pid;
+  await load(c, options.warmup, options);
+  const recorder = startProcess([
+    'perf',
+    'record',
+    '-q',
+    '-e',
+    'cpu-clock',
+    '-F',
+    '4999',
+    '-p',
+    String(pid),
+    '-o',
+    data,
+  ]);
+  // perf prints nothing once it is attached; give it a moment before the load starts
+  await sleep(500);
+  const recorded = await load(c, options.duration, options);
+  await stopProcess(recorder, 'SIGINT', 15000);
+  const report = await run(
+    [
+      'perf',
+      'report',
+      '-i',
+      data,
+      '--stdio',
+      '--no-children',
+      '--sort',
+      'dso,sym',
+      '-t',
+      '\t',
+      '--percent-limit',
+      '0.02',
+    ],
+    120_000,
+  );
+  await stopProcess(c.started, 'SIGINT', 15000);
+  c.started = null;
+  // the JIT's names are in node's map file, gone with it: the whole report is kept beside the data
+  writeFileSync(`${data}.txt`, report.out);
+  rmSync(`/tmp/perf-${pid}.map`, { force: true });
+  const perRequest = recorded.cpuUsPerReq ?? Number.NaN;
+  const rows: string[] = [];
+  for (const line of report.out.split('\n')) {
+    const m = /^\s*([\d.]+)%\s*\t([^\t]*)\t(.*)$/.exec(line);
+    if (m === null || rows.length >= options.top) continue;
+    const share = Number(m[1]);
+    const symbol = m[3]!
+      .replace(/^\[[.k]\]\s*/, '')
+      .trim()
+      .replace(/\|/g, '\\|');
+    rows.push(
+      `| ${rows.length + 1} | \`${symbol.slice(0, 110)}\` | ${m[2]!.trim()} | ${fixed(share, 1)} | ${fixed((share / 100) * perRequest, 2)} |`,
+    );
+  }
+  return `### ${c.name}\n\n${int(recorded.rps)} req/s under perf, ${fixed(perRequest, 1)} µs CPU per request; \`${data}\`.\n\n| # | symbol | object | % of samples | µs/request |\n|--:|---|---|--:|--:|\n${rows.join('\n')}\n`;
+}
+
 // --- main -------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -381,6 +461,14 @@ ${rows.join('\n')}
       `## CPU profiles (one ${options.duration} s run each, after ${options.warmup} s of warm-up)\n`,
     );
     for (const c of contenders) sections.push(await profileRun(c, options.cpuProf, options));
+  }
+  if (options.perf !== null) {
+    if (!which('perf')) fail(3, '--perf needs perf (Debian: linux-perf)');
+    mkdirSync(options.perf, { recursive: true });
+    sections.push(
+      `## perf: self time by symbol (one ${options.duration} s run each, after ${options.warmup} s of warm-up)\n`,
+    );
+    for (const c of contenders) sections.push(await perfRun(c, options.perf, options));
   }
   for (const c of contenders) if (c.started !== null) await stopProcess(c.started, 'SIGINT', 15000);
   await stopProcess(upstream, 'SIGQUIT');
