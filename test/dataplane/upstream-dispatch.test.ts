@@ -62,7 +62,10 @@ interface Writes {
 }
 
 /** A front server proxying every request to `tgt`, recording each response's write and end calls. */
-async function front(t: Test, tgt: ProxyTarget): Promise<{ port: number; writes: Writes[] }> {
+async function front(
+  t: Test,
+  tgt: ProxyTarget,
+): Promise<{ port: number; writes: Writes[]; proxy: UpstreamProxy }> {
   const proxy = new UpstreamProxy();
   const writes: Writes[] = [];
   const server = http.createServer((req, res) => {
@@ -82,7 +85,7 @@ async function front(t: Test, tgt: ProxyTarget): Promise<{ port: number; writes:
   });
   const port = await listen(t, server);
   t.teardown(() => proxy.close());
-  return { port, writes };
+  return { port, writes, proxy };
 }
 
 interface Reply {
@@ -93,7 +96,7 @@ interface Reply {
 /** One request; `onFirstData` runs when the first body bytes arrive. */
 function request(
   port: number,
-  options: { method?: string; host?: string; onFirstData?: () => void } = {},
+  options: { method?: string; host?: string; body?: string; onFirstData?: () => void } = {},
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -116,7 +119,7 @@ function request(
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(options.body);
   });
 }
 
@@ -136,6 +139,47 @@ t.test('a cleartext dispatch names its servername: undici derives none from the 
   t.equal(reply.body.toString(), 'ok');
   t.same(created, ['cleartext'], 'not app.example, which undici would check against two IP patterns');
 });
+
+t.test(
+  "a request without a body waits in the proxy's read deadlines, not on undici's timer per request",
+  async (t) => {
+    let seen: () => void = () => {};
+    const upstream = http.createServer((req, res) => {
+      req.resume();
+      // answered once the test has looked at the deadlines while the request waits
+      seen = () => res.end('ok');
+      upstream.emit('waiting');
+    });
+    const { port, proxy } = await front(t, target(await listen(t, upstream), { readTimeoutMs: 60000 }));
+    const timeouts: Array<[number | null, number | null]> = [];
+    const onCreate = (message: unknown) => {
+      const { request } = message as {
+        request: { headersTimeout: number | null; bodyTimeout: number | null };
+      };
+      timeouts.push([request.headersTimeout, request.bodyTimeout]);
+    };
+    const requestCreated = channel('undici:request:create');
+    requestCreated.subscribe(onCreate);
+    t.teardown(() => requestCreated.unsubscribe(onCreate));
+    for (const method of ['GET', 'POST']) {
+      const waiting = once(upstream, 'waiting');
+      const reply = request(port, method === 'POST' ? { method, body: 'x' } : { method });
+      await waiting;
+      t.equal(proxy.readDeadlines.size, method === 'GET' ? 1 : 0, `${method}: waiting in the deadlines`);
+      seen();
+      t.equal((await reply).status, 200);
+      t.equal(proxy.readDeadlines.size, 0, `${method}: out of them once answered`);
+    }
+    t.same(
+      timeouts,
+      [
+        [0, 0],
+        [60000, 60000],
+      ],
+      "undici's timeouts: none for GET, proxy-read-timeout for a request with a body",
+    );
+  },
+);
 
 t.test('servernameOf: TLS pools keep their SNI rules', async (t) => {
   const tls = {

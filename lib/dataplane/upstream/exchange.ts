@@ -5,7 +5,7 @@
 // global IC on every call (~180 instructions)
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { Dispatcher } from 'undici';
+import { type Dispatcher, errors } from 'undici';
 import { dataplaneError } from '../events.ts';
 import { DEFAULT_HTTP_POLICY, type HttpPolicy } from '../http-policy.ts';
 import { type RequestRecord, recordRetry } from '../request-record.ts';
@@ -24,13 +24,14 @@ import {
   TOO_LARGE,
 } from './failures.ts';
 import type { PoolProtocol } from './pools.ts';
+import type { ReadDeadlines, ReadWaiter } from './read-deadlines.ts';
 import type { ProxyTarget, SessionContext } from './target.ts';
 import type { UpstreamProxy } from './upstream-proxy.ts';
 
 /** NGINX's `ngx_http_upstream_non_idempotent`: never resent once the request went out. */
 const NON_IDEMPOTENT = new Set(['POST', 'LOCK', 'PATCH']);
 
-export abstract class Exchange implements Dispatcher.DispatchHandler {
+export abstract class Exchange implements Dispatcher.DispatchHandler, ReadWaiter {
   protected readonly proxy: UpstreamProxy;
   protected readonly target: ProxyTarget;
   protected readonly opts: Dispatcher.DispatchOptions;
@@ -66,6 +67,13 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   private tFirst = 0;
   /** the request's log record (upstream address, status and timings per try), when kept */
   protected readonly record: RequestRecord | null;
+  /**
+   * Who keeps proxy-read-timeout for the tries (read-deadlines.ts: requests without a body, whose
+   * undici timeouts are then 0); null: undici does.
+   */
+  readDeadlines: ReadDeadlines | null = null;
+  readProgress = false;
+  readIdleTicks = 0;
 
   constructor(
     proxy: UpstreamProxy,
@@ -80,6 +88,30 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     this.hasBody = hasBody;
     this.idempotent = !NON_IDEMPOTENT.has(opts.method);
     this.record = record;
+  }
+
+  get readTimeoutMs(): number {
+    return this.target.readTimeoutMs;
+  }
+
+  /** Reading is held on purpose: the response waits for its client or its pace (limit-rate). */
+  readHeld(): boolean {
+    return this.controller?.paused === true;
+  }
+
+  /**
+   * proxy-read-timeout ran out (read-deadlines.ts): the try fails as undici's own timeouts would,
+   * before the head (proxy-next-upstream timeout, else 504) or within the body (a cut response).
+   * Called from the deadlines' timer, outside every boundary of the request.
+   */
+  readTimedOut(): void {
+    try {
+      this.controller?.abort(
+        this.responded ? new errors.BodyTimeoutError() : new errors.HeadersTimeoutError(),
+      );
+    } catch (error) {
+      this.unexpected(error);
+    }
   }
 
   /** The peer of the current (or last) try, '' before the first: the span's upstream.address. */
@@ -222,6 +254,7 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     headers: IncomingHttpHeaders,
     statusText?: string,
   ): void {
+    this.readProgress = true;
     try {
       this.responseStart(controller, statusCode, headers, statusText);
     } catch (error) {
@@ -230,6 +263,7 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.readProgress = true;
     try {
       this.responseData(controller, chunk);
     } catch (error) {
@@ -238,6 +272,7 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(controller: Dispatcher.DispatchController, trailers?: IncomingHttpHeaders): void {
+    this.readDeadlines?.stop(this);
     try {
       this.responseEnd(controller, trailers);
     } catch (error) {
@@ -265,10 +300,12 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     this.started = true;
     // connected (or a kept-alive connection taken): NGINX's $upstream_connect_time
     if (this.record !== null) this.record.connectTime = this.elapsed();
+    this.readDeadlines?.start(this);
     if (this.gone) controller.abort(new ProxyError(CLIENT_ABORTED, 'client closed the connection'));
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
+    this.readDeadlines?.stop(this);
     this.requestSettled();
     if (this.gone || this.handedOff) return;
     const code = errorCode(err);

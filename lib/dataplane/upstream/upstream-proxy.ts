@@ -34,6 +34,7 @@ import {
   servernameOf,
   type UpstreamDispatch,
 } from './pools.ts';
+import { ReadDeadlines, readTimeoutSwept } from './read-deadlines.ts';
 import { forwardHeaders, upstreamPath } from './request-headers.ts';
 import { generateRequestId } from './request-id.ts';
 import { setOwnResponseHeaders } from './response-headers.ts';
@@ -77,6 +78,8 @@ export class UpstreamProxy {
   /** by peer key; one Pool per connect timeout in use for that peer (normally exactly one) */
   private readonly pools = new Map<string, PeerPool[]>();
   private readonly tunnels = new LiveSet<Duplex>(TUNNEL);
+  /** proxy-read-timeout of the requests without a body (read-deadlines.ts) */
+  readonly readDeadlines = new ReadDeadlines();
   /** mirror-target copies (fire and forget) */
   readonly mirrors = new MirrorClient();
 
@@ -206,6 +209,12 @@ export class UpstreamProxy {
     exchange.protocol = protocol;
     if (ctx.policy !== undefined) exchange.policy = ctx.policy;
     if (streamed) exchange.watchBody(req, exchange.policy.clientBodyTimeoutMs);
+    if (readTimeoutSwept(target.readTimeoutMs, opts.body != null)) {
+      // undici would make a timer per request for these (read-deadlines.ts)
+      opts.headersTimeout = 0;
+      opts.bodyTimeout = 0;
+      exchange.readDeadlines = this.readDeadlines;
+    }
     if (ctx.errors != null) {
       exchange.errors = ctx.errors;
       exchange.context = ctx;
@@ -377,6 +386,8 @@ export class UpstreamProxy {
     for (const socket of this.tunnels) socket.destroy();
     this.tunnels.clear();
     closing.push(this.mirrors.close());
+    // the pools close once their requests are over, timed out by the deadlines' timer if need be
     await Promise.all(closing);
+    this.readDeadlines.close();
   }
 }
