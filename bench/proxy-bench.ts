@@ -13,7 +13,7 @@
 //   HTTP scenarios only);
 // - ingress-ts: `bin/ingress-ts.ts` in standalone mode over a generated manifests folder (one Ingress
 //   for host bench.test, `--log-level warn`) with its default features on: per-request metrics, and
-//   the access log (one JSON line per request) to a file (ConfigMap `access-log-path`);
+//   the access log (one line per request, ingress-nginx's default format) to a file (ConfigMap `access-log-path`);
 // - ingress-ts off: the same with `--enable-metrics=false` and ConfigMap `disable-access-log: "true"`:
 //   what those features cost.
 // Scenarios: plain HTTP at 8 and 64 connections (1 KiB responses), TLS termination at 64 connections,
@@ -949,7 +949,7 @@ function header(options: Options, commandLines: Record<string, string>): string 
 - machine: ${cpu[0]?.model ?? 'unknown'} × ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB
 - node: ${process.version}; ${version(['nginx', '-v'])}; ${version(['wrk', '-v'])}; ${version(['openssl', 'version'])}
 - pinning: ${isPinned() ? 'proxies on core 0 (`taskset -c 0`), wrk and the upstream NGINX on core 1' : '**taskset missing: nothing pinned**'}
-- contenders: ingress-ts runs with its default features (per-request metrics, and the access log as JSON lines to ${accessLogPath === null ? 'a file' : `\`${accessLogPath}\``}); ingress-ts off is the same with \`--enable-metrics=false\` and \`disable-access-log: "true"\`
+- contenders: ingress-ts runs with its default features (per-request metrics, and the access log in ingress-nginx's default format to ${accessLogPath === null ? 'a file' : `\`${accessLogPath}\``}); ingress-ts off is the same with \`--enable-metrics=false\` and \`disable-access-log: "true"\`
 - method: each scenario starts with a ${options.warmup} s unrecorded warm-up per contender, then ${options.rounds} interleaved rounds ${options.features ? '(ingress-ts, ingress-ts off, then ingress-ts off, ingress-ts, ...: the order alternates per round)' : '(direct, nginx, undici floor, ingress-ts, ingress-ts off, direct, ...; the undici floor only in plain HTTP)'} of ${options.duration} s each${options.features ? `, then ${options.rounds} side-by-side rounds of ${options.duration} s: both contenders on core 0 at once, each under its own wrk (both wrk on core 1), so each gets half the core and the req/s ratio is the inverse ratio of their CPU cost per request, unaffected by how fast the machine runs meanwhile` : ''}; medians over rounds. × NGINX is the median of the per-round ratios. Proxy CPU is utime+stime of the proxy process (NGINX: master + worker) over the run, divided by the requests.
 - upstream: NGINX, 1 worker, \`return 200\` with a 1,024-byte body (\`/\`) or a 1 MiB file (\`/1m\`, sendfile), keep-alive
 - TLS: one self-signed RSA-2048 certificate from \`openssl req -x509\` for both proxies. wrk sends no SNI, so each proxy answers with its default certificate: for NGINX its only server, for ingress-ts \`--default-ssl-certificate bench/bench-tls\` (the same Secret the Ingress names for bench.test), so both serve the same certificate.

@@ -1,14 +1,16 @@
-// A data-plane thread's side of the forwarded channels: the messages published in this thread (the
-// measures of finished requests, errors) are collected and posted to the main thread as one array,
-// at most every `intervalMs` or once `maxRecords` are waiting, whichever comes first, together with
-// the thread's counters and the access log lines encoded since the last batch (thread-records.ts;
-// their buffers are transferred, not copied). Never a message per request. The counters are posted
+// A data-plane thread's side of the forwarded channels: the messages published in this thread
+// (errors, failures, closed streams) are collected and posted to the main thread as one array, at
+// most every `intervalMs` or once `maxRecords` are waiting, whichever comes first, together with the
+// thread's counters, the access log lines encoded since the last batch (thread-records.ts; their
+// buffers are transferred, not copied) and the measures of the requests finished since, packed as
+// numbers (request-measure.ts). Never a message per request. The counters are posted
 // on the same tick whenever they changed, so the main thread's sums follow connections that carry
 // no request.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { dataplaneError } from '../events.ts';
 import { copyStats, type DataPlaneStats } from '../handle.ts';
+import type { MeasureBatch } from '../request-measure.ts';
 import { FORWARDED_CHANNELS, type ThreadMessage } from './protocol.ts';
 
 export interface EventBatchOptions {
@@ -16,6 +18,8 @@ export interface EventBatchOptions {
   post: (message: ThreadMessage, transfer?: ArrayBuffer[]) => void;
   /** the access log lines encoded since the last call (whole lines), to leave with the batch */
   lines?: () => Uint8Array[];
+  /** the measures of the requests finished since the last call, to leave with the batch */
+  measures?: () => MeasureBatch | null;
   /** the thread's live counters */
   stats: () => Readonly<DataPlaneStats>;
   intervalMs?: number;
@@ -48,20 +52,22 @@ export function createEventBatch(options: EventBatchOptions): EventBatch {
   let posted = copyStats(stats());
 
   const takeLines = options.lines ?? (() => []);
+  const takeMeasures = options.measures ?? (() => null);
   const flush = () => {
     const now = copyStats(stats());
     const lines = takeLines();
-    if (events.length === 0 && lines.length === 0 && sameStats(now, posted)) return;
+    const measures = takeMeasures();
+    if (events.length === 0 && lines.length === 0 && measures === null && sameStats(now, posted)) return;
     const batch = events;
     events = [];
     posted = now;
     const transfer = lines.map((chunk) => chunk.buffer as ArrayBuffer);
     try {
-      post({ type: 'batch', events: batch, stats: now, lines }, transfer);
+      post({ type: 'batch', events: batch, stats: now, lines, measures }, transfer);
     } catch {
       // a payload that cannot be cloned: send the others, and say which channel carried it
       const sendable = batch.filter(cloneable).concat(unclonable(batch));
-      post({ type: 'batch', events: sendable, stats: now, lines }, transfer);
+      post({ type: 'batch', events: sendable, stats: now, lines, measures }, transfer);
     }
   };
   const handlers = FORWARDED_CHANNELS.map((channel, index) => {

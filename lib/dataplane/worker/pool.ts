@@ -18,8 +18,9 @@ import type { Model } from '../../model/index.ts';
 import { allocateZoneBuffer } from '../access/shared-zone.ts';
 import { ZoneMemory } from '../access/zone-memory.ts';
 import type { RuntimeDescription, ThreadDescription } from '../describe/types.ts';
-import { accessLogLines, dataplaneError, runtimeSwapped } from '../events.ts';
+import { accessLogLines, dataplaneError, requestMeasured, runtimeSwapped } from '../events.ts';
 import type { DataPlaneHandle, DataPlaneStats, ListenAddresses, SwapResult } from '../handle.ts';
+import { type MeasuredRequest, unpackMeasures } from '../request-measure.ts';
 import { type StreamPortDescription, sumStreamDescriptions } from '../streams/stream-listeners.ts';
 import { applyInTwoPhases, type PhaseSlots } from './apply-phases.ts';
 import { type ApplyRecord, ModelPayloads } from './model-payloads.ts';
@@ -50,6 +51,8 @@ export class ThreadExitedError extends Error {
 
 type Call = ThreadCall extends infer C ? (C extends { id: number } ? Omit<C, 'id'> : never) : never;
 
+/** A thread's request, published on the main thread for the metrics. */
+const publishMeasured = (measured: MeasuredRequest) => requestMeasured.publish(measured);
 const THREAD_ENTRY = new URL('./thread-main.ts', import.meta.url);
 /** a thread that stops within this long after it started is replaced after a growing delay */
 const QUICK_EXIT_MS = 2000;
@@ -339,6 +342,8 @@ export class DataPlaneThreads implements DataPlaneHandle {
       if (channel?.hasSubscribers) channel.publish(payload);
     }
     if (accessLogLines.hasSubscribers) for (const lines of batch.lines) accessLogLines.publish(lines);
+    if (batch.measures !== null && requestMeasured.hasSubscribers)
+      unpackMeasures(batch.measures, publishMeasured);
   }
 
   #exited(index: number, thread: Thread, code: number): void {

@@ -2,9 +2,10 @@
 // structuredClone: the model travels serialised once (v8.serialize) and copied to each thread as
 // bytes; descriptions, stats and event payloads are plain data.
 
-import { dataplaneError, requestFailed, requestMeasured, streamClosed } from '../events.ts';
+import { dataplaneError, requestFailed, streamClosed } from '../events.ts';
 import type { DataPlaneStats, ListenAddresses, SwapKind } from '../handle.ts';
 import type { CertificatePair } from '../listening/sni.ts';
+import type { MeasureBatch } from '../request-measure.ts';
 
 /** What a thread's DataPlane is made of: the DataPlaneOptions that can cross a thread boundary. */
 export interface ThreadDataPlaneOptions {
@@ -30,11 +31,12 @@ export interface ThreadDataPlaneOptions {
 /**
  * The channels a thread forwards to the main thread, by index, in batches; the main thread publishes
  * each message again on the same channel, so its subscribers (metrics, error log) do not know which
- * thread served. Request records stay in their thread, which writes their access log lines
- * (thread-records.ts) and publishes their measures on `requestMeasured`. `runtimeSwapped` is not
- * among them: the pool publishes one swap per applied model, once every thread serves it.
+ * thread served. Request records stay in their thread, which writes their access log lines and
+ * packs their measures (thread-records.ts); the main thread publishes those on `requestMeasured`.
+ * `runtimeSwapped` is not among them: the pool publishes one swap per applied model, once every
+ * thread serves it.
  */
-export const FORWARDED_CHANNELS = [requestMeasured, dataplaneError, requestFailed, streamClosed] as const;
+export const FORWARDED_CHANNELS = [dataplaneError, requestFailed, streamClosed] as const;
 
 /**
  * The rate-limit zones of a model, key → buffer: postMessage shares a SharedArrayBuffer (every thread
@@ -94,8 +96,15 @@ export type ThreadCall =
 export type ThreadMessage =
   | { type: 'reply'; id: number; result: unknown }
   | { type: 'reply'; id: number; error: { message: string; stack: string; code?: string } }
-  /** forwarded messages (channel index, payload), the thread's counters now, and the access log
-   * lines encoded since its last batch (buffers of whole lines, in order) */
-  | { type: 'batch'; events: Array<[number, unknown]>; stats: DataPlaneStats; lines: Uint8Array[] };
+  /** forwarded messages (channel index, payload), the thread's counters now, the access log lines
+   * encoded since its last batch (buffers of whole lines, in order) and the measures of the
+   * requests finished since (null: none) */
+  | {
+      type: 'batch';
+      events: Array<[number, unknown]>;
+      stats: DataPlaneStats;
+      lines: Uint8Array[];
+      measures: MeasureBatch | null;
+    };
 
 export type ListenReply = ListenAddresses;

@@ -30,6 +30,7 @@ const batch = createEventBatch({
   post,
   stats: () => dataPlane.stats,
   lines: records.takeLines,
+  measures: records.takeMeasures,
   intervalMs: options.batchIntervalMs,
 });
 const applying = createThreadApply(dataPlane, zoneMemory);

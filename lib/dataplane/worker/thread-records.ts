@@ -1,9 +1,10 @@
 // What a data-plane thread does with the records of its finished requests: it encodes their access
 // log lines here, with the format of the model it serves compiled as in one-thread mode
-// (access-log-format.ts) and that model's settings, and forwards only their measures (request-measure.ts) for the metrics.
-// The lines wait in one buffer and leave with the thread's next batch (event-batch.ts) as bytes of
-// whole lines, so the main thread writes them without reading them: it never encodes a line, and
-// lines of two threads never mix inside a line.
+// (access-log-format.ts) and that model's settings, and keeps only their measures for the metrics,
+// packed as numbers (request-measure.ts's MeasurePacker). The lines wait in one buffer and leave
+// with the thread's next batch (event-batch.ts) as bytes of whole lines, so the main thread writes
+// them without reading them: it never encodes a line, and lines of two threads never mix inside a
+// line. The measures leave with the same batch.
 //
 // The time of a line is taken here, when the request ends, as in one-thread mode.
 
@@ -14,14 +15,16 @@ import {
   type LogLineEncoder,
   logEncoderOf,
 } from '../access-log-format.ts';
-import { requestLogged, requestMeasured, requestRefused } from '../events.ts';
-import { measureOf } from '../request-measure.ts';
+import { requestLogged, requestRefused } from '../events.ts';
+import { type MeasureBatch, MeasurePacker } from '../request-measure.ts';
 import { type RequestRecord, recordConnectionDetails } from '../request-record.ts';
 
 /** The lines leave when about this many bytes wait (about 200 lines), or with the next batch... */
 export const LINES_BATCH_BYTES = 128 * 1024;
 /** ...in a buffer with room for a long line beyond that (a longer line gets a buffer of its own). */
 const LINES_CAPACITY = LINES_BATCH_BYTES + 64 * 1024;
+/** The measures leave once this many requests wait, or with the next batch. */
+export const MEASURES_BATCH = 256;
 const NEWLINE = 0x0a;
 
 /** The access-log settings of a model that decide, in the thread, whether a request gets a line. */
@@ -35,12 +38,14 @@ export interface ThreadRecords {
   configure(settings: ThreadLogSettings): void;
   /** The lines encoded since the last call, in order, as buffers of whole lines (none: empty). */
   takeLines(): Uint8Array[];
+  /** The measures of the requests finished since the last call (null: none, or metrics are off). */
+  takeMeasures(): MeasureBatch | null;
   /** Stops reading records (what is encoded stays to be taken). */
   stop(): void;
 }
 
 export interface ThreadRecordsOptions {
-  /** called when a buffer of lines is full: the batch should leave now */
+  /** called when a buffer of lines, or MEASURES_BATCH measures, are full: the batch should leave now */
   full: () => void;
   /** whether the main thread reads request measures (its metrics are on) [true] */
   measures?: boolean;
@@ -56,6 +61,7 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
   /** full buffers waiting to be taken, in the order of their lines */
   let ready: Uint8Array[] = [];
   let encoder: LogLineEncoder = defaultLogEncoder();
+  const packer = new MeasurePacker();
 
   /** The buffer's lines join the ready ones; the next lines go to a buffer of `capacity`. */
   const seal = (capacity: number) => {
@@ -86,7 +92,9 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
   const onRequest = (message: unknown) => {
     const record = message as RequestRecord;
     writeLine(record);
-    if (measures && requestMeasured.hasSubscribers) requestMeasured.publish(measureOf(record));
+    if (!measures) return;
+    packer.add(record);
+    if (packer.count >= MEASURES_BATCH) options.full();
   };
   /** refused before routing: a line, and no measures (no metrics count them, as in NGINX) */
   const onRefused = (message: unknown) => writeLine(message as RequestRecord);
@@ -116,6 +124,7 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
       ready = [];
       return taken;
     },
+    takeMeasures: () => packer.take(),
     stop() {
       unsubscribe(requestLogged.name, onRequest);
       unsubscribe(requestRefused.name, onRefused);

@@ -1,12 +1,19 @@
 // A data-plane thread's records leave it in batches: one message per 256 records or per tick, never
-// one per request, in the order they were published, with the thread's counters; a record that
-// cannot be cloned is replaced by a data-plane error instead of losing the batch.
+// one per request, in the order they were published, with the thread's counters and the measures of
+// its finished requests; a record that cannot be cloned is replaced by a data-plane error instead of
+// losing the batch.
 import { MessageChannel } from 'node:worker_threads';
 import t from 'tap';
-import { dataplaneError, requestMeasured } from '../../../lib/dataplane/events.ts';
+import { dataplaneError, streamClosed } from '../../../lib/dataplane/events.ts';
 import type { DataPlaneStats } from '../../../lib/dataplane/handle.ts';
+import {
+  type MeasuredRequest,
+  MeasurePacker,
+  unpackMeasures,
+} from '../../../lib/dataplane/request-measure.ts';
 import { createEventBatch } from '../../../lib/dataplane/worker/event-batch.ts';
 import { FORWARDED_CHANNELS, type ThreadMessage } from '../../../lib/dataplane/worker/protocol.ts';
+import { record } from '../../support/request-record.ts';
 
 type Batch = Extract<ThreadMessage, { type: 'batch' }>;
 
@@ -29,8 +36,8 @@ const { port1 } = new MessageChannel();
 port1.on('message', () => {});
 t.teardown(() => port1.close());
 
-const REQUEST = FORWARDED_CHANNELS.indexOf(requestMeasured);
 const ERROR = FORWARDED_CHANNELS.indexOf(dataplaneError);
+const CLOSED = FORWARDED_CHANNELS.indexOf(streamClosed);
 
 t.test('600 records: two full batches at once, the rest on the next tick', async (t) => {
   const stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
@@ -39,7 +46,7 @@ t.test('600 records: two full batches at once, the rest on the next tick', async
   t.teardown(() => batch.stop());
   for (let i = 0; i < 600; i++) {
     stats.requests++;
-    requestMeasured.publish({ i });
+    dataplaneError.publish({ i });
   }
   t.equal(posted.length, 2, 'a message per 256 records, not per record');
   t.strictSame(
@@ -53,7 +60,7 @@ t.test('600 records: two full batches at once, the rest on the next tick', async
   );
   t.strictSame(
     order,
-    Array.from({ length: 600 }, (_, i) => [REQUEST, i]),
+    Array.from({ length: 600 }, (_, i) => [ERROR, i]),
     'every record once, in order, on its channel',
   );
   t.equal(last.stats.requests, 600, 'the counters ride along');
@@ -72,6 +79,7 @@ t.test('counters alone are posted when they change, and not when they do not', a
     events: [],
     stats: { accepted: 1, active: 1, requests: 0 },
     lines: [],
+    measures: null,
   });
   batch.flush();
   t.equal(posted.length, 1, 'nothing new: nothing posted');
@@ -91,11 +99,67 @@ t.test('a record that cannot be cloned does not lose the batch', async (t) => {
     stats: () => stats,
     intervalMs: 60_000,
   });
-  requestMeasured.publish({ i: 1 });
-  requestMeasured.publish({ i: 2, callback: () => {} });
+  streamClosed.publish({ i: 1 });
+  streamClosed.publish({ i: 2, callback: () => {} });
   batch.stop();
   t.equal(posted.length, 1);
-  t.strictSame(posted[0]?.events[0], [REQUEST, { i: 1 }]);
+  t.strictSame(posted[0]?.events[0], [CLOSED, { i: 1 }]);
   t.equal(posted[0]?.events[1]?.[0], ERROR, 'a data-plane error instead');
-  t.match(posted[0]?.events[1]?.[1], { message: /could not forward a ingress-ts:dataplane:measured record/ });
+  t.match(posted[0]?.events[1]?.[1], {
+    message: /could not forward a ingress-ts:dataplane:stream-closed record/,
+  });
+});
+
+t.test('the measures of finished requests ride along with the batch, packed as numbers', async (t) => {
+  const stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
+  const { posted, post } = collector();
+  const packer = new MeasurePacker();
+  const batch = createEventBatch({
+    post,
+    stats: () => stats,
+    measures: () => packer.take(),
+    intervalMs: 60_000,
+  });
+  const routes = [
+    record({ path: '/a', service: 'a', status: 200, requestTime: 0.004 }),
+    record({ path: '/a', service: 'a', status: 503, requestTime: 0.5 }),
+    record({ path: '/b', service: 'b', status: 200, bytesSent: 77 }),
+  ];
+  for (const r of routes) packer.add(r);
+  batch.flush();
+  batch.flush();
+  batch.stop();
+  t.equal(posted.length, 1, 'one batch: nothing new after it');
+  const sent = posted[0]?.measures;
+  t.ok(sent !== null && sent !== undefined);
+  if (sent == null) return;
+  t.equal(sent.labels.length, 2 * 7, 'the labels of each route once');
+  t.ok(
+    sent.values.every((v) => typeof v === 'number'),
+    'numbers per request',
+  );
+  const read: MeasuredRequest[] = [];
+  unpackMeasures(structuredClone(sent), (m) => read.push(m));
+  t.strictSame(
+    read,
+    routes.map((r) => ({
+      host: r.host,
+      method: r.method,
+      path: r.path,
+      namespace: r.namespace,
+      ingress: r.ingress,
+      service: r.service,
+      canary: r.canary,
+      status: r.status,
+      requestTime: r.requestTime,
+      responseTime: r.responseTime,
+      headerTime: r.headerTime,
+      connectTime: r.connectTime,
+      requestLength: r.requestLength,
+      bytesSent: r.bytesSent,
+      upstreamStatus: r.upstreamStatus,
+      upstreamResponseLength: r.upstreamResponseLength,
+    })),
+    'read back on the other side: every request, in order, as it was measured',
+  );
 });

@@ -1,15 +1,15 @@
 // A data-plane thread's records: each finished request becomes its access log line, encoded in the
 // thread with the bytes of the one-thread writer, and its measures for the metrics; the lines are
 // taken in order as buffers of whole lines; the model's settings decide which requests get a line.
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import t, { type Test } from 'tap';
 import { logEncoderOf } from '../../../lib/dataplane/access-log-format.ts';
-import { requestLogged, requestMeasured, requestRefused } from '../../../lib/dataplane/events.ts';
-import type { MeasuredRequest } from '../../../lib/dataplane/request-measure.ts';
+import { requestLogged, requestRefused } from '../../../lib/dataplane/events.ts';
+import { type MeasuredRequest, unpackMeasures } from '../../../lib/dataplane/request-measure.ts';
 import type { RequestRecord } from '../../../lib/dataplane/request-record.ts';
 import {
   createThreadRecords,
   LINES_BATCH_BYTES,
+  MEASURES_BATCH,
   type ThreadRecords,
 } from '../../../lib/dataplane/worker/thread-records.ts';
 import { JSON_LOG_FORMAT } from '../../support/json-log-format.ts';
@@ -29,10 +29,13 @@ function setUp(t: Test, measured = true) {
   let fulls = 0;
   const records = createThreadRecords({ full: () => fulls++, measures: measured });
   t.teardown(() => records.stop());
-  const measures: MeasuredRequest[] = [];
-  const onMeasured = (message: unknown) => measures.push(message as MeasuredRequest);
-  subscribe(requestMeasured.name, onMeasured);
-  t.teardown(() => unsubscribe(requestMeasured.name, onMeasured));
+  const taken: MeasuredRequest[] = [];
+  /** the measures packed so far, as the main thread reads them */
+  const measures = () => {
+    const batch = records.takeMeasures();
+    if (batch !== null) unpackMeasures(batch, (measured) => taken.push(measured));
+    return taken;
+  };
   return { records, measures, fulls: () => fulls };
 }
 
@@ -78,7 +81,7 @@ t.test('with metrics off no measures are sent, the lines still are', async (t) =
   const { records, measures } = setUp(t, false);
   records.configure(LOGGING);
   requestLogged.publish(record({ uri: '/unmeasured' }));
-  t.equal(measures.length, 0, 'no measures');
+  t.equal(measures().length, 0, 'no measures');
   t.equal(takeText(t, records).length, 1, 'the line');
 });
 
@@ -87,8 +90,8 @@ t.test('what crosses per request: the measures, without the strings only the lin
   records.configure(LOGGING);
   const r = record({ uri: '/long/uri', userAgent: 'agent', referer: 'ref', requestId: 'id-1' });
   requestLogged.publish(r);
-  t.equal(measures.length, 1);
-  t.strictSame(measures[0], {
+  t.equal(measures().length, 1);
+  t.strictSame(measures()[0], {
     host: r.host,
     status: r.status,
     method: r.method,
@@ -108,7 +111,7 @@ t.test('what crosses per request: the measures, without the strings only the lin
   });
   // a refusal is logged and not measured (NGINX's metrics never see it)
   requestRefused.publish(record({ uri: '/refused', status: 400 }));
-  t.equal(measures.length, 1, 'no measures for a refusal');
+  t.equal(measures().length, 1, 'no measures for a refusal');
   t.strictSame(
     takeText(t, records).map((line) => JSON.parse(line).request_uri),
     ['/long/uri', '/refused'],
@@ -135,11 +138,12 @@ t.test("the model's settings decide which requests get a line; measures go on re
   records.configure({ ...LOGGING, disabled: true });
   publishAll();
   t.strictSame(uris(), [], 'disable-access-log');
-  t.equal(measures.length, 4 * 3, 'every routed request measured, logged or not');
+  t.equal(measures().length, 4 * 3, 'every routed request measured, logged or not');
 });
 
 t.test('a full buffer asks for the batch to leave; lines keep their order across buffers', async (t) => {
-  const { records, fulls } = setUp(t);
+  // metrics off: the lines alone ask (the measures' own asking is the next test's)
+  const { records, fulls } = setUp(t, false);
   records.configure(LOGGING);
   const lineBytes = oneThreadLine(record({ uri: '/0000' })).length + 1;
   const n = Math.ceil((2 * LINES_BATCH_BYTES) / lineBytes) + 10;
@@ -185,4 +189,16 @@ t.test('stop: no more records read', async (t) => {
   records.stop();
   requestLogged.publish(record());
   t.strictSame(records.takeLines(), []);
+});
+
+t.test('256 measures waiting ask for the batch to leave, as a full buffer of lines does', async (t) => {
+  const { records, measures, fulls } = setUp(t);
+  records.configure({ ...LOGGING, disabled: true });
+  for (let i = 0; i < MEASURES_BATCH - 1; i++) requestLogged.publish(record({ uri: `/${i}` }));
+  t.equal(fulls(), 0);
+  requestLogged.publish(record({ uri: '/last' }));
+  t.equal(fulls(), 1, 'the 256th asks');
+  t.equal(measures().length, MEASURES_BATCH, 'all of them taken with the batch');
+  requestLogged.publish(record({ uri: '/next' }));
+  t.equal(fulls(), 1, 'a new count after the take');
 });
