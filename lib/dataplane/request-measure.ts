@@ -30,9 +30,9 @@ export type MeasuredRequest = Pick<
 /**
  * The measures of a thread's finished requests on their way to the main thread: the labels of each
  * distinct route once (LABELS strings each), and VALUES numbers per request, the first of them the
- * index of its labels. As objects, each request cost ~0.5 µs to serialise in its thread and ~1 µs to
- * read back on the main thread (its 16 property names included); as numbers and a few strings, ~0.1
- * and ~0.3 µs (bench/README.md, "Request measures across threads").
+ * index of its labels. As objects, each request cost ~0.6 µs to serialise in its thread and ~0.8 µs
+ * to read back on the main thread (its 16 property names included); as numbers and a few strings,
+ * ~0.1 and ~0.2 µs (bench/measure-transfer.ts).
  */
 export interface MeasureBatch {
   labels: string[];
