@@ -11,7 +11,7 @@ import { deserialize, serialize } from 'node:v8';
 import type { MeasuredRequest } from '../lib/dataplane/request-measure.ts';
 import { MeasurePacker, unpackMeasures } from '../lib/dataplane/request-measure.ts';
 import type { RequestRecord } from '../lib/dataplane/request-record.ts';
-import { record } from '../test/support/request-record.ts';
+import { measuresOf, record } from '../test/support/request-record.ts';
 import { fixed, median } from './support/harness.ts';
 
 const { values } = parseArgs({
@@ -33,27 +33,6 @@ const records: RequestRecord[] = Array.from({ length: PER_BATCH }, (_, i) =>
   }),
 );
 
-function asObject(r: RequestRecord): MeasuredRequest {
-  return {
-    host: r.host,
-    status: r.status,
-    method: r.method,
-    path: r.path,
-    namespace: r.namespace,
-    ingress: r.ingress,
-    service: r.service,
-    canary: r.canary,
-    requestTime: r.requestTime,
-    responseTime: r.responseTime,
-    headerTime: r.headerTime,
-    connectTime: r.connectTime,
-    requestLength: r.requestLength,
-    bytesSent: r.bytesSent,
-    upstreamStatus: r.upstreamStatus,
-    upstreamResponseLength: r.upstreamResponseLength,
-  };
-}
-
 let sink = 0;
 const read = (m: MeasuredRequest) => {
   sink += m.status;
@@ -70,7 +49,7 @@ interface Way {
 const WAYS: Way[] = [
   {
     name: 'objects',
-    make: () => records.map((r) => [0, asObject(r)]),
+    make: () => records.map((r) => [0, measuresOf(r)]),
     take: (batch) => {
       for (const [, m] of batch as Array<[number, MeasuredRequest]>) read(m);
     },

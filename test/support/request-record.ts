@@ -1,4 +1,5 @@
 // A finished request's record with plausible values, for the metrics and access log tests.
+import type { MeasuredRequest } from '../../lib/dataplane/request-measure.ts';
 import type { RequestRecord } from '../../lib/dataplane/request-record.ts';
 
 export function record(overrides: Partial<RequestRecord> = {}): RequestRecord {
@@ -47,5 +48,27 @@ export function record(overrides: Partial<RequestRecord> = {}): RequestRecord {
     sslProtocol: '',
     sslCipher: '',
     ...overrides,
+  };
+}
+
+/** The 16 fields of `r` the request metrics read (MeasuredRequest), spelled out field by field. */
+export function measuresOf(r: RequestRecord): MeasuredRequest {
+  return {
+    host: r.host,
+    status: r.status,
+    method: r.method,
+    path: r.path,
+    namespace: r.namespace,
+    ingress: r.ingress,
+    service: r.service,
+    canary: r.canary,
+    requestTime: r.requestTime,
+    responseTime: r.responseTime,
+    headerTime: r.headerTime,
+    connectTime: r.connectTime,
+    requestLength: r.requestLength,
+    bytesSent: r.bytesSent,
+    upstreamStatus: r.upstreamStatus,
+    upstreamResponseLength: r.upstreamResponseLength,
   };
 }

@@ -13,7 +13,7 @@ import {
 } from '../../../lib/dataplane/request-measure.ts';
 import { createEventBatch } from '../../../lib/dataplane/worker/event-batch.ts';
 import { FORWARDED_CHANNELS, type ThreadMessage } from '../../../lib/dataplane/worker/protocol.ts';
-import { record } from '../../support/request-record.ts';
+import { measuresOf, record } from '../../support/request-record.ts';
 
 type Batch = Extract<ThreadMessage, { type: 'batch' }>;
 
@@ -142,24 +142,7 @@ t.test('the measures of finished requests ride along with the batch, packed as n
   unpackMeasures(structuredClone(sent), (m) => read.push(m));
   t.strictSame(
     read,
-    routes.map((r) => ({
-      host: r.host,
-      method: r.method,
-      path: r.path,
-      namespace: r.namespace,
-      ingress: r.ingress,
-      service: r.service,
-      canary: r.canary,
-      status: r.status,
-      requestTime: r.requestTime,
-      responseTime: r.responseTime,
-      headerTime: r.headerTime,
-      connectTime: r.connectTime,
-      requestLength: r.requestLength,
-      bytesSent: r.bytesSent,
-      upstreamStatus: r.upstreamStatus,
-      upstreamResponseLength: r.upstreamResponseLength,
-    })),
+    routes.map(measuresOf),
     'read back on the other side: every request, in order, as it was measured',
   );
 });
