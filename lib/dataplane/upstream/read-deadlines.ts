@@ -63,7 +63,7 @@ export class ReadDeadlines {
 
   /** A try of `waiter` went out (again): its wait starts now. */
   start(waiter: ReadWaiter): void {
-    // the start counts as progress: the wait is measured from the tick after it, as after any read
+    // the start counts as progress: the wait is measured from the tick after it, as after a read
     waiter.readProgress = true;
     waiter.readIdleTicks = 0;
     if (!this.#waiting.has(waiter)) this.#waiting.add(waiter);
@@ -78,7 +78,7 @@ export class ReadDeadlines {
     this.#waiting.delete(waiter);
   }
 
-  /** Stops the timer now (the proxy closed, nothing waits any more). */
+  /** Stops the timer now (the proxy closed: nothing waits now). */
   close(): void {
     this.#waiting.clear();
     if (this.#timer !== null) clearInterval(this.#timer);
