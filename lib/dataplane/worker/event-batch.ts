@@ -6,6 +6,12 @@
 // numbers (request-measure.ts). Never a message per request. The counters are posted
 // on the same tick whenever they changed, so the main thread's sums follow connections that carry
 // no request.
+//
+// A thread with nothing to send does not wake 20 times a second: after a second of ticks that
+// posted nothing, the timer slows to one tick a second, and returns to `intervalMs` with the first
+// tick that posts. What comes after a quiet spell then waits up to a second (a full buffer of lines
+// or of measures still leaves at once), and a scrape of /metrics asks every thread for its batch
+// first, so the metrics stay exact.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { dataplaneError } from '../events.ts';
@@ -27,13 +33,19 @@ export interface EventBatchOptions {
 }
 
 export interface EventBatch {
-  /** Posts what is waiting (and the counters) now. */
-  flush(): void;
+  /** Posts what is waiting (and the counters) now; false when nothing was new. */
+  flush(): boolean;
+  /** the timer's interval now: `intervalMs`, or IDLE_INTERVAL_MS after a quiet second */
+  readonly intervalMs: number;
   /** Flushes and stops collecting. */
   stop(): void;
 }
 
 const ERROR_CHANNEL = FORWARDED_CHANNELS.indexOf(dataplaneError);
+/** The tick of a thread that had nothing to send for QUIET_MS. */
+export const IDLE_INTERVAL_MS = 1000;
+/** How long ticks must post nothing before the timer slows down. */
+const QUIET_MS = 1000;
 
 const sameStats = (a: Readonly<DataPlaneStats>, b: Readonly<DataPlaneStats>) =>
   a.accepted === b.accepted &&
@@ -57,7 +69,8 @@ export function createEventBatch(options: EventBatchOptions): EventBatch {
     const now = copyStats(stats());
     const lines = takeLines();
     const measures = takeMeasures();
-    if (events.length === 0 && lines.length === 0 && measures === null && sameStats(now, posted)) return;
+    if (events.length === 0 && lines.length === 0 && measures === null && sameStats(now, posted))
+      return false;
     const batch = events;
     events = [];
     posted = now;
@@ -69,6 +82,7 @@ export function createEventBatch(options: EventBatchOptions): EventBatch {
       const sendable = batch.filter(cloneable).concat(unclonable(batch));
       post({ type: 'batch', events: sendable, stats: now, lines, measures }, transfer);
     }
+    return true;
   };
   const handlers = FORWARDED_CHANNELS.map((channel, index) => {
     const handler = (message: unknown) => {
@@ -78,10 +92,31 @@ export function createEventBatch(options: EventBatchOptions): EventBatch {
     subscribe(channel.name, handler);
     return handler;
   });
-  const timer = setInterval(flush, options.intervalMs ?? 50);
-  timer.unref();
+  const fastMs = options.intervalMs ?? 50;
+  const quietTicks = Math.max(1, Math.ceil(QUIET_MS / fastMs));
+  let intervalMs = fastMs;
+  let quiet = 0;
+  let timer: NodeJS.Timeout;
+  const every = (ms: number) => {
+    clearInterval(timer);
+    intervalMs = ms;
+    timer = setInterval(tick, ms);
+    timer.unref();
+  };
+  const tick = () => {
+    if (flush()) {
+      quiet = 0;
+      if (intervalMs !== fastMs) every(fastMs);
+    } else if (intervalMs === fastMs && ++quiet >= quietTicks) {
+      every(Math.max(fastMs, IDLE_INTERVAL_MS));
+    }
+  };
+  every(fastMs);
   return {
     flush,
+    get intervalMs() {
+      return intervalMs;
+    },
     stop() {
       clearInterval(timer);
       FORWARDED_CHANNELS.forEach((channel, index) => {

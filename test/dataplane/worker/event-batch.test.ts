@@ -11,7 +11,7 @@ import {
   MeasurePacker,
   unpackMeasures,
 } from '../../../lib/dataplane/request-measure.ts';
-import { createEventBatch } from '../../../lib/dataplane/worker/event-batch.ts';
+import { createEventBatch, IDLE_INTERVAL_MS } from '../../../lib/dataplane/worker/event-batch.ts';
 import { FORWARDED_CHANNELS, type ThreadMessage } from '../../../lib/dataplane/worker/protocol.ts';
 import { measuresOf, record } from '../../support/request-record.ts';
 
@@ -146,3 +146,33 @@ t.test('the measures of finished requests ride along with the batch, packed as n
     'read back on the other side: every request, in order, as it was measured',
   );
 });
+
+t.test(
+  'a quiet thread ticks once a second; the first tick that posts brings back the fast tick',
+  async (t) => {
+    let ticks = 0;
+    let quietEnough: () => void = () => {};
+    const slowed = new Promise<void>((resolve) => {
+      quietEnough = resolve;
+    });
+    const stats: DataPlaneStats = { accepted: 0, active: 0, requests: 0 };
+    const { post, nextBatch } = collector();
+    const batch = createEventBatch({
+      post,
+      // read once per tick: the ticks are counted here
+      stats: () => {
+        if (++ticks === 21) quietEnough();
+        return stats;
+      },
+      intervalMs: 50,
+    });
+    t.teardown(() => batch.stop());
+    t.equal(batch.intervalMs, 50);
+    await slowed;
+    t.equal(batch.intervalMs, IDLE_INTERVAL_MS, 'a second of empty ticks: one tick a second');
+    dataplaneError.publish({ message: 'after the quiet spell' });
+    const posted = await nextBatch();
+    t.equal(posted.events.length, 1, 'what came is posted by the slow tick');
+    t.equal(batch.intervalMs, 50, 'and the tick is fast again');
+  },
+);
