@@ -1,6 +1,7 @@
 // proxy-read-timeout for requests without a body, kept by one timer per data plane
 // (lib/dataplane/upstream/read-deadlines.ts): who times out and when, with a short tick. Every wait
-// here ends on an event: a waiter's timeout, or the timeout of a longer-lived witness.
+// here ends on an event: a waiter's timeout, or the timeout of a witness; what is asserted is the
+// order in which they time out and the ticks they waited, never a duration.
 import t from 'tap';
 import {
   ReadDeadlines,
@@ -15,13 +16,16 @@ const alive = setInterval(() => {}, 60_000);
 t.teardown(() => clearInterval(alive));
 
 interface Probe extends ReadWaiter {
-  /** when readTimedOut ran (performance.now()), or null */
+  /** its idle ticks when readTimedOut ran, or null */
   firedAt: number | null;
   fired: Promise<void>;
   held: boolean;
 }
 
-function probe(readTimeoutMs: number): Probe {
+/** the probes' names, in the order they timed out */
+let order: string[] = [];
+
+function probe(name: string, readTimeoutMs: number): Probe {
   let resolve = () => {};
   const fired = new Promise<void>((r) => {
     resolve = r;
@@ -35,7 +39,8 @@ function probe(readTimeoutMs: number): Probe {
     fired,
     readHeld: () => p.held,
     readTimedOut() {
-      p.firedAt = performance.now();
+      p.firedAt = p.readIdleTicks;
+      order.push(name);
       resolve();
     },
   };
@@ -53,31 +58,30 @@ t.test('which requests the deadlines keep: those without a body, with a timeout'
     t.equal(readTimeoutSwept(ms, hasBody), swept, `${ms} ms, ${hasBody ? 'a body' : 'no body'}`);
 });
 
-t.test('an upstream that sends nothing times out, not before its timeout, within two ticks', async (t) => {
+t.test('an upstream that sends nothing times out once its idle ticks reach its timeout', async (t) => {
+  order = [];
   const deadlines = new ReadDeadlines(TICK);
   t.teardown(() => deadlines.close());
-  const idle = probe(100);
-  const started = performance.now();
+  const idle = probe('idle', 100);
+  const shorter = probe('a tick shorter', 100 - TICK);
   deadlines.start(idle);
+  deadlines.start(shorter);
   await idle.fired;
-  const waited = (idle.firedAt ?? 0) - started;
-  t.ok(waited >= 100, `not before the timeout (${waited.toFixed(0)} ms)`);
-  t.ok(
-    waited < 100 + 2 * TICK + 40,
-    `within two ticks of it, with room for a slow timer (${waited.toFixed(0)} ms)`,
-  );
-  t.equal(deadlines.size, 0, 'it leaves the set when it times out');
+  t.equal(idle.firedAt, 100 / TICK, 'at its fifth idle tick: 5 × 20 ms reach 100 ms');
+  t.same(order, ['a tick shorter', 'idle'], 'not before a timeout one tick shorter');
+  t.equal(deadlines.size, 0, 'both leave the set when they time out');
 });
 
 t.test('progress, a held read and a finished try never time out', async (t) => {
   const deadlines = new ReadDeadlines(TICK);
   t.teardown(() => deadlines.close());
-  const reading = probe(60);
-  const held = probe(60);
+  order = [];
+  const reading = probe('reading', 60);
+  const held = probe('held', 60);
   held.held = true;
-  const finished = probe(60);
+  const finished = probe('finished', 60);
   // the witness: idle, with a timeout far beyond the others'
-  const witness = probe(300);
+  const witness = probe('witness', 300);
   for (const p of [reading, held, finished, witness]) deadlines.start(p);
   deadlines.stop(finished);
   // bytes keep coming for `reading`, more often than a tick
@@ -89,29 +93,34 @@ t.test('progress, a held read and a finished try never time out', async (t) => {
   t.equal(reading.firedAt, null, 'a response whose bytes keep coming');
   t.equal(held.firedAt, null, 'a response held back by its client or its pace');
   t.equal(finished.firedAt, null, 'a try that ended');
-  // once bytes stop, the wait counts from the last of them
+  // once bytes stop, the wait counts from the last of them: after a waiter started now with a
+  // shorter timeout, never before it
   clearInterval(feed);
-  const stopped = performance.now();
+  const later = probe('started as the bytes stopped', 60 - TICK);
+  deadlines.start(later);
   await reading.fired;
-  t.ok((reading.firedAt ?? 0) - stopped >= 60 - TICK / 2, 'timed out after its last bytes');
+  t.same(order, ['witness', 'started as the bytes stopped', 'reading'], 'timed out after its last bytes');
 });
 
 t.test('a new try starts its wait again; the timer stops when nobody waits', async (t) => {
   const deadlines = new ReadDeadlines(TICK);
   t.teardown(() => deadlines.close());
-  const retried = probe(80);
-  const witness = probe(60);
+  order = [];
+  const retried = probe('retried', 80);
+  const witness = probe('witness', 60);
   deadlines.start(retried);
   deadlines.start(witness);
   await witness.fired;
-  // the second try goes out just before the first would have timed out
-  const restarted = performance.now();
+  // the second try goes out a tick before the first would have timed out: it now waits after a
+  // waiter started at the same moment with a shorter timeout
   deadlines.start(retried);
-  t.equal(deadlines.size, 1, 'the same exchange is in the set once');
+  const fresh = probe('started with the second try', 80 - TICK);
+  deadlines.start(fresh);
+  t.equal(deadlines.size, 2, 'the same exchange is in the set once');
   await retried.fired;
-  t.ok((retried.firedAt ?? 0) - restarted >= 80, 'the wait counts from the new try');
+  t.same(order, ['witness', 'started with the second try', 'retried'], 'the wait counts from the new try');
   t.equal(deadlines.size, 0);
-  const again = probe(40);
+  const again = probe('again', 40);
   deadlines.start(again);
   t.ok(deadlines.ticking, 'a timer runs while somebody waits');
   await again.fired;
@@ -120,7 +129,7 @@ t.test('a new try starts its wait again; the timer stops when nobody waits', asy
   // timer has ticked once more, found nobody and stopped
   const clock = new ReadDeadlines(TICK);
   t.teardown(() => clock.close());
-  const witness2 = probe(2 * TICK);
+  const witness2 = probe('clock', 2 * TICK);
   clock.start(witness2);
   await witness2.fired;
   t.notOk(deadlines.ticking, 'stopped once nobody waited');

@@ -228,9 +228,7 @@ t.test('request bodies through every body-related setting', async (t) => {
   failures.check();
   // nothing was left holding an upstream request open (e.g. a request whose client left while its
   // auth-url check ran): the stop closes every upstream pool, which waits for each request in flight
-  const stopped = await Promise.race([
-    controller.stop(0).then(() => true),
-    new Promise<false>((resolve) => setTimeout(() => resolve(false), 5000).unref()),
-  ]);
-  t.ok(stopped, 'the controller stops: no upstream request left in flight');
+  // (a request left open would hold the stop until the file's timeout fails it)
+  await controller.stop(0);
+  t.pass('the controller stops: no upstream request left in flight');
 });
