@@ -12,12 +12,30 @@
 // ~13 MB survived each scavenge instead of ~0.5 MB, each scavenge paused ~15 ms instead of ~1.5 ms,
 // and the thread served ~26k instead of ~35k requests/s.
 //
-// Here each member carries its own link, under a symbol its kind of set names once for the process
-// (a symbol per instance would give objects a new shape per data plane); it is set once and cleared
-// to undefined on delete, so the member's shape does not change again. Members are chained in a
-// doubly linked list whose links are cleared when a member leaves: an object that left holds no
-// pointer to one that is still in, whatever generation it is in. An object is in at most one set of
-// a kind at a time.
+// Here each member carries its own link in a property (a symbol's, or a field its class declares) that
+// is set once and cleared to undefined on delete, so the member's shape does not change again. The
+// property is read and written only through the kind's LinkSlot: two small functions written where
+// the kind is declared, so that each kind's property accesses have inline caches of their own. Had
+// the set's methods read `member[symbol]` themselves, their caches would see every kind's objects
+// and symbols, go megamorphic, and cost a stub-cache lookup per access (bench/README.md, "A set's
+// property access per kind"). Members are chained in a doubly linked list whose links are cleared
+// when a member leaves: an object that left holds no pointer to one that is still in, whatever
+// generation it is in. An object is in at most one set of a kind at a time.
+
+/**
+ * Where the members of one kind of set keep their link. Write the pair where the kind is declared
+ * (never from a shared factory: closures of one function literal share their inline caches), e.g.
+ * `{ name: 'open TLS connection', get: (s) => (s as Slotted)[TLS], set: (s, link) => { (s as Slotted)[TLS] = link; } }`.
+ */
+export interface LinkSlot<K> {
+  /** the kind, for the error of a member put in two sets of it */
+  readonly name: string;
+  get(member: K): unknown;
+  set(member: K, link: unknown): void;
+}
+
+/** An object as a LinkSlot reads it: its link under the kind's symbol. */
+export type Slotted = { [key: symbol]: unknown };
 
 interface Link<K, V> {
   owner: object | null;
@@ -27,17 +45,15 @@ interface Link<K, V> {
   next: Link<K, V> | null;
 }
 
-type Linked<K, V> = { [key: symbol]: Link<K, V> | undefined };
-
 /** A map from live objects to a value each: get, set, has and delete cost one property access. */
 export class LiveMap<K extends object, V> {
-  readonly #link: symbol;
+  readonly #slot: LinkSlot<K>;
   #head: Link<K, V> | null = null;
   #size = 0;
 
-  /** `link`: the symbol of this kind of set, made once per process (`Symbol('...')` at module level) */
-  constructor(link: symbol) {
-    this.#link = link;
+  /** `slot`: where this kind of set keeps its members' links (one LinkSlot per kind, at module level) */
+  constructor(slot: LinkSlot<K>) {
+    this.#slot = slot;
   }
 
   get size(): number {
@@ -45,7 +61,7 @@ export class LiveMap<K extends object, V> {
   }
 
   #own(key: K): Link<K, V> | undefined {
-    const link = (key as Linked<K, V>)[this.#link];
+    const link = this.#slot.get(key) as Link<K, V> | undefined;
     return link !== undefined && link.owner === this ? link : undefined;
   }
 
@@ -58,27 +74,25 @@ export class LiveMap<K extends object, V> {
   }
 
   set(key: K, value: V): this {
-    const linked = key as Linked<K, V>;
-    const existing = linked[this.#link];
+    const slot = this.#slot;
+    const existing = slot.get(key) as Link<K, V> | undefined;
     if (existing !== undefined) {
-      if (existing.owner !== this)
-        throw new Error(`already in another set of its kind (${this.#link.description})`);
+      if (existing.owner !== this) throw new Error(`already in another set of its kind (${slot.name})`);
       existing.value = value;
       return this;
     }
     const link: Link<K, V> = { owner: this, key, value, prev: null, next: this.#head };
     if (this.#head !== null) this.#head.prev = link;
     this.#head = link;
-    linked[this.#link] = link;
+    slot.set(key, link);
     this.#size++;
     return this;
   }
 
   delete(key: K): boolean {
-    const linked = key as Linked<K, V>;
     const link = this.#own(key);
     if (link === undefined) return false;
-    linked[this.#link] = undefined;
+    this.#slot.set(key, undefined);
     if (link.prev === null) this.#head = link.next;
     else link.prev.next = link.next;
     if (link.next !== null) link.next.prev = link.prev;
@@ -119,9 +133,9 @@ export class LiveMap<K extends object, V> {
 export class LiveSet<T extends object> {
   readonly #members: LiveMap<T, true>;
 
-  /** `link`: as LiveMap's */
-  constructor(link: symbol) {
-    this.#members = new LiveMap<T, true>(link);
+  /** `slot`: as LiveMap's */
+  constructor(slot: LinkSlot<T>) {
+    this.#members = new LiveMap<T, true>(slot);
   }
 
   get size(): number {

@@ -34,6 +34,7 @@ function probe(name: string, readTimeoutMs: number): Probe {
     readTimeoutMs,
     readProgress: false,
     readIdleTicks: 0,
+    readLink: undefined,
     held: false,
     firedAt: null,
     fired,

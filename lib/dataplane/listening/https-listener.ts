@@ -9,7 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createSecureServer, type Http2SecureServer, type ServerHttp2Session } from 'node:http2';
 import type { Socket } from 'node:net';
-import { LiveSet } from '../live-set.ts';
+import { type LinkSlot, LiveSet, type Slotted } from '../live-set.ts';
 import { adoptProxied } from './proxy-front.ts';
 import { httpsServerOptions, type SniStore } from './sni.ts';
 
@@ -38,6 +38,20 @@ export interface HttpsListener {
 /** The listener's open TLS connections and HTTP/2 sessions (live-set.ts: not Sets). */
 const TLS_SOCKET = Symbol('open TLS connection');
 const HTTP2_SESSION = Symbol('open HTTP/2 session');
+const TLS_SOCKET_SLOT: LinkSlot<Socket> = {
+  name: 'open TLS connection',
+  get: (socket) => (socket as unknown as Slotted)[TLS_SOCKET],
+  set: (socket, link) => {
+    (socket as unknown as Slotted)[TLS_SOCKET] = link;
+  },
+};
+const HTTP2_SESSION_SLOT: LinkSlot<ServerHttp2Session> = {
+  name: 'open HTTP/2 session',
+  get: (session) => (session as unknown as Slotted)[HTTP2_SESSION],
+  set: (session, link) => {
+    (session as unknown as Slotted)[HTTP2_SESSION] = link;
+  },
+};
 
 /** The ALPN protocol for a ClientHello's list: h2 first when offered and enabled, like NGINX. */
 export function selectAlpn(offered: readonly string[], http2: boolean): string | undefined {
@@ -67,8 +81,8 @@ export function createHttpsListener(
   idleSessionMs = IDLE_SESSION_MS,
   ticketKeys?: Uint8Array,
 ): HttpsListener {
-  const sockets = new LiveSet<Socket>(TLS_SOCKET);
-  const sessions = new LiveSet<ServerHttp2Session>(HTTP2_SESSION);
+  const sockets = new LiveSet<Socket>(TLS_SOCKET_SLOT);
+  const sessions = new LiveSet<ServerHttp2Session>(HTTP2_SESSION_SLOT);
   const { ALPNProtocols: _fixed, ...tlsOptions } = httpsServerOptions(getStore);
   // client-header-timeout checked every second on HTTP/1.1 connections, and Host checked by
   // rejectedStatus, as on the HTTP listener (allowHTTP1 options Node reads, missing from @types/node)

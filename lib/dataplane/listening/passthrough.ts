@@ -11,7 +11,7 @@
 
 import { connect, type Socket } from 'node:net';
 import { dataplaneError } from '../events.ts';
-import { LiveSet } from '../live-set.ts';
+import { type LinkSlot, LiveSet, type Slotted } from '../live-set.ts';
 import type { HostTable } from '../routing/router.ts';
 import type { PassthroughTarget } from '../routing/runtime.ts';
 import { type Peer, peerKey } from '../upstream/balancer.ts';
@@ -21,6 +21,13 @@ export type PassthroughTable = HostTable<PassthroughTarget | null>;
 
 /** A connection whose ClientHello is being read (live-set.ts: not a Set). */
 const PEEKING = Symbol('reading a ClientHello');
+const PEEKING_SLOT: LinkSlot<Socket> = {
+  name: 'reading a ClientHello',
+  get: (socket) => (socket as unknown as Slotted)[PEEKING],
+  set: (socket, link) => {
+    (socket as unknown as Slotted)[PEEKING] = link;
+  },
+};
 
 /**
  * The most TCP chunks a ClientHello may come in (a 16 KiB one is a dozen segments): each chunk
@@ -47,7 +54,7 @@ export interface PassthroughDeps {
 
 export function createPassthroughFront(deps: PassthroughDeps): PassthroughFront {
   /** connections peeked at or waiting for their upstream */
-  const pending = new LiveSet<Socket>(PEEKING);
+  const pending = new LiveSet<Socket>(PEEKING_SLOT);
 
   const peek = (socket: Socket, table: PassthroughTable, handOver: (socket: Socket) => void): void => {
     pending.add(socket);

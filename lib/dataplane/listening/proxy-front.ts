@@ -15,11 +15,18 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { type ClientSocket, PROXY_CLIENT, PROXY_SERVER_PORT, unmapped } from '../access/access.ts';
 import { dataplaneError } from '../events.ts';
-import { LiveMap } from '../live-set.ts';
+import { type LinkSlot, LiveMap, type Slotted } from '../live-set.ts';
 import { readProxyHeader } from './proxy-protocol.ts';
 
 /** A connection whose PROXY header is being read (live-set.ts: not a Map). */
 const READING_PROXY_HEADER = Symbol('reading a PROXY header');
+const READING_PROXY_HEADER_SLOT: LinkSlot<Socket> = {
+  name: 'reading a PROXY header',
+  get: (socket) => (socket as unknown as Slotted)[READING_PROXY_HEADER],
+  set: (socket, link) => {
+    (socket as unknown as Slotted)[READING_PROXY_HEADER] = link;
+  },
+};
 
 /** What the current runtime says about PROXY headers. */
 export interface ProxyProtocolSettings {
@@ -47,7 +54,7 @@ export function sweepInterval(timeoutMs: number): number {
 export function createProxyProtocolFront(settings: () => ProxyProtocolSettings): ProxyProtocolFront {
   /** connections sending their header: when their time is up, and how to stop the read */
   const pending = new LiveMap<Socket, { deadline: number; stop: (cause: 'timeout' | 'closed') => void }>(
-    READING_PROXY_HEADER,
+    READING_PROXY_HEADER_SLOT,
   );
   // one timer for every pending connection, not one each (a timer per connection is a good part of
   // the front's cost); it runs only while some connection is pending

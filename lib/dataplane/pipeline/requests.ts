@@ -19,7 +19,7 @@ import {
 } from '../listening/client-limits.ts';
 import { countRequest } from '../listening/connection-settings.ts';
 import { dropIgnoredHeaders } from '../listening/header-names.ts';
-import { LiveMap } from '../live-set.ts';
+import { type LinkSlot, LiveMap, type Slotted } from '../live-set.ts';
 import {
   byteSourceOf,
   finishOnClose,
@@ -47,6 +47,13 @@ import { endTrace, traceRequest } from './tracing-step.ts';
 
 /** A response's link in its pipeline's requests in flight (live-set.ts: not a Map). */
 const IN_FLIGHT = Symbol('response in flight');
+const IN_FLIGHT_SLOT: LinkSlot<ServerResponse> = {
+  name: 'response in flight',
+  get: (res) => (res as unknown as Slotted)[IN_FLIGHT],
+  set: (res, link) => {
+    (res as unknown as Slotted)[IN_FLIGHT] = link;
+  },
+};
 
 /** What authentication answers when it says no. */
 type AuthDenial = Extract<AuthVerdict, { allowed: false }>;
@@ -96,7 +103,7 @@ export class RequestPipeline {
   readonly https: Arrival;
   /** requests (not WebSocket tunnels) whose response has not closed yet, with the request's record
    * when one is kept (published when the response closes) */
-  readonly #inFlight = new LiveMap<ServerResponse, InFlight>(IN_FLIGHT);
+  readonly #inFlight = new LiveMap<ServerResponse, InFlight>(IN_FLIGHT_SLOT);
   /** a drain has begun: responses say Connection: close, connections are closed as they go idle */
   #draining = false;
   #drained: () => void = () => {};

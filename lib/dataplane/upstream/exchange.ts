@@ -74,6 +74,7 @@ export abstract class Exchange implements Dispatcher.DispatchHandler, ReadWaiter
   readDeadlines: ReadDeadlines | null = null;
   readProgress = false;
   readIdleTicks = 0;
+  readLink: unknown = undefined;
 
   constructor(
     proxy: UpstreamProxy,

@@ -15,7 +15,7 @@
 // Left to undici: requests with a body, whose read timer undici restarts while the body is sent
 // (NGINX starts proxy_read_timeout once the body is out, proxy_send_timeout covers the sending).
 
-import { LiveSet } from '../live-set.ts';
+import { type LinkSlot, LiveSet } from '../live-set.ts';
 
 /** How often the waiting exchanges are looked at: a timeout fires at most two of these late. */
 export const READ_TICK_MS = 250;
@@ -28,13 +28,21 @@ export interface ReadWaiter {
   readProgress: boolean;
   /** ticks in a row without progress */
   readIdleTicks: number;
+  /** the waiter's link in the deadlines' set (live-set.ts): a field of its own, undefined at first */
+  readLink: unknown;
   /** reading is held on purpose (a slow client, limit-rate): the upstream is not waited for */
   readHeld(): boolean;
   /** The wait is over: the try ends as timed out. Never throws. */
   readTimedOut(): void;
 }
 
-const WAITING = Symbol('waiting for the upstream');
+const WAITING: LinkSlot<ReadWaiter> = {
+  name: 'waiting for the upstream',
+  get: (waiter) => waiter.readLink,
+  set: (waiter, link) => {
+    waiter.readLink = link;
+  },
+};
 
 /** Whether a request's read timeout is kept here (true) or by undici (false): one without a body. */
 export function readTimeoutSwept(readTimeoutMs: number, hasBody: boolean): boolean {
@@ -66,7 +74,7 @@ export class ReadDeadlines {
     // the start counts as progress: the wait is measured from the tick after it, as after a read
     waiter.readProgress = true;
     waiter.readIdleTicks = 0;
-    if (!this.#waiting.has(waiter)) this.#waiting.add(waiter);
+    this.#waiting.add(waiter);
     if (this.#timer === null) {
       this.#timer = setInterval(() => this.#tick(), this.#tickMs);
       this.#timer.unref();

@@ -16,7 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher, Pool } from 'undici';
 import { DEFAULT_HTTP_POLICY } from '../http-policy.ts';
-import { LiveSet } from '../live-set.ts';
+import { type LinkSlot, LiveSet, type Slotted } from '../live-set.ts';
 import type { RequestRecord } from '../request-record.ts';
 import { type CustomErrors, errorRequestHeaders } from '../responses/custom-errors.ts';
 import { sendErrorPage } from '../responses/error-pages.ts';
@@ -45,6 +45,13 @@ import { WebExchange } from './web-exchange.ts';
 
 /** A WebSocket (or other upgraded) tunnel's client socket (live-set.ts: not a Set). */
 const TUNNEL = Symbol('tunnel');
+const TUNNEL_SLOT: LinkSlot<Duplex> = {
+  name: 'tunnel',
+  get: (socket) => (socket as unknown as Slotted)[TUNNEL],
+  set: (socket, link) => {
+    (socket as unknown as Slotted)[TUNNEL] = link;
+  },
+};
 
 /** The client's response is gone: a closed HTTP/1.x response, or an HTTP/2 one whose stream closed. */
 function responseClosed(res: ServerResponse): boolean {
@@ -77,7 +84,7 @@ export class UpstreamProxy {
   private maxRequestsPerClient: number | undefined;
   /** by peer key; one Pool per connect timeout in use for that peer (normally exactly one) */
   private readonly pools = new Map<string, PeerPool[]>();
-  private readonly tunnels = new LiveSet<Duplex>(TUNNEL);
+  private readonly tunnels = new LiveSet<Duplex>(TUNNEL_SLOT);
   /** proxy-read-timeout of the requests without a body (read-deadlines.ts) */
   readonly readDeadlines = new ReadDeadlines();
   /** mirror-target copies (fire and forget) */
