@@ -196,7 +196,8 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
 
   return {
     write(record) {
-      if (disabled || !record.accessLog || skip.has(record.uri)) return;
+      // an empty set would still hash the target, whose length the client chooses
+      if (disabled || !record.accessLog || (skip.size !== 0 && skip.has(record.uri))) return;
       const time = Date.now();
       let end = encoder.encode(batch, used, record, time);
       if (end >= BATCH_CAPACITY && used > 0) {

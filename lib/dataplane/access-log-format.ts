@@ -59,7 +59,7 @@ function put(buf: Buffer, at: number, part: Uint8Array): number {
 
 function putAscii(buf: Buffer, at: number, text: string): number {
   const n = text.length;
-  for (let k = 0; k < n; k++) buf[at + k] = charCodeAt.call(text, k);
+  for (let k = 0; k < n; k++) buf[at + k] = String.prototype.charCodeAt.call(text, k);
   return at + n;
 }
 
@@ -95,13 +95,13 @@ const DEFAULT_ESCAPED = /[^\x20\x21\x23-\x5b\x5d-\x7e]/;
 const JSON_ESCAPED = /["\\\u0000-\u001f\u0100-\uffff]/;
 const NONE_ESCAPED = /[\n\r\u0100-\uffff]/;
 const LONG_STRING = 48;
-/**
- * Read once, called with each string: the values of a line are strings of many representations (a
- * slice of the parser's buffer, a concatenation, a constant, an external string), and a
- * `value.charCodeAt` load per character, seeing more than four of their maps, went megamorphic:
- * a stub-cache lookup per character (~0.4 µs per request in `perf`, ~4% of the request's CPU).
- */
-const charCodeAt = String.prototype.charCodeAt;
+// A character's code is read as `String.prototype.charCodeAt.call(value, k)`. The values of a line
+// are strings of many representations (a slice of the parser's buffer, a concatenation, a constant,
+// an external string), and a `value.charCodeAt` load per character, seeing more than four of their
+// maps, went megamorphic: a stub-cache lookup per character (~0.4 µs per request in `perf`, ~4% of
+// the request's CPU). Read from `String.prototype` at the call, the builtin is a constant the
+// optimising compiler inlines; held in a module constant or behind a helper function, it measured
+// 5-15 % slower per line (`bench/log-format.ts`).
 
 /** A string of characters up to 0xff, one byte each (a write past the buffer's end is skipped). */
 function putLatin1(buf: Buffer, at: number, value: string): number {
@@ -115,7 +115,7 @@ const putDefault: PutString = (buf, at, value) => {
   let i = at;
   const n = value.length;
   for (let k = 0; k < n; k++) {
-    const c = charCodeAt.call(value, k);
+    const c = String.prototype.charCodeAt.call(value, k);
     if (c >= 0x20 && c < 0x7f && c !== QUOTE && c !== BACKSLASH) buf[i++] = c;
     else if (c <= 0xff) i = putHex(buf, i, c);
     else {
@@ -134,7 +134,7 @@ const putJson: PutString = (buf, at, value) => {
   let i = at;
   const n = value.length;
   for (let k = 0; k < n; k++) {
-    const c = charCodeAt.call(value, k);
+    const c = String.prototype.charCodeAt.call(value, k);
     if (c >= 0x20 && c <= 0xff) {
       if (c === QUOTE || c === BACKSLASH) buf[i++] = BACKSLASH;
       buf[i++] = c;
@@ -157,7 +157,7 @@ const putNone: PutString = (buf, at, value) => {
   let i = at;
   const n = value.length;
   for (let k = 0; k < n; k++) {
-    const c = charCodeAt.call(value, k);
+    const c = String.prototype.charCodeAt.call(value, k);
     if (c === 0x0a || c === 0x0d) i = putHex(buf, i, c);
     else if (c <= 0xff) buf[i++] = c;
     else {
@@ -171,6 +171,9 @@ const putNone: PutString = (buf, at, value) => {
 
 /** A non-negative integer below 2^53, in decimal, with at least `width` digits (else 0). */
 function putInt(buf: Buffer, at: number, value: number, width = 1): number {
+  // below 2^31 (every status, length and time of a line): int32 arithmetic, where the wider range
+  // would make V8 compute in doubles, with a C call for each digit's remainder
+  if (value >= 0 && value <= 0x7fffffff) return putSmall(buf, at, value | 0, width);
   // what is not a count (negative, NaN, infinite) is never written as one, nor loops
   let n = value >= 0 && value <= Number.MAX_SAFE_INTEGER ? Math.floor(value) : 0;
   let digits = 1;
@@ -179,6 +182,20 @@ function putInt(buf: Buffer, at: number, value: number, width = 1): number {
   for (let i = at + digits - 1; i >= at; i--) {
     buf[i] = ZERO + (n % 10);
     n = Math.floor(n / 10);
+  }
+  return at + digits;
+}
+
+/** putInt of an int32 that is not negative. */
+function putSmall(buf: Buffer, at: number, value: number, width: number): number {
+  let digits = 1;
+  for (let rest = value; rest >= 10; rest = (rest / 10) | 0) digits++;
+  if (digits < width) digits = width;
+  let n = value;
+  for (let i = at + digits - 1; i >= at; i--) {
+    const next = (n / 10) | 0;
+    buf[i] = ZERO + n - next * 10;
+    n = next;
   }
   return at + digits;
 }
@@ -201,10 +218,10 @@ function timeWriter(iso: boolean): Writer {
   let second = Number.NaN;
   let text = new Uint8Array(0);
   return (buf, at, _r, time) => {
-    const s = time - (time % 1000);
-    if (s !== second) {
-      second = s;
-      const d = new Date(s);
+    // remade when the time leaves the second of the text: a comparison per line, no division
+    if (!(time >= second && time < second + 1000)) {
+      second = time - (time % 1000);
+      const d = new Date(second);
       const hms = `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())}`;
       const line = iso
         ? `${d.toISOString().slice(0, 10)}T${hms}+00:00`

@@ -208,6 +208,42 @@ t.test('times, route and connection variables; ${name}', async (t) => {
   t.notOk(compileLogFormat(partsOf(DEFAULT_LOG_FORMAT_UPSTREAM), 'default').connectionDetails);
 });
 
+t.test("one encoder's times: each line has its own second, going forward or back", async (t) => {
+  const encoder = compileLogFormat(partsOf('$time_local|$time_iso8601'), 'default');
+  const buf = Buffer.alloc(256);
+  const at = (time: number) => buf.toString('latin1', 0, encoder.encode(buf, 0, record(), time));
+  t.equal(at(TIME), '26/Nov/2026:18:52:07 +0000|2026-11-26T18:52:07+00:00');
+  t.equal(
+    at(TIME + 876),
+    '26/Nov/2026:18:52:07 +0000|2026-11-26T18:52:07+00:00',
+    'the last ms of the second',
+  );
+  t.equal(at(TIME + 877), '26/Nov/2026:18:52:08 +0000|2026-11-26T18:52:08+00:00', 'the next second');
+  t.equal(at(TIME - 124), '26/Nov/2026:18:52:06 +0000|2026-11-26T18:52:06+00:00', 'a clock set back');
+  t.equal(at(Date.UTC(2027, 0, 1)), '01/Jan/2027:00:00:00 +0000|2027-01-01T00:00:00+00:00');
+});
+
+t.test('counts on both sides of 2^31, widths, and what is not a count', async (t) => {
+  const cases: Array<[number, string]> = [
+    [0, '0'],
+    [9, '9'],
+    [10, '10'],
+    [1024, '1024'],
+    [2 ** 31 - 1, '2147483647'],
+    [2 ** 31, '2147483648'],
+    [5 * 2 ** 30 + 7, '5368709127'],
+    [Number.MAX_SAFE_INTEGER, '9007199254740991'],
+    [12.9, '12'],
+    [-1, '0'],
+    [Number.NaN, '0'],
+    [Number.POSITIVE_INFINITY, '0'],
+  ];
+  for (const [requestLength, expected] of cases)
+    t.equal(text('$request_length', record({ requestLength })), expected, `${requestLength}`);
+  t.equal(text('$status', record({ status: 7 })), '007', '$status: three digits');
+  t.equal(text('$request_time', record({ requestTime: 2 ** 31 + 0.25 })), '2147483648.250');
+});
+
 t.test("the format's own text: NGINX's quoted-string escapes, UTF-8 as written", async (t) => {
   t.equal(text('a\\tb\\"c\\\\d\\\'e \\x', record()), 'a\tb"c\\d\'e \\x');
   t.same(line('ü $status', record()), Buffer.from('ü 200', 'utf8'));
