@@ -22,6 +22,7 @@ import {
   log,
   makeTempDir,
   median,
+  medianInterval,
   pinned,
   probe,
   REPO,
@@ -431,8 +432,10 @@ async function main(): Promise<void> {
   const floor = cpu.get('node floor')!;
   const rows = contenders.map((c) => {
     const own = cpu.get(c.name)!;
-    const ratio = median(own.map((us, k) => floor[k]! / us));
-    return `| ${c.name} | ${fixed(median(own), 1)} | ${own.map((v) => fixed(v, 1)).join(' / ')} | ${fixed(ratio, 2)} | ${int(median(rps.get(c.name)!))} |`;
+    const quotients = own.map((us, k) => floor[k]! / us);
+    const interval = medianInterval(quotients);
+    const within = interval === null ? '–' : `${fixed(interval[0], 2)}–${fixed(interval[1], 2)}`;
+    return `| ${c.name} | ${fixed(median(own), 1)} | ${own.map((v) => fixed(v, 1)).join(' / ')} | ${fixed(median(quotients), 2)} | ${within} | ${int(median(rps.get(c.name)!))} |`;
   });
   const sections = [
     `# Hot path: CPU per request, ingress-ts (one thread, metrics scraped every ${SCRAPE_MS / 1000} s, access log to a file) vs the bare Node proxy
@@ -440,8 +443,8 @@ async function main(): Promise<void> {
 - ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}, node ${process.version}, ${cpus()[0]?.model ?? '?'} × ${cpus().length}; load average at the end ${fixed(loadavg()[0] ?? Number.NaN, 2)}
 - proxies on core 0, upstream NGINX (1 KiB) and wrk -c${options.connections} on core 1; ${options.warmup} s warm-up each, ${options.rounds} interleaved rounds of ${options.duration} s
 
-| contender | CPU µs/req (median) | per round | floor ÷ this (by CPU, median of rounds) | req/s (median) |
-|---|--:|---|--:|--:|
+| contender | CPU µs/req (median) | per round | floor ÷ this (by CPU, median of rounds) | its 95 % interval (6 rounds or more) | req/s (median) |
+|---|--:|---|--:|--:|--:|
 ${rows.join('\n')}
 `,
   ];

@@ -15,6 +15,8 @@
 // and N more with one encoder and exits, with no report; run it under callgrind with N=0 and N=20000
 // and divide the difference of the totals by 20,000 (bench/README.md, "The log format's cost").
 // `--records bench` uses the line of bench/instructions.ts instead (no user agent or referer, `/`).
+// `--format TEXT` adds an encoder of that format (escape=default), named `format`: with
+// `--encode format`, what one variable costs (e.g. `--format '"$req_id"'`).
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -37,6 +39,7 @@ const { values } = parseArgs({
     encode: { type: 'string' },
     count: { type: 'string', default: '0' },
     records: { type: 'string', default: 'browser' },
+    format: { type: 'string' },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -65,6 +68,7 @@ const ENCODERS: Array<[string, Encode]> = [
   ['json-format', compiled(JSON_LOG_FORMAT_UPSTREAM, 'json').encode],
   ['custom-28', compiled(CUSTOM_FORMAT, 'default').encode],
 ];
+if (values.format !== undefined) ENCODERS.push(['format', compiled(values.format, 'default').encode]);
 
 /** Requests of a browser and of an API client, proxied, some retried. */
 function records(): RequestRecord[] {

@@ -3,7 +3,8 @@
 // proxy beside them (bench/support/bare-proxy.ts in N worker threads sharing the port by reusePort,
 // no log, no metrics). Method: for each N of --threads, one NGINX (`worker_processes N`), one bare
 // Node proxy and one ingress-ts are started pinned to the first N cores of --cores; the upstream
-// NGINX and wrk are pinned to --load-cores. All contenders run for the whole benchmark; each round
+// NGINX and wrk are pinned to --load-cores. ingress-ts runs with its image's environment (the
+// Containerfile's ENV lines: glibc's malloc threshold changes its RSS). All contenders run for the whole benchmark; each round
 // runs wrk against each in turn (nginx ×1, node floor ×1, ingress-ts ×1, nginx ×2, ...), medians of
 // the rounds are reported. Reported per contender: req/s, × NGINX and × the floor with the same N,
 // p99, proxy CPU µs per request, RSS; then the scaling N-over-1 of each against the targets of the
@@ -36,7 +37,7 @@ import {
   version,
   waitFor,
 } from './support/harness.ts';
-import { plainManifests, startIngressTs } from './support/ingress-ts.ts';
+import { imageEnv, plainManifests, startIngressTs } from './support/ingress-ts.ts';
 import {
   benchUpstream,
   httpCommon,
@@ -231,6 +232,8 @@ async function startContenders(dir: string, options: Options, upstreamPort: numb
       readyHost: HOST,
       cores,
       readyTimeoutMs: 30000,
+      // as the image runs it (its malloc setting): the RSS per thread is the shipped one
+      env: imageEnv(),
     });
     contenders.push({
       name: `ingress-ts ×${n}`,
@@ -239,7 +242,9 @@ async function startContenders(dir: string, options: Options, upstreamPort: numb
       cores,
       port: ports.http,
       started: ts.started,
-      command: `${ts.command} (ConfigMap worker-processes: "${n}")`,
+      command: `${Object.entries(imageEnv())
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')} ${ts.command} (ConfigMap worker-processes: "${n}")`,
       accessLog,
       pids: () => [ts.started.pid],
     });

@@ -288,6 +288,26 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
+/**
+ * A distribution-free interval of at least 95 % for the median of `values`: the k-th smallest and
+ * k-th largest, k the largest with P(Binomial(n, 1/2) < k) <= 2.5 %. Null with fewer than 6 values
+ * (no such k). Rounds of a benchmark on a shared machine spread too widely for a mean ± deviation.
+ */
+export function medianInterval(values: readonly number[]): [number, number] | null {
+  const sorted = [...values].filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+  const n = sorted.length;
+  let below = 0; // P(X <= j)
+  let choose = 1; // C(n, j)
+  let k = 0;
+  for (let j = 0; j < n; j++) {
+    below += choose / 2 ** n;
+    if (below > 0.025) break;
+    k = j + 1;
+    choose = (choose * (n - j)) / (j + 1);
+  }
+  return k === 0 ? null : [sorted[k - 1]!, sorted[n - k]!];
+}
+
 /** Nearest-rank percentile (q from 0 to 1) of values already sorted ascending; NaN when empty. */
 export function percentile(sorted: ArrayLike<number>, q: number): number {
   if (sorted.length === 0) return Number.NaN;

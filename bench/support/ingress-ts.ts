@@ -1,8 +1,9 @@
 // ingress-ts in standalone mode as a benchmark contender: bin/ingress-ts.ts over a manifests folder,
 // on loopback, pinned to core 0 (or the cores given).
 
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fail, pinned, probe, type Started, startProcess, waitFor } from './harness.ts';
+import { fail, pinned, probe, REPO, type Started, startProcess, waitFor } from './harness.ts';
 
 export interface IngressTsPorts {
   http: number;
@@ -52,6 +53,17 @@ export function ingressTsArgv(options: IngressTsOptions): string[] {
     options.logLevel,
     ...(options.args ?? []),
   ];
+}
+
+/**
+ * The environment the image gives ingress-ts: the Containerfile's `ENV NAME=VALUE` lines (e.g. glibc's
+ * MALLOC_MMAP_THRESHOLD_, which moves RSS by tens of MiB), so that a benchmark runs what is shipped.
+ */
+export function imageEnv(containerfile = join(REPO, 'Containerfile')): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const m of readFileSync(containerfile, 'utf8').matchAll(/^ENV\s+([A-Za-z_][A-Za-z0-9_]*)=(\S*)\s*$/gm))
+    env[m[1]!] = m[2]!;
+  return env;
 }
 
 /** Starts ingress-ts on `cores` (core 0) and waits until `readyHost` answers 200 over plain HTTP. */
