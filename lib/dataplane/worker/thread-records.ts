@@ -71,7 +71,8 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
   };
 
   const writeLine = (record: RequestRecord) => {
-    if (disabled || !record.accessLog || skip.has(record.uri)) return;
+    // as in access-log.ts: an empty set would still hash the target
+    if (disabled || !record.accessLog || (skip.size !== 0 && skip.has(record.uri))) return;
     const time = Date.now();
     let end = encoder.encode(buffer, used, record, time);
     if (end >= buffer.length) {
