@@ -4,11 +4,12 @@
 // no log, no metrics). Method: for each N of --threads, one NGINX (`worker_processes N`), one bare
 // Node proxy and one ingress-ts are started pinned to the first N cores of --cores; the upstream
 // NGINX and wrk are pinned to --load-cores. ingress-ts runs with its image's environment (the
-// Containerfile's ENV lines: glibc's malloc threshold changes its RSS). All contenders run for the whole benchmark; each round
-// runs wrk against each in turn (nginx ×1, node floor ×1, ingress-ts ×1, nginx ×2, ...), medians of
-// the rounds are reported. Reported per contender: req/s, × NGINX and × the floor with the same N,
-// p99, proxy CPU µs per request, RSS; then the scaling N-over-1 of each against the targets of the
-// data-plane threads work. Run with `node bench/threads-bench.ts [flags]` (see `--help`).
+// Containerfile's ENV lines: glibc's malloc threshold changes its RSS). All contenders run for the
+// whole benchmark; each round runs wrk against each in turn (nginx ×1, node floor ×1, ingress-ts ×1,
+// nginx ×2, ...), medians of the rounds are reported. Reported per contender: req/s, × NGINX and ×
+// the floor with the same N, p99, proxy CPU µs per request, RSS; then the scaling N-over-1 of each
+// against the targets of the data-plane threads work. Run with `node bench/threads-bench.ts [flags]`
+// (see `--help`).
 
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -224,6 +225,8 @@ async function startContenders(dir: string, options: Options, upstreamPort: numb
     const configMap = { 'worker-processes': String(n), 'access-log-path': accessLog };
     writeFileSync(join(manifestsDir, 'bench.yaml'), plainManifests({ host: HOST, upstreamPort, configMap }));
     const ports = { http: await freePort(), https: await freePort(), healthz: await freePort() };
+    // as the image runs it (its malloc setting): the RSS per thread is the shipped one
+    const env = imageEnv();
     const ts = await startIngressTs({
       manifestsDir,
       ports,
@@ -232,8 +235,7 @@ async function startContenders(dir: string, options: Options, upstreamPort: numb
       readyHost: HOST,
       cores,
       readyTimeoutMs: 30000,
-      // as the image runs it (its malloc setting): the RSS per thread is the shipped one
-      env: imageEnv(),
+      env,
     });
     contenders.push({
       name: `ingress-ts ×${n}`,
@@ -242,7 +244,7 @@ async function startContenders(dir: string, options: Options, upstreamPort: numb
       cores,
       port: ports.http,
       started: ts.started,
-      command: `${Object.entries(imageEnv())
+      command: `${Object.entries(env)
         .map(([k, v]) => `${k}=${v}`)
         .join(' ')} ${ts.command} (ConfigMap worker-processes: "${n}")`,
       accessLog,
