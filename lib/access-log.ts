@@ -20,14 +20,9 @@
 // after the other, into its batch (`writeLines`): the one destination gets whole lines.
 
 import { type DestinationStream, pino } from 'pino';
-import {
-  defaultLogEncoder,
-  type LogFormatSettings,
-  type LogLineEncoder,
-  logEncoderOf,
-} from './dataplane/access-log-format.ts';
+import { AccessLogChoice, type LogLineSettings } from './dataplane/access-log-choice.ts';
+import type { LogLineEncoder } from './dataplane/access-log-format.ts';
 import type { RequestRecord } from './dataplane/request-record.ts';
-import { recordConnectionDetails } from './dataplane/request-record.ts';
 import type { Logger } from './log.ts';
 
 /** ingress-nginx's default access-log-path, which its image links to /dev/stdout. */
@@ -56,9 +51,7 @@ export function flushDelayOf(env: NodeJS.ProcessEnv = process.env): number {
 /** The largest single write to the destination (SonicBoom maxWrite): a batch fits in one. */
 const MAX_WRITE_BYTES = 256 * 1024;
 
-export interface AccessLogSettings extends LogFormatSettings {
-  disabled: boolean;
-  skipUrls: readonly string[];
+export interface AccessLogSettings extends LogLineSettings {
   path: string;
 }
 
@@ -156,8 +149,7 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
   let target: Sink = stdout;
   let file: FileDestination | null = null;
   let destination = 'stdout';
-  let disabled = false;
-  let skip: ReadonlySet<string> = new Set();
+  const choice = new AccessLogChoice(false);
 
   // Lines wait here, encoded, until there are BATCH_BYTES of them or FLUSH_DELAY_MS passed: every
   // write to the destination costs a round trip through libuv's thread pool (whose thread competes
@@ -179,8 +171,6 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
     target.write(bytes);
   };
 
-  let encoder: LogLineEncoder = defaultLogEncoder();
-
   const closeFile = (stream: FileDestination) =>
     new Promise<void>((resolve) => {
       stream.once('close', () => resolve());
@@ -196,8 +186,8 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
 
   return {
     write(record) {
-      // an empty set would still hash the target, whose length the client chooses
-      if (disabled || !record.accessLog || (skip.size !== 0 && skip.has(record.uri))) return;
+      if (!choice.wants(record)) return;
+      const encoder = choice.encoder;
       const time = Date.now();
       let end = encoder.encode(batch, used, record, time);
       if (end >= BATCH_CAPACITY && used > 0) {
@@ -229,10 +219,7 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
       else if (timer === null) timer = setTimeout(flush, delay);
     },
     configure(settings) {
-      disabled = settings.disabled;
-      skip = new Set(settings.skipUrls);
-      encoder = logEncoderOf(settings);
-      recordConnectionDetails(encoder.connectionDetails);
+      choice.configure(settings);
       const wanted = isStdout(settings.path) ? 'stdout' : settings.path;
       if (wanted === destination) return;
       const previous = file;

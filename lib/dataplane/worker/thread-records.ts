@@ -9,15 +9,10 @@
 // The time of a line is taken here, when the request ends, as in one-thread mode.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import {
-  defaultLogEncoder,
-  type LogFormatSettings,
-  type LogLineEncoder,
-  logEncoderOf,
-} from '../access-log-format.ts';
+import { AccessLogChoice, type LogLineSettings } from '../access-log-choice.ts';
 import { requestLogged, requestRefused } from '../events.ts';
 import { type MeasureBatch, MeasurePacker } from '../request-measure.ts';
-import { type RequestRecord, recordConnectionDetails } from '../request-record.ts';
+import type { RequestRecord } from '../request-record.ts';
 
 /** The lines leave when about this many bytes wait (about 200 lines), or with the next batch... */
 export const LINES_BATCH_BYTES = 128 * 1024;
@@ -27,15 +22,9 @@ const LINES_CAPACITY = LINES_BATCH_BYTES + 64 * 1024;
 export const MEASURES_BATCH = 256;
 const NEWLINE = 0x0a;
 
-/** The access-log settings of a model that decide, in the thread, whether a request gets a line. */
-export interface ThreadLogSettings extends LogFormatSettings {
-  disabled: boolean;
-  skipUrls: readonly string[];
-}
-
 export interface ThreadRecords {
   /** The settings of the model this thread now serves (`model.config.accessLog`). */
-  configure(settings: ThreadLogSettings): void;
+  configure(settings: LogLineSettings): void;
   /** The lines encoded since the last call, in order, as buffers of whole lines (none: empty). */
   takeLines(): Uint8Array[];
   /** The measures of the requests finished since the last call (null: none, or metrics are off). */
@@ -54,13 +43,11 @@ export interface ThreadRecordsOptions {
 export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecords {
   const measures = options.measures !== false;
   // off until the first model says otherwise: no line before a model is served anyway
-  let disabled = true;
-  let skip: ReadonlySet<string> = new Set();
+  const choice = new AccessLogChoice(true);
   let buffer = Buffer.allocUnsafeSlow(LINES_CAPACITY);
   let used = 0;
   /** full buffers waiting to be taken, in the order of their lines */
   let ready: Uint8Array[] = [];
-  let encoder: LogLineEncoder = defaultLogEncoder();
   const packer = new MeasurePacker();
 
   /** The buffer's lines join the ready ones; the next lines go to a buffer of `capacity`. */
@@ -71,8 +58,8 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
   };
 
   const writeLine = (record: RequestRecord) => {
-    // as in access-log.ts: an empty set would still hash the target
-    if (disabled || !record.accessLog || (skip.size !== 0 && skip.has(record.uri))) return;
+    if (!choice.wants(record)) return;
+    const encoder = choice.encoder;
     const time = Date.now();
     let end = encoder.encode(buffer, used, record, time);
     if (end >= buffer.length) {
@@ -104,10 +91,7 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
 
   return {
     configure(settings) {
-      disabled = settings.disabled;
-      skip = new Set(settings.skipUrls);
-      encoder = logEncoderOf(settings);
-      recordConnectionDetails(encoder.connectionDetails);
+      choice.configure(settings);
     },
     takeLines() {
       // The lines of a batch are copied out into memory of their size, which is moved to the main
