@@ -48,6 +48,14 @@ function probe(name: string, readTimeoutMs: number): Probe {
   return p;
 }
 
+/** Deadlines ticking every TICK for one test, closed after it; no timeout in `order` yet. */
+function deadlinesFor(t: { teardown(fn: () => void): void }): ReadDeadlines {
+  order = [];
+  const deadlines = new ReadDeadlines(TICK);
+  t.teardown(() => deadlines.close());
+  return deadlines;
+}
+
 t.test('which requests the deadlines keep: those without a body, with a timeout', async (t) => {
   const cases: Array<[number, boolean, boolean]> = [
     [60000, false, true],
@@ -60,9 +68,7 @@ t.test('which requests the deadlines keep: those without a body, with a timeout'
 });
 
 t.test('an upstream that sends nothing times out once its idle ticks reach its timeout', async (t) => {
-  order = [];
-  const deadlines = new ReadDeadlines(TICK);
-  t.teardown(() => deadlines.close());
+  const deadlines = deadlinesFor(t);
   const idle = probe('idle', 100);
   const shorter = probe('a tick shorter', 100 - TICK);
   deadlines.start(idle);
@@ -74,9 +80,7 @@ t.test('an upstream that sends nothing times out once its idle ticks reach its t
 });
 
 t.test('progress, a held read and a finished try never time out', async (t) => {
-  const deadlines = new ReadDeadlines(TICK);
-  t.teardown(() => deadlines.close());
-  order = [];
+  const deadlines = deadlinesFor(t);
   const reading = probe('reading', 60);
   const held = probe('held', 60);
   held.held = true;
@@ -104,9 +108,7 @@ t.test('progress, a held read and a finished try never time out', async (t) => {
 });
 
 t.test('a new try starts its wait again; the timer stops when nobody waits', async (t) => {
-  const deadlines = new ReadDeadlines(TICK);
-  t.teardown(() => deadlines.close());
-  order = [];
+  const deadlines = deadlinesFor(t);
   const retried = probe('retried', 80);
   const witness = probe('witness', 60);
   deadlines.start(retried);
