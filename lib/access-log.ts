@@ -56,8 +56,11 @@ export interface AccessLogSettings extends LogLineSettings {
 }
 
 export interface AccessLog {
-  /** Writes the line of one finished request (unless its route or the settings say not to). */
-  write(record: RequestRecord): void;
+  /**
+   * Writes the line of one finished request (unless its route or the settings say not to); `time`:
+   * when it ended, ms since the epoch [now].
+   */
+  write(record: RequestRecord, time?: number): void;
   /**
    * Writes lines a data-plane thread encoded (whole lines, each ending in a newline) after those
    * already waiting, never split: the thread already applied the settings of its model to them.
@@ -185,10 +188,9 @@ export function createAccessLog(options: AccessLogOptions): AccessLog {
   };
 
   return {
-    write(record) {
+    write(record, time = Date.now()) {
       if (!choice.wants(record)) return;
       const encoder = choice.encoder;
-      const time = Date.now();
       let end = encoder.encode(batch, used, record, time);
       if (end >= BATCH_CAPACITY && used > 0) {
         // it did not fit after the lines waiting: they go, and it is encoded again in a new batch

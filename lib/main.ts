@@ -281,24 +281,23 @@ function serveCertificate(webhook: AdmissionServer, cert: string, key: string, l
   }
 }
 
-/**
- * The status port: readiness from the handle, /metrics, and with --enable-debug-pages /debug/model
- * and /debug/traffic (its window samples the request metrics until the stop closes it).
- */
+/** The status port: readiness from the handle, /metrics, and with --enable-debug-pages /debug/model
+ * and /debug/traffic (its window samples the request metrics until the stop closes it). */
 async function serveHealthz(
   config: Config,
   handle: DataPlaneHandle,
   metrics: ControllerMetrics | null,
   source: Source,
   applier: Applier,
+  traffic: Traffic,
   options: StartOptions,
 ): Promise<{ healthz: Healthz; address: AddressInfo }> {
-  // with data-plane threads, a scrape first collects what they counted since their last batch
+  // a scrape first collects what was counted and not yet handed over (threads' batches, records waiting)
   const scrape =
     metrics === null
       ? null
       : async () => {
-          await handle.flushed?.();
+          await traffic.collected();
           return metrics.scrape();
         };
   const trafficWindow = config.enableDebugPages ? createTrafficWindow(metrics?.traffic ?? null) : null;
@@ -310,7 +309,7 @@ async function serveHealthz(
     debugTraffic: trafficWindow && {
       version: () => trafficWindow.version(),
       describe: async () => {
-        await handle.flushed?.();
+        await traffic.collected();
         return trafficWindow.describe();
       },
       close: () => trafficWindow.close(),
@@ -414,7 +413,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const countReviews = (event: unknown) => metrics?.admissionReviewed(event as AdmissionReviewed);
   if (webhook !== null) subscribe(admissionReviewed.name, countReviews);
   const accessLog = createAccessLog({ log, stdout: options.accessLogStdout, pretty: options.prettyLogs });
-  const traffic = observeTraffic(log, metrics, accessLog);
+  const traffic = observeTraffic(log, metrics, accessLog, { threadsFlushed: () => handle.flushed?.() });
   const env = options.env ?? process.env;
   const reporting = createKubeReporting(
     config,
@@ -463,7 +462,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   }
   reporting?.start();
   const addresses = await handle.listen();
-  const { healthz, address } = await serveHealthz(config, handle, metrics, source, applier, options);
+  const { healthz, address } = await serveHealthz(config, handle, metrics, source, applier, traffic, options);
 
   const running: Running = {
     config,

@@ -3,7 +3,7 @@
 // subscriptions follow the ConfigMap's access-log settings and whether metrics are on.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import type { AccessLog, AccessLogSettings } from '../access-log.ts';
+import { type AccessLog, type AccessLogSettings, FLUSH_DELAY_ENV, flushDelayOf } from '../access-log.ts';
 import {
   accessLogLines,
   dataplaneError,
@@ -15,11 +15,23 @@ import {
   type StreamClosed,
   streamClosed,
 } from '../dataplane/events.ts';
+import { RecordQueue } from '../dataplane/record-queue.ts';
 import type { MeasuredRequest } from '../dataplane/request-measure.ts';
 import type { RequestRecord } from '../dataplane/request-record.ts';
 import type { Logger } from '../log.ts';
 import type { ControllerMetrics } from '../metrics/controller.ts';
 import { redactText } from '../model/index.ts';
+
+/** The most a finished request waits for its run (record-queue.ts) to be handled, ms. */
+export const RECORD_DELAY_MS = 10;
+
+/**
+ * RECORD_DELAY_MS, or the access log's batch delay of a measurement (access-log.ts FLUSH_DELAY_ENV):
+ * under valgrind a request finishes every ~40 ms, and runs of one record would each pay a timer.
+ */
+function recordDelayOf(env: NodeJS.ProcessEnv = process.env): number {
+  return env[FLUSH_DELAY_ENV] === undefined ? RECORD_DELAY_MS : flushDelayOf(env);
+}
 
 /** The string fields of a data-plane event, URL-looking words redacted. */
 function redactFields(message: unknown): object {
@@ -42,10 +54,22 @@ export function logDataPlaneErrors(log: Logger): () => void {
 }
 
 export interface Traffic {
+  /**
+   * Resolves once what was counted is in the metrics and the access log: the data-plane threads'
+   * batches since their last, and the records waiting here for their run (before a scrape reads them).
+   */
+  collected(): Promise<void>;
   /** A model was applied: its access-log settings decide what is recorded from now on. */
   configure(settings: AccessLogSettings): void;
   /** Unsubscribes everything and closes the access log. */
   close(): Promise<void>;
+}
+
+export interface TrafficOptions {
+  /** the data-plane handle's `flushed` (threads: their batches, now) */
+  threadsFlushed?: () => Promise<unknown> | undefined;
+  /** the most a finished request's record waits for its run [RECORD_DELAY_MS] */
+  recordDelayMs?: number;
 }
 
 /** The data plane's error boundary (an error line with the request id, and the counter), records, refusals. */
@@ -53,7 +77,10 @@ export function observeTraffic(
   log: Logger,
   metrics: ControllerMetrics | null,
   accessLog: AccessLog,
+  options: TrafficOptions = {},
 ): Traffic {
+  const threadsFlushed = options.threadsFlushed ?? (() => undefined);
+  const delayMs = options.recordDelayMs ?? recordDelayOf();
   const onRequestFailed = (message: unknown) => {
     const failure = message as RequestFailure;
     metrics?.requestFailed(failure.where);
@@ -71,15 +98,29 @@ export function observeTraffic(
   const onStreamClosed = (message: unknown) => metrics?.streamClosed(message as StreamClosed);
   if (metrics !== null) subscribe(streamClosed.name, onStreamClosed);
 
-  // one subscriber for every finished request: metrics, then the access log line
+  // one subscriber for every finished request: metrics, then the access log line, a run of records
+  // at a time (record-queue.ts), within the delay of the first
   let accessLogOn = false;
-  const onRequest = (message: unknown) => {
-    const record = message as RequestRecord;
-    metrics?.observe(record);
-    if (accessLogOn) accessLog.write(record);
+  let timer: NodeJS.Timeout | null = null;
+  const records = new RecordQueue(
+    (record, measured, time) => {
+      if (measured) metrics?.observe(record);
+      if (accessLogOn || !measured) accessLog.write(record, time);
+    },
+    () => {
+      timer ??= setTimeout(flush, delayMs);
+    },
+  );
+  const flush = () => {
+    if (timer !== null) {
+      clearTimeout(timer);
+      timer = null;
+    }
+    records.drain();
   };
+  const onRequest = (message: unknown) => records.push(message as RequestRecord, true);
   /** requests refused before routing: an access log line, no metrics (as NGINX) */
-  const onRefused = (message: unknown) => accessLog.write(message as RequestRecord);
+  const onRefused = (message: unknown) => records.push(message as RequestRecord, false);
   // with data-plane threads, requests arrive as measures (metrics) and lines (the access log): the
   // threads encode the lines, with the settings of the model they serve
   const onMeasured = (message: unknown) => metrics?.observe(message as MeasuredRequest);
@@ -103,13 +144,20 @@ export function observeTraffic(
   };
 
   return {
+    async collected() {
+      await threadsFlushed();
+      flush();
+    },
     configure(settings) {
+      // the records waiting finished under the settings before these
+      flush();
       accessLog.configure(settings);
       accessLogOn = !settings.disabled;
       subscribeRequests(metrics !== null || accessLogOn, accessLogOn);
     },
     async close() {
       subscribeRequests(false, false);
+      flush();
       if (metrics !== null) unsubscribe(requestMeasured.name, onMeasured);
       unsubscribe(accessLogLines.name, onLines);
       await accessLog.close();

@@ -2,9 +2,10 @@
 import type { MeasuredRequest } from '../../lib/dataplane/request-measure.ts';
 import type { RequestRecord } from '../../lib/dataplane/request-record.ts';
 
+/** The record of a request that has just ended, after 4 ms. */
 export function record(overrides: Partial<RequestRecord> = {}): RequestRecord {
   return {
-    start: 0,
+    start: performance.now() - 4,
     remoteAddress: '127.0.0.1',
     method: 'GET',
     uri: '/app/x',

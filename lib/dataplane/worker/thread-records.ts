@@ -6,11 +6,12 @@
 // them without reading them: it never encodes a line, and lines of two threads never mix inside a
 // line. The measures leave with the same batch.
 //
-// The time of a line is taken here, when the request ends, as in one-thread mode.
+// The time of a line is when its request ended, as in one-thread mode.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { AccessLogChoice, type LogLineSettings } from '../access-log-choice.ts';
 import { requestLogged, requestRefused } from '../events.ts';
+import { RecordQueue } from '../record-queue.ts';
 import { type MeasureBatch, MeasurePacker } from '../request-measure.ts';
 import type { RequestRecord } from '../request-record.ts';
 
@@ -57,43 +58,59 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
     used = 0;
   };
 
-  const writeLine = (record: RequestRecord) => {
+  const writeLine = (record: RequestRecord, time: number) => {
     if (!choice.wants(record)) return;
     const encoder = choice.encoder;
-    const time = Date.now();
     let end = encoder.encode(buffer, used, record, time);
     if (end >= buffer.length) {
       // it did not fit: the lines before it leave, and it is encoded again in a buffer it fits in
       // (a line longer than a buffer gets a buffer of its own, sealed at once)
       seal(Math.max(end - used + 1, LINES_CAPACITY));
-      options.full();
+      full();
       end = encoder.encode(buffer, 0, record, time);
     }
     used = end;
     buffer[used++] = NEWLINE;
     if (used >= LINES_BATCH_BYTES) {
       seal(LINES_CAPACITY);
-      options.full();
+      full();
     }
   };
 
-  const onRequest = (message: unknown) => {
-    const record = message as RequestRecord;
-    writeLine(record);
-    if (!measures) return;
-    packer.add(record);
-    if (packer.count >= MEASURES_BATCH) options.full();
+  // a run of records at a time (record-queue.ts); what waits is handled before a batch is taken,
+  // and a buffer that fills then needs no asking: the batch taking it is already leaving
+  let taking = false;
+  const full = () => {
+    if (!taking) options.full();
   };
-  /** refused before routing: a line, and no measures (no metrics count them, as in NGINX) */
-  const onRefused = (message: unknown) => writeLine(message as RequestRecord);
+  const records = new RecordQueue((record, measured, time) => {
+    writeLine(record, time);
+    // refused before routing: a line, and no measures (no metrics count them, as in NGINX)
+    if (!measured || !measures) return;
+    packer.add(record);
+    if (packer.count >= MEASURES_BATCH) full();
+  });
+  const drainForTake = () => {
+    taking = true;
+    try {
+      records.drain();
+    } finally {
+      taking = false;
+    }
+  };
+  const onRequest = (message: unknown) => records.push(message as RequestRecord, true);
+  const onRefused = (message: unknown) => records.push(message as RequestRecord, false);
   subscribe(requestLogged.name, onRequest);
   subscribe(requestRefused.name, onRefused);
 
   return {
     configure(settings) {
+      // the records waiting finished under the settings before these
+      records.drain();
       choice.configure(settings);
     },
     takeLines() {
+      drainForTake();
       // The lines of a batch are copied out into memory of their size, which is moved to the main
       // thread; this buffer stays for the next lines. Moving the whole buffer instead (192 KiB per
       // thread every 50 ms, freed by the main thread's collector) made the main thread collect
@@ -109,8 +126,12 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
       ready = [];
       return taken;
     },
-    takeMeasures: () => packer.take(),
+    takeMeasures() {
+      drainForTake();
+      return packer.take();
+    },
     stop() {
+      records.drain();
       unsubscribe(requestLogged.name, onRequest);
       unsubscribe(requestRefused.name, onRefused);
     },

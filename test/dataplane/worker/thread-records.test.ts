@@ -4,6 +4,7 @@
 import t, { type Test } from 'tap';
 import { logEncoderOf } from '../../../lib/dataplane/access-log-format.ts';
 import { requestLogged, requestRefused } from '../../../lib/dataplane/events.ts';
+import { RECORD_BATCH } from '../../../lib/dataplane/record-queue.ts';
 import { type MeasuredRequest, unpackMeasures } from '../../../lib/dataplane/request-measure.ts';
 import type { RequestRecord } from '../../../lib/dataplane/request-record.ts';
 import {
@@ -70,9 +71,9 @@ t.test('a line per finished request, the bytes of the one-thread writer, timed w
   lines.forEach((line, i) => {
     const r = finished[i] as RequestRecord;
     t.equal(withoutTime(line), withoutTime(oneThreadLine(r)), `line ${i}: the same bytes`);
-    // $time_iso8601 has whole seconds
+    // $time_iso8601 has whole seconds; each request ended as its record was made
     const time = Date.parse(String(JSON.parse(line).time));
-    t.ok(time >= before - (before % 1000) && time <= after, `line ${i}: timed as it was encoded`);
+    t.ok(time >= before - (before % 1000) - 1000 && time <= after, `line ${i}: timed when it ended`);
   });
   t.strictSame(records.takeLines(), [], 'taken once');
 });
@@ -129,7 +130,8 @@ t.test('a full buffer asks for the batch to leave; lines keep their order across
   const { records, fulls } = setUp(t, false);
   records.configure(LOGGING);
   const lineBytes = oneThreadLine(record({ uri: '/0000' })).length + 1;
-  const n = Math.ceil((2 * LINES_BATCH_BYTES) / lineBytes) + 10;
+  // a buffer fills as the run of records it is in is handled: within RECORD_BATCH records more
+  const n = Math.ceil((2 * LINES_BATCH_BYTES) / lineBytes) + RECORD_BATCH;
   for (let i = 0; i < n; i++) requestLogged.publish(record({ uri: `/${String(i).padStart(4, '0')}` }));
   t.equal(fulls(), 2, 'once per full buffer');
   const chunks = records.takeLines();
@@ -159,10 +161,56 @@ t.test('a line longer than a buffer gets a buffer of its own, after the lines be
   const huge = `/${'x'.repeat(200_000)}`;
   requestLogged.publish(record({ uri: huge }));
   requestLogged.publish(record({ uri: '/after' }));
+  // the rest of the run: it is handled as its last record arrives
+  const rest = Array.from({ length: RECORD_BATCH - 3 }, (_, i) => `/${i}`);
+  for (const uri of rest) requestLogged.publish(record({ uri }));
   t.ok(fulls() >= 1, 'the batch was asked to leave');
   t.strictSame(
     takeText(t, records).map((line) => JSON.parse(line).request_uri),
-    ['/before', huge, '/after'],
+    ['/before', huge, '/after', ...rest],
+  );
+});
+
+t.test('a buffer that fills while a batch is taken asks nothing: that batch takes it', async (t) => {
+  const { records, fulls } = setUp(t, false);
+  records.configure(LOGGING);
+  // fewer than a run, but more lines than a buffer holds: they are encoded by the take itself
+  const uris = Array.from({ length: RECORD_BATCH - 1 }, (_, i) => `/${i}/${'x'.repeat(4096)}`);
+  for (const uri of uris) requestLogged.publish(record({ uri }));
+  t.equal(fulls(), 0, 'nothing handled yet');
+  t.strictSame(
+    takeText(t, records).map((line) => JSON.parse(line).request_uri),
+    uris,
+  );
+  t.equal(fulls(), 0, 'not asked from within the take');
+});
+
+t.test('a batch asked for while a run is handled takes every line once, in order', async (t) => {
+  // as a thread does: the full buffer's asking sends the batch at once, which takes what waits
+  const taken: Uint8Array[] = [];
+  let asked = 0;
+  const records: ThreadRecords = createThreadRecords({
+    full: () => {
+      asked++;
+      taken.push(...records.takeLines());
+    },
+    measures: false,
+  });
+  t.teardown(() => records.stop());
+  records.configure(LOGGING);
+  const lineBytes = oneThreadLine(record({ uri: '/0000' })).length + 1;
+  const n = Math.ceil(LINES_BATCH_BYTES / lineBytes) + 2 * RECORD_BATCH;
+  const uris = Array.from({ length: n }, (_, i) => `/${String(i).padStart(4, '0')}`);
+  for (const uri of uris) requestLogged.publish(record({ uri }));
+  t.equal(asked, 1, 'asked once, for the full buffer');
+  taken.push(...records.takeLines());
+  t.strictSame(
+    Buffer.concat(taken)
+      .toString('latin1')
+      .split('\n')
+      .slice(0, -1)
+      .map((line) => JSON.parse(line).request_uri),
+    uris,
   );
 });
 
