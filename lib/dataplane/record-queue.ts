@@ -2,8 +2,8 @@
 // readers, the metrics and the access log's encoder (controller/traffic.ts in one-thread mode,
 // worker/thread-records.ts in a data-plane thread), then run over up to RECORD_BATCH records in a
 // row while their code and tables are in the CPU's caches, where one record at a time ran them
-// between two requests' proxying, which had pushed them out (bench/README.md, "Records a run at a
-// time").
+// between two requests' proxying, which had pushed them out (bench/README.md, "per-core: records a
+// run at a time").
 //
 // A run is handled once RECORD_BATCH records wait, or when the owner asks: before a scrape, with a
 // thread's batch, before new settings apply, at close, on the owner's timer. A record is plain data
