@@ -103,9 +103,9 @@ export function observeTraffic(
   let accessLogOn = false;
   let timer: NodeJS.Timeout | null = null;
   const records = new RecordQueue(
-    (record, measured, time) => {
-      if (measured) metrics?.observe(record);
-      if (accessLogOn || !measured) accessLog.write(record, time);
+    (record, time) => {
+      if (!record.refused) metrics?.observe(record);
+      if (accessLogOn || record.refused) accessLog.write(record, time);
     },
     () => {
       timer ??= setTimeout(flush, delayMs);
@@ -118,9 +118,9 @@ export function observeTraffic(
     }
     records.drain();
   };
-  const onRequest = (message: unknown) => records.push(message as RequestRecord, true);
-  /** requests refused before routing: an access log line, no metrics (as NGINX) */
-  const onRefused = (message: unknown) => records.push(message as RequestRecord, false);
+  const onRequest = (message: unknown) => records.push(message as RequestRecord);
+  /** requests refused before routing (`refused` set): an access log line, no metrics (as NGINX) */
+  const onRefused = (message: unknown) => records.push(message as RequestRecord);
   // with data-plane threads, requests arrive as measures (metrics) and lines (the access log): the
   // threads encode the lines, with the settings of the model they serve
   const onMeasured = (message: unknown) => metrics?.observe(message as MeasuredRequest);

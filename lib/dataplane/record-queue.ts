@@ -20,14 +20,13 @@ import type { RequestRecord } from './request-record.ts';
 export const RECORD_BATCH = 64;
 
 /**
- * Handles one record: `measured` false for a request refused before routing (an access log line,
- * no metrics, as in NGINX); `time` the wall clock at its end, in ms since the epoch.
+ * Handles one record (a request refused before routing has `refused` set: an access log line, no
+ * metrics, as in NGINX); `time` the wall clock at its end, in ms since the epoch.
  */
-export type RecordHandler = (record: RequestRecord, measured: boolean, time: number) => void;
+export type RecordHandler = (record: RequestRecord, time: number) => void;
 
 export class RecordQueue {
   #records: RequestRecord[] = [];
-  #measured: boolean[] = [];
   readonly #handle: RecordHandler;
   readonly #waiting: (() => void) | undefined;
 
@@ -41,10 +40,9 @@ export class RecordQueue {
     return this.#records.length;
   }
 
-  push(record: RequestRecord, measured: boolean): void {
+  push(record: RequestRecord): void {
     const records = this.#records;
     records.push(record);
-    this.#measured.push(measured);
     if (records.length >= RECORD_BATCH) this.drain();
     else if (records.length === 1) this.#waiting?.();
   }
@@ -59,9 +57,7 @@ export class RecordQueue {
     const records = this.#records;
     const n = records.length;
     if (n === 0) return;
-    const measured = this.#measured;
     this.#records = [];
-    this.#measured = [];
     const wall = Date.now();
     const now = performance.now();
     let failed = false;
@@ -70,7 +66,7 @@ export class RecordQueue {
       const record = records[i] as RequestRecord;
       const end = record.start + record.requestTime * 1000;
       try {
-        this.#handle(record, measured[i] as boolean, Math.floor(wall - (now - end)));
+        this.#handle(record, Math.floor(wall - (now - end)));
       } catch (error) {
         if (!failed) failure = error;
         failed = true;

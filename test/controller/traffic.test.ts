@@ -52,7 +52,7 @@ t.test('a scrape hands on what waits first', async (t) => {
   // a delay no test waits for: only `collected` can hand the records on
   const { traffic, events } = setUp(t, 3_600_000);
   requestLogged.publish(record({ uri: '/a' }));
-  requestRefused.publish(record({ uri: '/refused', status: 400 }));
+  requestRefused.publish(record({ uri: '/refused', status: 400, refused: true }));
   requestLogged.publish(record({ uri: '/b' }));
   t.strictSame(events, [], 'a run waits');
   await traffic.collected();

@@ -8,7 +8,6 @@ import { record } from '../support/request-record.ts';
 
 interface Handled {
   uri: string;
-  measured: boolean;
   time: number;
 }
 
@@ -16,7 +15,7 @@ function setUp() {
   const handled: Handled[] = [];
   let waiting = 0;
   const queue = new RecordQueue(
-    (r, measured, time) => handled.push({ uri: r.uri, measured, time }),
+    (r, time) => handled.push({ uri: r.uri, time }),
     () => waiting++,
   );
   return { queue, handled, waiting: () => waiting };
@@ -24,20 +23,15 @@ function setUp() {
 
 t.test('a run is handled once RECORD_BATCH records wait, in order, each once', async (t) => {
   const { queue, handled } = setUp();
-  for (let i = 0; i < RECORD_BATCH - 1; i++) queue.push(record({ uri: `/${i}` }), true);
+  for (let i = 0; i < RECORD_BATCH - 1; i++) queue.push(record({ uri: `/${i}` }));
   t.equal(handled.length, 0, 'fewer wait: none handled yet');
   t.equal(queue.size, RECORD_BATCH - 1);
-  queue.push(record({ uri: '/last' }), false);
+  queue.push(record({ uri: '/last' }));
   t.equal(handled.length, RECORD_BATCH, 'the whole run');
   t.equal(queue.size, 0);
   t.strictSame(
     handled.map((h) => h.uri),
     [...Array.from({ length: RECORD_BATCH - 1 }, (_, i) => `/${i}`), '/last'],
-  );
-  t.strictSame(
-    handled.map((h) => h.measured),
-    [...Array.from({ length: RECORD_BATCH - 1 }, () => true), false],
-    'a refusal stays one',
   );
   queue.drain();
   t.equal(handled.length, RECORD_BATCH, 'nothing handled twice');
@@ -47,19 +41,19 @@ t.test('drain hands on what waits; `waiting` marks the first record of a run', a
   const { queue, handled, waiting } = setUp();
   queue.drain();
   t.equal(handled.length, 0, 'an empty drain does nothing');
-  queue.push(record({ uri: '/a' }), true);
-  queue.push(record({ uri: '/b' }), true);
+  queue.push(record({ uri: '/a' }));
+  queue.push(record({ uri: '/b' }));
   t.equal(waiting(), 1, 'once for the run');
   queue.drain();
   t.strictSame(
     handled.map((h) => h.uri),
     ['/a', '/b'],
   );
-  queue.push(record({ uri: '/c' }), true);
+  queue.push(record({ uri: '/c' }));
   t.equal(waiting(), 2, 'again for the next run');
-  for (let i = 1; i < RECORD_BATCH; i++) queue.push(record(), true);
+  for (let i = 1; i < RECORD_BATCH; i++) queue.push(record());
   t.equal(waiting(), 2, 'not for a run the size handed on');
-  queue.push(record(), true);
+  queue.push(record());
   t.equal(waiting(), 3);
 });
 
@@ -73,7 +67,7 @@ t.test("each record's time is the wall clock of its end, not of the drain", asyn
     record({ uri: '/now', start: now - 4, requestTime: 0.004 }),
   ];
   const before = Date.now();
-  for (const r of ended) queue.push(r, true);
+  for (const r of ended) queue.push(r);
   queue.drain();
   const after = Date.now();
   const ago = [2500, 1000, 0];
@@ -94,7 +88,7 @@ t.test("a handler's exception does not keep the run's others from being handled"
     seen.push(r.uri);
     if (r.uri.startsWith('/bad')) throw new Error(`failed on ${r.uri}`);
   });
-  for (const uri of ['/a', '/bad-1', '/b', '/bad-2', '/c']) queue.push(record({ uri }), true);
+  for (const uri of ['/a', '/bad-1', '/b', '/bad-2', '/c']) queue.push(record({ uri }));
   t.throws(() => queue.drain(), { message: 'failed on /bad-1' }, 'the first exception');
   t.strictSame(seen, ['/a', '/bad-1', '/b', '/bad-2', '/c'], 'all handled');
   t.equal(queue.size, 0, 'none left to be handled again');
@@ -108,7 +102,7 @@ t.test('a handler that drains meets only what came after the run', async (t) => 
     seen.push(r.uri);
     if (r.uri === '/b') queue.drain();
   });
-  for (const uri of ['/a', '/b', '/c']) queue.push(record({ uri }), true);
+  for (const uri of ['/a', '/b', '/c']) queue.push(record({ uri }));
   queue.drain();
   t.strictSame(seen, ['/a', '/b', '/c'], 'each once, in order');
   t.equal(queue.size, 0);

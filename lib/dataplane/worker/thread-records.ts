@@ -83,10 +83,10 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
   const full = () => {
     if (!taking) options.full();
   };
-  const records = new RecordQueue((record, measured, time) => {
+  const records = new RecordQueue((record, time) => {
     writeLine(record, time);
     // refused before routing: a line, and no measures (no metrics count them, as in NGINX)
-    if (!measured || !measures) return;
+    if (record.refused || !measures) return;
     packer.add(record);
     if (packer.count >= MEASURES_BATCH) full();
   });
@@ -98,8 +98,8 @@ export function createThreadRecords(options: ThreadRecordsOptions): ThreadRecord
       taking = false;
     }
   };
-  const onRequest = (message: unknown) => records.push(message as RequestRecord, true);
-  const onRefused = (message: unknown) => records.push(message as RequestRecord, false);
+  const onRequest = (message: unknown) => records.push(message as RequestRecord);
+  const onRefused = (message: unknown) => records.push(message as RequestRecord);
   subscribe(requestLogged.name, onRequest);
   subscribe(requestRefused.name, onRefused);
 

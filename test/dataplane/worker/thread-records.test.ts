@@ -94,7 +94,7 @@ t.test('what crosses per request: the measures, without the strings only the lin
   t.equal(measures().length, 1);
   t.strictSame(measures()[0], measuresOf(r));
   // a refusal is logged and not measured (NGINX's metrics never see it)
-  requestRefused.publish(record({ uri: '/refused', status: 400 }));
+  requestRefused.publish(record({ uri: '/refused', status: 400, refused: true }));
   t.equal(measures().length, 1, 'no measures for a refusal');
   t.strictSame(
     takeText(t, records).map((line) => JSON.parse(line).request_uri),
@@ -108,7 +108,7 @@ t.test("the model's settings decide which requests get a line; measures go on re
     requestLogged.publish(record({ uri: '/healthz' }));
     requestLogged.publish(record({ uri: '/app' }));
     requestLogged.publish(record({ uri: '/quiet', accessLog: false }));
-    requestRefused.publish(record({ uri: '/refused', status: 400 }));
+    requestRefused.publish(record({ uri: '/refused', status: 400, refused: true }));
   };
   const uris = () => takeText(t, records).map((line) => JSON.parse(line).request_uri);
   publishAll();
